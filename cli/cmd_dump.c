@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_dump.c - `ncclrr dump`: one line per recorded call, in time order. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "callfmt.h"
+#include "cmds.h"
+#include "inputs.h"
+
+const char cmd_dump_usage[] =
+	"Usage: ncclrr dump [OPTIONS] FILE|DIR...\n"
+	"\n"
+	"Print one line per recorded call of the traces (every .nrt file of a DIR),\n"
+	"all threads and processes merged in time order:\n"
+	"  TIME HOST:PID/TID #SEQ name(arg=value, ...) = RESULT DURATION\n"
+	"TIME is seconds since the earliest trace started. Calls that contain other\n"
+	"calls print an '<unfinished ...>' line and a '<... resumed>' line; calls\n"
+	"that never returned are marked '<in flight at end of trace>'. Identical\n"
+	"polling answers show as '[+N identical, TIME]'.\n"
+	"\n"
+	"Options:\n"
+	"  --rank R[,R...]    only the processes of these ranks (metadata 'rank')\n"
+	"  --api GLOB[,GLOB]  only calls whose name matches a glob (e.g. 'cuMem*')\n"
+	"  --errors           only calls that failed (by their return convention)\n"
+	"  --from T           only calls at or after T seconds\n"
+	"  --to T             only calls before T seconds\n"
+	"  --meta             print each file's metadata first\n"
+	"  -h, --help         this text\n"
+	"      --version      print the version\n"
+	"\n"
+	"Exit status: 0 success, 2 bad usage or unreadable trace.\n";
+
+static bool api_match(const char *globs, const char *name)
+{
+	char buf[256];
+	for (const char *p = globs; *p;) {
+		const char *c = strchr(p, ',');
+		size_t n = c ? (size_t)(c - p) : strlen(p);
+		if (n < sizeof(buf)) {
+			memcpy(buf, p, n);
+			buf[n] = 0;
+			if (fnmatch(buf, name, 0) == 0)
+				return true;
+		}
+		p += n + (c ? 1 : 0);
+	}
+	return false;
+}
+
+static int parse_time(const char *s, double *out)
+{
+	char *e;
+	errno = 0;
+	*out = strtod(s, &e);
+	return errno || e == s || *e ? -1 : 0;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "rank", required_argument, NULL, 'r' },
+		{ "api", required_argument, NULL, 'a' },
+		{ "errors", no_argument, NULL, 'e' },
+		{ "from", required_argument, NULL, 'f' },
+		{ "to", required_argument, NULL, 't' },
+		{ "meta", no_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *ranks = NULL, *api = NULL;
+	bool errors = false, meta = false;
+	double from = -1e300, to = 1e300;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': ranks = optarg; break;
+		case 'a': api = optarg; break;
+		case 'e': errors = true; break;
+		case 'm': meta = true; break;
+		case 'f':
+			if (parse_time(optarg, &from))
+				return nrr_cli_usage_error("dump", "--from wants seconds, got '%s'", optarg);
+			break;
+		case 't':
+			if (parse_time(optarg, &to))
+				return nrr_cli_usage_error("dump", "--to wants seconds, got '%s'", optarg);
+			break;
+		default:
+			return nrr_cli_usage_error("dump", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return nrr_cli_usage_error("dump", "no trace file or directory given");
+
+	struct nrr_inputs in;
+	int rc = nrr_inputs_open(&in, "dump", argv + optind, argc - optind);
+	if (rc)
+		return rc;
+	if (ranks && (rc = nrr_inputs_filter_ranks(&in, "dump", ranks))) {
+		nrr_inputs_close(&in);
+		return rc;
+	}
+	if (meta) {
+		for (size_t i = 0; i < in.n; i++) {
+			size_t len;
+			const char *t = nrr_reader_meta_text(in.r[i], &len);
+			printf("# %s\n", nrr_reader_path(in.r[i]));
+			const char *p = t, *end = t + len;
+			while (p < end) {
+				const char *nl = memchr(p, '\n', (size_t)(end - p));
+				size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+				printf("#   %.*s\n", (int)n, p);
+				p += n + 1;
+			}
+		}
+	}
+	nrr_merge *m;
+	rc = nrr_merge_open(&m, in.r, in.n);
+	if (rc) {
+		fprintf(stderr, "ncclrr dump: %s\n", nrr_strerror(rc));
+		nrr_inputs_close(&in);
+		return NRR_EXIT_USAGE;
+	}
+	const nrr_call *call;
+	size_t ri;
+	char who[300];
+	while ((rc = nrr_merge_next(m, &call, &ri)) == 0) {
+		double t = (double)(int64_t)(nrr_reader_wall(in.r[ri], nrr_call_key(call)) - in.base_wall) / 1e9;
+		if (t < from)
+			continue;
+		if (t >= to)
+			continue;   /* other streams may still be earlier */
+		if (api && (call->kind != NRR_CALL || !api_match(api, call->fn->name)))
+			continue;
+		if (errors && (call->phase == NRR_PHASE_ENTER || !nrr_call_failed(call)))
+			continue;
+		snprintf(who, sizeof(who), "%s/%u", in.who[ri], call->tid);
+		nrr_format_call(stdout, call, t, who);
+		if (putchar('\n') == EOF)
+			break;
+	}
+	int ret = NRR_EXIT_OK;
+	if (rc != NRR_EEOF && rc != 0) {
+		fflush(stdout);
+		nrr_print_diag("dump", nrr_merge_diag(m));
+		ret = NRR_EXIT_USAGE;
+	}
+	nrr_merge_close(m);
+	nrr_inputs_close(&in);
+	if (fflush(stdout) == EOF && errno != EPIPE) {
+		fprintf(stderr, "ncclrr dump: cannot write output: %s\n", strerror(errno));
+		ret = NRR_EXIT_USAGE;
+	}
+	return ret;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* cmds.h - the ncclrr subcommands.  Each lives in cli/cmd_NAME.c and is
+ * listed once in the table in cli/main.c. */
+#ifndef NCCLRR_CLI_CMDS_H
+#define NCCLRR_CLI_CMDS_H
+
+#include <stdio.h>
+
+struct nrr_cmd {
+	const char *name;
+	const char *synopsis;  /* one line for `ncclrr --help` */
+	const char *usage;     /* full text for `ncclrr NAME --help` */
+	int (*fn)(int argc, char **argv);  /* argv[0] is NAME */
+};
+
+/* Exit codes shared by every subcommand. */
+enum { NRR_EXIT_OK = 0, NRR_EXIT_DIFF = 1, NRR_EXIT_USAGE = 2 };
+
+int cmd_dump(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
+extern const char cmd_dump_usage[];
+extern const char cmd_stats_usage[];
+extern const char cmd_run_usage[];
+
+/* Handle --help / --version for @cmd if argv holds one; @return 1 if handled. */
+int nrr_cli_common(const struct nrr_cmd *cmd, int argc, char **argv);
+/* Print "ncclrr NAME: msg" and a hint to use --help; @return NRR_EXIT_USAGE. */
+int nrr_cli_usage_error(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Find a subcommand by name, or NULL. */
+const struct nrr_cmd *nrr_cli_find(const char *name);
+
+#endif

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* inputs.c - open the traces named on a command line. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cmds.h"
+#include "inputs.h"
+
+void nrr_print_diag(const char *cmd, const nrr_diag *d)
+{
+	char buf[1200];
+	nrr_diag_format(d, buf, sizeof(buf));
+	fprintf(stderr, "ncclrr %s: %s\n", cmd, buf);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int add_path(char ***list, size_t *n, size_t *cap, const char *p)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 16;
+		char **x = realloc(*list, c * sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		*list = x;
+		*cap = c;
+	}
+	(*list)[*n] = strdup(p);
+	if (!(*list)[*n])
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+static int expand(const char *cmd, const char *arg, char ***list, size_t *n, size_t *cap)
+{
+	struct stat st;
+	if (stat(arg, &st)) {
+		fprintf(stderr, "ncclrr %s: Cannot open trace: file=%s: %s\n", cmd, arg, strerror(errno));
+		return NRR_EXIT_USAGE;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return add_path(list, n, cap, arg) ? NRR_EXIT_USAGE : 0;
+	DIR *d = opendir(arg);
+	if (!d) {
+		fprintf(stderr, "ncclrr %s: Cannot open directory: dir=%s: %s\n", cmd, arg, strerror(errno));
+		return NRR_EXIT_USAGE;
+	}
+	size_t before = *n;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l > 4 && strcmp(e->d_name + l - 4, ".nrt") == 0) {
+			char *p;
+			if (asprintf(&p, "%s/%s", arg, e->d_name) < 0 || add_path(list, n, cap, p)) {
+				closedir(d);
+				return NRR_EXIT_USAGE;
+			}
+			free(p);
+		}
+	}
+	closedir(d);
+	if (*n == before) {
+		fprintf(stderr, "ncclrr %s: no .nrt trace files in dir=%s; record one with 'ncclrr record -o %s -- PROGRAM'\n",
+			cmd, arg, arg);
+		return NRR_EXIT_USAGE;
+	}
+	qsort(*list + before, *n - before, sizeof(char *), cmp_str);
+	return 0;
+}
+
+int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int npaths)
+{
+	char **list = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	memset(in, 0, sizeof(*in));
+	for (int i = 0; i < npaths && !rc; i++)
+		rc = expand(cmd, paths[i], &list, &n, &cap);
+	if (!rc) {
+		in->r = calloc(n + 1, sizeof(*in->r));
+		in->who = calloc(n + 1, sizeof(*in->who));
+		in->rank = calloc(n + 1, sizeof(*in->rank));
+		if (!in->r || !in->who || !in->rank)
+			rc = NRR_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		nrr_diag d;
+		if (nrr_reader_open(&in->r[in->n], list[i], &d)) {
+			nrr_print_diag(cmd, &d);
+			rc = NRR_EXIT_USAGE;
+			break;
+		}
+		nrr_reader *r = in->r[in->n];
+		const nrr_file_info *fi = nrr_reader_info(r);
+		if (fi->dropped_bytes)
+			fprintf(stderr, "ncclrr %s: warning: file=%s: %llu damaged or incomplete bytes from offset %llu skipped (writer killed or file damaged); every complete chunk is shown\n",
+				cmd, list[i], (unsigned long long)fi->dropped_bytes, (unsigned long long)fi->dropped_offset);
+		else if (fi->index_rebuilt)
+			fprintf(stderr, "ncclrr %s: warning: file=%s: no index at the end (writer did not finish); rebuilt it by scanning\n",
+				cmd, list[i]);
+		const char *host = nrr_reader_meta(r, "host");
+		if (asprintf(&in->who[in->n], "%s:%u", host ? host : "?", fi->pid) < 0) {
+			rc = NRR_EXIT_USAGE;
+			break;
+		}
+		const char *rank = nrr_reader_meta(r, "rank");
+		in->rank[in->n] = rank ? strdup(rank) : NULL;
+		if (!in->base_wall || fi->wall_ns < in->base_wall)
+			in->base_wall = fi->wall_ns;
+		in->n++;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+	if (rc)
+		nrr_inputs_close(in);
+	return rc;
+}
+
+void nrr_inputs_close(struct nrr_inputs *in)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		nrr_reader_close(in->r[i]);
+		free(in->who[i]);
+		free(in->rank[i]);
+	}
+	free(in->r);
+	free(in->who);
+	free(in->rank);
+	memset(in, 0, sizeof(*in));
+}
+
+static bool in_list(const char *list, const char *v)
+{
+	size_t l = strlen(v);
+	for (const char *p = list; *p;) {
+		const char *c = strchr(p, ',');
+		size_t n = c ? (size_t)(c - p) : strlen(p);
+		if (n == l && strncmp(p, v, n) == 0)
+			return true;
+		p += n + (c ? 1 : 0);
+	}
+	return false;
+}
+
+int nrr_inputs_filter_ranks(struct nrr_inputs *in, const char *cmd, const char *ranks)
+{
+	size_t k = 0;
+	bool any_rank = false;
+	for (size_t i = 0; i < in->n; i++) {
+		if (in->rank[i])
+			any_rank = true;
+		if (in->rank[i] && in_list(ranks, in->rank[i])) {
+			in->r[k] = in->r[i];
+			in->who[k] = in->who[i];
+			in->rank[k] = in->rank[i];
+			k++;
+		} else {
+			nrr_reader_close(in->r[i]);
+			free(in->who[i]);
+			free(in->rank[i]);
+		}
+	}
+	in->n = k;
+	if (!k) {
+		fprintf(stderr, any_rank ? "ncclrr %s: no trace of rank %s among the inputs\n"
+					 : "ncclrr %s: the traces record no rank (metadata key 'rank'); cannot select rank %s\n",
+			cmd, ranks);
+		return NRR_EXIT_USAGE;
+	}
+	return 0;
+}

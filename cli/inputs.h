@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* inputs.h - open the traces named on a command line (files or run dirs). */
+#ifndef NCCLRR_CLI_INPUTS_H
+#define NCCLRR_CLI_INPUTS_H
+
+#include "nrt.h"
+
+struct nrr_inputs {
+	nrr_reader **r;
+	char **who;          /* "host:pid" per reader */
+	char **rank;         /* meta rank or NULL */
+	size_t n;
+	uint64_t base_wall;  /* earliest file start, wall ns */
+};
+
+/* Open every .nrt file named or found (not recursively) in a named
+ * directory, sorted by name.  Reports damage (rebuilt index, dropped
+ * bytes) as warnings on stderr.  @return 0, or prints the error and
+ * returns NRR_EXIT_USAGE. */
+int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int npaths);
+void nrr_inputs_close(struct nrr_inputs *in);
+/* Keep only readers whose rank is in the comma list @ranks; @return 0 or
+ * prints an error and returns NRR_EXIT_USAGE. */
+int nrr_inputs_filter_ranks(struct nrr_inputs *in, const char *cmd, const char *ranks);
+/* Print a reader error as "ncclrr CMD: Cannot read trace: file=… offset=…: …". */
+void nrr_print_diag(const char *cmd, const nrr_diag *d);
+
+#endif

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/* callfmt.c - schema-driven text rendering of calls. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "callfmt.h"
+
+bool nrr_call_failed(const nrr_call *c)
+{
+	if (c->kind != NRR_CALL || !c->done || !c->fn)
+		return false;
+	switch (c->fn->ret) {
+	case NRR_RET_CURESULT:
+	case NRR_RET_CUDART:
+		/* 600 = CUDA_ERROR_NOT_READY / cudaErrorNotReady: a polling answer */
+		return c->result != 0 && c->result != 600;
+	case NRR_RET_NCCL:
+		return c->result != 0 && c->result != 7; /* ncclInProgress */
+	case NRR_RET_NVML:
+		return c->result != 0;
+	case NRR_RET_ERRNO:
+		return c->result == -1 && c->err != EAGAIN && c->err != EINPROGRESS &&
+		       c->err != EINTR && c->err != EWOULDBLOCK;
+	case NRR_RET_POSERR:
+		return c->result != 0 && c->result != EAGAIN && c->result != EBUSY;
+	case NRR_RET_PTR:
+		return c->result == 0;
+	default:
+		return false;
+	}
+}
+
+static void put_str(FILE *f, const uint8_t *p, uint32_t len, uint32_t total)
+{
+	uint32_t show = len > 96 ? 96 : len;
+	fputc('"', f);
+	for (uint32_t i = 0; i < show; i++) {
+		uint8_t ch = p[i];
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch == '\n')
+			fputs("\\n", f);
+		else if (ch < 0x20 || ch >= 0x7f)
+			fprintf(f, "\\x%02x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+	if (show < total)
+		fprintf(f, "…(%u bytes)", total);
+}
+
+static void put_hex(FILE *f, const uint8_t *p, uint32_t len, uint32_t total)
+{
+	uint32_t show = len > 16 ? 16 : len;
+	if (!total) {
+		fputs("<>", f);
+		return;
+	}
+	for (uint32_t i = 0; i < show; i++)
+		fprintf(f, "%02x", p[i]);
+	if (show < total)
+		fprintf(f, "…(%u bytes)", total);
+}
+
+static void put_sockaddr(FILE *f, const uint8_t *p, uint32_t len, uint32_t total)
+{
+	char host[INET6_ADDRSTRLEN];
+	sa_family_t fam;
+	if (len < sizeof(fam)) {
+		put_hex(f, p, len, total);
+		return;
+	}
+	memcpy(&fam, p, sizeof(fam));
+	if (fam == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in in;
+		memcpy(&in, p, sizeof(in));
+		inet_ntop(AF_INET, &in.sin_addr, host, sizeof(host));
+		fprintf(f, "%s:%u", host, ntohs(in.sin_port));
+	} else if (fam == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		struct sockaddr_in6 in6;
+		memcpy(&in6, p, sizeof(in6));
+		inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof(host));
+		fprintf(f, "[%s]:%u", host, ntohs(in6.sin6_port));
+	} else if (fam == AF_UNIX) {
+		uint32_t off = (uint32_t)offsetof(struct sockaddr_un, sun_path);
+		fputs("unix:", f);
+		if (len > off && p[off] == 0 && len > off + 1) {
+			fputc('@', f);
+			put_str(f, p + off + 1, len - off - 1, len - off - 1);
+		} else if (len > off) {
+			uint32_t n = (uint32_t)strnlen((const char *)p + off, len - off);
+			put_str(f, p + off, n, n);
+		}
+	} else {
+		fprintf(f, "af%u:", fam);
+		put_hex(f, p, len, total);
+	}
+}
+
+void nrr_format_value(FILE *f, const nrr_arg_schema *a, const nrr_value *v)
+{
+	const char *name;
+	switch (a->fmt) {
+	case NRR_FMT_U:
+		fprintf(f, "%llu", (unsigned long long)v->u);
+		break;
+	case NRR_FMT_I:
+		fprintf(f, "%lld", (long long)v->u);
+		break;
+	case NRR_FMT_BOOL:
+		fputs(v->u ? "true" : "false", f);
+		break;
+	case NRR_FMT_ENUM:
+		name = nrr_enum_name(a->table, (int64_t)v->u);
+		if (name)
+			fputs(name, f);
+		else
+			fprintf(f, "%lld", (long long)v->u);
+		break;
+	case NRR_FMT_FLAGS: {
+		uint64_t left = v->u;
+		bool any = false;
+		if (!left) {
+			name = nrr_enum_name(a->table, 0);
+			fputs(name ? name : "0", f);
+			break;
+		}
+		for (uint32_t i = 0; a->table && i < a->table->n; i++) {
+			uint64_t bit = (uint64_t)a->table->values[i];
+			if (bit && (left & bit) == bit) {
+				fprintf(f, "%s%s", any ? "|" : "", a->table->names[i]);
+				left &= ~bit;
+				any = true;
+			}
+		}
+		if (left)
+			fprintf(f, "%s0x%llx", any ? "|" : "", (unsigned long long)left);
+		break;
+	}
+	case NRR_FMT_FD:
+		fprintf(f, "fd:%lld", (long long)v->u);
+		break;
+	case NRR_FMT_HANDLE:
+	case NRR_FMT_X:
+		if (v->u)
+			fprintf(f, "0x%llx", (unsigned long long)v->u);
+		else
+			fputs("NULL", f);
+		break;
+	case NRR_FMT_STR:
+		put_str(f, v->p, v->len, v->total);
+		break;
+	case NRR_FMT_SOCKADDR:
+		put_sockaddr(f, v->p, v->len, v->total);
+		break;
+	default:
+		put_hex(f, v->p, v->len, v->total);
+		break;
+	}
+}
+
+void nrr_format_args(FILE *f, const nrr_call *c)
+{
+	bool first = true;
+	for (unsigned i = 0; i < c->fn->nargs; i++) {
+		const nrr_arg_schema *a = &c->fn->args[i];
+		fprintf(f, "%s%s=", first ? "" : ", ", a->name);
+		first = false;
+		if (c->present >> i & 1)
+			nrr_format_value(f, a, &c->args[i]);
+		else
+			fputs(c->args_lost && (a->dir & NRR_DIR_IN) ? "?" : "…", f);
+	}
+}
+
+void nrr_format_result(FILE *f, const nrr_call *c)
+{
+	const char *name;
+	switch (c->fn->ret) {
+	case NRR_RET_VOID:
+		fputs("void", f);
+		break;
+	case NRR_RET_CURESULT:
+	case NRR_RET_CUDART:
+	case NRR_RET_NCCL:
+	case NRR_RET_NVML:
+		name = nrr_enum_name(c->fn->rtable, c->result);
+		fprintf(f, "%s (%lld)", name ? name : "?", (long long)c->result);
+		break;
+	case NRR_RET_ERRNO:
+		if (c->result == -1)
+			fprintf(f, "-1 %s (%s)", strerrorname_np((int)c->err) ? strerrorname_np((int)c->err) : "E?",
+				strerror((int)c->err));
+		else
+			fprintf(f, "%lld", (long long)c->result);
+		break;
+	case NRR_RET_POSERR:
+		if (c->result)
+			fprintf(f, "%s (%s)", strerrorname_np((int)c->result) ? strerrorname_np((int)c->result) : "E?",
+				strerror((int)c->result));
+		else
+			fputs("0", f);
+		break;
+	case NRR_RET_PTR:
+		if (c->result)
+			fprintf(f, "0x%llx", (unsigned long long)c->result);
+		else if (c->err)
+			fprintf(f, "NULL %s", strerrorname_np((int)c->err) ? strerrorname_np((int)c->err) : "");
+		else
+			fputs("NULL", f);
+		break;
+	default:
+		fprintf(f, "%lld", (long long)c->result);
+		break;
+	}
+}
+
+void nrr_format_dur(FILE *f, uint64_t ns)
+{
+	if (ns < 1000)
+		fprintf(f, "%lluns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		fprintf(f, "%.1fus", ns / 1e3);
+	else if (ns < 1000000000)
+		fprintf(f, "%.1fms", ns / 1e6);
+	else
+		fprintf(f, "%.2fs", ns / 1e9);
+}
+
+void nrr_format_call(FILE *f, const nrr_call *c, double t_rel, const char *who)
+{
+	fprintf(f, "%.6f %s ", t_rel, who);
+	if (c->kind == NRR_CALL_LOG) {
+		fprintf(f, "%*slog[%u] ", 2 * c->depth, "", c->log_level);
+		uint32_t n = c->log_len;
+		while (n && (c->log[n - 1] == '\n' || c->log[n - 1] == '\r'))
+			n--;
+		fwrite(c->log, 1, n, f);
+		return;
+	}
+	fprintf(f, "#%llu %*s", (unsigned long long)c->seq, 2 * c->depth, "");
+	switch (c->phase) {
+	case NRR_PHASE_ENTER:
+		fprintf(f, "%s(", c->fn->name);
+		nrr_format_args(f, c);
+		fputs(" <unfinished ...>", f);
+		return;
+	case NRR_PHASE_INFLIGHT:
+		fprintf(f, "%s(", c->fn->name);
+		nrr_format_args(f, c);
+		fputs(") <in flight at end of trace>", f);
+		return;
+	case NRR_PHASE_RESUME:
+		fprintf(f, "<... %s resumed> (", c->fn->name);
+		break;
+	default:
+		fprintf(f, "%s(", c->fn->name);
+		break;
+	}
+	nrr_format_args(f, c);
+	fputs(")", f);
+	if (c->fn->ret != NRR_RET_VOID) {
+		fputs(" = ", f);
+		nrr_format_result(f, c);
+	}
+	fputc(' ', f);
+	nrr_format_dur(f, c->dur);
+	if (c->repeat) {
+		fprintf(f, " [+%llu identical, ", (unsigned long long)c->repeat);
+		nrr_format_dur(f, c->repeat_ns);
+		fputc(']', f);
+	}
+}

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nrt.h - the native ncclrr trace file (.nrt): schema, writer and reader.
+ *
+ * formats/FORMAT.md is the byte-level specification; this header is the C
+ * interface to it.  Every function returns 0 on success or a negative
+ * errno / NRR_E* code; nrr_strerror() explains a code.  Reader errors also
+ * fill an nrr_diag with the file and offset and what to do, so the caller
+ * can print one line that a user can act on.
+ */
+#ifndef NCCLRR_NRT_H
+#define NCCLRR_NRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- errors */
+enum {
+	NRR_EBADMAGIC = -1000,  /* not an ncclrr trace file */
+	NRR_EVERSION = -1001,   /* written by a newer, incompatible format */
+	NRR_ECORRUPT = -1002,   /* checksum / structure error inside the file */
+	NRR_ETRUNC = -1003,     /* file ends inside a structure */
+	NRR_ESCHEMA = -1004,    /* schema text cannot be parsed */
+	NRR_EZSTD = -1005,      /* zstd (de)compression failed */
+	NRR_EEOF = -1006,       /* no more events (not an error for iterators) */
+	NRR_ENOTFOUND = -1007,  /* seek target not in the file */
+};
+
+/* @return a static, human readable explanation of @err (negative). */
+const char *nrr_strerror(int err);
+
+/* A diagnostic filled by the reader: "file:offset: message". */
+typedef struct nrr_diag {
+	char path[512];
+	uint64_t offset;   /* byte offset in the file the message is about */
+	int code;          /* the error code also returned */
+	char msg[512];     /* what is wrong and what to do */
+} nrr_diag;
+
+/* Format the diagnostic as "Cannot read trace: file=… offset=…: msg". */
+void nrr_diag_format(const nrr_diag *d, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- format */
+#define NRR_FORMAT_MAJOR 1
+#define NRR_FORMAT_MINOR 0
+
+#define NRR_FILE_MAGIC "\x89NRT\r\n\x1a\n"   /* 8 bytes */
+#define NRR_FILE_HEADER_SIZE 64
+#define NRR_CHUNK_MAGIC 0x3143524eu          /* "NRC1" little endian */
+#define NRR_CHUNK_HEADER_SIZE 64
+#define NRR_TRAILER_MAGIC "NRTINDEX"          /* 8 bytes */
+#define NRR_TRAILER_SIZE 24
+
+enum nrr_chunk_type {
+	NRR_CHUNK_SCHEMA = 1,  /* schema text (see FORMAT.md "Schema") */
+	NRR_CHUNK_META = 2,    /* key=value lines: host, pid, env, versions */
+	NRR_CHUNK_DATA = 3,    /* records of one stream (thread) */
+	NRR_CHUNK_INDEX = 4,   /* seek index over the data chunks */
+};
+
+/* Record tags inside a data chunk (first byte of every record). */
+enum nrr_rec_tag {
+	NRR_REC_ENTER = 1,   /* fn:uvar dts:uvar in-args */
+	NRR_REC_LEAVE = 2,   /* dur:uvar result:svar errno:uvar out-args */
+	NRR_REC_REPEAT = 3,  /* count:uvar elapsed:uvar  (previous call repeated) */
+	NRR_REC_LOG = 4,     /* dts:uvar level:uvar text:bytes */
+};
+
+/* ---------------------------------------------------------------- schema */
+/* How a value is stored on the wire. */
+enum nrr_wire { NRR_WIRE_U = 0, NRR_WIRE_S = 1, NRR_WIRE_B = 2 };
+
+/* How a value is presented (dump) and normalized (diff). */
+enum nrr_fmt {
+	NRR_FMT_U,       /* unsigned decimal            wire U */
+	NRR_FMT_I,       /* signed decimal              wire S */
+	NRR_FMT_X,       /* hex (pointers, addresses)   wire U */
+	NRR_FMT_BOOL,    /* 0/1                         wire U */
+	NRR_FMT_ENUM,    /* symbolic via enum table     wire S */
+	NRR_FMT_FLAGS,   /* OR of symbols               wire U */
+	NRR_FMT_HANDLE,  /* opaque handle of a kind     wire U */
+	NRR_FMT_FD,      /* file descriptor             wire S */
+	NRR_FMT_STR,     /* NUL-free text               wire B */
+	NRR_FMT_BYTES,   /* raw bytes (hex)             wire B */
+	NRR_FMT_SOCKADDR,/* struct sockaddr bytes       wire B */
+};
+
+enum nrr_dir { NRR_DIR_IN = 1, NRR_DIR_OUT = 2, NRR_DIR_INOUT = 3 };
+
+/* Return conventions. */
+enum nrr_ret {
+	NRR_RET_VOID,      /* no result */
+	NRR_RET_CURESULT,  /* CUresult, 0 = success */
+	NRR_RET_CUDART,    /* cudaError_t, 0 = success */
+	NRR_RET_NCCL,      /* ncclResult_t, 0 = success */
+	NRR_RET_NVML,      /* nvmlReturn_t, 0 = success */
+	NRR_RET_ERRNO,     /* int, -1 and errno on error */
+	NRR_RET_POSERR,    /* int, 0 or a positive errno */
+	NRR_RET_PTR,       /* pointer, NULL (and maybe errno) on error */
+	NRR_RET_INT,       /* plain integer, no error convention */
+};
+
+#define NRR_HANDLE_CREATE 1
+#define NRR_HANDLE_CONSUME 2
+
+typedef struct nrr_enum_schema {
+	const char *name;
+	uint32_t n;
+	const int64_t *values;
+	const char *const *names;
+	bool flags;               /* a flags set rather than an enum */
+} nrr_enum_schema;
+
+typedef struct nrr_arg_schema {
+	const char *name;
+	uint8_t dir;      /* enum nrr_dir */
+	uint8_t fmt;      /* enum nrr_fmt */
+	uint8_t wire;     /* enum nrr_wire (derived from fmt) */
+	uint8_t hflags;   /* NRR_HANDLE_* for FMT_HANDLE / FMT_FD */
+	const char *kind; /* enum/flags table name or handle kind, or NULL */
+	const nrr_enum_schema *table; /* resolved enum/flags table or NULL */
+} nrr_arg_schema;
+
+#define NRR_FN_BLOCKING 0x1u  /* may block (hang analysis) */
+#define NRR_FN_POLL 0x2u      /* polling call: repeats are coalesced */
+
+typedef struct nrr_fn_schema {
+	uint32_t id;        /* as used in ENTER records; 1..n */
+	const char *name;
+	const char *domain; /* cuda_driver, cuda_runtime, nvml, verbs, socket, nccl, net, proxy */
+	uint8_t ret;        /* enum nrr_ret */
+	const char *ret_table; /* enum table for the result, or NULL */
+	const nrr_enum_schema *rtable;
+	uint32_t flags;     /* NRR_FN_* */
+	uint16_t nargs;
+	uint16_t nin, nout; /* args encoded at enter / at leave (inout in both) */
+	const nrr_arg_schema *args;
+} nrr_fn_schema;
+
+typedef struct nrr_schema nrr_schema;
+
+/* Parse schema text (FORMAT.md "Schema").  On error fills @diag (msg
+ * names the line) and returns NRR_ESCHEMA. */
+int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *diag);
+void nrr_schema_free(nrr_schema *s);
+/* @return the function with @id, or NULL. */
+const nrr_fn_schema *nrr_schema_fn(const nrr_schema *s, uint32_t id);
+/* @return the function named @name, or NULL. */
+const nrr_fn_schema *nrr_schema_fn_by_name(const nrr_schema *s, const char *name);
+uint32_t nrr_schema_nfns(const nrr_schema *s);
+/* @return the symbol for @v in @t, or NULL. */
+const char *nrr_enum_name(const nrr_enum_schema *t, int64_t v);
+
+/* The schema compiled into this build (generated from formats/api/; link
+ * api_dep, not only format_dep, to have these). */
+extern const char nrr_builtin_schema[];
+extern const size_t nrr_builtin_schema_len;
+/* @return the parsed built-in schema (parsed once, never freed). */
+const nrr_schema *nrr_builtin(void);
+
+/* ---------------------------------------------------------------- writer */
+typedef struct nrr_writer nrr_writer;
+typedef struct nrr_tls nrr_tls;   /* per-thread stream state */
+
+typedef struct nrr_writer_opts {
+	size_t chunk_size;     /* raw bytes per chunk (default 128 KiB) */
+	int zstd_level;        /* default 6 */
+	const char *schema;    /* schema text (required; the tracer passes
+				* nrr_builtin_schema) */
+	size_t schema_len;
+	const char *meta;      /* "key=value\n" lines; may be NULL */
+	size_t meta_len;
+	bool use_tsc;          /* default true where the TSC is invariant */
+} nrr_writer_opts;
+
+/* Create @path (O_EXCL|O_CLOEXEC) and start the compression thread.
+ * @opts may be NULL for defaults.  @return 0 or negative errno. */
+int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *opts);
+/* Flush every stream (the caller's fully; other threads' committed records
+ * as a snapshot), write the index and trailer, close.  Threads must not
+ * record after this. @return 0 or the first I/O error seen. */
+int nrr_writer_close(nrr_writer *w);
+/* @return the calling thread's stream, registering it on first use
+ * (allocates; not async-signal-safe the first time). NULL on failure. */
+nrr_tls *nrr_writer_thread(nrr_writer *w);
+/* Monotonic time in ns as the writer timestamps it. */
+uint64_t nrr_writer_now(const nrr_writer *w);
+/* Bytes written so far and chunks dropped because of I/O errors. */
+void nrr_writer_counters(const nrr_writer *w, uint64_t *bytes, uint64_t *chunks, uint64_t *io_errors);
+
+/*
+ * Recording a call (the generated encoders use exactly this sequence):
+ *   p = nrr_enter_begin(t, fn, max);   p = nrr_put_uvar(p, …) …;  nrr_enter_end(t, p);
+ *   … the real call …
+ *   p = nrr_leave_begin(t, result, err, max); p = nrr_put_…;  nrr_leave_end(t, p, notready);
+ * @max is an upper bound of the argument bytes that follow.
+ * @notready marks a polling result that may be coalesced with the
+ * previous identical call.
+ */
+uint8_t *nrr_enter_begin(nrr_tls *t, uint32_t fn, size_t max);
+void nrr_enter_end(nrr_tls *t, uint8_t *p);
+uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max);
+void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready);
+/* A log line (e.g. NCCL_DEBUG output) on this thread's timeline. */
+void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len);
+/* Hand this thread's buffer to the compressor now. */
+void nrr_tls_flush(nrr_tls *t);
+
+/* Upper bound of the bytes a byte field of length n takes. */
+#define NRR_BYTES_MAX(n) ((size_t)(n) + 10u)
+#define NRR_VAR_MAX 10u
+/* Longest byte field stored; longer values keep their length and a prefix. */
+#define NRR_BYTES_CAP_DEFAULT 4096u
+
+static inline uint8_t *nrr_put_uvar(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint8_t *nrr_put_svar(uint8_t *p, int64_t v)
+{
+	return nrr_put_uvar(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* Byte field: total:uvar stored:uvar bytes[stored]; stored = min(n, cap). */
+static inline uint8_t *nrr_put_bytes(uint8_t *p, const void *b, size_t n, size_t cap)
+{
+	size_t s = n < cap ? n : cap;
+	p = nrr_put_uvar(p, n);
+	p = nrr_put_uvar(p, s);
+	if (s) {
+		const uint8_t *src = (const uint8_t *)b;
+		for (size_t i = 0; i < s; i++)
+			p[i] = src[i];
+		p += s;
+	}
+	return p;
+}
+
+/* ---------------------------------------------------------------- reader */
+typedef struct nrr_reader nrr_reader;
+
+typedef struct nrr_stream_info {
+	uint32_t stream;
+	uint32_t tid;
+	uint32_t nchunks;
+	uint64_t first_seq, last_seq;  /* last_seq from the index, approximate */
+	uint64_t first_ts;
+	uint64_t records;
+} nrr_stream_info;
+
+typedef struct nrr_file_info {
+	uint16_t major, minor;
+	uint32_t pid;
+	uint64_t wall_ns;     /* CLOCK_REALTIME when the file was opened */
+	uint64_t mono_ns;     /* the writer's clock at the same instant */
+	bool index_rebuilt;   /* trailer/index missing or bad: rebuilt by scan */
+	uint64_t dropped_bytes; /* bytes at the end that were not a complete chunk */
+	uint64_t dropped_offset;
+	uint32_t nstreams;
+	uint64_t file_size;
+} nrr_file_info;
+
+/* Open a trace.  A damaged tail is not an error: complete chunks are kept
+ * and info.dropped_bytes says what was lost.  @return 0 or NRR_E*. */
+int nrr_reader_open(nrr_reader **out, const char *path, nrr_diag *diag);
+/* Same over a memory image (fuzzing, tests); @buf must outlive the reader. */
+int nrr_reader_open_mem(nrr_reader **out, const void *buf, size_t len, const char *name, nrr_diag *diag);
+void nrr_reader_close(nrr_reader *r);
+const nrr_file_info *nrr_reader_info(const nrr_reader *r);
+const nrr_schema *nrr_reader_schema(const nrr_reader *r);
+const nrr_stream_info *nrr_reader_stream(const nrr_reader *r, uint32_t i);
+const char *nrr_reader_path(const nrr_reader *r);
+/* Metadata value for @key (from the META chunk), or NULL. */
+const char *nrr_reader_meta(const nrr_reader *r, const char *key);
+/* All metadata as "key=value\n" text. */
+const char *nrr_reader_meta_text(const nrr_reader *r, size_t *len);
+
+#define NRR_MAX_ARGS 24
+#define NRR_MAX_DEPTH 48
+
+typedef struct nrr_value {
+	uint64_t u;            /* wire U, or wire S sign-extended */
+	const uint8_t *p;      /* wire B: stored bytes (valid until the next event) */
+	uint32_t len;          /* wire B: stored length */
+	uint32_t total;        /* wire B: original length (saturated at 4 GiB) */
+} nrr_value;
+
+enum nrr_call_kind { NRR_CALL = 0, NRR_CALL_LOG = 1 };
+
+/*
+ * Calls nest (ncclCommInitRank -> cudaMalloc -> cuMemAlloc).  A call with
+ * no nested call is delivered once, complete (PHASE_CALL).  A call with
+ * nested calls or logs is delivered twice: PHASE_ENTER before its first
+ * nested event and PHASE_RESUME (complete, args again) at its leave, like
+ * strace's "<unfinished ...>" / "<... resumed>".  Calls still open at the
+ * end of the trace are delivered as PHASE_INFLIGHT (done = false),
+ * innermost first.  Events of one stream come in non-decreasing order of
+ * nrr_call_key().
+ */
+enum nrr_phase { NRR_PHASE_CALL = 0, NRR_PHASE_ENTER = 1, NRR_PHASE_RESUME = 2, NRR_PHASE_INFLIGHT = 3 };
+
+/* One call: enter and leave merged. */
+typedef struct nrr_call {
+	uint8_t kind;          /* enum nrr_call_kind */
+	uint8_t phase;         /* enum nrr_phase */
+	uint8_t depth;         /* nesting depth, 0 = outermost */
+	bool done;             /* leave seen (false: in flight at end of trace) */
+	bool args_lost;        /* enter was in a chunk that was not read */
+	uint32_t stream;
+	uint32_t tid;
+	uint64_t seq;          /* per stream call number, from 1 */
+	uint64_t ts;           /* enter time, writer clock ns */
+	uint64_t dur;          /* ns inside the call (0 if !done) */
+	uint64_t repeat;       /* identical calls coalesced after this one */
+	uint64_t repeat_ns;    /* time those took in total */
+	int64_t result;
+	uint32_t err;          /* errno at return */
+	const nrr_fn_schema *fn; /* NULL for logs */
+	uint32_t present;      /* bit i: args[i] was recorded */
+	/* indexed like fn->args: the enter value of in-args, the leave value
+	 * of out- and inout-args (the enter value while the call is open) */
+	nrr_value args[NRR_MAX_ARGS];
+	unsigned log_level;    /* NRR_CALL_LOG */
+	const char *log;       /* NRR_CALL_LOG text (not NUL terminated) */
+	uint32_t log_len;
+	uint64_t chunk_offset; /* file offset of the chunk holding the last record */
+} nrr_call;
+
+/* Ordering key: enter time, or leave time for PHASE_RESUME. */
+static inline uint64_t nrr_call_key(const nrr_call *c)
+{
+	return c->phase == NRR_PHASE_RESUME ? c->ts + c->dur : c->ts;
+}
+
+typedef struct nrr_cursor nrr_cursor;
+
+/* Iterate the calls of one stream in order.  Memory: two chunks. */
+int nrr_cursor_open(nrr_cursor **out, nrr_reader *r, uint32_t stream);
+/* Position at the call with sequence number @seq (or the first after it). */
+int nrr_cursor_seek(nrr_cursor *c, uint64_t seq);
+/* @return 0 and points @call at the next event (valid until the next
+ * call on @c), NRR_EEOF at the end, or an error (diag set). */
+int nrr_cursor_next(nrr_cursor *c, const nrr_call **call);
+const nrr_diag *nrr_cursor_diag(const nrr_cursor *c);
+void nrr_cursor_close(nrr_cursor *c);
+
+/* Merge all streams of several readers in enter-timestamp order (wall
+ * clock: each file's mono->wall offset applied).  Memory: two chunks per
+ * stream. */
+typedef struct nrr_merge nrr_merge;
+int nrr_merge_open(nrr_merge **out, nrr_reader *const *readers, size_t n);
+/* @return 0 and points @call at the next event (valid until the next
+ * call on @m) and sets @reader_index, NRR_EEOF, or an error (diag set). */
+int nrr_merge_next(nrr_merge *m, const nrr_call **call, size_t *reader_index);
+/* Wall-clock ns of writer timestamp @ts of reader @r. */
+uint64_t nrr_reader_wall(const nrr_reader *r, uint64_t ts);
+const nrr_diag *nrr_merge_diag(const nrr_merge *m);
+void nrr_merge_close(nrr_merge *m);
+
+/* Read an unsigned / signed LEB128 value from [*pp, end). @return 0 or
+ * NRR_ETRUNC / NRR_ECORRUPT (over 10 bytes). */
+int nrr_get_uvar(const uint8_t **pp, const uint8_t *end, uint64_t *v);
+int nrr_get_svar(const uint8_t **pp, const uint8_t *end, int64_t *v);
+
+/* CRC-32C (Castagnoli) as used in headers. */
+uint32_t nrr_crc32c(uint32_t crc, const void *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1018 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reader.c - the native trace reader: open (index or rebuilt by scan),
+ * per-stream cursors that decode one chunk at a time, and a k-way merge of
+ * streams and files in time order.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "nrt.h"
+#include "nrt_internal.h"
+
+/* Largest chunk accepted: a writer never makes one over 64 MiB. */
+#define MAX_RAW (64u << 20)
+
+struct chunk {
+	uint64_t offset;     /* of the chunk header */
+	uint32_t stream, tid;
+	uint64_t first_seq, first_ts;
+	uint32_t nrec;
+};
+
+struct stream {
+	nrr_stream_info info;
+	uint32_t *chunks;    /* indices into r->chunks, in file order */
+	uint32_t n, cap;
+};
+
+struct nrr_reader {
+	char path[512];
+	int fd;
+	const uint8_t *mem;
+	uint64_t size;
+	nrr_file_info info;
+	nrr_schema *schema;
+	char *meta;
+	size_t meta_len;
+	struct chunk *chunks;
+	size_t nchunks, cchunks;
+	struct stream *streams;
+	uint32_t nstreams;
+};
+
+static int diag_set(nrr_diag *d, const nrr_reader *r, uint64_t off, int code, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static int diag_set(nrr_diag *d, const nrr_reader *r, uint64_t off, int code, const char *fmt, ...)
+{
+	if (d) {
+		va_list ap;
+		snprintf(d->path, sizeof(d->path), "%s", r ? r->path : "");
+		d->offset = off;
+		d->code = code;
+		va_start(ap, fmt);
+		vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+static int read_at(const nrr_reader *r, uint64_t off, void *buf, size_t len)
+{
+	if (off > r->size || len > r->size - off)
+		return NRR_ETRUNC;
+	if (r->mem) {
+		memcpy(buf, r->mem + off, len);
+		return 0;
+	}
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t n = pread(r->fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return NRR_ETRUNC;
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Read, verify and decompress the payload of the chunk with header @h at
+ * @off into *raw (grown as needed).  @return 0 or an error with @d set. */
+static int load_payload(const nrr_reader *r, uint64_t off, const nrr_chunk_header *h,
+			uint8_t **zbuf, size_t *zcap, uint8_t **raw, size_t *rawcap,
+			ZSTD_DCtx *dc, nrr_diag *d)
+{
+	uint64_t poff = off + h->header_size;
+	if (h->raw_size > MAX_RAW || h->payload_size > MAX_RAW)
+		return diag_set(d, r, off, NRR_ECORRUPT, "chunk claims %u/%u bytes, over the %u limit; the chunk header is damaged",
+				h->payload_size, h->raw_size, MAX_RAW);
+	if (poff > r->size || h->payload_size > r->size - poff)
+		return diag_set(d, r, off, NRR_ETRUNC, "chunk payload of %u bytes runs past the end of the file (%llu bytes); the file was truncated",
+				h->payload_size, (unsigned long long)r->size);
+	if (*zcap < h->payload_size + 1) {
+		uint8_t *z = realloc(*zbuf, h->payload_size + 1);
+		if (!z)
+			return diag_set(d, r, off, -ENOMEM, "out of memory");
+		*zbuf = z;
+		*zcap = h->payload_size + 1;
+	}
+	if (*rawcap < (size_t)h->raw_size + 1) {
+		uint8_t *x = realloc(*raw, h->raw_size + 1);
+		if (!x)
+			return diag_set(d, r, off, -ENOMEM, "out of memory");
+		*raw = x;
+		*rawcap = h->raw_size + 1;
+	}
+	int rc = read_at(r, poff, *zbuf, h->payload_size);
+	if (rc)
+		return diag_set(d, r, poff, rc, "cannot read chunk payload: %s", nrr_strerror(rc));
+	if (nrr_crc32c(0, *zbuf, h->payload_size) != h->payload_crc)
+		return diag_set(d, r, poff, NRR_ECORRUPT, "chunk payload checksum mismatch (stream %u); bytes in this chunk were changed", h->stream);
+	if (!(h->flags & NRR_CHUNK_F_ZSTD)) {
+		if (h->payload_size != h->raw_size)
+			return diag_set(d, r, off, NRR_ECORRUPT, "uncompressed chunk size mismatch");
+		memcpy(*raw, *zbuf, h->raw_size);
+		return 0;
+	}
+	size_t n = ZSTD_decompressDCtx(dc, *raw, h->raw_size, *zbuf, h->payload_size);
+	if (ZSTD_isError(n))
+		return diag_set(d, r, poff, NRR_EZSTD, "zstd: %s", ZSTD_getErrorName(n));
+	if (n != h->raw_size)
+		return diag_set(d, r, poff, NRR_ECORRUPT, "chunk decompressed to %zu bytes, header says %u", n, h->raw_size);
+	return 0;
+}
+
+static int read_header(const nrr_reader *r, uint64_t off, nrr_chunk_header *h)
+{
+	uint8_t b[NRR_CHUNK_HEADER_SIZE];
+	int rc = read_at(r, off, b, sizeof(b));
+	if (rc)
+		return rc;
+	return nrr_chunk_header_unpack(b, h);
+}
+
+static int add_chunk(nrr_reader *r, uint64_t off, const nrr_chunk_header *h)
+{
+	if (r->nchunks == r->cchunks) {
+		size_t n = r->cchunks ? r->cchunks * 2 : 64;
+		struct chunk *c = realloc(r->chunks, n * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		r->chunks = c;
+		r->cchunks = n;
+	}
+	r->chunks[r->nchunks++] = (struct chunk){ off, h->stream, h->tid, h->first_seq, h->first_ts, h->nrecords };
+	return 0;
+}
+
+/* Find the next offset >= @from where a valid chunk header starts. */
+static uint64_t resync(const nrr_reader *r, uint64_t from)
+{
+	uint8_t buf[65536 + NRR_CHUNK_HEADER_SIZE];
+	for (uint64_t base = from; base + NRR_CHUNK_HEADER_SIZE <= r->size; base += 65536) {
+		size_t len = (size_t)(r->size - base < sizeof(buf) ? r->size - base : sizeof(buf));
+		if (read_at(r, base, buf, len))
+			break;
+		for (size_t i = 0; i + NRR_CHUNK_HEADER_SIZE <= len; i++) {
+			nrr_chunk_header h;
+			if (buf[i] == 'N' && buf[i + 1] == 'R' && buf[i + 2] == 'C' && buf[i + 3] == '1' &&
+			    nrr_chunk_header_unpack(buf + i, &h) == 0)
+				return base + i;
+		}
+	}
+	return r->size;
+}
+
+static bool is_trailer_at(const nrr_reader *r, uint64_t off)
+{
+	uint8_t t[NRR_TRAILER_SIZE];
+	if (off + NRR_TRAILER_SIZE != r->size || read_at(r, off, t, sizeof(t)))
+		return false;
+	return memcmp(t, NRR_TRAILER_MAGIC, 8) == 0 && nrr_rd32(t + 20) == nrr_crc32c(0, t, 20);
+}
+
+/* Walk every chunk header from @off; skip damaged regions. */
+static int scan(nrr_reader *r, uint64_t off)
+{
+	while (off < r->size) {
+		nrr_chunk_header h;
+		int rc = read_header(r, off, &h);
+		uint64_t next = 0;
+		if (rc == 0) {
+			next = off + h.header_size + (uint64_t)h.payload_size;
+			if (next > r->size)
+				rc = NRR_ETRUNC;
+		}
+		if (rc) {
+			if (is_trailer_at(r, off))
+				return 0;
+			uint64_t good = rc == NRR_ETRUNC && off + NRR_CHUNK_HEADER_SIZE >= r->size ? r->size : resync(r, off + 1);
+			if (!r->info.dropped_bytes)
+				r->info.dropped_offset = off;
+			r->info.dropped_bytes += good - off;
+			off = good;
+			continue;
+		}
+		if (h.type == NRR_CHUNK_DATA && (rc = add_chunk(r, off, &h)))
+			return rc;
+		off = next;
+	}
+	return 0;
+}
+
+static int read_index(nrr_reader *r, nrr_diag *d)
+{
+	uint8_t t[NRR_TRAILER_SIZE];
+	if (r->size < NRR_FILE_HEADER_SIZE + NRR_TRAILER_SIZE ||
+	    read_at(r, r->size - NRR_TRAILER_SIZE, t, sizeof(t)) ||
+	    memcmp(t, NRR_TRAILER_MAGIC, 8) != 0 || nrr_rd32(t + 20) != nrr_crc32c(0, t, 20))
+		return NRR_ENOTFOUND;
+	uint64_t ioff = nrr_rd64(t + 8);
+	nrr_chunk_header h;
+	if (ioff + NRR_CHUNK_HEADER_SIZE > r->size || read_header(r, ioff, &h) || h.type != NRR_CHUNK_INDEX)
+		return NRR_ECORRUPT;
+	uint8_t *z = NULL, *raw = NULL;
+	size_t zc = 0, rc_ = 0;
+	ZSTD_DCtx *dc = ZSTD_createDCtx();
+	int rc = dc ? load_payload(r, ioff, &h, &z, &zc, &raw, &rc_, dc, NULL) : -ENOMEM;
+	ZSTD_freeDCtx(dc);
+	if (rc == 0) {
+		const uint8_t *p = raw, *end = raw + h.raw_size;
+		uint64_t n;
+		rc = nrr_get_uvar(&p, end, &n);
+		for (uint64_t i = 0; rc == 0 && i < n; i++) {
+			uint64_t v[6];
+			for (int k = 0; k < 6 && rc == 0; k++)
+				rc = nrr_get_uvar(&p, end, &v[k]);
+			if (rc)
+				break;
+			nrr_chunk_header ch = { .type = NRR_CHUNK_DATA, .stream = (uint32_t)v[1], .tid = (uint32_t)v[2],
+						.first_seq = v[3], .first_ts = v[4], .nrecords = (uint32_t)v[5] };
+			if (v[0] + NRR_CHUNK_HEADER_SIZE > ioff || v[1] >= NRR_STREAM_NONE) {
+				rc = NRR_ECORRUPT;
+				break;
+			}
+			rc = add_chunk(r, v[0], &ch);
+		}
+	}
+	free(z);
+	free(raw);
+	if (rc)
+		r->nchunks = 0;
+	(void)d;
+	return rc;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int build_streams(nrr_reader *r)
+{
+	/* stream ids are small and dense in practice; map through a sorted list */
+	uint32_t *ids = malloc((r->nchunks + 1) * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nchunks; i++)
+		ids[i] = r->chunks[i].stream;
+	qsort(ids, r->nchunks, sizeof(*ids), cmp_u32);
+	uint32_t n = 0;
+	for (size_t i = 0; i < r->nchunks; i++)
+		if (i == 0 || ids[i] != ids[i - 1])
+			ids[n++] = ids[i];
+	r->streams = calloc(n + 1, sizeof(*r->streams));
+	if (!r->streams) {
+		free(ids);
+		return -ENOMEM;
+	}
+	r->nstreams = n;
+	for (uint32_t i = 0; i < n; i++)
+		r->streams[i].info.stream = ids[i];
+	for (size_t i = 0; i < r->nchunks; i++) {
+		uint32_t *hit = bsearch(&r->chunks[i].stream, ids, n, sizeof(*ids), cmp_u32);
+		struct stream *s = &r->streams[hit - ids];
+		if (s->n == s->cap) {
+			uint32_t c = s->cap ? s->cap * 2 : 8;
+			uint32_t *x = realloc(s->chunks, c * sizeof(*x));
+			if (!x) {
+				free(ids);
+				return -ENOMEM;
+			}
+			s->chunks = x;
+			s->cap = c;
+		}
+		const struct chunk *c = &r->chunks[i];
+		if (s->n == 0) {
+			s->info.tid = c->tid;
+			s->info.first_seq = c->first_seq;
+			s->info.first_ts = c->first_ts;
+		}
+		s->chunks[s->n++] = (uint32_t)i;
+		s->info.nchunks = s->n;
+		s->info.records += c->nrec;
+		s->info.last_seq = c->first_seq;
+	}
+	free(ids);
+	r->info.nstreams = n;
+	return 0;
+}
+
+static int load_small_chunk(nrr_reader *r, uint64_t off, uint8_t type, char **out, size_t *len, nrr_diag *d)
+{
+	nrr_chunk_header h;
+	int rc = read_header(r, off, &h);
+	if (rc || h.type != type)
+		return diag_set(d, r, off, rc ? rc : NRR_ECORRUPT,
+				"expected the %s chunk here; the file start is damaged and cannot be read",
+				type == NRR_CHUNK_SCHEMA ? "schema" : "metadata");
+	uint8_t *z = NULL, *raw = NULL;
+	size_t zc = 0, rcap = 0;
+	ZSTD_DCtx *dc = ZSTD_createDCtx();
+	rc = dc ? load_payload(r, off, &h, &z, &zc, &raw, &rcap, dc, d) : -ENOMEM;
+	ZSTD_freeDCtx(dc);
+	free(z);
+	if (rc) {
+		free(raw);
+		return rc;
+	}
+	if (!raw) {
+		raw = malloc(1);
+		if (!raw)
+			return -ENOMEM;
+	}
+	raw[h.raw_size] = 0;
+	*out = (char *)raw;
+	*len = h.raw_size;
+	return (int)(h.header_size + h.payload_size);
+}
+
+static int reader_init(nrr_reader *r, nrr_diag *d)
+{
+	uint8_t hb[NRR_FILE_HEADER_SIZE];
+	nrr_file_header fh;
+	int rc;
+	if (r->size < NRR_FILE_HEADER_SIZE || read_at(r, 0, hb, sizeof(hb)))
+		return diag_set(d, r, 0, NRR_ETRUNC, "file is %llu bytes, shorter than the %d-byte header; not a complete ncclrr trace",
+				(unsigned long long)r->size, NRR_FILE_HEADER_SIZE);
+	rc = nrr_file_header_unpack(hb, &fh);
+	if (rc == NRR_EBADMAGIC)
+		return diag_set(d, r, 0, rc, "not an ncclrr trace (.nrt) file: bad magic; pass a file written by 'ncclrr record'");
+	if (rc)
+		return diag_set(d, r, 0, rc, "file header checksum mismatch; the first 64 bytes are damaged");
+	if (fh.major > NRR_FORMAT_MAJOR)
+		return diag_set(d, r, 8, NRR_EVERSION, "format version %u.%u is newer than this ncclrr (%d.%d); upgrade ncclrr",
+				fh.major, fh.minor, NRR_FORMAT_MAJOR, NRR_FORMAT_MINOR);
+	if (fh.header_size < NRR_FILE_HEADER_SIZE || fh.header_size > r->size)
+		return diag_set(d, r, 12, NRR_ECORRUPT, "bad file header size %u", fh.header_size);
+	r->info.major = fh.major;
+	r->info.minor = fh.minor;
+	r->info.pid = fh.pid;
+	r->info.wall_ns = fh.wall_ns;
+	r->info.mono_ns = fh.mono_ns;
+	r->info.file_size = r->size;
+
+	uint64_t off = fh.header_size;
+	char *schema_text;
+	size_t schema_len;
+	rc = load_small_chunk(r, off, NRR_CHUNK_SCHEMA, &schema_text, &schema_len, d);
+	if (rc < 0)
+		return rc;
+	off += (uint64_t)rc;
+	nrr_diag sd;
+	memset(&sd, 0, sizeof(sd));
+	rc = nrr_schema_parse(&r->schema, schema_text, schema_len, &sd);
+	free(schema_text);
+	if (rc)
+		return diag_set(d, r, fh.header_size, rc, "%s", sd.msg);
+	rc = load_small_chunk(r, off, NRR_CHUNK_META, &r->meta, &r->meta_len, d);
+	if (rc < 0)
+		return rc;
+	off += (uint64_t)rc;
+
+	rc = read_index(r, d);
+	if (rc) {
+		r->info.index_rebuilt = true;
+		rc = scan(r, off);
+		if (rc)
+			return diag_set(d, r, off, rc, "cannot scan chunks: %s", nrr_strerror(rc));
+	}
+	rc = build_streams(r);
+	if (rc)
+		return diag_set(d, r, 0, rc, "out of memory");
+	return 0;
+}
+
+static int reader_new(nrr_reader **out, const char *name, nrr_diag *d)
+{
+	nrr_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	snprintf(r->path, sizeof(r->path), "%s", name);
+	r->fd = -1;
+	*out = r;
+	if (d)
+		memset(d, 0, sizeof(*d));
+	return 0;
+}
+
+int nrr_reader_open(nrr_reader **out, const char *path, nrr_diag *d)
+{
+	nrr_reader *r;
+	int rc = reader_new(&r, path, d);
+	if (rc)
+		return rc;
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (r->fd < 0 || fstat(r->fd, &st)) {
+		rc = diag_set(d, r, 0, -errno, "cannot open: %s", strerror(errno));
+		nrr_reader_close(r);
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = diag_set(d, r, 0, -EINVAL, "not a regular file");
+		nrr_reader_close(r);
+		return rc;
+	}
+	r->size = (uint64_t)st.st_size;
+	rc = reader_init(r, d);
+	if (rc) {
+		nrr_reader_close(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int nrr_reader_open_mem(nrr_reader **out, const void *buf, size_t len, const char *name, nrr_diag *d)
+{
+	nrr_reader *r;
+	int rc = reader_new(&r, name, d);
+	if (rc)
+		return rc;
+	r->mem = buf;
+	r->size = len;
+	rc = reader_init(r, d);
+	if (rc) {
+		nrr_reader_close(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+void nrr_reader_close(nrr_reader *r)
+{
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	nrr_schema_free(r->schema);
+	free(r->meta);
+	free(r->chunks);
+	for (uint32_t i = 0; i < r->nstreams; i++)
+		free(r->streams[i].chunks);
+	free(r->streams);
+	free(r);
+}
+
+const nrr_file_info *nrr_reader_info(const nrr_reader *r) { return &r->info; }
+const nrr_schema *nrr_reader_schema(const nrr_reader *r) { return r->schema; }
+const char *nrr_reader_path(const nrr_reader *r) { return r->path; }
+
+const nrr_stream_info *nrr_reader_stream(const nrr_reader *r, uint32_t i)
+{
+	return i < r->nstreams ? &r->streams[i].info : NULL;
+}
+
+const char *nrr_reader_meta_text(const nrr_reader *r, size_t *len)
+{
+	if (len)
+		*len = r->meta_len;
+	return r->meta;
+}
+
+const char *nrr_reader_meta(const nrr_reader *r, const char *key)
+{
+	size_t kl = strlen(key);
+	const char *p = r->meta, *end = r->meta + r->meta_len;
+	while (p && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		if ((size_t)(nl - p) > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+			/* values are returned from a private, NUL-split copy */
+			static __thread char val[4096];
+			size_t vl = (size_t)(nl - p) - kl - 1;
+			if (vl >= sizeof(val))
+				vl = sizeof(val) - 1;
+			memcpy(val, p + kl + 1, vl);
+			val[vl] = 0;
+			return val;
+		}
+		p = nl + 1;
+	}
+	return NULL;
+}
+
+uint64_t nrr_reader_wall(const nrr_reader *r, uint64_t ts)
+{
+	return r->info.wall_ns + (ts - r->info.mono_ns);
+}
+
+/* ---------------------------------------------------------------- cursor */
+
+struct rframe {
+	nrr_call call;
+	bool emitted;
+	uint8_t *store;      /* private copies of byte args once the chunk is gone */
+	size_t store_cap;
+};
+
+struct nrr_cursor {
+	nrr_reader *r;
+	const struct stream *s;
+	uint32_t next_chunk;    /* index into s->chunks */
+	ZSTD_DCtx *dc;
+	uint8_t *zbuf, *raw;
+	size_t zcap, rawcap;
+	const uint8_t *p, *end;
+	uint64_t chunk_off;
+	uint64_t clock, seq;
+	unsigned depth;
+	struct rframe stack[NRR_MAX_DEPTH];
+	nrr_call out;           /* the event handed out for logs */
+	const nrr_call *held;   /* found by seek, handed out next */
+	bool at_eof;
+	nrr_diag diag;
+};
+
+int nrr_cursor_open(nrr_cursor **out, nrr_reader *r, uint32_t stream)
+{
+	if (stream >= r->nstreams)
+		return -EINVAL;
+	nrr_cursor *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->r = r;
+	c->s = &r->streams[stream];
+	c->dc = ZSTD_createDCtx();
+	if (!c->dc) {
+		free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+void nrr_cursor_close(nrr_cursor *c)
+{
+	if (!c)
+		return;
+	ZSTD_freeDCtx(c->dc);
+	free(c->zbuf);
+	free(c->raw);
+	for (unsigned i = 0; i < NRR_MAX_DEPTH; i++)
+		free(c->stack[i].store);
+	free(c);
+}
+
+const nrr_diag *nrr_cursor_diag(const nrr_cursor *c) { return &c->diag; }
+
+static int corrupt(nrr_cursor *c, const char *what)
+{
+	return diag_set(&c->diag, c->r, c->chunk_off, NRR_ECORRUPT,
+			"malformed record in chunk (stream %u, byte %zu of the decompressed chunk): %s",
+			c->s->info.stream, (size_t)(c->p - c->raw), what);
+}
+
+/* Copy the byte args of open frames out of the chunk buffer about to be reused. */
+static int preserve_frames(nrr_cursor *c)
+{
+	for (unsigned i = 0; i < c->depth; i++) {
+		struct rframe *f = &c->stack[i];
+		const nrr_fn_schema *fn = f->call.fn;
+		size_t need = 0;
+		if (!fn)
+			continue;
+		for (unsigned a = 0; a < fn->nargs; a++)
+			if (fn->args[a].wire == NRR_WIRE_B && (f->call.present >> a & 1))
+				need += f->call.args[a].len;
+		if (!need)
+			continue;
+		uint8_t *tmp = malloc(need);
+		if (!tmp)
+			return -ENOMEM;
+		size_t at = 0;
+		for (unsigned a = 0; a < fn->nargs; a++) {
+			nrr_value *v = &f->call.args[a];
+			if (fn->args[a].wire == NRR_WIRE_B && (f->call.present >> a & 1) && v->len) {
+				memcpy(tmp + at, v->p, v->len);
+				v->p = tmp + at;
+				at += v->len;
+			}
+		}
+		free(f->store);
+		f->store = tmp;
+		f->store_cap = need;
+	}
+	return 0;
+}
+
+static int load_chunk(nrr_cursor *c, uint32_t k)
+{
+	const struct chunk *ch = &c->r->chunks[c->s->chunks[k]];
+	nrr_chunk_header h;
+	int rc = read_header(c->r, ch->offset, &h);
+	if (rc || h.type != NRR_CHUNK_DATA || h.stream != ch->stream)
+		return diag_set(&c->diag, c->r, ch->offset, rc ? rc : NRR_ECORRUPT,
+				"chunk header of stream %u is damaged or missing (the index points here)", ch->stream);
+	if ((rc = preserve_frames(c)))
+		return diag_set(&c->diag, c->r, ch->offset, rc, "out of memory");
+	rc = load_payload(c->r, ch->offset, &h, &c->zbuf, &c->zcap, &c->raw, &c->rawcap, c->dc, &c->diag);
+	if (rc)
+		return rc;
+	c->chunk_off = ch->offset;
+	c->p = c->raw;
+	c->end = c->raw + h.raw_size;
+	c->next_chunk = k + 1;
+	/* prologue: calls open at chunk start */
+	uint64_t open;
+	if (nrr_get_uvar(&c->p, c->end, &open) || open > NRR_MAX_DEPTH)
+		return corrupt(c, "bad open-call prologue");
+	bool continues = open == c->depth && c->seq + 1 == h.first_seq;
+	struct { uint64_t fn, seq, ts; } fr[NRR_MAX_DEPTH];
+	for (uint64_t i = 0; i < open; i++) {
+		if (nrr_get_uvar(&c->p, c->end, &fr[i].fn) || nrr_get_uvar(&c->p, c->end, &fr[i].seq) ||
+		    nrr_get_uvar(&c->p, c->end, &fr[i].ts))
+			return corrupt(c, "truncated open-call prologue");
+		if (continues && (c->stack[i].call.seq != fr[i].seq || !c->stack[i].call.fn ||
+				  c->stack[i].call.fn->id != fr[i].fn))
+			continues = false;
+	}
+	if (!continues) {
+		/* we did not read the previous chunk (seek, or it was lost):
+		 * take the open calls from the prologue, their args unknown */
+		c->depth = 0;
+		for (uint64_t i = 0; i < open; i++) {
+			struct rframe *f = &c->stack[i];
+			const nrr_fn_schema *fn = nrr_schema_fn(c->r->schema, (uint32_t)fr[i].fn);
+			if (!fn)
+				return corrupt(c, "unknown function id in prologue");
+			memset(&f->call, 0, sizeof(f->call));
+			f->call.fn = fn;
+			f->call.seq = fr[i].seq;
+			f->call.ts = fr[i].ts;
+			f->call.stream = c->s->info.stream;
+			f->call.tid = ch->tid;
+			f->call.depth = (uint8_t)i;
+			f->call.args_lost = true;
+			f->emitted = true;  /* nothing to announce: its ENTER is not here */
+			c->depth++;
+		}
+	}
+	c->clock = h.first_ts;
+	c->seq = h.first_seq - 1;
+	return 0;
+}
+
+static int decode_args(nrr_cursor *c, nrr_call *call, unsigned dirbit)
+{
+	const nrr_fn_schema *fn = call->fn;
+	for (unsigned a = 0; a < fn->nargs; a++) {
+		const nrr_arg_schema *as = &fn->args[a];
+		if (!(as->dir & dirbit))
+			continue;
+		nrr_value *v = &call->args[a];
+		uint64_t u;
+		if (nrr_get_uvar(&c->p, c->end, &u))
+			return corrupt(c, "truncated argument");
+		if (as->wire == NRR_WIRE_S) {
+			v->u = (u >> 1) ^ -(u & 1);
+		} else if (as->wire == NRR_WIRE_B) {
+			uint64_t stored;
+			if (nrr_get_uvar(&c->p, c->end, &stored) || stored > u || stored > (uint64_t)(c->end - c->p))
+				return corrupt(c, "byte argument longer than its chunk");
+			v->total = u > UINT32_MAX ? UINT32_MAX : (uint32_t)u;
+			v->len = (uint32_t)stored;
+			v->p = c->p;
+			c->p += stored;
+		} else {
+			v->u = u;
+		}
+		call->present |= 1u << a;
+	}
+	return 0;
+}
+
+static void eof_event(nrr_cursor *c, const nrr_call **out)
+{
+	struct rframe *f = &c->stack[--c->depth];
+	f->call.phase = NRR_PHASE_INFLIGHT;
+	f->call.done = false;
+	f->call.dur = 0;
+	*out = &f->call;
+}
+
+int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
+{
+	if (c->held) {
+		*out = c->held;
+		c->held = NULL;
+		return 0;
+	}
+	for (;;) {
+		if (c->p >= c->end) {
+			if (c->next_chunk < c->s->n) {
+				int rc = load_chunk(c, c->next_chunk);
+				if (rc)
+					return rc;
+				continue;
+			}
+			if (c->depth) {
+				eof_event(c, out);
+				return 0;
+			}
+			return NRR_EEOF;
+		}
+		uint8_t tag = *c->p;
+		/* a nested event: announce the enclosing call first */
+		if ((tag == NRR_REC_ENTER || tag == NRR_REC_LOG) && c->depth && !c->stack[c->depth - 1].emitted) {
+			struct rframe *f = &c->stack[c->depth - 1];
+			f->emitted = true;
+			f->call.phase = NRR_PHASE_ENTER;
+			*out = &f->call;
+			return 0;
+		}
+		c->p++;
+		switch (tag) {
+		case NRR_REC_ENTER: {
+			uint64_t fnid, dts;
+			if (c->depth >= NRR_MAX_DEPTH)
+				return corrupt(c, "calls nested deeper than the format allows");
+			if (nrr_get_uvar(&c->p, c->end, &fnid) || nrr_get_uvar(&c->p, c->end, &dts))
+				return corrupt(c, "truncated ENTER");
+			const nrr_fn_schema *fn = nrr_schema_fn(c->r->schema, fnid > UINT32_MAX ? 0 : (uint32_t)fnid);
+			if (!fn)
+				return corrupt(c, "unknown function id");
+			struct rframe *f = &c->stack[c->depth];
+			nrr_call *call = &f->call;
+			call->kind = NRR_CALL;
+			call->phase = NRR_PHASE_CALL;
+			call->depth = (uint8_t)c->depth;
+			call->done = false;
+			call->args_lost = false;
+			call->stream = c->s->info.stream;
+			call->tid = c->r->chunks[c->s->chunks[c->next_chunk - 1]].tid;
+			call->seq = ++c->seq;
+			c->clock += dts;
+			call->ts = c->clock;
+			call->dur = 0;
+			call->repeat = call->repeat_ns = 0;
+			call->result = 0;
+			call->err = 0;
+			call->fn = fn;
+			call->present = 0;
+			call->chunk_offset = c->chunk_off;
+			f->emitted = false;
+			c->depth++;
+			int rc = decode_args(c, call, NRR_DIR_IN);
+			if (rc)
+				return rc;
+			break;
+		}
+		case NRR_REC_LEAVE: {
+			uint64_t dur, err;
+			int64_t result;
+			if (!c->depth)
+				return corrupt(c, "LEAVE without a call in progress");
+			struct rframe *f = &c->stack[--c->depth];
+			nrr_call *call = &f->call;
+			if (nrr_get_uvar(&c->p, c->end, &dur) || nrr_get_svar(&c->p, c->end, &result) ||
+			    nrr_get_uvar(&c->p, c->end, &err))
+				return corrupt(c, "truncated LEAVE");
+			call->dur = dur;
+			call->result = result;
+			call->err = (uint32_t)err;
+			call->done = true;
+			call->chunk_offset = c->chunk_off;
+			c->clock = call->ts + dur;
+			int rc = decode_args(c, call, NRR_DIR_OUT);
+			if (rc)
+				return rc;
+			while (c->p < c->end && *c->p == NRR_REC_REPEAT) {
+				uint64_t cnt, ns;
+				c->p++;
+				if (nrr_get_uvar(&c->p, c->end, &cnt) || nrr_get_uvar(&c->p, c->end, &ns))
+					return corrupt(c, "truncated REPEAT");
+				call->repeat += cnt;
+				call->repeat_ns += ns;
+				c->seq += cnt;
+				c->clock += ns;
+			}
+			call->phase = f->emitted ? NRR_PHASE_RESUME : NRR_PHASE_CALL;
+			*out = call;
+			return 0;
+		}
+		case NRR_REC_REPEAT:
+			return corrupt(c, "REPEAT not after a completed call");
+		case NRR_REC_LOG: {
+			uint64_t dts, level, total, stored;
+			if (nrr_get_uvar(&c->p, c->end, &dts) || nrr_get_uvar(&c->p, c->end, &level) ||
+			    nrr_get_uvar(&c->p, c->end, &total) || nrr_get_uvar(&c->p, c->end, &stored) ||
+			    stored > (uint64_t)(c->end - c->p))
+				return corrupt(c, "truncated LOG");
+			nrr_call *call = &c->out;
+			memset(call, 0, offsetof(nrr_call, args));
+			call->kind = NRR_CALL_LOG;
+			call->stream = c->s->info.stream;
+			call->tid = c->r->chunks[c->s->chunks[c->next_chunk - 1]].tid;
+			call->depth = (uint8_t)c->depth;
+			call->done = true;
+			c->clock += dts;
+			call->ts = c->clock;
+			call->seq = c->seq;
+			call->log_level = (unsigned)level;
+			call->log = (const char *)c->p;
+			call->log_len = (uint32_t)stored;
+			call->chunk_offset = c->chunk_off;
+			c->p += stored;
+			*out = call;
+			return 0;
+		}
+		default:
+			c->p--;
+			return corrupt(c, "unknown record tag");
+		}
+	}
+}
+
+int nrr_cursor_seek(nrr_cursor *c, uint64_t seq)
+{
+	const struct stream *s = c->s;
+	if (!s->n)
+		return NRR_ENOTFOUND;
+	uint32_t lo = 0, hi = s->n;   /* last chunk with first_seq <= seq */
+	while (hi - lo > 1) {
+		uint32_t mid = (lo + hi) / 2;
+		if (c->r->chunks[s->chunks[mid]].first_seq <= seq)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	c->depth = 0;
+	c->seq = 0;
+	c->held = NULL;
+	c->p = c->end = NULL;
+	int rc = load_chunk(c, lo);
+	if (rc)
+		return rc;
+	for (;;) {   /* skip what comes before @seq; hold the first event at or after it */
+		const nrr_call *call;
+		rc = nrr_cursor_next(c, &call);
+		if (rc == NRR_EEOF)
+			return NRR_ENOTFOUND;
+		if (rc)
+			return rc;
+		if (call->kind == NRR_CALL && call->seq >= seq &&
+		    (call->phase == NRR_PHASE_CALL || call->phase == NRR_PHASE_ENTER)) {
+			c->held = call;
+			return 0;
+		}
+	}
+}
+
+/* ----------------------------------------------------------------- merge */
+
+struct msrc {
+	nrr_cursor *c;
+	size_t reader;
+	const nrr_call *cur;
+	uint64_t key;   /* wall ns */
+};
+
+struct nrr_merge {
+	struct msrc *src;
+	size_t n;
+	size_t *heap;   /* indices into src */
+	size_t nheap;
+	ssize_t last;   /* source whose event was handed out, to advance next */
+	int pending_rc;
+	nrr_diag diag;
+};
+
+static bool heap_less(const nrr_merge *m, size_t a, size_t b)
+{
+	const struct msrc *x = &m->src[a], *y = &m->src[b];
+	if (x->key != y->key)
+		return x->key < y->key;
+	return a < b;
+}
+
+static void heap_down(nrr_merge *m, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, s = i;
+		if (l < m->nheap && heap_less(m, m->heap[l], m->heap[s]))
+			s = l;
+		if (r < m->nheap && heap_less(m, m->heap[r], m->heap[s]))
+			s = r;
+		if (s == i)
+			return;
+		size_t t = m->heap[i];
+		m->heap[i] = m->heap[s];
+		m->heap[s] = t;
+		i = s;
+	}
+}
+
+static void heap_up(nrr_merge *m, size_t i)
+{
+	while (i) {
+		size_t p = (i - 1) / 2;
+		if (!heap_less(m, m->heap[i], m->heap[p]))
+			return;
+		size_t t = m->heap[i];
+		m->heap[i] = m->heap[p];
+		m->heap[p] = t;
+		i = p;
+	}
+}
+
+/* Advance source @i; push it back if it has an event. */
+static int advance(nrr_merge *m, size_t i)
+{
+	struct msrc *s = &m->src[i];
+	int rc = nrr_cursor_next(s->c, &s->cur);
+	if (rc == NRR_EEOF)
+		return 0;
+	if (rc) {
+		m->diag = *nrr_cursor_diag(s->c);
+		return rc;
+	}
+	s->key = nrr_reader_wall(s->c->r, nrr_call_key(s->cur));
+	m->heap[m->nheap++] = i;
+	heap_up(m, m->nheap - 1);
+	return 0;
+}
+
+int nrr_merge_open(nrr_merge **out, nrr_reader *const *readers, size_t n)
+{
+	nrr_merge *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += readers[i]->nstreams;
+	m->src = calloc(total + 1, sizeof(*m->src));
+	m->heap = calloc(total + 1, sizeof(*m->heap));
+	if (!m->src || !m->heap) {
+		nrr_merge_close(m);
+		return -ENOMEM;
+	}
+	m->last = -1;
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t s = 0; s < readers[i]->nstreams; s++) {
+			struct msrc *x = &m->src[m->n];
+			int rc = nrr_cursor_open(&x->c, readers[i], s);
+			if (rc) {
+				nrr_merge_close(m);
+				return rc;
+			}
+			x->reader = i;
+			m->n++;
+		}
+	for (size_t i = 0; i < m->n && !m->pending_rc; i++)
+		m->pending_rc = advance(m, i);  /* reported by the first next() */
+	*out = m;
+	return 0;
+}
+
+int nrr_merge_next(nrr_merge *m, const nrr_call **call, size_t *reader)
+{
+	if (m->pending_rc)
+		return m->pending_rc;
+	if (m->last >= 0) {
+		size_t i = (size_t)m->last;
+		m->last = -1;
+		int rc = advance(m, i);
+		if (rc)
+			return rc;
+	}
+	if (!m->nheap)
+		return NRR_EEOF;
+	size_t i = m->heap[0];
+	m->heap[0] = m->heap[--m->nheap];
+	heap_down(m, 0);
+	m->last = (ssize_t)i;
+	*call = m->src[i].cur;
+	if (reader)
+		*reader = m->src[i].reader;
+	return 0;
+}
+
+const nrr_diag *nrr_merge_diag(const nrr_merge *m) { return &m->diag; }
+
+void nrr_merge_close(nrr_merge *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n; i++)
+		nrr_cursor_close(m->src[i].c);
+	free(m->src);
+	free(m->heap);
+	free(m);
+}

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/* schema.c - parse the schema text carried by every trace (FORMAT.md "Schema"). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrt.h"
+
+struct nrr_schema {
+	char *text;               /* private copy, tokenised in place */
+	nrr_enum_schema *enums;
+	uint32_t nenums, cenums;
+	nrr_fn_schema *fns;       /* fns[id - 1] */
+	uint32_t nfns, cfns;
+	nrr_arg_schema *args;     /* all args, fns point into it */
+	uint32_t nargs, cargs;
+	int64_t *values;          /* enum values, enums point into them */
+	const char **names;
+	uint32_t nvalues;
+};
+
+static const struct {
+	const char *name;
+	uint8_t fmt, wire;
+} fmts[] = {
+	{ "u", NRR_FMT_U, NRR_WIRE_U },
+	{ "i", NRR_FMT_I, NRR_WIRE_S },
+	{ "x", NRR_FMT_X, NRR_WIRE_U },
+	{ "bool", NRR_FMT_BOOL, NRR_WIRE_U },
+	{ "enum", NRR_FMT_ENUM, NRR_WIRE_S },
+	{ "flags", NRR_FMT_FLAGS, NRR_WIRE_U },
+	{ "handle", NRR_FMT_HANDLE, NRR_WIRE_U },
+	{ "fd", NRR_FMT_FD, NRR_WIRE_S },
+	{ "str", NRR_FMT_STR, NRR_WIRE_B },
+	{ "bytes", NRR_FMT_BYTES, NRR_WIRE_B },
+	{ "sockaddr", NRR_FMT_SOCKADDR, NRR_WIRE_B },
+};
+
+static const char *const rets[] = {
+	[NRR_RET_VOID] = "void", [NRR_RET_CURESULT] = "curesult",
+	[NRR_RET_CUDART] = "cudart", [NRR_RET_NCCL] = "nccl",
+	[NRR_RET_NVML] = "nvml", [NRR_RET_ERRNO] = "errno",
+	[NRR_RET_POSERR] = "poserr", [NRR_RET_PTR] = "ptr", [NRR_RET_INT] = "int",
+};
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t elt)
+{
+	if (need <= *cap)
+		return 0;
+	uint32_t n = *cap ? *cap * 2 : 64;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, (size_t)n * elt);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static int fail(nrr_diag *d, unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(nrr_diag *d, unsigned line, const char *fmt, ...)
+{
+	if (d) {
+		char m[400];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(m, sizeof(m), fmt, ap);
+		va_end(ap);
+		d->code = NRR_ESCHEMA;
+		snprintf(d->msg, sizeof(d->msg), "schema line %u: %s; the trace's schema block is damaged or from an incompatible writer", line, m);
+	}
+	return NRR_ESCHEMA;
+}
+
+static int parse_i64(const char *s, int64_t *v)
+{
+	char *e;
+	errno = 0;
+	long long x = strtoll(s, &e, 10);
+	if (errno || e == s || *e)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+static const nrr_enum_schema *find_enum(const nrr_schema *s, const char *name)
+{
+	for (uint32_t i = 0; i < s->nenums; i++)
+		if (strcmp(s->enums[i].name, name) == 0)
+			return &s->enums[i];
+	return NULL;
+}
+
+void nrr_schema_free(nrr_schema *s)
+{
+	if (!s)
+		return;
+	free(s->text);
+	free(s->enums);
+	free(s->fns);
+	free(s->args);
+	free(s->values);
+	free(s->names);
+	free(s);
+}
+
+/* Split @line (NUL terminated) into at most @max tokens separated by single spaces. */
+static int tokens(char *line, char **tok, int max)
+{
+	int n = 0;
+	char *p = line;
+	while (*p) {
+		if (n == max)
+			return -1;
+		tok[n++] = p;
+		while (*p && *p != ' ')
+			p++;
+		if (*p == ' ') {
+			*p++ = 0;
+			if (!*p)
+				return -1; /* trailing space */
+		}
+	}
+	return n;
+}
+
+int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d)
+{
+	nrr_schema *s = calloc(1, sizeof(*s));
+	int rc = -ENOMEM;
+	unsigned lineno = 0;
+	if (!s)
+		goto error;
+	s->text = malloc(len + 1);
+	if (!s->text)
+		goto error;
+	memcpy(s->text, text, len);
+	s->text[len] = 0;
+	if (memchr(s->text, 0, len)) {
+		rc = fail(d, 1, "NUL byte in schema text");
+		goto error;
+	}
+
+	/* Pass 1 counts, so pointers into the arrays stay valid. */
+	uint32_t ne = 0, nf = 0, na = 0, nv = 0;
+	for (const char *p = s->text; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t l = nl ? (size_t)(nl - p) : strlen(p);
+		if (l > 2 && p[0] == 'e' && p[1] == 'n' && p[2] == 'u') ne++;
+		else if (l > 2 && p[0] == 'f' && p[1] == 'n' && p[2] == ' ') nf++;
+		else if (l > 1 && p[0] == 'a' && p[1] == ' ') na++;
+		else if (l > 1 && p[0] == 'v' && p[1] == ' ') nv++;
+		p += l + (nl ? 1 : 0);
+	}
+	if (grow((void **)&s->enums, &s->cenums, ne + 1, sizeof(*s->enums)) ||
+	    grow((void **)&s->fns, &s->cfns, nf + 1, sizeof(*s->fns)) ||
+	    grow((void **)&s->args, &s->cargs, na + 1, sizeof(*s->args)) ||
+	    !(s->values = calloc(nv + 1, sizeof(*s->values))) ||
+	    !(s->names = calloc(nv + 1, sizeof(*s->names))))
+		goto error;
+
+	char *p = s->text;
+	bool header = false, ended = false;
+	nrr_enum_schema *cur_enum = NULL;
+	nrr_fn_schema *cur_fn = NULL;
+	while (*p && !ended) {
+		char *nl = strchr(p, '\n');
+		if (!nl) {
+			rc = fail(d, lineno + 1, "line not terminated by a newline (text truncated?)");
+			goto error;
+		}
+		*nl = 0;
+		char *line = p;
+		p = nl + 1;
+		lineno++;
+		char *tok[8];
+		int nt = tokens(line, tok, 8);
+		if (nt <= 0) {
+			rc = fail(d, lineno, nt == 0 ? "empty line" : "too many fields or stray space");
+			goto error;
+		}
+		if (!header) {
+			if (nt != 2 || strcmp(tok[0], "ncclrr-schema") != 0) {
+				rc = fail(d, lineno, "expected 'ncclrr-schema 1'");
+				goto error;
+			}
+			if (strcmp(tok[1], "1") != 0) {
+				rc = fail(d, lineno, "schema version '%s' is newer than this reader (1)", tok[1]);
+				goto error;
+			}
+			header = true;
+			continue;
+		}
+		if (strcmp(tok[0], "end") == 0 && nt == 1) {
+			ended = true;
+		} else if (strcmp(tok[0], "enum") == 0 && (nt == 2 || (nt == 3 && strcmp(tok[2], "flags") == 0))) {
+			if (s->nfns) {
+				rc = fail(d, lineno, "enum '%s' after the first fn", tok[1]);
+				goto error;
+			}
+			if (find_enum(s, tok[1])) {
+				rc = fail(d, lineno, "enum '%s' defined twice", tok[1]);
+				goto error;
+			}
+			cur_enum = &s->enums[s->nenums++];
+			memset(cur_enum, 0, sizeof(*cur_enum));
+			cur_enum->name = tok[1];
+			cur_enum->flags = nt == 3;
+			cur_enum->values = &s->values[s->nvalues];
+			cur_enum->names = &s->names[s->nvalues];
+		} else if (strcmp(tok[0], "v") == 0 && nt == 3) {
+			int64_t v;
+			if (!cur_enum || s->nfns) {
+				rc = fail(d, lineno, "value outside an enum block");
+				goto error;
+			}
+			if (parse_i64(tok[1], &v)) {
+				rc = fail(d, lineno, "bad enum value '%s'", tok[1]);
+				goto error;
+			}
+			s->values[s->nvalues] = v;
+			s->names[s->nvalues] = tok[2];
+			s->nvalues++;
+			cur_enum->n++;
+		} else if (strcmp(tok[0], "fn") == 0 && nt >= 5) {
+			int64_t id;
+			if (parse_i64(tok[1], &id) || id != (int64_t)s->nfns + 1) {
+				rc = fail(d, lineno, "fn id '%s' out of sequence (expected %u)", tok[1], s->nfns + 1);
+				goto error;
+			}
+			cur_fn = &s->fns[s->nfns++];
+			memset(cur_fn, 0, sizeof(*cur_fn));
+			cur_fn->id = (uint32_t)id;
+			cur_fn->name = tok[2];
+			cur_fn->domain = tok[3];
+			cur_fn->args = &s->args[s->nargs];
+			char *colon = strchr(tok[4], ':');
+			if (colon) {
+				*colon = 0;
+				cur_fn->ret_table = colon + 1;
+				cur_fn->rtable = find_enum(s, colon + 1);
+				if (!cur_fn->rtable) {
+					rc = fail(d, lineno, "unknown enum '%s'", colon + 1);
+					goto error;
+				}
+			}
+			size_t r;
+			for (r = 0; r < sizeof(rets) / sizeof(rets[0]); r++)
+				if (strcmp(rets[r], tok[4]) == 0)
+					break;
+			if (r == sizeof(rets) / sizeof(rets[0])) {
+				rc = fail(d, lineno, "unknown return convention '%s'", tok[4]);
+				goto error;
+			}
+			cur_fn->ret = (uint8_t)r;
+			for (int i = 5; i < nt; i++) {
+				if (strcmp(tok[i], "blocking") == 0)
+					cur_fn->flags |= NRR_FN_BLOCKING;
+				else if (strcmp(tok[i], "poll") == 0)
+					cur_fn->flags |= NRR_FN_POLL;
+				else {
+					rc = fail(d, lineno, "unknown fn attribute '%s'", tok[i]);
+					goto error;
+				}
+			}
+		} else if (strcmp(tok[0], "a") == 0 && (nt == 4 || nt == 5)) {
+			if (!cur_fn) {
+				rc = fail(d, lineno, "argument before the first fn");
+				goto error;
+			}
+			if (cur_fn->nargs >= NRR_MAX_ARGS) {
+				rc = fail(d, lineno, "more than %d arguments", NRR_MAX_ARGS);
+				goto error;
+			}
+			nrr_arg_schema *a = &s->args[s->nargs++];
+			memset(a, 0, sizeof(*a));
+			if (strcmp(tok[1], "in") == 0) a->dir = NRR_DIR_IN;
+			else if (strcmp(tok[1], "out") == 0) a->dir = NRR_DIR_OUT;
+			else if (strcmp(tok[1], "inout") == 0) a->dir = NRR_DIR_INOUT;
+			else {
+				rc = fail(d, lineno, "bad direction '%s'", tok[1]);
+				goto error;
+			}
+			a->name = tok[2];
+			char *colon = strchr(tok[3], ':');
+			if (colon) {
+				*colon = 0;
+				a->kind = colon + 1;
+			}
+			size_t f;
+			for (f = 0; f < sizeof(fmts) / sizeof(fmts[0]); f++)
+				if (strcmp(fmts[f].name, tok[3]) == 0)
+					break;
+			if (f == sizeof(fmts) / sizeof(fmts[0])) {
+				rc = fail(d, lineno, "unknown format '%s'", tok[3]);
+				goto error;
+			}
+			a->fmt = fmts[f].fmt;
+			a->wire = fmts[f].wire;
+			if (a->fmt == NRR_FMT_ENUM || a->fmt == NRR_FMT_FLAGS) {
+				a->table = a->kind ? find_enum(s, a->kind) : NULL;
+				if (!a->table) {
+					rc = fail(d, lineno, "%s needs a known table, got '%s'", tok[3], a->kind ? a->kind : "");
+					goto error;
+				}
+			} else if (a->fmt == NRR_FMT_HANDLE && !a->kind) {
+				rc = fail(d, lineno, "handle needs a kind");
+				goto error;
+			}
+			if (nt == 5) {
+				if (strcmp(tok[4], "create") == 0) a->hflags = NRR_HANDLE_CREATE;
+				else if (strcmp(tok[4], "consume") == 0) a->hflags = NRR_HANDLE_CONSUME;
+				else {
+					rc = fail(d, lineno, "unknown arg attribute '%s'", tok[4]);
+					goto error;
+				}
+			}
+			cur_fn->nargs++;
+			if (a->dir & NRR_DIR_IN)
+				cur_fn->nin++;
+			if (a->dir & NRR_DIR_OUT)
+				cur_fn->nout++;
+		} else {
+			rc = fail(d, lineno, "unknown line '%s'", tok[0]);
+			goto error;
+		}
+	}
+	if (!ended) {
+		rc = fail(d, lineno, "missing 'end' (schema truncated)");
+		goto error;
+	}
+	*out = s;
+	return 0;
+error:
+	nrr_schema_free(s);
+	return rc;
+}
+
+const nrr_fn_schema *nrr_schema_fn(const nrr_schema *s, uint32_t id)
+{
+	return id >= 1 && id <= s->nfns ? &s->fns[id - 1] : NULL;
+}
+
+const nrr_fn_schema *nrr_schema_fn_by_name(const nrr_schema *s, const char *name)
+{
+	for (uint32_t i = 0; i < s->nfns; i++)
+		if (strcmp(s->fns[i].name, name) == 0)
+			return &s->fns[i];
+	return NULL;
+}
+
+uint32_t nrr_schema_nfns(const nrr_schema *s)
+{
+	return s->nfns;
+}
+
+const char *nrr_enum_name(const nrr_enum_schema *t, int64_t v)
+{
+	if (!t)
+		return NULL;
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->values[i] == v)
+			return t->names[i];
+	return NULL;
+}

@@ -1,0 +1,772 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * writer.c - the native trace writer.
+ *
+ * Each thread appends records to a buffer of its own (no lock, no atomic
+ * read-modify-write on the hot path).  A full buffer is handed to the
+ * writer's compression thread through a lock-free stack and the thread
+ * carries on in the next of its NBUF buffers; the compression thread turns
+ * each buffer into one chunk (zstd frame + header) and appends it to the
+ * file.  See FORMAT.md for the bytes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define HAVE_RDTSC 1
+#endif
+
+#include "nrt.h"
+#include "nrt_internal.h"
+
+#define NBUF 4
+#define MAX_DEPTH NRR_MAX_DEPTH
+/* Room kept free at the end of a buffer for a REPEAT record. */
+#define SLACK 32
+/* Bytes the frame prologue of a chunk can take. */
+#define PROLOGUE_MAX (NRR_VAR_MAX + MAX_DEPTH * 3 * NRR_VAR_MAX)
+
+enum { BUF_FREE = 0, BUF_FILLING = 1, BUF_QUEUED = 2 };
+
+struct wbuf {
+	uint8_t *data;
+	size_t len;
+	uint32_t nrec;
+	uint64_t first_seq, first_ts;
+	nrr_tls *owner;
+	_Atomic int state;
+	struct wbuf *next;   /* in the writer's queue */
+};
+
+struct frame {
+	uint32_t fn;
+	uint64_t seq, ts;
+	uint64_t clock_before;  /* stream clock before the ENTER */
+	size_t call_off;        /* offset of the ENTER record, or SIZE_MAX */
+	size_t args_off, args_len;
+	size_t rep_off;         /* offset of a REPEAT emitted by this ENTER, or SIZE_MAX */
+	uint64_t rep_count, rep_ns; /* what that REPEAT held */
+	uint32_t gen;           /* buffer generation of the ENTER */
+	bool children;
+};
+
+struct nrr_tls {
+	uint8_t *pos, *end, *base;
+	nrr_writer *w;
+	struct wbuf *cur;
+	uint32_t stream, tid;
+	uint32_t gen;           /* bumped on every buffer switch */
+	uint32_t nrec;
+	uint64_t clock, seq;
+	unsigned depth;         /* may exceed MAX_DEPTH: deeper calls are dropped */
+	struct frame frames[MAX_DEPTH];
+	/* the last completed leaf call, for coalescing */
+	struct {
+		bool valid;
+		uint32_t fn, gen;
+		size_t end_off, args_off, args_len, body_off, body_len;
+	} prev;
+	size_t leave_off, body_off;
+	uint64_t rep_count, rep_ns; /* pending coalesced repeats of prev */
+	uint64_t dropped_deep;
+	_Atomic size_t committed;   /* bytes of cur that hold whole records */
+	bool dead;
+	nrr_tls *next_all;
+	struct wbuf bufs[NBUF];
+	uint8_t scratch[NRR_BYTES_CAP_DEFAULT * NRR_MAX_ARGS + 256];
+};
+
+struct index_ent {
+	uint64_t offset, first_seq, first_ts;
+	uint32_t stream, tid, nrec;
+};
+
+struct nrr_writer {
+	int fd;
+	char path[PATH_MAX];
+	size_t chunk_size;
+	int level;
+	bool tsc;
+	uint64_t tsc0, ns0, mult;   /* ns = ns0 + (tsc - tsc0) * mult >> 32 */
+	_Atomic(struct wbuf *) queue;
+	_Atomic uint32_t qfutex;
+	_Atomic uint32_t freefutex;
+	_Atomic bool stop;
+	pthread_t thread;
+	bool thread_started;
+	_Atomic(nrr_tls *) threads;
+	_Atomic uint32_t nstreams;
+	pthread_key_t key;
+	/* compression thread only */
+	ZSTD_CCtx *zc;
+	uint8_t *zbuf;
+	size_t zcap;
+	uint64_t off;
+	struct index_ent *index;
+	size_t nindex, cindex;
+	/* counters */
+	_Atomic uint64_t bytes, chunks, io_errors;
+	bool warned;
+	pthread_mutex_t io_lock;   /* compression thread vs close(); never taken by traced threads */
+};
+
+static __thread struct {
+	nrr_writer *w;
+	nrr_tls *t;
+} tls_cache;
+
+static void futex_wait(_Atomic uint32_t *f, uint32_t val, long ns)
+{
+	struct timespec ts = { 0, ns };
+	syscall(SYS_futex, (uint32_t *)f, FUTEX_WAIT_PRIVATE, val, ns ? &ts : NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *f)
+{
+	syscall(SYS_futex, (uint32_t *)f, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool tsc_invariant(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	char line[4096];
+	bool c = false, n = false;
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5) == 0) {
+			c = strstr(line, " constant_tsc") != NULL;
+			n = strstr(line, " nonstop_tsc") != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return c && n;
+}
+
+static inline uint64_t now_ns(const nrr_writer *w)
+{
+#ifdef HAVE_RDTSC
+	if (w->tsc) {
+		uint64_t d = __rdtsc() - w->tsc0;
+		return w->ns0 + (uint64_t)(((unsigned __int128)d * w->mult) >> 32);
+	}
+#endif
+	return mono_ns();
+}
+
+uint64_t nrr_writer_now(const nrr_writer *w)
+{
+	return now_ns(w);
+}
+
+static void calibrate(nrr_writer *w)
+{
+#ifdef HAVE_RDTSC
+	uint64_t t0 = mono_ns(), c0 = __rdtsc(), t1, c1;
+	do {
+		t1 = mono_ns();
+		c1 = __rdtsc();
+	} while (t1 - t0 < 2000000);
+	if (c1 > c0) {
+		w->mult = (uint64_t)(((unsigned __int128)(t1 - t0) << 32) / (c1 - c0));
+		w->tsc0 = c1;
+		w->ns0 = t1;
+		return;
+	}
+#endif
+	w->tsc = false;
+}
+
+/* ------------------------------------------------------------- file I/O */
+
+static void io_error(nrr_writer *w, int err)
+{
+	atomic_fetch_add(&w->io_errors, 1);
+	if (!w->warned) {
+		w->warned = true;
+		fprintf(stderr, "ncclrr: Cannot write trace: file=%s: %s; tracing of this process stops, the program continues\n",
+			w->path, strerror(err));
+	}
+}
+
+static int write_all(nrr_writer *w, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	if (w->io_errors)
+		return -EIO;
+	while (len) {
+		ssize_t n = write(w->fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			io_error(w, e);
+			return -e;
+		}
+		p += n;
+		len -= (size_t)n;
+		w->off += (uint64_t)n;
+		atomic_fetch_add(&w->bytes, (uint64_t)n);
+	}
+	return 0;
+}
+
+/* Compress @raw into a chunk of @type and append it; @return 0 or -errno. */
+static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid,
+		      uint64_t first_seq, uint64_t first_ts, uint32_t nrec,
+		      const void *raw, size_t len)
+{
+	size_t bound = ZSTD_compressBound(len);
+	if (bound > w->zcap) {
+		uint8_t *z = realloc(w->zbuf, bound);
+		if (!z)
+			return -ENOMEM;
+		w->zbuf = z;
+		w->zcap = bound;
+	}
+	size_t zn = ZSTD_compress2(w->zc, w->zbuf, w->zcap, raw, len);
+	if (ZSTD_isError(zn)) {
+		fprintf(stderr, "ncclrr: Failed to compress a trace chunk: file=%s: %s\n", w->path, ZSTD_getErrorName(zn));
+		return NRR_EZSTD;
+	}
+	uint8_t h[NRR_CHUNK_HEADER_SIZE];
+	nrr_chunk_header ch = {
+		.type = type, .flags = NRR_CHUNK_F_ZSTD, .stream = stream, .tid = tid,
+		.first_seq = first_seq, .first_ts = first_ts,
+		.payload_size = (uint32_t)zn, .raw_size = (uint32_t)len, .nrecords = nrec,
+		.payload_crc = nrr_crc32c(0, w->zbuf, zn),
+	};
+	nrr_chunk_header_pack(&ch, h);
+	if (type == NRR_CHUNK_DATA) {
+		if (w->nindex == w->cindex) {
+			size_t n = w->cindex ? w->cindex * 2 : 256;
+			struct index_ent *x = realloc(w->index, n * sizeof(*x));
+			if (!x)
+				return -ENOMEM;
+			w->index = x;
+			w->cindex = n;
+		}
+		w->index[w->nindex] = (struct index_ent){ w->off, first_seq, first_ts, stream, tid, nrec };
+	}
+	int rc = write_all(w, h, sizeof(h));
+	if (!rc)
+		rc = write_all(w, w->zbuf, zn);
+	if (!rc) {
+		atomic_fetch_add(&w->chunks, 1);
+		if (type == NRR_CHUNK_DATA)
+			w->nindex++;
+	}
+	return rc;
+}
+
+static void drain(nrr_writer *w)
+{
+	struct wbuf *list = atomic_exchange(&w->queue, NULL);
+	struct wbuf *fifo = NULL;
+	while (list) {          /* the stack is newest first: reverse it */
+		struct wbuf *n = list->next;
+		list->next = fifo;
+		fifo = list;
+		list = n;
+	}
+	while (fifo) {
+		struct wbuf *b = fifo;
+		fifo = b->next;
+		pthread_mutex_lock(&w->io_lock);
+		emit_chunk(w, NRR_CHUNK_DATA, b->owner->stream, b->owner->tid,
+			   b->first_seq, b->first_ts, b->nrec, b->data, b->len);
+		pthread_mutex_unlock(&w->io_lock);
+		atomic_store_explicit(&b->state, BUF_FREE, memory_order_release);
+		atomic_fetch_add(&w->freefutex, 1);
+		futex_wake(&w->freefutex);
+	}
+}
+
+static void *compress_main(void *arg)
+{
+	nrr_writer *w = arg;
+	for (;;) {
+		uint32_t seen = atomic_load(&w->qfutex);
+		if (atomic_load(&w->queue)) {
+			drain(w);
+			continue;
+		}
+		if (atomic_load(&w->stop))
+			break;
+		futex_wait(&w->qfutex, seen, 100000000);
+	}
+	drain(w);
+	return NULL;
+}
+
+/* -------------------------------------------------------------- threads */
+
+static void buf_start(nrr_tls *t, struct wbuf *b)
+{
+	t->cur = b;
+	t->base = b->data;
+	t->end = b->data + t->w->chunk_size - SLACK;
+	b->first_seq = t->seq + 1;
+	b->first_ts = t->clock;
+	b->nrec = 0;
+	t->nrec = 0;
+	t->gen++;
+	t->prev.valid = false;
+	/* prologue: the calls open at the start of this chunk */
+	unsigned open = t->depth < MAX_DEPTH ? t->depth : MAX_DEPTH;
+	uint8_t *p = nrr_put_uvar(b->data, open);
+	for (unsigned i = 0; i < open; i++) {
+		p = nrr_put_uvar(p, t->frames[i].fn);
+		p = nrr_put_uvar(p, t->frames[i].seq);
+		p = nrr_put_uvar(p, t->frames[i].ts);
+	}
+	t->pos = p;
+	atomic_store_explicit(&t->committed, (size_t)(p - b->data), memory_order_release);
+}
+
+static inline uint8_t *put_repeat(nrr_tls *t, uint8_t *p)
+{
+	*p++ = NRR_REC_REPEAT;
+	p = nrr_put_uvar(p, t->rep_count);
+	p = nrr_put_uvar(p, t->rep_ns);
+	t->rep_count = 0;
+	t->rep_ns = 0;
+	t->nrec++;
+	return p;
+}
+
+static void queue_buf(nrr_writer *w, struct wbuf *b)
+{
+	atomic_store_explicit(&b->state, BUF_QUEUED, memory_order_relaxed);
+	struct wbuf *head = atomic_load_explicit(&w->queue, memory_order_relaxed);
+	do {
+		b->next = head;
+	} while (!atomic_compare_exchange_weak_explicit(&w->queue, &head, b,
+						       memory_order_release, memory_order_relaxed));
+	atomic_fetch_add(&w->qfutex, 1);
+	futex_wake(&w->qfutex);
+}
+
+/* Hand the current buffer over and continue in the next free one. */
+static void switch_buf(nrr_tls *t)
+{
+	nrr_writer *w = t->w;
+	struct wbuf *b = t->cur;
+	if (t->rep_count)
+		t->pos = put_repeat(t, t->pos);
+	b->len = (size_t)(t->pos - t->base);
+	b->nrec = t->nrec;
+	queue_buf(w, b);
+	struct wbuf *n = &t->bufs[(b - t->bufs + 1) % NBUF];
+	while (atomic_load_explicit(&n->state, memory_order_acquire) != BUF_FREE) {
+		uint32_t seen = atomic_load(&w->freefutex);
+		if (atomic_load_explicit(&n->state, memory_order_acquire) == BUF_FREE)
+			break;
+		futex_wait(&w->freefutex, seen, 1000000);
+	}
+	atomic_store_explicit(&n->state, BUF_FILLING, memory_order_relaxed);
+	buf_start(t, n);
+}
+
+void nrr_tls_flush(nrr_tls *t)
+{
+	if (t && !t->dead && t->nrec + t->rep_count)
+		switch_buf(t);
+}
+
+static void tls_exit(void *arg)
+{
+	nrr_tls *t = arg;
+	nrr_tls_flush(t);
+	t->dead = true;
+	if (tls_cache.t == t)
+		tls_cache.t = NULL, tls_cache.w = NULL;
+}
+
+nrr_tls *nrr_writer_thread(nrr_writer *w)
+{
+	if (tls_cache.w == w)
+		return tls_cache.t;
+	nrr_tls *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->w = w;
+	for (int i = 0; i < NBUF; i++) {
+		t->bufs[i].data = malloc(w->chunk_size);
+		t->bufs[i].owner = t;
+		if (!t->bufs[i].data) {
+			for (int j = 0; j < i; j++)
+				free(t->bufs[j].data);
+			free(t);
+			return NULL;
+		}
+	}
+	t->stream = atomic_fetch_add(&w->nstreams, 1);
+	t->tid = (uint32_t)syscall(SYS_gettid);
+	t->clock = now_ns(w);
+	atomic_store(&t->bufs[0].state, BUF_FILLING);
+	buf_start(t, &t->bufs[0]);
+	nrr_tls *head = atomic_load(&w->threads);
+	do {
+		t->next_all = head;
+	} while (!atomic_compare_exchange_weak(&w->threads, &head, t));
+	pthread_setspecific(w->key, t);
+	tls_cache.w = w;
+	tls_cache.t = t;
+	return t;
+}
+
+/* ---------------------------------------------------------- hot path */
+
+static inline void reserve(nrr_tls *t, size_t need)
+{
+	if (__builtin_expect(t->pos + need > t->end, 0))
+		switch_buf(t);
+}
+
+uint8_t *nrr_enter_begin(nrr_tls *t, uint32_t fn, size_t max)
+{
+	unsigned d = t->depth;
+	if (__builtin_expect(d >= MAX_DEPTH || max + PROLOGUE_MAX + 64 > t->w->chunk_size, 0)) {
+		t->depth++;
+		t->dropped_deep++;
+		return t->scratch;
+	}
+	if (d)
+		t->frames[d - 1].children = true;
+	reserve(t, max + 2 * SLACK);   /* before the push: the prologue lists open calls */
+	t->depth = d + 1;
+	struct frame *f = &t->frames[d];
+	uint64_t now = now_ns(t->w);
+	uint8_t *p = t->pos;
+	f->rep_off = SIZE_MAX;
+	if (t->rep_count) {
+		f->rep_off = (size_t)(p - t->base);
+		f->rep_count = t->rep_count;
+		f->rep_ns = t->rep_ns;
+		p = put_repeat(t, p);
+	}
+	f->fn = fn;
+	f->seq = ++t->seq;
+	f->clock_before = t->clock;
+	f->ts = now;
+	f->gen = t->gen;
+	f->children = false;
+	f->call_off = (size_t)(p - t->base);
+	uint64_t dts = now > t->clock ? now - t->clock : 0;
+	t->clock = f->ts = t->clock + dts;
+	*p++ = NRR_REC_ENTER;
+	p = nrr_put_uvar(p, fn);
+	p = nrr_put_uvar(p, dts);
+	f->args_off = (size_t)(p - t->base);
+	return p;
+}
+
+void nrr_enter_end(nrr_tls *t, uint8_t *p)
+{
+	unsigned d = t->depth - 1;
+	if (d >= MAX_DEPTH || p < t->base || p > t->base + t->w->chunk_size)
+		return;  /* dropped (too deep), or written to scratch */
+	struct frame *f = &t->frames[d];
+	f->args_len = (size_t)(p - t->base) - f->args_off;
+	t->pos = p;
+	t->nrec++;
+	atomic_store_explicit(&t->committed, (size_t)(p - t->base), memory_order_release);
+}
+
+uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max)
+{
+	unsigned d = t->depth - 1;
+	if (__builtin_expect(d >= MAX_DEPTH || max + PROLOGUE_MAX + 64 > t->w->chunk_size, 0))
+		return t->scratch;
+	reserve(t, max + 2 * SLACK);
+	struct frame *f = &t->frames[d];
+	uint64_t now = now_ns(t->w);
+	uint64_t dur = now > f->ts ? now - f->ts : 0;
+	if (t->rep_count)   /* a nested call coalesced; keep its count before our leave */
+		t->pos = put_repeat(t, t->pos);
+	uint8_t *p = t->pos;
+	t->leave_off = (size_t)(p - t->base);
+	t->clock = f->ts + dur;
+	*p++ = NRR_REC_LEAVE;
+	p = nrr_put_uvar(p, dur);
+	t->body_off = (size_t)(p - t->base);
+	p = nrr_put_svar(p, result);
+	p = nrr_put_uvar(p, err);
+	return p;
+}
+
+void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
+{
+	unsigned d = --t->depth;
+	if (d >= MAX_DEPTH || p < t->base || p > t->base + t->w->chunk_size)
+		return;
+	struct frame *f = &t->frames[d];
+	size_t end = (size_t)(p - t->base);
+	size_t body_len = end - t->body_off;
+	bool leaf = !f->children && f->gen == t->gen &&
+		    t->leave_off == f->args_off + f->args_len;
+	if (notready && leaf && t->prev.valid && t->prev.gen == t->gen && t->prev.fn == f->fn &&
+	    (t->prev.end_off == f->call_off ||
+	     (f->rep_off != SIZE_MAX && t->prev.end_off == f->rep_off)) &&
+	    t->prev.args_len == f->args_len && t->prev.body_len == body_len &&
+	    memcmp(t->base + t->prev.args_off, t->base + f->args_off, f->args_len) == 0 &&
+	    memcmp(t->base + t->prev.body_off, t->base + t->body_off, body_len) == 0) {
+		/* an identical "not ready" answer: fold it into a count */
+		size_t rewind = f->call_off;
+		uint64_t elapsed = t->clock - f->clock_before;
+		if (f->rep_off != SIZE_MAX) {
+			rewind = f->rep_off;
+			t->rep_count = f->rep_count;
+			t->rep_ns = f->rep_ns;
+			t->nrec--;
+		}
+		t->rep_count++;
+		t->rep_ns += elapsed;
+		t->pos = t->base + rewind;
+		t->nrec--;   /* the ENTER */
+		atomic_store_explicit(&t->committed, rewind, memory_order_release);
+		return;
+	}
+	t->prev.valid = notready && leaf;
+	t->prev.fn = f->fn;
+	t->prev.gen = t->gen;
+	t->prev.end_off = end;
+	t->prev.args_off = f->args_off;
+	t->prev.args_len = f->args_len;
+	t->prev.body_off = t->body_off;
+	t->prev.body_len = body_len;
+	t->pos = p;
+	t->nrec++;
+	atomic_store_explicit(&t->committed, end, memory_order_release);
+}
+
+void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len)
+{
+	if (len > NRR_BYTES_CAP_DEFAULT)
+		len = NRR_BYTES_CAP_DEFAULT;
+	if (t->depth && t->depth <= MAX_DEPTH)
+		t->frames[t->depth - 1].children = true;
+	reserve(t, len + 4 * NRR_VAR_MAX + 2 * SLACK);
+	uint8_t *p = t->pos;
+	if (t->rep_count)
+		p = put_repeat(t, p);
+	uint64_t now = now_ns(t->w);
+	uint64_t dts = now > t->clock ? now - t->clock : 0;
+	t->clock += dts;
+	*p++ = NRR_REC_LOG;
+	p = nrr_put_uvar(p, dts);
+	p = nrr_put_uvar(p, level);
+	p = nrr_put_bytes(p, text, len, len);
+	t->pos = p;
+	t->nrec++;
+	t->prev.valid = false;
+	atomic_store_explicit(&t->committed, (size_t)(p - t->base), memory_order_release);
+}
+
+/* ------------------------------------------------------------ open/close */
+
+int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *opts)
+{
+	nrr_writer_opts o = { 0 };
+	if (opts)
+		o = *opts;
+	if (!o.chunk_size)
+		o.chunk_size = 128 * 1024;
+	if (o.chunk_size < 16384)
+		o.chunk_size = 16384;
+	if (o.chunk_size > (1u << 26))
+		o.chunk_size = 1u << 26;
+	if (!o.zstd_level)
+		o.zstd_level = 6;
+	if (!o.schema || !o.schema_len)
+		return -EINVAL;
+	nrr_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	int rc;
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	w->chunk_size = o.chunk_size;
+	w->level = o.zstd_level;
+	pthread_mutex_init(&w->io_lock, NULL);
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (w->fd < 0) {
+		rc = -errno;
+		free(w);
+		return rc;
+	}
+	w->zc = ZSTD_createCCtx();
+	if (!w->zc) {
+		rc = -ENOMEM;
+		goto error;
+	}
+	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, w->level);
+	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
+	if (pthread_key_create(&w->key, tls_exit)) {
+		rc = -EAGAIN;
+		goto error;
+	}
+	w->tsc = (opts ? opts->use_tsc : true) && tsc_invariant();
+	if (w->tsc)
+		calibrate(w);
+
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	uint64_t mono = now_ns(w);
+	nrr_file_header fh = {
+		.major = NRR_FORMAT_MAJOR, .minor = NRR_FORMAT_MINOR,
+		.wall_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec,
+		.mono_ns = mono, .pid = (uint32_t)getpid(),
+		.flags = w->tsc ? NRR_FILE_F_TSC : 0,
+	};
+	uint8_t h[NRR_FILE_HEADER_SIZE];
+	nrr_file_header_pack(&fh, h);
+	rc = write_all(w, h, sizeof(h));
+	if (!rc)
+		rc = emit_chunk(w, NRR_CHUNK_SCHEMA, NRR_STREAM_NONE, 0, 0, 0, 0, o.schema, o.schema_len);
+	if (!rc)
+		rc = emit_chunk(w, NRR_CHUNK_META, NRR_STREAM_NONE, 0, 0, 0, 0,
+				o.meta ? o.meta : "", o.meta ? o.meta_len : 0);
+	if (rc)
+		goto error_key;
+	if (pthread_create(&w->thread, NULL, compress_main, w)) {
+		rc = -EAGAIN;
+		goto error_key;
+	}
+	w->thread_started = true;
+	*out = w;
+	return 0;
+error_key:
+	pthread_key_delete(w->key);
+error:
+	ZSTD_freeCCtx(w->zc);
+	free(w->zbuf);
+	close(w->fd);
+	unlink(path);
+	free(w);
+	return rc;
+}
+
+static int write_index(nrr_writer *w)
+{
+	size_t cap = 16 + w->nindex * 6 * NRR_VAR_MAX;
+	uint8_t *buf = malloc(cap), *p = buf;
+	if (!buf)
+		return -ENOMEM;
+	p = nrr_put_uvar(p, w->nindex);
+	for (size_t i = 0; i < w->nindex; i++) {
+		const struct index_ent *e = &w->index[i];
+		p = nrr_put_uvar(p, e->offset);
+		p = nrr_put_uvar(p, e->stream);
+		p = nrr_put_uvar(p, e->tid);
+		p = nrr_put_uvar(p, e->first_seq);
+		p = nrr_put_uvar(p, e->first_ts);
+		p = nrr_put_uvar(p, e->nrec);
+	}
+	uint64_t at = w->off;
+	int rc = emit_chunk(w, NRR_CHUNK_INDEX, NRR_STREAM_NONE, 0, 0, 0, (uint32_t)w->nindex, buf, (size_t)(p - buf));
+	free(buf);
+	if (rc)
+		return rc;
+	uint8_t tr[NRR_TRAILER_SIZE];
+	nrr_trailer_pack(at, (uint32_t)(w->off - at), tr);
+	return write_all(w, tr, sizeof(tr));
+}
+
+/* Write what another (live or blocked) thread has committed, as is. */
+static void snapshot(nrr_writer *w, nrr_tls *t)
+{
+	size_t n = atomic_load_explicit(&t->committed, memory_order_acquire);
+	struct wbuf *b = t->cur;
+	uint8_t *copy = malloc(n + SLACK);
+	if (!copy)
+		return;
+	memcpy(copy, b->data, n);
+	uint8_t *p = copy + n;
+	uint32_t nrec = t->nrec;
+	if (t->rep_count) {   /* racy read of a quiescent thread; see FORMAT.md */
+		*p++ = NRR_REC_REPEAT;
+		p = nrr_put_uvar(p, t->rep_count);
+		p = nrr_put_uvar(p, t->rep_ns);
+		nrec++;
+	}
+	if (nrec)
+		emit_chunk(w, NRR_CHUNK_DATA, t->stream, t->tid, b->first_seq, b->first_ts,
+			   nrec, copy, (size_t)(p - copy));
+	free(copy);
+}
+
+int nrr_writer_close(nrr_writer *w)
+{
+	if (!w)
+		return 0;
+	nrr_tls *self = tls_cache.w == w ? tls_cache.t : NULL;
+	if (self) {
+		nrr_tls_flush(self);
+		self->dead = true;
+	}
+	atomic_store(&w->stop, true);
+	atomic_fetch_add(&w->qfutex, 1);
+	futex_wake(&w->qfutex);
+	if (w->thread_started)
+		pthread_join(w->thread, NULL);
+	drain(w);
+	int rc = 0;
+	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all) {
+		if (t->dead)
+			continue;
+		snapshot(w, t);
+	}
+	rc = write_index(w);
+	if (w->io_errors && !rc)
+		rc = -EIO;
+	if (close(w->fd) && !rc)
+		rc = -errno;
+	if (tls_cache.w == w)
+		tls_cache.w = NULL, tls_cache.t = NULL;
+	pthread_key_delete(w->key);
+	nrr_tls *t = atomic_load(&w->threads);
+	while (t) {
+		nrr_tls *n = t->next_all;
+		for (int i = 0; i < NBUF; i++)
+			free(t->bufs[i].data);
+		free(t);
+		t = n;
+	}
+	ZSTD_freeCCtx(w->zc);
+	free(w->zbuf);
+	free(w->index);
+	pthread_mutex_destroy(&w->io_lock);
+	free(w);
+	return rc;
+}
+
+void nrr_writer_counters(const nrr_writer *w, uint64_t *bytes, uint64_t *chunks, uint64_t *io_errors)
+{
+	if (bytes)
+		*bytes = atomic_load(&w->bytes);
+	if (chunks)
+		*chunks = atomic_load(&w->chunks);
+	if (io_errors)
+		*io_errors = atomic_load(&w->io_errors);
+}
