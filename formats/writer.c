@@ -236,6 +236,8 @@ static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid
 		      uint64_t first_seq, uint64_t first_ts, uint32_t nrec,
 		      const void *raw, size_t len)
 {
+	if (atomic_load(&w->io_errors))
+		return -EIO;   /* already said once; the program runs on untraced */
 	size_t bound = ZSTD_compressBound(len);
 	if (bound > w->zcap) {
 		uint8_t *z = realloc(w->zbuf, bound);
@@ -407,7 +409,13 @@ nrr_tls *nrr_writer_thread(nrr_writer *w)
 {
 	if (tls_cache.w == w)
 		return tls_cache.t;
-	nrr_tls *t = calloc(1, sizeof(*t));
+	nrr_tls *t = pthread_getspecific(w->key);
+	if (t) {   /* this thread alternates between writers */
+		tls_cache.w = w;
+		tls_cache.t = t;
+		return t;
+	}
+	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->w = w;

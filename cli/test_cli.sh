@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# CLI behaviour: help/version for every command, golden dump/stats output,
+# filters, and the messages for killed, damaged and foreign files.
+# usage: test_cli.sh NCCLRR SOURCE_ROOT
+set -uo pipefail
+ncclrr=$1
+root=$2
+golden=$root/traces/sample_init.nrt
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+pass=0
+check() { # name, condition result
+	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fails=$((fails + 1)); fi
+}
+
+"$ncclrr" --help >"$tmp/out" 2>&1; check "ncclrr --help" $?
+"$ncclrr" --version | grep -q '^ncclrr [0-9]'; check "ncclrr --version" $?
+for cmd in dump stats run; do
+	"$ncclrr" "$cmd" --help | grep -q "^Usage: ncclrr $cmd"; check "$cmd --help" $?
+	"$ncclrr" "$cmd" --version | grep -q "^ncclrr $cmd "; check "$cmd --version" $?
+done
+"$ncclrr" frobnicate >/dev/null 2>&1; [ $? -eq 2 ]; check "unknown command exits 2" $?
+"$ncclrr" dump >/dev/null 2>&1; [ $? -eq 2 ]; check "dump without input exits 2" $?
+"$ncclrr" dump --bogus "$golden" >/dev/null 2>&1; [ $? -eq 2 ]; check "dump bad option exits 2" $?
+
+# golden output: the committed trace must keep decoding to the committed text
+"$ncclrr" dump "$golden" >"$tmp/dump.txt"; check "dump golden exit 0" $?
+diff -u "$root/traces/sample_init.dump" "$tmp/dump.txt" >"$tmp/diff" ; r=$?
+[ $r -ne 0 ] && head -40 "$tmp/diff"
+check "dump golden output unchanged" $r
+"$ncclrr" stats "$golden" >"$tmp/stats.txt"; check "stats golden exit 0" $?
+diff -u "$root/traces/sample_init.stats" "$tmp/stats.txt" >"$tmp/diff"; r=$?
+[ $r -ne 0 ] && head -40 "$tmp/diff"
+check "stats golden output unchanged" $r
+
+# filters
+n_all=$(wc -l <"$tmp/dump.txt")
+n_cu=$("$ncclrr" dump --api 'cuMem*' "$golden" | wc -l)
+bad=$("$ncclrr" dump --api 'cuMem*' "$golden" | grep -vc ' cuMem\| <\.\.\. cuMem')
+[ "$n_cu" -gt 0 ] && [ "$n_cu" -lt "$n_all" ] && [ "$bad" -eq 0 ]; check "--api selects only matching calls" $?
+n_err=$("$ncclrr" dump --errors "$golden" | wc -l)
+grep -c 'CUDA_ERROR_INVALID_VALUE\|ncclInternalError\|-1 E' "$tmp/dump.txt" >/dev/null
+[ "$n_err" -gt 0 ] && [ "$n_err" -lt "$n_all" ]; check "--errors selects failed calls only" $?
+"$ncclrr" dump --errors "$golden" | grep -q 'CUDA_ERROR_NOT_READY'; [ $? -ne 0 ]; check "--errors leaves out polling answers" $?
+n_late=$("$ncclrr" dump --from 0.001 "$golden" | wc -l)
+[ "$n_late" -lt "$n_all" ]; check "--from drops earlier calls" $?
+"$ncclrr" dump --from abc "$golden" >/dev/null 2>&1; [ $? -eq 2 ]; check "--from rejects non-numbers" $?
+"$ncclrr" dump --rank 0 "$golden" | cmp -s - "$tmp/dump.txt"; check "--rank 0 keeps rank 0" $?
+"$ncclrr" dump --rank 5 "$golden" >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] && grep -q 'no trace of rank 5' "$tmp/err"; check "--rank of a missing rank" $?
+mkdir "$tmp/run" && cp "$golden" "$tmp/run/a.nrt"
+"$ncclrr" dump "$tmp/run" | cmp -s - "$tmp/dump.txt"; check "a directory reads its .nrt files" $?
+mkdir "$tmp/empty"; "$ncclrr" dump "$tmp/empty" >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] && grep -q 'no .nrt trace files' "$tmp/err"; check "empty directory message" $?
+
+# a writer killed mid-run: no index, partial last chunk
+size=$(stat -c %s "$golden")
+head -c $((size - 40)) "$golden" >"$tmp/killed.nrt"
+"$ncclrr" dump "$tmp/killed.nrt" >"$tmp/k.txt" 2>"$tmp/err"; r=$?
+[ $r -eq 0 ] && grep -q "file=$tmp/killed.nrt" "$tmp/err" && grep -q 'offset' "$tmp/err"; check "truncated trace: warning with file and offset" $?
+# damaged bytes inside a data chunk: error naming file and offset
+cp "$golden" "$tmp/flip.nrt"
+off=$(python3 -c "
+import struct,sys
+b=open('$golden','rb').read(); o=64
+while o+64<=len(b):
+    if b[o:o+4]!=b'NRC1': break
+    t=b[o+4]; ps=struct.unpack_from('<I',b,o+32)[0]
+    if t==3: print(o+64+ps//2); break
+    o+=64+ps
+")
+printf '\xff' | dd of="$tmp/flip.nrt" bs=1 seek="$off" conv=notrunc status=none
+"$ncclrr" dump "$tmp/flip.nrt" >/dev/null 2>"$tmp/err"; r=$?
+[ $r -eq 2 ] && grep -q "Cannot read trace: file=$tmp/flip.nrt offset=" "$tmp/err"; check "damaged chunk: error with file and offset" $?
+head -c 100 /bin/sh >"$tmp/foreign.nrt"
+"$ncclrr" dump "$tmp/foreign.nrt" >/dev/null 2>"$tmp/err"; r=$?
+[ $r -eq 2 ] && grep -q 'not an ncclrr trace' "$tmp/err"; check "foreign file: bad magic message" $?
+: >"$tmp/zero.nrt"
+"$ncclrr" stats "$tmp/zero.nrt" >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] && grep -q 'shorter than' "$tmp/err"; check "empty file message" $?
+
+echo "cli: $pass passed, $fails failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up and build (as scripts/main-job.sh), then run every test suite:
+# the default run (unit, fuzz, integration, nccl) and then the slow suite,
+# and print one closing line "tests: N passed, N failed, N skipped".
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/setup.sh
+rc=0
+meson test -C build --print-errorlogs --num-processes 2 || rc=1
+cp build/meson-logs/testlog.json build/meson-logs/testlog-default.json
+meson test -C build --print-errorlogs --num-processes 2 --setup full --suite slow || rc=1
+cp build/meson-logs/testlog-full.json build/meson-logs/testlog-slow.json 2>/dev/null || true
+python3 - build/meson-logs/testlog-default.json build/meson-logs/testlog-slow.json <<'PY'
+import json, sys, os
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    if not os.path.exists(path):
+        continue
+    for line in open(path):
+        r = json.loads(line).get("result")
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
+PY
+exit $rc
