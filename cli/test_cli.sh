@@ -5,7 +5,8 @@
 set -uo pipefail
 ncclrr=$1
 root=$2
-golden=$root/traces/sample_init.nrt
+cd "$root" || exit 1
+golden=traces/sample_init.nrt   # relative: stats prints the path
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -26,11 +27,11 @@ done
 
 # golden output: the committed trace must keep decoding to the committed text
 "$ncclrr" dump "$golden" >"$tmp/dump.txt"; check "dump golden exit 0" $?
-diff -u "$root/traces/sample_init.dump" "$tmp/dump.txt" >"$tmp/diff" ; r=$?
+diff -u traces/sample_init.dump "$tmp/dump.txt" >"$tmp/diff" ; r=$?
 [ $r -ne 0 ] && head -40 "$tmp/diff"
 check "dump golden output unchanged" $r
 "$ncclrr" stats "$golden" >"$tmp/stats.txt"; check "stats golden exit 0" $?
-diff -u "$root/traces/sample_init.stats" "$tmp/stats.txt" >"$tmp/diff"; r=$?
+diff -u traces/sample_init.stats "$tmp/stats.txt" >"$tmp/diff"; r=$?
 [ $r -ne 0 ] && head -40 "$tmp/diff"
 check "stats golden output unchanged" $r
 
@@ -43,8 +44,13 @@ n_err=$("$ncclrr" dump --errors "$golden" | wc -l)
 grep -c 'CUDA_ERROR_INVALID_VALUE\|ncclInternalError\|-1 E' "$tmp/dump.txt" >/dev/null
 [ "$n_err" -gt 0 ] && [ "$n_err" -lt "$n_all" ]; check "--errors selects failed calls only" $?
 "$ncclrr" dump --errors "$golden" | grep -q 'CUDA_ERROR_NOT_READY'; [ $? -ne 0 ]; check "--errors leaves out polling answers" $?
-n_late=$("$ncclrr" dump --from 0.001 "$golden" | wc -l)
-[ "$n_late" -lt "$n_all" ]; check "--from drops earlier calls" $?
+t_mid=$(sed -n "$((n_all / 2))p" "$tmp/dump.txt" | cut -d' ' -f1)
+n_late=$("$ncclrr" dump --from "$t_mid" "$golden" | wc -l)
+first=$("$ncclrr" dump --from "$t_mid" "$golden" | head -1 | cut -d' ' -f1)
+[ "$n_late" -gt 0 ] && [ "$n_late" -lt "$n_all" ] && python3 -c "import sys; sys.exit(not float('$first') >= float('$t_mid'))"
+check "--from drops earlier calls" $?
+n_early=$("$ncclrr" dump --to "$t_mid" "$golden" | wc -l)
+[ $((n_early + n_late)) -eq "$n_all" ]; check "--to keeps exactly the calls --from drops" $?
 "$ncclrr" dump --from abc "$golden" >/dev/null 2>&1; [ $? -eq 2 ]; check "--from rejects non-numbers" $?
 "$ncclrr" dump --rank 0 "$golden" | cmp -s - "$tmp/dump.txt"; check "--rank 0 keeps rank 0" $?
 "$ncclrr" dump --rank 5 "$golden" >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] && grep -q 'no trace of rank 5' "$tmp/err"; check "--rank of a missing rank" $?

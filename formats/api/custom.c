@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * custom.c - encoders for arguments no generic encoding fits: work
+ * request chains, completions, QP attributes, msghdr with passed fds,
+ * interface lists. Each writes a sequence of LEB128 values (layout in
+ * formats/api/README.md) into buf (NRR_CUSTOM_MAX bytes) and returns the
+ * bytes used; the schema records them as `bytes`.
+ */
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ncclrr_config.h"
+#include "nrr_api_gen.h"
+#if NCCLRR_HAVE_VERBS
+#include <infiniband/verbs.h>
+#endif
+
+/* Room left for one more item of up to @n bytes. */
+#define ROOM(p, buf, n) ((size_t)((p) - (buf)) + (n) <= NRR_CUSTOM_MAX)
+
+#if NCCLRR_HAVE_VERBS
+size_t nrr_custom_send_wr(uint8_t *buf, const void *v, long long ret)
+{
+	uint8_t *p = buf + 1;
+	unsigned n = 0;
+	(void)ret;
+	for (const struct ibv_send_wr *wr = v; wr && n < 8 && ROOM(p, buf, 8 * NRR_VAR_MAX); wr = wr->next, n++) {
+		uint64_t len = 0;
+		for (int i = 0; i < wr->num_sge && wr->sg_list; i++)
+			len += wr->sg_list[i].length;
+		p = nrr_put_uvar(p, wr->wr_id);
+		p = nrr_put_uvar(p, (uint64_t)wr->opcode);
+		p = nrr_put_uvar(p, wr->send_flags);
+		p = nrr_put_uvar(p, wr->imm_data);
+		p = nrr_put_uvar(p, (uint64_t)wr->num_sge);
+		p = nrr_put_uvar(p, len);
+		p = nrr_put_uvar(p, wr->wr.rdma.remote_addr);
+		p = nrr_put_uvar(p, wr->wr.rdma.rkey);
+	}
+	buf[0] = (uint8_t)n;
+	return (size_t)(p - buf);
+}
+
+size_t nrr_custom_recv_wr(uint8_t *buf, const void *v, long long ret)
+{
+	uint8_t *p = buf + 1;
+	unsigned n = 0;
+	(void)ret;
+	for (const struct ibv_recv_wr *wr = v; wr && n < 16 && ROOM(p, buf, 3 * NRR_VAR_MAX); wr = wr->next, n++) {
+		uint64_t len = 0;
+		for (int i = 0; i < wr->num_sge && wr->sg_list; i++)
+			len += wr->sg_list[i].length;
+		p = nrr_put_uvar(p, wr->wr_id);
+		p = nrr_put_uvar(p, (uint64_t)wr->num_sge);
+		p = nrr_put_uvar(p, len);
+	}
+	buf[0] = (uint8_t)n;
+	return (size_t)(p - buf);
+}
+
+size_t nrr_custom_wc(uint8_t *buf, const void *v, long long ret)
+{
+	const struct ibv_wc *wc = v;
+	uint8_t *p = buf + 1;
+	unsigned n = 0;
+	for (; wc && n < (ret > 0 ? (unsigned long long)ret : 0) && n < 16 && ROOM(p, buf, 6 * NRR_VAR_MAX); n++) {
+		p = nrr_put_uvar(p, wc[n].wr_id);
+		p = nrr_put_uvar(p, (uint64_t)wc[n].status);
+		p = nrr_put_uvar(p, (uint64_t)wc[n].opcode);
+		p = nrr_put_uvar(p, wc[n].byte_len);
+		p = nrr_put_uvar(p, wc[n].imm_data);
+		p = nrr_put_uvar(p, wc[n].qp_num);
+	}
+	buf[0] = (uint8_t)n;
+	return (size_t)(p - buf);
+}
+
+size_t nrr_custom_qp_attr(uint8_t *buf, const void *v, long long ret)
+{
+	const struct ibv_qp_attr *a = v;
+	uint8_t *p = buf;
+	(void)ret;
+	if (!a)
+		return 0;
+	p = nrr_put_uvar(p, (uint64_t)a->qp_state);
+	p = nrr_put_uvar(p, a->dest_qp_num);
+	p = nrr_put_uvar(p, a->rq_psn);
+	p = nrr_put_uvar(p, a->sq_psn);
+	p = nrr_put_uvar(p, (uint64_t)a->path_mtu);
+	p = nrr_put_uvar(p, a->ah_attr.dlid);
+	p = nrr_put_uvar(p, a->ah_attr.port_num);
+	p = nrr_put_uvar(p, a->ah_attr.grh.sgid_index);
+	p = nrr_put_uvar(p, a->ah_attr.is_global);
+	memcpy(p, a->ah_attr.grh.dgid.raw, 16);
+	p += 16;
+	p = nrr_put_uvar(p, a->timeout);
+	p = nrr_put_uvar(p, a->retry_cnt);
+	p = nrr_put_uvar(p, a->rnr_retry);
+	p = nrr_put_uvar(p, a->max_rd_atomic);
+	p = nrr_put_uvar(p, (uint64_t)a->qp_access_flags);
+	return (size_t)(p - buf);
+}
+
+size_t nrr_custom_qp_init_attr(uint8_t *buf, const void *v, long long ret)
+{
+	const struct ibv_qp_init_attr *a = v;
+	uint8_t *p = buf;
+	(void)ret;
+	if (!a)
+		return 0;
+	p = nrr_put_uvar(p, (uint64_t)a->qp_type);
+	p = nrr_put_uvar(p, a->cap.max_send_wr);
+	p = nrr_put_uvar(p, a->cap.max_recv_wr);
+	p = nrr_put_uvar(p, a->cap.max_send_sge);
+	p = nrr_put_uvar(p, a->cap.max_recv_sge);
+	p = nrr_put_uvar(p, a->cap.max_inline_data);
+	p = nrr_put_uvar(p, (uint64_t)a->sq_sig_all);
+	return (size_t)(p - buf);
+}
+#else
+/* Built without verbs headers: the calls are recorded, these args empty. */
+size_t nrr_custom_send_wr(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
+size_t nrr_custom_recv_wr(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
+size_t nrr_custom_wc(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
+size_t nrr_custom_qp_attr(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
+size_t nrr_custom_qp_init_attr(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
+#endif
+
+size_t nrr_custom_msghdr(uint8_t *buf, const void *v, long long ret)
+{
+	const struct msghdr *m = v;
+	uint8_t *p = buf;
+	if (!m)
+		return 0;
+	uint64_t total = 0;
+	for (size_t i = 0; i < m->msg_iovlen && m->msg_iov; i++)
+		total += m->msg_iov[i].iov_len;
+	/* data length: what was asked for (send) or received (recv, ret) */
+	uint64_t len = ret > 0 ? (uint64_t)ret : total;
+	p = nrr_put_uvar(p, (uint64_t)m->msg_iovlen);
+	p = nrr_put_uvar(p, len);
+	size_t head = 0;
+	if (m->msg_iovlen && m->msg_iov && m->msg_iov[0].iov_base) {
+		head = m->msg_iov[0].iov_len < 64 ? m->msg_iov[0].iov_len : 64;
+		if (head > len)
+			head = (size_t)len;
+	}
+	p = nrr_put_uvar(p, head);
+	if (head) {
+		memcpy(p, m->msg_iov[0].iov_base, head);
+		p += head;
+	}
+	/* passed file descriptors (SCM_RIGHTS): cuMem shareable handles */
+	uint8_t *count = p++;
+	unsigned nfd = 0;
+	if (m->msg_control && m->msg_controllen >= sizeof(struct cmsghdr)) {
+		for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)m); c; c = CMSG_NXTHDR((struct msghdr *)m, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (size_t i = 0; i < n && nfd < 16; i++, nfd++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+				p = nrr_put_svar(p, fd);
+			}
+		}
+	}
+	*count = (uint8_t)nfd;
+	return (size_t)(p - buf);
+}
+
+size_t nrr_custom_ifaddrs(uint8_t *buf, const void *v, long long ret)
+{
+	const struct ifaddrs *const *pp = v;
+	uint8_t *p = buf + 1;
+	unsigned n = 0;
+	if (!pp || ret != 0)
+		return 0;
+	for (const struct ifaddrs *i = *pp; i && n < 32; i = i->ifa_next) {
+		size_t nl = i->ifa_name ? strnlen(i->ifa_name, 32) : 0;
+		if (!ROOM(p, buf, nl + 2 * NRR_VAR_MAX + 20))
+			break;
+		p = nrr_put_uvar(p, nl);
+		memcpy(p, i->ifa_name, nl);
+		p += nl;
+		int fam = i->ifa_addr ? i->ifa_addr->sa_family : 0;
+		p = nrr_put_uvar(p, (uint64_t)fam);
+		if (fam == AF_INET) {
+			memcpy(p, &((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr, 4);
+			p += 4;
+		} else if (fam == AF_INET6) {
+			memcpy(p, &((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr, 16);
+			p += 16;
+		}
+		n++;
+	}
+	buf[0] = (uint8_t)n;
+	return (size_t)(p - buf);
+}

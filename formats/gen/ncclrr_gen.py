@@ -1,0 +1,568 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""ncclrr_gen.py - turn the API description (formats/api/*.api) into code.
+
+The description language is documented in formats/api/README.md. This
+script parses it into a model (Api -> Domain/Fn/Arg/Enum) and runs one
+emitter over the model:
+
+  --emit encoders   nrr_api_gen.h, nrr_api_gen.c: function ids, the schema
+                    text carried by every trace, typed record encoders
+  --emit list       one line per function: domain name nargs flags
+
+Interposer wrappers, LTTng-UST providers and the replay table are further
+emitters over the same model (see Emitters at the end).
+"""
+import argparse
+import os
+import re
+import sys
+
+SCALAR_FMTS = {'u', 'i', 'x', 'bool', 'fd'}
+BUILTIN_SCALARS = {
+    'int': 'i', 'unsigned': 'u', 'unsigned int': 'u', 'long': 'i', 'unsigned long': 'u',
+    'long long': 'i', 'unsigned long long': 'u', 'short': 'i', 'unsigned short': 'u',
+    'char': 'i', 'unsigned char': 'u', 'size_t': 'u', 'ssize_t': 'i', 'socklen_t': 'u',
+    'uint8_t': 'u', 'uint16_t': 'u', 'uint32_t': 'u', 'uint64_t': 'u', 'int8_t': 'i',
+    'int16_t': 'i', 'int32_t': 'i', 'int64_t': 'i', 'uintptr_t': 'x', 'nfds_t': 'u',
+    'pid_t': 'i', 'off_t': 'i', 'float': 'i', 'double': 'i', 'in_port_t': 'u',
+}
+RET_CONVS = {'void', 'curesult', 'cudart', 'nccl', 'nvml', 'errno', 'poserr', 'ptr', 'int'}
+RET_BY_TYPE = {'CUresult': 'curesult:CUresult', 'cudaError_t': 'cudart:cudaError_t',
+               'ncclResult_t': 'nccl:ncclResult_t', 'nvmlReturn_t': 'nvml:nvmlReturn_t',
+               'void': 'void'}
+WIRE = {'u': 'U', 'x': 'U', 'bool': 'U', 'flags': 'U', 'handle': 'U', 'i': 'S', 'enum': 'S',
+        'fd': 'S', 'str': 'B', 'bytes': 'B', 'buf': 'B', 'sockaddr': 'B', 'custom': 'B'}
+SCHEMA_FMT = {'buf': 'bytes', 'custom': 'bytes'}
+
+
+class ApiError(Exception):
+    pass
+
+
+class Enum:
+    def __init__(self, name, flags, where):
+        self.name, self.flags, self.where = name, flags, where
+        self.values = []  # (symbol, int)
+
+
+class Arg:
+    def __init__(self, ctype, name):
+        self.ctype, self.name = ctype, name
+        self.dir = None
+        self.fmt = None      # u i x bool enum flags handle fd str bytes buf sockaddr custom skip
+        self.kind = None     # table, handle kind, byte count, length expr or custom name
+        self.hflag = None    # create / consume
+        self.explicit = False
+
+    @property
+    def is_ptr(self):
+        return self.ctype.endswith('*')
+
+    @property
+    def base(self):
+        return norm_type(self.ctype.rstrip('*').strip())
+
+
+class Fn:
+    def __init__(self, domain, ret_type, name, args, where):
+        self.domain, self.ret_type, self.name, self.args, self.where = domain, ret_type, name, args, where
+        self.ret = None
+        self.ret_table = None
+        self.blocking = False
+        self.poll = None  # ('ret', value) or ('out', arg, value)
+        self.id = 0
+
+
+class Domain:
+    def __init__(self, name, where):
+        self.name, self.where = name, where
+        self.ret = None
+        self.intret = None
+
+
+class Api:
+    def __init__(self):
+        self.enums = {}
+        self.fns = []
+        self.by_name = {}
+        self.domains = {}
+        self.scalars = dict(BUILTIN_SCALARS)  # type -> fmt[:kind]
+        self.bytetypes = {}  # type -> size expression
+        self.ptrhandles = {}  # struct type -> handle kind (pointers to it are handles)
+        self.c_lines = []
+
+
+def norm_type(t):
+    t = re.sub(r'\bconst\b', '', t)
+    t = re.sub(r'\bstruct\s+', 'struct ', t)
+    t = re.sub(r'\s*\*\s*', '*', t)
+    return re.sub(r'\s+', ' ', t).strip()
+
+
+def split_params(s, where):
+    params, depth, cur = [], 0, ''
+    for ch in s:
+        if ch == '(':
+            depth += 1
+        elif ch == ')':
+            depth -= 1
+        if ch == ',' and depth == 0:
+            params.append(cur)
+            cur = ''
+        else:
+            cur += ch
+    if cur.strip():
+        params.append(cur)
+    out = []
+    for p in params:
+        p = p.strip()
+        if p == 'void':
+            continue
+        m = re.match(r'^(.*?)([A-Za-z_]\w*)\s*(\[\s*\w*\s*\])?$', p)
+        if not m or not m.group(1).strip():
+            raise ApiError(f'{where}: cannot read parameter "{p}" (write "TYPE NAME")')
+        ctype = m.group(1).strip()
+        if m.group(3):
+            ctype += '*'
+        ctype = re.sub(r'\s*\*\s*', '*', re.sub(r'\s+', ' ', m.group(1)).strip())
+        out.append(Arg(ctype, m.group(2)))
+    return out
+
+
+def parse_fmt(tok, where):
+    fmt, _, kind = tok.partition(':')
+    if fmt not in WIRE and fmt != 'skip':
+        raise ApiError(f'{where}: unknown encoding "{fmt}"')
+    if fmt in ('enum', 'flags', 'handle', 'bytes', 'buf', 'sockaddr', 'custom') and not kind:
+        raise ApiError(f'{where}: "{fmt}" needs ":{ {"enum": "TABLE", "flags": "TABLE", "handle": "KIND", "bytes": "N|sizeof", "buf": "LEN", "sockaddr": "LEN", "custom": "NAME"}[fmt]}"')
+    return fmt, kind or None
+
+
+def parse_files(paths):
+    api = Api()
+    for path in paths:
+        domain = None
+        cur_enum = None
+        cur_fn = None
+        with open(path, encoding='utf-8') as f:
+            lines = f.read().split('\n')
+        i = 0
+        while i < len(lines):
+            raw = lines[i]
+            lineno = i + 1
+            i += 1
+            where = f'{path}:{lineno}'
+            line = raw.split('#', 1)[0].rstrip() if not raw.lstrip().startswith('c ') else raw.rstrip()
+            if not line.strip():
+                continue
+            indented = line[0] in ' \t'
+            words = line.split()
+            if indented:
+                if cur_enum is not None:
+                    m = re.match(r'^\s*([A-Za-z_]\w*)\s*=\s*(-?(?:0x[0-9a-fA-F]+|\d+))\s*$', line)
+                    if not m:
+                        raise ApiError(f'{where}: expected "SYMBOL = VALUE" in enum {cur_enum.name}')
+                    cur_enum.values.append((m.group(1), int(m.group(2), 0)))
+                elif cur_fn is not None:
+                    parse_arg_line(api, cur_fn, words, where)
+                else:
+                    raise ApiError(f'{where}: indented line outside an enum or fn')
+                continue
+            cur_enum = None
+            cur_fn = None
+            kw = words[0]
+            if kw == 'domain':
+                if len(words) < 2:
+                    raise ApiError(f'{where}: domain needs a name')
+                domain = api.domains.get(words[1]) or Domain(words[1], where)
+                api.domains[words[1]] = domain
+                for w in words[2:]:
+                    k, _, v = w.partition('=')
+                    if k not in ('ret', 'intret') or not v:
+                        raise ApiError(f'{where}: unknown domain option "{w}"')
+                    check_ret(v, where)
+                    setattr(domain, k, v)
+            elif kw == 'c':
+                api.c_lines.append(raw.strip()[2:])
+            elif kw == 'scalar':
+                if len(words) != 3:
+                    raise ApiError(f'{where}: expected "scalar TYPE FMT"')
+                parse_fmt(words[2], where)
+                api.scalars[words[1]] = words[2]
+            elif kw == 'ptrhandle':
+                if len(words) < 3:
+                    raise ApiError(f'{where}: expected "ptrhandle KIND TYPE"')
+                api.ptrhandles[norm_type(' '.join(words[2:]))] = words[1]
+            elif kw == 'bytes':
+                if len(words) != 3:
+                    raise ApiError(f'{where}: expected "bytes TYPE N|sizeof"')
+                api.bytetypes[words[1]] = words[2]
+            elif kw == 'enum':
+                if len(words) not in (2, 3) or (len(words) == 3 and words[2] != 'flags'):
+                    raise ApiError(f'{where}: expected "enum NAME [flags]"')
+                if words[1] in api.enums:
+                    raise ApiError(f'{where}: enum {words[1]} already defined at {api.enums[words[1]].where}')
+                cur_enum = Enum(words[1], len(words) == 3, where)
+                api.enums[words[1]] = cur_enum
+            elif kw == 'fn':
+                if domain is None:
+                    raise ApiError(f'{where}: fn before any "domain" line')
+                # a prototype may continue on following lines until ')'
+                text = line[2:].strip()
+                while text.count('(') > text.count(')') and i < len(lines):
+                    text += ' ' + lines[i].split('#', 1)[0].strip()
+                    i += 1
+                cur_fn = parse_proto(api, domain, text, where)
+            else:
+                raise ApiError(f'{where}: unknown keyword "{kw}"')
+    return api
+
+
+def check_ret(v, where):
+    conv = v.split(':')[0]
+    if conv not in RET_CONVS:
+        raise ApiError(f'{where}: unknown return convention "{conv}" (one of {", ".join(sorted(RET_CONVS))})')
+
+
+def parse_proto(api, domain, text, where):
+    m = re.match(r'^(.+?)\b([A-Za-z_]\w*)\s*\((.*)\)\s*(.*)$', text)
+    if not m:
+        raise ApiError(f'{where}: expected "fn RETTYPE NAME(PARAMS) [attributes]"')
+    ret_type = re.sub(r'\s*\*\s*', '*', re.sub(r'\s+', ' ', m.group(1)).strip())
+    name = m.group(2)
+    if name in api.by_name:
+        raise ApiError(f'{where}: {name} already described at {api.by_name[name].where}')
+    fn = Fn(domain.name, ret_type, name, split_params(m.group(3), where), where)
+    for attr in m.group(4).split():
+        if attr == 'blocking':
+            fn.blocking = True
+        elif attr.startswith('poll='):
+            parts = attr[5:].split(':')
+            if parts[0] == 'ret' and len(parts) == 2:
+                fn.poll = ('ret', parts[1])
+            elif parts[0] == 'out' and len(parts) == 3:
+                fn.poll = ('out', parts[1], parts[2])
+            else:
+                raise ApiError(f'{where}: poll wants "poll=ret:VALUE" or "poll=out:ARG:VALUE"')
+            fn.blocking = True
+        elif attr.startswith('ret='):
+            check_ret(attr[4:], where)
+            fn.ret = attr[4:]
+        else:
+            raise ApiError(f'{where}: unknown attribute "{attr}"')
+    api.fns.append(fn)
+    api.by_name[name] = fn
+    return fn
+
+
+def parse_arg_line(api, fn, words, where):
+    if len(words) not in (3, 4) or words[0] not in ('in', 'out', 'inout', 'skip'):
+        raise ApiError(f'{where}: expected "in|out|inout NAME ENCODING [create|consume]" or "skip NAME"')
+    arg = next((a for a in fn.args if a.name == words[1]), None)
+    if arg is None:
+        raise ApiError(f'{where}: {fn.name} has no parameter "{words[1]}"')
+    if arg.explicit:
+        raise ApiError(f'{where}: parameter "{words[1]}" described twice')
+    arg.explicit = True
+    if words[0] == 'skip':
+        arg.fmt = 'skip'
+        return
+    arg.dir = words[0]
+    arg.fmt, arg.kind = parse_fmt(words[2], where)
+    if len(words) == 4:
+        if words[3] not in ('create', 'consume'):
+            raise ApiError(f'{where}: unknown flag "{words[3]}"')
+        arg.hflag = words[3]
+
+
+def default_arg(api, fn, arg):
+    """Encoding of a parameter the description does not mention."""
+    t = norm_type(arg.ctype)
+    const = 'const' in arg.ctype
+    stars = t.count('*')
+    base = t.rstrip('*').strip()
+    if stars == 0:
+        if base in api.bytetypes:
+            arg.dir, arg.fmt, arg.kind = 'in', 'bytes', api.bytetypes[base]
+        elif base in api.scalars:
+            arg.dir = 'in'
+            arg.fmt, arg.kind = parse_fmt(api.scalars[base], fn.where)
+        else:
+            raise ApiError(f'{fn.where}: {fn.name}: no encoding for parameter "{arg.name}" of type {arg.ctype}; '
+                           f'describe it ("in {arg.name} FMT") or declare the type ("scalar {base} FMT")')
+    elif stars == 1 and base in api.ptrhandles:
+        arg.dir, arg.fmt, arg.kind = 'in', 'handle', api.ptrhandles[base]
+    elif stars == 2 and base in api.ptrhandles and not const:
+        arg.dir, arg.fmt, arg.kind = 'out', 'handle', api.ptrhandles[base]
+    elif stars == 1 and base in ('char',) and const:
+        arg.dir, arg.fmt = 'in', 'str'
+    elif stars == 1 and not const and base in api.bytetypes:
+        arg.dir, arg.fmt, arg.kind = 'out', 'bytes', api.bytetypes[base]
+    elif stars == 1 and not const and base in api.scalars and base != 'void':
+        arg.dir = 'out'
+        arg.fmt, arg.kind = parse_fmt(api.scalars[base], fn.where)
+    elif stars == 2 and not const and base == 'void':
+        arg.dir, arg.fmt = 'out', 'x'
+    else:
+        arg.dir, arg.fmt = 'in', 'x'
+
+
+def resolve(api):
+    for e in api.enums.values():
+        if not e.values:
+            raise ApiError(f'{e.where}: enum {e.name} has no values')
+    for n, fn in enumerate(api.fns, 1):
+        fn.id = n
+        dom = api.domains[fn.domain]
+        if fn.ret is None:
+            rt = norm_type(fn.ret_type)
+            if rt in RET_BY_TYPE:
+                fn.ret = RET_BY_TYPE[rt]
+            elif rt.endswith('*'):
+                fn.ret = 'ptr'
+            elif dom.intret:
+                fn.ret = dom.intret
+            elif dom.ret:
+                fn.ret = dom.ret
+            else:
+                fn.ret = 'int'
+        conv, _, table = fn.ret.partition(':')
+        fn.ret = conv
+        fn.ret_table = table or None
+        if fn.ret_table and fn.ret_table not in api.enums:
+            raise ApiError(f'{fn.where}: {fn.name}: unknown enum {fn.ret_table}')
+        if len(fn.args) > 24:
+            raise ApiError(f'{fn.where}: {fn.name}: more than 24 parameters')
+        for a in fn.args:
+            if not a.explicit:
+                default_arg(api, fn, a)
+            if a.fmt in ('enum', 'flags') and a.kind not in api.enums:
+                raise ApiError(f'{fn.where}: {fn.name}: parameter {a.name}: unknown enum {a.kind}')
+            if a.fmt in ('buf', 'sockaddr'):
+                ln = re.sub(r'\*\d+$', '', a.kind).lstrip('*')
+                if ln != 'ret' and not ln.isdigit() and not any(b.name == ln for b in fn.args):
+                    raise ApiError(f'{fn.where}: {fn.name}: length "{a.kind}" of {a.name} is not a parameter')
+                if ln == 'ret' and a.dir != 'out':
+                    raise ApiError(f'{fn.where}: {fn.name}: length "ret" only for out parameters')
+            if a.dir in ('out', 'inout') and a.fmt != 'skip' and not a.is_ptr:
+                raise ApiError(f'{fn.where}: {fn.name}: out parameter {a.name} must be a pointer')
+        if fn.poll and fn.poll[0] == 'out' and not any(a.name == fn.poll[1] for a in fn.args):
+            raise ApiError(f'{fn.where}: {fn.name}: poll names unknown parameter {fn.poll[1]}')
+    return api
+
+
+def enum_value(api, fn, text):
+    if re.match(r'^-?(0x[0-9a-fA-F]+|\d+)$', text):
+        return int(text, 0)
+    for e in api.enums.values():
+        for s, v in e.values:
+            if s == text:
+                return v
+    raise ApiError(f'{fn.where}: {fn.name}: unknown value "{text}"')
+
+
+# ------------------------------------------------------------------ schema
+
+def schema_text(api):
+    out = ['ncclrr-schema 1']
+    for e in api.enums.values():
+        out.append(f'enum {e.name}' + (' flags' if e.flags else ''))
+        for s, v in e.values:
+            out.append(f'v {v} {s}')
+    for fn in api.fns:
+        ret = fn.ret + (f':{fn.ret_table}' if fn.ret_table else '')
+        attrs = (' blocking' if fn.blocking else '') + (' poll' if fn.poll else '')
+        out.append(f'fn {fn.id} {fn.name} {fn.domain} {ret}{attrs}')
+        for a in fn.args:
+            if a.fmt == 'skip':
+                continue
+            fmt = SCHEMA_FMT.get(a.fmt, a.fmt)
+            if a.fmt in ('enum', 'flags', 'handle'):
+                fmt += ':' + a.kind
+            out.append(f'a {a.dir} {a.name} {fmt}' + (f' {a.hflag}' if a.hflag else ''))
+    out.append('end')
+    return '\n'.join(out) + '\n'
+
+
+# ---------------------------------------------------------------- encoders
+
+def c_string(text):
+    lines = []
+    for line in text.split('\n')[:-1]:
+        lines.append('"' + line.replace('\\', '\\\\').replace('"', '\\"') + '\\n"')
+    return '\n\t'.join(lines)
+
+
+def params_c(fn):
+    return ', '.join(f'{a.ctype} {a.name}' for a in fn.args)
+
+
+def field_code(api, fn, a, when):
+    """(length-prep lines, max-bytes expr, put statement) for arg a at enter/leave."""
+    out = when == 'leave'
+    val = a.name
+    stars = norm_type(a.ctype).count('*')
+    if out and a.base == 'void' and stars == 1:   # untyped out pointer: read what the format says
+        val = f'(*(const {"int" if WIRE[a.fmt] == "S" else "uint64_t"} *){a.name})'
+    elif out and a.fmt == 'x' and stars == 1 and a.base not in api.scalars:
+        val = a.name   # an out struct recorded by its address
+    elif out:
+        val = f'(*{a.name})'
+    guard = f'{a.name} ? ' if out else ''
+    prep, maxe, put = [], 'NRR_VAR_MAX', None
+    w = WIRE[a.fmt]
+    if w == 'U':
+        put = f'nrrp = nrr_put_uvar(nrrp, {guard}(uint64_t)(uintptr_t){val}{" : 0" if out else ""});'
+    elif w == 'S':
+        put = f'nrrp = nrr_put_svar(nrrp, {guard}(int64_t)(intptr_t){val}{" : 0" if out else ""});'
+    else:
+        ptr = f'ptr_{a.name}'
+        n = f'len_{a.name}'
+        if a.fmt == 'str':
+            prep.append(f'const char *{ptr} = (const char *){a.name};')
+            prep.append(f'size_t {n} = {ptr} ? strnlen({ptr}, NRR_BYTES_CAP_DEFAULT + 1) : 0;')
+        elif a.fmt == 'bytes':
+            size = f'sizeof(*{a.name})' if a.kind == 'sizeof' and a.is_ptr else \
+                   f'sizeof({a.name})' if a.kind == 'sizeof' else a.kind
+            if a.is_ptr:
+                prep.append(f'const void *{ptr} = (const void *){a.name};')
+                prep.append(f'size_t {n} = {ptr} ? (size_t)({size}) : 0;')
+            else:
+                prep.append(f'const void *{ptr} = (const void *)&{a.name};')
+                prep.append(f'size_t {n} = (size_t)({size});')
+        elif a.fmt in ('buf', 'sockaddr'):
+            k = a.kind
+            mul = re.match(r'^(\w+)\*(\d+)$', k)
+            if k == 'ret':
+                ln = '(nrr_ret > 0 ? (size_t)nrr_ret : 0)'
+            elif mul:
+                ln = f'(size_t)({mul.group(1)}) * {mul.group(2)}u'
+            elif k.startswith('*'):
+                ln = f'({k[1:]} ? (size_t)*{k[1:]} : 0)'
+            else:
+                ln = f'(size_t)({k})'
+            prep.append(f'const void *{ptr} = (const void *){a.name};')
+            prep.append(f'size_t {n} = {ptr} ? {ln} : 0;')
+        elif a.fmt == 'custom':
+            prep.append(f'uint8_t cbuf_{a.name}[NRR_CUSTOM_MAX];')
+            prep.append(f'size_t {n} = nrr_custom_{a.kind}(cbuf_{a.name}, {a.name}{", (long long)nrr_ret" if out else ", 0"});')
+            prep.append(f'const void *{ptr} = cbuf_{a.name};')
+        maxe = f'NRR_BYTES_MAX({n} < NRR_BYTES_CAP_DEFAULT ? {n} : NRR_BYTES_CAP_DEFAULT)'
+        put = f'nrrp = nrr_put_bytes(nrrp, {ptr}, {n}, NRR_BYTES_CAP_DEFAULT);'
+    return prep, maxe, put
+
+
+def emit_encoders(api, outdir):
+    schema = schema_text(api)
+    h = ['/* Generated by formats/gen/ncclrr_gen.py from formats/api/: do not edit. */',
+         '#ifndef NCCLRR_API_GEN_H', '#define NCCLRR_API_GEN_H', '',
+         '#include <stddef.h>', '#include <stdint.h>', '#include <string.h>',
+         '#include <sys/types.h>', '#include <sys/socket.h>', '#include <poll.h>',
+         '#include <ifaddrs.h>', '#include <netdb.h>', '#include "nrt.h"', '',
+         '/* C declarations of the described APIs (no CUDA, NCCL or verbs headers needed). */']
+    h += api.c_lines
+    h += ['', f'#define NRR_FN_COUNT {len(api.fns)}']
+    for fn in api.fns:
+        h.append(f'#define NRR_FN_{fn.name} {fn.id}')
+    h += ['', '/* custom encoders (formats/api/custom.c): fill buf, return bytes used */',
+          '#define NRR_CUSTOM_MAX 512']
+    customs = sorted({a.kind for fn in api.fns for a in fn.args if a.fmt == 'custom'})
+    for c in customs:
+        h.append(f'size_t nrr_custom_{c}(uint8_t *buf, const void *v, long long ret);')
+    h.append('')
+    c = ['/* Generated by formats/gen/ncclrr_gen.py from formats/api/: do not edit. */',
+         '#include "nrr_api_gen.h"', '',
+         f'const char nrr_builtin_schema[] =\n\t{c_string(schema)};',
+         'const size_t nrr_builtin_schema_len = sizeof(nrr_builtin_schema) - 1;', '']
+    for fn in api.fns:
+        params = params_c(fn)
+        sig_e = f'void nrr_rec_{fn.name}_enter(nrr_tls *nrrt{", " + params if params else ""})'
+        ret_param = '' if fn.ret == 'void' else f', {fn.ret_type} nrr_ret'
+        sig_l = f'void nrr_rec_{fn.name}_leave(nrr_tls *nrrt{ret_param}, int nrr_err{", " + params if params else ""})'
+        h.append(sig_e + ';')
+        h.append(sig_l + ';')
+        for when, sig, dirs in (('enter', sig_e, ('in', 'inout')), ('leave', sig_l, ('out', 'inout'))):
+            prep, maxes, puts = [], ['0'], []
+            for a in fn.args:
+                if a.fmt == 'skip' or a.dir not in dirs:
+                    continue
+                pr, mx, pu = field_code(api, fn, a, when)
+                prep += pr
+                maxes.append(mx)
+                puts.append(pu)
+            body = [sig, '{']
+            body += ['\t' + l for l in prep]
+            used = {a.name for a in fn.args if a.fmt != 'skip' and a.dir in dirs}
+            for a in fn.args:
+                if a.name not in used:
+                    body.append(f'\t(void){a.name};')
+            if when == 'enter':
+                body.append(f'\tuint8_t *nrrp = nrr_enter_begin(nrrt, NRR_FN_{fn.name}, {" + ".join(maxes)});')
+                body += ['\t' + l for l in puts]
+                body.append('\tnrr_enter_end(nrrt, nrrp);')
+            else:
+                if fn.ret == 'void':
+                    res = '0'
+                elif fn.ret == 'ptr' or norm_type(fn.ret_type).endswith('*'):
+                    res = '(int64_t)(intptr_t)nrr_ret'
+                else:
+                    res = '(int64_t)nrr_ret'
+                body.append(f'\tuint8_t *nrrp = nrr_leave_begin(nrrt, {res}, (uint32_t)nrr_err, {" + ".join(maxes)});')
+                body += ['\t' + l for l in puts]
+                if fn.poll and fn.poll[0] == 'ret':
+                    nr = f'(int64_t)nrr_ret == {enum_value(api, fn, fn.poll[1])}LL'
+                elif fn.poll:
+                    nr = f'{fn.poll[1]} && (int64_t)*{fn.poll[1]} == {enum_value(api, fn, fn.poll[2])}LL'
+                else:
+                    nr = 'false'
+                body.append(f'\tnrr_leave_end(nrrt, nrrp, {nr});')
+            body.append('}')
+            c += body + ['']
+    h += ['', '#endif']
+    write(os.path.join(outdir, 'nrr_api_gen.h'), '\n'.join(h) + '\n')
+    write(os.path.join(outdir, 'nrr_api_gen.c'), '\n'.join(c))
+
+
+def emit_list(api, outdir):
+    for fn in api.fns:
+        flags = ','.join(x for x, on in (('blocking', fn.blocking), ('poll', fn.poll)) if on) or '-'
+        print(f'{fn.domain} {fn.name} {len([a for a in fn.args if a.fmt != "skip"])} {flags}')
+
+
+def write(path, text):
+    try:
+        with open(path, encoding='utf-8') as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write(text)
+
+
+# Emitters: each is f(api, outdir). Wrappers (tracer), LTTng-UST providers
+# and the replay table are added here by the issues that need them.
+EMITTERS = {'encoders': emit_encoders, 'list': emit_list}
+
+
+def main():
+    ap = argparse.ArgumentParser(description='Generate code from the ncclrr API description.')
+    ap.add_argument('--out-dir', default='.')
+    ap.add_argument('--emit', choices=sorted(EMITTERS), required=True)
+    ap.add_argument('files', nargs='+')
+    o = ap.parse_args()
+    try:
+        api = resolve(parse_files(o.files))
+        EMITTERS[o.emit](api, o.out_dir)
+    except ApiError as e:
+        print(f'ncclrr_gen: {e}', file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f'ncclrr_gen: cannot read or write: {e}', file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
