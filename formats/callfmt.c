@@ -253,7 +253,9 @@ void nrr_format_call(FILE *f, const nrr_call *c, double t_rel, const char *who)
 	case NRR_PHASE_INFLIGHT:
 		fprintf(f, "%s(", c->fn->name);
 		nrr_format_args(f, c);
-		fputs(") <in flight at end of trace>", f);
+		fputs(") <in flight at end of trace, ", f);
+		nrr_format_dur(f, c->dur);
+		fputs(" so far>", f);
 		return;
 	case NRR_PHASE_RESUME:
 		fprintf(f, "<... %s resumed> (", c->fn->name);

@@ -305,7 +305,7 @@ enum nrr_call_kind { NRR_CALL = 0, NRR_CALL_LOG = 1 };
  * nested event and PHASE_RESUME (complete, args again) at its leave, like
  * strace's "<unfinished ...>" / "<... resumed>".  Calls still open at the
  * end of the trace are delivered as PHASE_INFLIGHT (done = false),
- * innermost first.  Events of one stream come in non-decreasing order of
+ * innermost first, after everything else of their stream.  Events of one stream come in non-decreasing order of
  * nrr_call_key().
  */
 enum nrr_phase { NRR_PHASE_CALL = 0, NRR_PHASE_ENTER = 1, NRR_PHASE_RESUME = 2, NRR_PHASE_INFLIGHT = 3 };
@@ -321,7 +321,8 @@ typedef struct nrr_call {
 	uint32_t tid;
 	uint64_t seq;          /* per stream call number, from 1 */
 	uint64_t ts;           /* enter time, writer clock ns */
-	uint64_t dur;          /* ns inside the call (0 if !done) */
+	uint64_t dur;          /* ns inside the call (PHASE_INFLIGHT: until the
+				* stream's last record) */
 	uint64_t repeat;       /* identical calls coalesced after this one */
 	uint64_t repeat_ns;    /* time those took in total */
 	int64_t result;
@@ -337,10 +338,11 @@ typedef struct nrr_call {
 	uint64_t chunk_offset; /* file offset of the chunk holding the last record */
 } nrr_call;
 
-/* Ordering key: enter time, or leave time for PHASE_RESUME. */
+/* Ordering key: enter time; leave time for PHASE_RESUME; the end of the
+ * stream for PHASE_INFLIGHT (whose dur is the time it had been running). */
 static inline uint64_t nrr_call_key(const nrr_call *c)
 {
-	return c->phase == NRR_PHASE_RESUME ? c->ts + c->dur : c->ts;
+	return c->phase == NRR_PHASE_RESUME || c->phase == NRR_PHASE_INFLIGHT ? c->ts + c->dur : c->ts;
 }
 
 typedef struct nrr_cursor nrr_cursor;

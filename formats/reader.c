@@ -703,7 +703,7 @@ static void eof_event(nrr_cursor *c, const nrr_call **out)
 	struct rframe *f = &c->stack[--c->depth];
 	f->call.phase = NRR_PHASE_INFLIGHT;
 	f->call.done = false;
-	f->call.dur = 0;
+	f->call.dur = c->clock > f->call.ts ? c->clock - f->call.ts : 0;  /* so far */
 	*out = &f->call;
 }
 

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* test_format.c - LEB128, CRC-32C, fixed headers and the schema parser. */
+#include <stdint.h>
+#include <string.h>
+
+#include "nrt.h"
+#include "nrt_internal.h"
+#include "../lib/check.h"
+
+static void test_varint(void)
+{
+	static const uint64_t u[] = { 0, 1, 127, 128, 255, 16383, 16384, 1ull << 32, (1ull << 63) - 1, 1ull << 63, UINT64_MAX };
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+		uint8_t b[16];
+		uint8_t *e = nrr_put_uvar(b, u[i]);
+		const uint8_t *p = b;
+		uint64_t v;
+		CHECK(nrr_get_uvar(&p, e, &v) == 0 && v == u[i] && p == e, "uvar %llu", (unsigned long long)u[i]);
+		CHECK((size_t)(e - b) <= NRR_VAR_MAX, "uvar length");
+		p = b;
+		if (e - b > 1)
+			CHECK(nrr_get_uvar(&p, e - 1, &v) == NRR_ETRUNC, "truncated uvar %llu", (unsigned long long)u[i]);
+	}
+	static const int64_t s[] = { 0, -1, 1, -64, 63, -65, INT64_MIN, INT64_MAX };
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+		uint8_t b[16];
+		uint8_t *e = nrr_put_svar(b, s[i]);
+		const uint8_t *p = b;
+		int64_t v;
+		CHECK(nrr_get_svar(&p, e, &v) == 0 && v == s[i], "svar %lld", (long long)s[i]);
+	}
+	uint8_t z[16];
+	CHECK(nrr_put_svar(z, -1) == z + 1 && z[0] == 1, "zigzag maps -1 to 1");
+	/* 11 continuation bytes, and a 10th byte above 1: both rejected */
+	uint8_t over[12];
+	memset(over, 0x80, sizeof(over));
+	const uint8_t *p = over;
+	uint64_t v;
+	CHECK(nrr_get_uvar(&p, over + sizeof(over), &v) == NRR_ECORRUPT, "over-long uvar");
+	uint8_t big[10] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02 };
+	p = big;
+	CHECK(nrr_get_uvar(&p, big + 10, &v) == NRR_ECORRUPT, "uvar over 64 bits");
+	p = big;
+	CHECK(nrr_get_uvar(&p, big, &v) == NRR_ETRUNC, "empty input");
+	/* byte fields keep the original length and cap the stored bytes */
+	uint8_t src[100], dst[200];
+	memset(src, 7, sizeof(src));
+	uint8_t *e = nrr_put_bytes(dst, src, 100, 10);
+	p = dst;
+	uint64_t total, stored;
+	CHECK(nrr_get_uvar(&p, e, &total) == 0 && total == 100, "bytes total");
+	CHECK(nrr_get_uvar(&p, e, &stored) == 0 && stored == 10 && e - p == 10, "bytes stored");
+}
+
+static void test_crc(void)
+{
+	CHECK(nrr_crc32c(0, "123456789", 9) == 0xE3069283u, "crc32c check value %08x", nrr_crc32c(0, "123456789", 9));
+	CHECK(nrr_crc32c(0, "", 0) == 0, "crc of nothing");
+	char buf[1000];
+	for (int i = 0; i < 1000; i++)
+		buf[i] = (char)(i * 7);
+	uint32_t whole = nrr_crc32c(0, buf, sizeof(buf));
+	CHECK(nrr_crc32c(nrr_crc32c(0, buf, 333), buf + 333, 667) == whole, "crc is incremental");
+}
+
+static void test_headers(void)
+{
+	nrr_chunk_header h = { .type = NRR_CHUNK_DATA, .flags = 1, .stream = 3, .tid = 77, .first_seq = 1234567,
+			       .first_ts = 99999999999ull, .payload_size = 4000, .raw_size = 131072, .nrecords = 9000,
+			       .payload_crc = 0xdeadbeef };
+	uint8_t b[NRR_CHUNK_HEADER_SIZE];
+	nrr_chunk_header_pack(&h, b);
+	CHECK(memcmp(b, "NRC1", 4) == 0, "chunk magic bytes");
+	nrr_chunk_header g;
+	CHECK(nrr_chunk_header_unpack(b, &g) == 0, "unpack");
+	CHECK(g.stream == 3 && g.tid == 77 && g.first_seq == 1234567 && g.first_ts == 99999999999ull &&
+	      g.payload_size == 4000 && g.raw_size == 131072 && g.nrecords == 9000 && g.payload_crc == 0xdeadbeef &&
+	      g.header_size == 64, "fields survive");
+	for (int i = 0; i < NRR_CHUNK_HEADER_SIZE; i++) {
+		uint8_t c[NRR_CHUNK_HEADER_SIZE];
+		memcpy(c, b, sizeof(c));
+		c[i] ^= 0x10;
+		CHECK(nrr_chunk_header_unpack(c, &g) != 0, "flipped header byte %d detected", i);
+	}
+	nrr_file_header fh = { .major = 1, .minor = 0, .wall_ns = 5, .mono_ns = 6, .pid = 7, .flags = 1 };
+	uint8_t f[NRR_FILE_HEADER_SIZE];
+	nrr_file_header_pack(&fh, f);
+	nrr_file_header fg;
+	CHECK(nrr_file_header_unpack(f, &fg) == 0 && fg.pid == 7 && fg.wall_ns == 5 && fg.mono_ns == 6, "file header");
+	CHECK(memcmp(f, "\x89NRT\r\n\x1a\n", 8) == 0, "file magic");
+	f[0] = 'X';
+	CHECK(nrr_file_header_unpack(f, &fg) == NRR_EBADMAGIC, "bad magic");
+}
+
+static const char good[] =
+	"ncclrr-schema 1\n"
+	"enum R\nv 0 OK\nv -5 NEG\n"
+	"enum F flags\nv 1 A\nv 2 B\n"
+	"fn 1 f1 dom curesult:R blocking poll\n"
+	"a in x u\na out y enum:R\na inout z flags:F\na in h handle:stream create\na in s str\n"
+	"fn 2 f2 dom void\n"
+	"end\n";
+
+static void expect_bad(const char *text, const char *why)
+{
+	nrr_schema *s = NULL;
+	nrr_diag d;
+	memset(&d, 0, sizeof(d));
+	int rc = nrr_schema_parse(&s, text, strlen(text), &d);
+	CHECK(rc == NRR_ESCHEMA && s == NULL && strstr(d.msg, "schema line") != NULL, "rejects %s (rc %d, msg '%s')", why, rc, d.msg);
+}
+
+static void test_schema(void)
+{
+	nrr_schema *s;
+	nrr_diag d;
+	CHECK_FATAL(nrr_schema_parse(&s, good, strlen(good), &d) == 0, "good schema: %s", d.msg);
+	CHECK(nrr_schema_nfns(s) == 2, "two fns");
+	const nrr_fn_schema *f = nrr_schema_fn_by_name(s, "f1");
+	CHECK(f && f->id == 1 && f->nargs == 5 && f->nin == 4 && f->nout == 2, "f1 shape");
+	CHECK(f && (f->flags & NRR_FN_POLL) && (f->flags & NRR_FN_BLOCKING) && f->ret == NRR_RET_CURESULT, "f1 attrs");
+	CHECK(f && f->args[1].wire == NRR_WIRE_S && f->args[2].wire == NRR_WIRE_U && f->args[4].wire == NRR_WIRE_B, "wire kinds");
+	CHECK(f && f->args[3].hflags == NRR_HANDLE_CREATE && strcmp(f->args[3].kind, "stream") == 0, "handle");
+	CHECK(f && strcmp(nrr_enum_name(f->args[1].table, -5), "NEG") == 0, "enum lookup");
+	CHECK(nrr_schema_fn(s, 3) == NULL && nrr_schema_fn(s, 0) == NULL, "out of range ids");
+	nrr_schema_free(s);
+
+	expect_bad("", "empty text");
+	expect_bad("ncclrr-schema 2\nend\n", "newer schema version");
+	expect_bad("ncclrr-schema 1\n", "missing end");
+	expect_bad("ncclrr-schema 1\nfn 1 f d void\nenum E\nv 1 A\nend\n", "enum after fn");
+	expect_bad("ncclrr-schema 1\nfn 2 f d void\nend\n", "id out of sequence");
+	expect_bad("ncclrr-schema 1\nfn 1 f d void\na in x weird\nend\n", "unknown format");
+	expect_bad("ncclrr-schema 1\nfn 1 f d void\na in x enum:Nope\nend\n", "unknown table");
+	expect_bad("ncclrr-schema 1\nfn 1 f d bogus\nend\n", "unknown return convention");
+	expect_bad("ncclrr-schema 1\nfn 1 f d void\na sideways x u\nend\n", "bad direction");
+	expect_bad("ncclrr-schema 1\na in x u\nend\n", "arg before fn");
+	expect_bad("ncclrr-schema 1\nfn 1 f d void\na in x handle\nend\n", "handle without kind");
+	expect_bad("ncclrr-schema 1\nfn 1 f  d void\nend\n", "double space");
+	expect_bad("ncclrr-schema 1\nend", "unterminated line");
+	const char nul[] = "ncclrr-schema 1\n\0end\n";
+	nrr_schema *x = NULL;
+	CHECK(nrr_schema_parse(&x, nul, sizeof(nul) - 1, &d) == NRR_ESCHEMA, "NUL byte");
+	char many[4096] = "ncclrr-schema 1\nfn 1 f d void\n";
+	for (int i = 0; i < NRR_MAX_ARGS + 1; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "a in x%d u\n", i);
+	strcat(many, "end\n");
+	expect_bad(many, "too many args");
+}
+
+int main(void)
+{
+	test_varint();
+	test_crc();
+	test_headers();
+	test_schema();
+	return check_done("format_units");
+}
