@@ -9,6 +9,7 @@ emitter over the model:
   --emit encoders   nrr_api_gen.h, nrr_api_gen.c: function ids, the schema
                     text carried by every trace, typed record encoders
   --emit list       one line per function: domain name nargs flags
+  --emit schema     the schema text alone
 
 Interposer wrappers, LTTng-UST providers and the replay table are further
 emitters over the same model (see Emitters at the end).
@@ -543,7 +544,11 @@ def write(path, text):
 
 # Emitters: each is f(api, outdir). Wrappers (tracer), LTTng-UST providers
 # and the replay table are added here by the issues that need them.
-EMITTERS = {'encoders': emit_encoders, 'list': emit_list}
+def emit_schema(api, outdir):
+    sys.stdout.write(schema_text(api))
+
+
+EMITTERS = {'encoders': emit_encoders, 'list': emit_list, 'schema': emit_schema}
 
 
 def main():

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The generator rejects bad descriptions with "file:line: what" and exit 1.
+# usage: test_gen.sh PYTHON GENERATOR TYPES_API
+set -u
+py=$1 gen=$2 types=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+expect() { # name, api text, message regexp
+	printf '%s\n' "$2" >"$tmp/x.api"
+	out=$("$py" "$gen" --emit list "$types" "$tmp/x.api" 2>&1); rc=$?
+	if [ $rc -eq 1 ] && grep -Eq "$3" <<<"$out"; then pass=$((pass + 1)); else
+		echo "FAIL: $1: rc=$rc out=$out"; fail=$((fail + 1)); fi
+}
+expect "fn before domain" 'fn int f(int a)' 'x.api:1: fn before any "domain"'
+expect "unknown keyword" $'domain d\nfrobnicate' 'x.api:2: unknown keyword'
+expect "duplicate fn" $'domain d\nfn int f(int a)\nfn int f(int b)' 'x.api:3: f already described at .*x.api:2'
+expect "unknown param" $'domain d\nfn int f(int a)\n  in b u' 'x.api:3: f has no parameter "b"'
+expect "unknown encoding" $'domain d\nfn int f(int a)\n  in a wobble' 'x.api:3: unknown encoding'
+expect "unknown enum" $'domain d\nfn int f(int a)\n  in a enum:Nope' 'unknown enum Nope'
+expect "unknown type" $'domain d\nfn int f(struct thing t)' 'no encoding for parameter "t"'
+expect "bad buf length" $'domain d\nfn int f(const void *p, int n)\n  in p buf:m' 'length "m" of p is not a parameter'
+expect "out not pointer" $'domain d\nfn int f(int a)\n  out a u' 'out parameter a must be a pointer'
+expect "bad ret" $'domain d ret=weird' 'unknown return convention'
+expect "enum value" $'domain d\nenum E\n  A = x' 'expected "SYMBOL = VALUE"'
+printf 'domain d\nfn int f(int a, const char *s, int *o)\n' >"$tmp/ok.api"
+out=$("$py" "$gen" --emit list "$types" "$tmp/ok.api"); rc=$?
+[ $rc -eq 0 ] && grep -q '^d f 3 -$' <<<"$out" && pass=$((pass + 1)) || { echo "FAIL: good description: $out"; fail=$((fail + 1)); }
+echo "gen: $pass passed, $fail failed"
+[ $fail -eq 0 ]
