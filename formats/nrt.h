@@ -169,13 +169,14 @@ typedef struct nrr_tls nrr_tls;   /* per-thread stream state */
 
 typedef struct nrr_writer_opts {
 	size_t chunk_size;     /* raw bytes per chunk (default 128 KiB) */
-	int zstd_level;        /* default 6 */
+	int zstd_level;        /* default 1 */
 	const char *schema;    /* schema text (required; the tracer passes
 				* nrr_builtin_schema) */
 	size_t schema_len;
 	const char *meta;      /* "key=value\n" lines; may be NULL */
 	size_t meta_len;
-	bool use_tsc;          /* default true where the TSC is invariant */
+	bool no_tsc;           /* use clock_gettime, not the TSC (used by
+				* default where it is invariant) */
 } nrr_writer_opts;
 
 /* Create @path (O_EXCL|O_CLOEXEC) and start the compression thread.

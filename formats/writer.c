@@ -64,6 +64,11 @@ struct frame {
 
 struct nrr_tls {
 	uint8_t *pos, *end, *base;
+	uint8_t *limit;         /* base + chunk_size: pointers past it are scratch */
+	size_t max_field;       /* largest record argument part that fits a chunk */
+	/* the writer's clock, copied here so the hot path touches one struct */
+	bool tsc;
+	uint64_t tsc0, ns0, mult;
 	nrr_writer *w;
 	struct wbuf *cur;
 	uint32_t stream, tid;
@@ -169,6 +174,17 @@ static inline uint64_t now_ns(const nrr_writer *w)
 	if (w->tsc) {
 		uint64_t d = __rdtsc() - w->tsc0;
 		return w->ns0 + (uint64_t)(((unsigned __int128)d * w->mult) >> 32);
+	}
+#endif
+	return mono_ns();
+}
+
+static inline uint64_t tls_now(const nrr_tls *t)
+{
+#ifdef HAVE_RDTSC
+	if (__builtin_expect(t->tsc, 1)) {
+		uint64_t d = __rdtsc() - t->tsc0;
+		return t->ns0 + (uint64_t)(((unsigned __int128)d * t->mult) >> 32);
 	}
 #endif
 	return mono_ns();
@@ -328,6 +344,7 @@ static void buf_start(nrr_tls *t, struct wbuf *b)
 	t->cur = b;
 	t->base = b->data;
 	t->end = b->data + t->w->chunk_size - SLACK;
+	t->limit = b->data + t->w->chunk_size;
 	b->first_seq = t->seq + 1;
 	b->first_ts = t->clock;
 	b->nrec = 0;
@@ -429,6 +446,11 @@ nrr_tls *nrr_writer_thread(nrr_writer *w)
 			return NULL;
 		}
 	}
+	t->tsc = w->tsc;
+	t->tsc0 = w->tsc0;
+	t->ns0 = w->ns0;
+	t->mult = w->mult;
+	t->max_field = w->chunk_size - PROLOGUE_MAX - 64;
 	t->stream = atomic_fetch_add(&w->nstreams, 1);
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	t->clock = now_ns(w);
@@ -455,7 +477,7 @@ static inline void reserve(nrr_tls *t, size_t need)
 uint8_t *nrr_enter_begin(nrr_tls *t, uint32_t fn, size_t max)
 {
 	unsigned d = t->depth;
-	if (__builtin_expect(d >= MAX_DEPTH || max + PROLOGUE_MAX + 64 > t->w->chunk_size, 0)) {
+	if (__builtin_expect(d >= MAX_DEPTH || max > t->max_field, 0)) {
 		t->depth++;
 		t->dropped_deep++;
 		return t->scratch;
@@ -465,7 +487,7 @@ uint8_t *nrr_enter_begin(nrr_tls *t, uint32_t fn, size_t max)
 	reserve(t, max + 2 * SLACK);   /* before the push: the prologue lists open calls */
 	t->depth = d + 1;
 	struct frame *f = &t->frames[d];
-	uint64_t now = now_ns(t->w);
+	uint64_t now = tls_now(t);
 	uint8_t *p = t->pos;
 	f->rep_off = SIZE_MAX;
 	if (t->rep_count) {
@@ -493,7 +515,7 @@ uint8_t *nrr_enter_begin(nrr_tls *t, uint32_t fn, size_t max)
 void nrr_enter_end(nrr_tls *t, uint8_t *p)
 {
 	unsigned d = t->depth - 1;
-	if (d >= MAX_DEPTH || p < t->base || p > t->base + t->w->chunk_size)
+	if (d >= MAX_DEPTH || p < t->base || p > t->limit)
 		return;  /* dropped (too deep), or written to scratch */
 	struct frame *f = &t->frames[d];
 	f->args_len = (size_t)(p - t->base) - f->args_off;
@@ -505,11 +527,11 @@ void nrr_enter_end(nrr_tls *t, uint8_t *p)
 uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max)
 {
 	unsigned d = t->depth - 1;
-	if (__builtin_expect(d >= MAX_DEPTH || max + PROLOGUE_MAX + 64 > t->w->chunk_size, 0))
+	if (__builtin_expect(d >= MAX_DEPTH || max > t->max_field, 0))
 		return t->scratch;
 	reserve(t, max + 2 * SLACK);
 	struct frame *f = &t->frames[d];
-	uint64_t now = now_ns(t->w);
+	uint64_t now = tls_now(t);
 	uint64_t dur = now > f->ts ? now - f->ts : 0;
 	if (t->rep_count)   /* a nested call coalesced; keep its count before our leave */
 		t->pos = put_repeat(t, t->pos);
@@ -527,7 +549,7 @@ uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max)
 void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 {
 	unsigned d = --t->depth;
-	if (d >= MAX_DEPTH || p < t->base || p > t->base + t->w->chunk_size)
+	if (d >= MAX_DEPTH || p < t->base || p > t->limit)
 		return;
 	struct frame *f = &t->frames[d];
 	size_t end = (size_t)(p - t->base);
@@ -557,13 +579,15 @@ void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 		return;
 	}
 	t->prev.valid = notready && leaf;
-	t->prev.fn = f->fn;
-	t->prev.gen = t->gen;
-	t->prev.end_off = end;
-	t->prev.args_off = f->args_off;
-	t->prev.args_len = f->args_len;
-	t->prev.body_off = t->body_off;
-	t->prev.body_len = body_len;
+	if (t->prev.valid) {   /* remember it: the next identical answer folds into it */
+		t->prev.fn = f->fn;
+		t->prev.gen = t->gen;
+		t->prev.end_off = end;
+		t->prev.args_off = f->args_off;
+		t->prev.args_len = f->args_len;
+		t->prev.body_off = t->body_off;
+		t->prev.body_len = body_len;
+	}
 	t->pos = p;
 	t->nrec++;
 	atomic_store_explicit(&t->committed, end, memory_order_release);
@@ -579,7 +603,7 @@ void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len)
 	uint8_t *p = t->pos;
 	if (t->rep_count)
 		p = put_repeat(t, p);
-	uint64_t now = now_ns(t->w);
+	uint64_t now = tls_now(t);
 	uint64_t dts = now > t->clock ? now - t->clock : 0;
 	t->clock += dts;
 	*p++ = NRR_REC_LOG;
@@ -606,7 +630,8 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	if (o.chunk_size > (1u << 26))
 		o.chunk_size = 1u << 26;
 	if (!o.zstd_level)
-		o.zstd_level = 6;
+		o.zstd_level = 1;   /* the compressor must keep up with the traced threads
+				     * (tests/bench); level 1 still gives ~3 bytes/event */
 	if (!o.schema || !o.schema_len)
 		return -EINVAL;
 	nrr_writer *w = calloc(1, sizeof(*w));
@@ -634,7 +659,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 		rc = -EAGAIN;
 		goto error;
 	}
-	w->tsc = (opts ? opts->use_tsc : true) && tsc_invariant();
+	w->tsc = !o.no_tsc && tsc_invariant();
 	if (w->tsc)
 		calibrate(w);
 
