@@ -93,17 +93,11 @@ int cmd_dump(int argc, char **argv)
 			return nrr_cli_usage_error("dump", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind >= argc)
-		return nrr_cli_usage_error("dump", "no trace file or directory given");
 
 	struct nrr_inputs in;
-	int rc = nrr_inputs_open(&in, "dump", argv + optind, argc - optind);
+	int rc = nrr_inputs_open(&in, "dump", argv + optind, argc - optind, ranks);
 	if (rc)
 		return rc;
-	if (ranks && (rc = nrr_inputs_filter_ranks(&in, "dump", ranks))) {
-		nrr_inputs_close(&in);
-		return rc;
-	}
 	if (meta) {
 		for (size_t i = 0; i < in.n; i++) {
 			size_t len;

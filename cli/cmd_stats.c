@@ -135,16 +135,10 @@ int cmd_stats(int argc, char **argv)
 			return nrr_cli_usage_error("stats", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind >= argc)
-		return nrr_cli_usage_error("stats", "no trace file or directory given");
 	struct nrr_inputs in;
-	int rc = nrr_inputs_open(&in, "stats", argv + optind, argc - optind);
+	int rc = nrr_inputs_open(&in, "stats", argv + optind, argc - optind, ranks);
 	if (rc)
 		return rc;
-	if (ranks && (rc = nrr_inputs_filter_ranks(&in, "stats", ranks))) {
-		nrr_inputs_close(&in);
-		return rc;
-	}
 	int ret = NRR_EXIT_OK;
 	struct api_stat *tot = NULL;
 	size_t ntot = 0;

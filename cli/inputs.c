@@ -76,12 +76,16 @@ static int expand(const char *cmd, const char *arg, char ***list, size_t *n, siz
 	return 0;
 }
 
-int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int npaths)
+static int filter_ranks(struct nrr_inputs *in, const char *cmd, const char *ranks);
+
+int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int npaths, const char *ranks)
 {
 	char **list = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
 	memset(in, 0, sizeof(*in));
+	if (npaths < 1)
+		return nrr_cli_usage_error(cmd, "no trace file or directory given");
 	for (int i = 0; i < npaths && !rc; i++)
 		rc = expand(cmd, paths[i], &list, &n, &cap);
 	if (!rc) {
@@ -120,6 +124,8 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 	for (size_t i = 0; i < n; i++)
 		free(list[i]);
 	free(list);
+	if (!rc && ranks)
+		rc = filter_ranks(in, cmd, ranks);
 	if (rc)
 		nrr_inputs_close(in);
 	return rc;
@@ -151,7 +157,7 @@ static bool in_list(const char *list, const char *v)
 	return false;
 }
 
-int nrr_inputs_filter_ranks(struct nrr_inputs *in, const char *cmd, const char *ranks)
+static int filter_ranks(struct nrr_inputs *in, const char *cmd, const char *ranks)
 {
 	size_t k = 0;
 	bool any_rank = false;

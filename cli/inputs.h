@@ -14,14 +14,12 @@ struct nrr_inputs {
 };
 
 /* Open every .nrt file named or found (not recursively) in a named
- * directory, sorted by name.  Reports damage (rebuilt index, dropped
+ * directory, sorted by name, keeping only the ranks in the comma list
+ * @ranks when it is not NULL.  Reports damage (rebuilt index, dropped
  * bytes) as warnings on stderr.  @return 0, or prints the error and
  * returns NRR_EXIT_USAGE. */
-int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int npaths);
+int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int npaths, const char *ranks);
 void nrr_inputs_close(struct nrr_inputs *in);
-/* Keep only readers whose rank is in the comma list @ranks; @return 0 or
- * prints an error and returns NRR_EXIT_USAGE. */
-int nrr_inputs_filter_ranks(struct nrr_inputs *in, const char *cmd, const char *ranks);
 /* Print a reader error as "ncclrr CMD: Cannot read trace: file=… offset=…: …". */
 void nrr_print_diag(const char *cmd, const nrr_diag *d);
 

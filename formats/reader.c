@@ -902,6 +902,13 @@ static bool heap_less(const nrr_merge *m, size_t a, size_t b)
 	return a < b;
 }
 
+static void heap_swap(nrr_merge *m, size_t a, size_t b)
+{
+	size_t t = m->heap[a];
+	m->heap[a] = m->heap[b];
+	m->heap[b] = t;
+}
+
 static void heap_down(nrr_merge *m, size_t i)
 {
 	for (;;) {
@@ -912,9 +919,7 @@ static void heap_down(nrr_merge *m, size_t i)
 			s = r;
 		if (s == i)
 			return;
-		size_t t = m->heap[i];
-		m->heap[i] = m->heap[s];
-		m->heap[s] = t;
+		heap_swap(m, i, s);
 		i = s;
 	}
 }
@@ -925,9 +930,7 @@ static void heap_up(nrr_merge *m, size_t i)
 		size_t p = (i - 1) / 2;
 		if (!heap_less(m, m->heap[i], m->heap[p]))
 			return;
-		size_t t = m->heap[i];
-		m->heap[i] = m->heap[p];
-		m->heap[p] = t;
+		heap_swap(m, i, p);
 		i = p;
 	}
 }
