@@ -140,8 +140,12 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 		goto error;
 	memcpy(s->text, text, len);
 	s->text[len] = 0;
-	if (memchr(s->text, 0, len)) {
-		rc = fail(d, 1, "NUL byte in schema text");
+	const char *nul = memchr(s->text, 0, len);
+	if (nul) {
+		unsigned nl = 1;   /* name the line the NUL is on */
+		for (const char *q = s->text; q < nul; q++)
+			nl += *q == '\n';
+		rc = fail(d, nl, "NUL byte in schema text");
 		goto error;
 	}
 

@@ -33,8 +33,11 @@ RET_BY_TYPE = {'CUresult': 'curesult:CUresult', 'cudaError_t': 'cudart:cudaError
                'ncclResult_t': 'nccl:ncclResult_t', 'nvmlReturn_t': 'nvml:nvmlReturn_t',
                'void': 'void'}
 WIRE = {'u': 'U', 'x': 'U', 'bool': 'U', 'flags': 'U', 'handle': 'U', 'i': 'S', 'enum': 'S',
-        'fd': 'S', 'str': 'B', 'bytes': 'B', 'buf': 'B', 'sockaddr': 'B', 'custom': 'B'}
-SCHEMA_FMT = {'buf': 'bytes', 'custom': 'bytes'}
+        'fd': 'S', 'str': 'B', 'bytes': 'B', 'buf': 'B', 'sockaddr': 'B', 'struct': 'B', 'custom': 'B'}
+SCHEMA_FMT = {'buf': 'bytes', 'struct': 'bytes', 'custom': 'bytes'}
+# Longest socket address read back through a value-result length (the
+# kernel reports the full length even when it truncated the copy).
+SOCKADDR_MAX = 128
 
 
 class ApiError(Exception):
@@ -55,6 +58,7 @@ class Arg:
         self.kind = None     # table, handle kind, byte count, length expr or custom name
         self.hflag = None    # create / consume
         self.explicit = False
+        self.where = None    # file:line of its description line, if any
 
     @property
     def is_ptr(self):
@@ -72,6 +76,7 @@ class Fn:
         self.ret_table = None
         self.blocking = False
         self.poll = None  # ('ret', value) or ('out', arg, value)
+        self.versions = None  # e.g. ['6', '10']: interface versions that have it (net)
         self.id = 0
 
 
@@ -80,6 +85,7 @@ class Domain:
         self.name, self.where = name, where
         self.ret = None
         self.intret = None
+        self.lib = None      # library the wrappers resolve the real symbols in
 
 
 class Api:
@@ -135,8 +141,10 @@ def parse_fmt(tok, where):
     fmt, _, kind = tok.partition(':')
     if fmt not in WIRE and fmt != 'skip':
         raise ApiError(f'{where}: unknown encoding "{fmt}"')
-    if fmt in ('enum', 'flags', 'handle', 'bytes', 'buf', 'sockaddr', 'custom') and not kind:
-        raise ApiError(f'{where}: "{fmt}" needs ":{ {"enum": "TABLE", "flags": "TABLE", "handle": "KIND", "bytes": "N|sizeof", "buf": "LEN", "sockaddr": "LEN", "custom": "NAME"}[fmt]}"')
+    if fmt in ('enum', 'flags', 'handle', 'bytes', 'buf', 'sockaddr', 'struct', 'custom') and not kind:
+        raise ApiError(f'{where}: "{fmt}" needs ":{ {"enum": "TABLE", "flags": "TABLE", "handle": "KIND", "bytes": "N|sizeof", "buf": "LEN", "sockaddr": "LEN", "struct": "N|TYPE", "custom": "NAME"}[fmt]}"')
+    if fmt == 'struct' and not re.match(r'^(\d+|[A-Za-z_]\w*)$', kind):
+        raise ApiError(f'{where}: "struct:{kind}": the size is a number or a type declared in a "c" line')
     return fmt, kind or None
 
 
@@ -180,9 +188,10 @@ def parse_files(paths):
                 api.domains[words[1]] = domain
                 for w in words[2:]:
                     k, _, v = w.partition('=')
-                    if k not in ('ret', 'intret') or not v:
+                    if k not in ('ret', 'intret', 'lib') or not v:
                         raise ApiError(f'{where}: unknown domain option "{w}"')
-                    check_ret(v, where)
+                    if k != 'lib':
+                        check_ret(v, where)
                     setattr(domain, k, v)
             elif kw == 'c':
                 api.c_lines.append(raw.strip()[2:])
@@ -250,6 +259,14 @@ def parse_proto(api, domain, text, where):
         elif attr.startswith('ret='):
             check_ret(attr[4:], where)
             fn.ret = attr[4:]
+        elif attr.startswith('versions='):
+            m2 = re.match(r'^(\d+)(?:\.\.(\d+))?$', attr[9:])
+            if not m2:
+                raise ApiError(f'{where}: versions wants "versions=N" or "versions=N..M"')
+            lo, hi = int(m2.group(1)), int(m2.group(2) or m2.group(1))
+            if hi < lo:
+                raise ApiError(f'{where}: empty version range "{attr[9:]}"')
+            fn.versions = (lo, hi)
         else:
             raise ApiError(f'{where}: unknown attribute "{attr}"')
     api.fns.append(fn)
@@ -266,6 +283,7 @@ def parse_arg_line(api, fn, words, where):
     if arg.explicit:
         raise ApiError(f'{where}: parameter "{words[1]}" described twice')
     arg.explicit = True
+    arg.where = where
     if words[0] == 'skip':
         arg.fmt = 'skip'
         return
@@ -338,16 +356,19 @@ def resolve(api):
         for a in fn.args:
             if not a.explicit:
                 default_arg(api, fn, a)
+            aw = a.where or fn.where
             if a.fmt in ('enum', 'flags') and a.kind not in api.enums:
-                raise ApiError(f'{fn.where}: {fn.name}: parameter {a.name}: unknown enum {a.kind}')
+                raise ApiError(f'{aw}: {fn.name}: parameter {a.name}: unknown enum {a.kind}')
             if a.fmt in ('buf', 'sockaddr'):
                 ln = re.sub(r'\*\d+$', '', a.kind).lstrip('*')
                 if ln != 'ret' and not ln.isdigit() and not any(b.name == ln for b in fn.args):
-                    raise ApiError(f'{fn.where}: {fn.name}: length "{a.kind}" of {a.name} is not a parameter')
+                    raise ApiError(f'{aw}: {fn.name}: length "{a.kind}" of {a.name} is not a parameter')
                 if ln == 'ret' and a.dir != 'out':
-                    raise ApiError(f'{fn.where}: {fn.name}: length "ret" only for out parameters')
+                    raise ApiError(f'{aw}: {fn.name}: length "ret" only for out parameters')
+            if a.fmt == 'struct' and not a.is_ptr:
+                raise ApiError(f'{aw}: {fn.name}: struct parameter {a.name} must be a pointer')
             if a.dir in ('out', 'inout') and a.fmt != 'skip' and not a.is_ptr:
-                raise ApiError(f'{fn.where}: {fn.name}: out parameter {a.name} must be a pointer')
+                raise ApiError(f'{aw}: {fn.name}: out parameter {a.name} must be a pointer')
         if fn.poll and fn.poll[0] == 'out' and not any(a.name == fn.poll[1] for a in fn.args):
             raise ApiError(f'{fn.where}: {fn.name}: poll names unknown parameter {fn.poll[1]}')
     return api
@@ -432,6 +453,10 @@ def field_code(api, fn, a, when):
             else:
                 prep.append(f'const void *{ptr} = (const void *)&{a.name};')
                 prep.append(f'size_t {n} = (size_t)({size});')
+        elif a.fmt == 'struct':
+            size = a.kind if a.kind.isdigit() else f'sizeof({a.kind})'
+            prep.append(f'const void *{ptr} = (const void *){a.name};')
+            prep.append(f'size_t {n} = {ptr} ? (size_t)({size}) : 0;')
         elif a.fmt in ('buf', 'sockaddr'):
             k = a.kind
             mul = re.match(r'^(\w+)\*(\d+)$', k)
@@ -443,6 +468,8 @@ def field_code(api, fn, a, when):
                 ln = f'({k[1:]} ? (size_t)*{k[1:]} : 0)'
             else:
                 ln = f'(size_t)({k})'
+            if a.fmt == 'sockaddr':
+                ln = f'({ln} < {SOCKADDR_MAX}u ? {ln} : {SOCKADDR_MAX}u)'
             prep.append(f'const void *{ptr} = (const void *){a.name};')
             prep.append(f'size_t {n} = {ptr} ? {ln} : 0;')
         elif a.fmt == 'custom':

@@ -64,6 +64,29 @@ static void test_schema(void)
 	CHECK(f && f->ret == NRR_RET_PTR && arg(f, "access")->fmt == NRR_FMT_FLAGS, "ibv_reg_mr");
 	f = nrr_schema_fn_by_name(s, "ncclProxyCall");
 	CHECK(f && strcmp(nrr_enum_name(arg(f, "type")->table, 4), "ncclProxyMsgConnect") == 0, "proxy Connect");
+	/* every enum/flags table an argument or a result names resolves */
+	unsigned unresolved = 0, structs = 0;
+	for (uint32_t i = 1; i <= nrr_schema_nfns(s); i++) {
+		const nrr_fn_schema *g = nrr_schema_fn(s, i);
+		if (g->ret_table && !g->rtable)
+			unresolved++;
+		for (unsigned k = 0; k < g->nargs; k++) {
+			const nrr_arg_schema *x = &g->args[k];
+			if ((x->fmt == NRR_FMT_ENUM || x->fmt == NRR_FMT_FLAGS) && (!x->kind || !x->table))
+				unresolved++;
+			if (x->fmt == NRR_FMT_HANDLE && !x->kind)
+				unresolved++;
+		}
+	}
+	CHECK(unresolved == 0, "%u enum tables / handle kinds unresolved", unresolved);
+	f = nrr_schema_fn_by_name(s, "cuMemCreate");
+	structs += f && arg(f, "prop")->fmt == NRR_FMT_BYTES && arg(f, "prop")->dir == NRR_DIR_IN;
+	f = nrr_schema_fn_by_name(s, "cudaGetDeviceProperties_v2");
+	structs += f && arg(f, "prop")->fmt == NRR_FMT_BYTES && arg(f, "prop")->dir == NRR_DIR_OUT;
+	f = nrr_schema_fn_by_name(s, "ibv_query_port");
+	structs += f && arg(f, "port_attr")->fmt == NRR_FMT_BYTES;
+	CHECK(structs == 3, "structs recorded by content (%u of 3)", structs);
+	CHECK(nrr_schema_fn_by_name(s, "ncclNet_setNetAttr") && nrr_schema_fn_by_name(s, "ncclNet_finalize"), "ncclNet v11 members");
 	CHECK(nrr_schema_fn_by_name(s, "cuGetProcAddress_v2") && nrr_schema_fn_by_name(s, "cudaGetDriverEntryPoint") &&
 	      nrr_schema_fn_by_name(s, "nvmlDeviceGetHandleByPciBusId_v2") && nrr_schema_fn_by_name(s, "ncclCommSplit") &&
 	      nrr_schema_fn_by_name(s, "ibv_post_send") && nrr_schema_fn_by_name(s, "accept4") &&
@@ -108,6 +131,18 @@ static void test_encoders(void)
 	nrr_rec_cuDeviceGetPCIBusId_enter(t, NULL, 13, 0);
 	char bus[13] = "0000:18:00.0";
 	nrr_rec_cuDeviceGetPCIBusId_leave(t, 0, 0, bus, 13, 0);
+	CUmemAllocationProp prop;
+	memset(&prop, 0, sizeof(prop));
+	prop.type = 1;
+	prop.location.id = 3;
+	nrr_rec_cuMemCreate_enter(t, &h, 1 << 21, &prop, 0);
+	nrr_rec_cuMemCreate_leave(t, 0, 0, &h, 1 << 21, &prop, 0);
+	/* the kernel reports 300 bytes: the encoder reads at most 128 */
+	struct { struct sockaddr_in6 a; char pad[200]; } big;
+	memset(&big, 0, sizeof(big));
+	socklen_t salen = 300;
+	nrr_rec_getsockname_enter(t, 3, (struct sockaddr *)&big, &salen);
+	nrr_rec_getsockname_leave(t, 0, 0, 3, (struct sockaddr *)&big, &salen);
 	CHECK_FATAL(nrr_writer_close(w) == 0, "close");
 
 	nrr_reader *r;
@@ -142,6 +177,12 @@ static void test_encoders(void)
 	CHECK(strcmp(call->fn->name, "ncclNet_test") == 0 && call->repeat == 1 && call->seq == 104, "net test done=0 coalesced");
 	CHECK_FATAL(nrr_cursor_next(c, &call) == 0, "call 6");
 	CHECK(call->args[0].len == 12 && memcmp(call->args[0].p, "0000:18:00.0", 12) == 0, "out string");
+	CHECK_FATAL(nrr_cursor_next(c, &call) == 0, "call 7");
+	CHECK(strcmp(call->fn->name, "cuMemCreate") == 0 && call->args[2].total == 32 && call->args[2].len == 32 &&
+	      call->args[2].p[0] == 1 && call->args[2].p[12] == 3, "cuMemCreate prop bytes");
+	CHECK_FATAL(nrr_cursor_next(c, &call) == 0, "call 8");
+	CHECK(strcmp(call->fn->name, "getsockname") == 0 && call->args[1].total == 128 && call->args[2].u == 300,
+	      "getsockname: sockaddr capped at 128 (total %u)", (unsigned)call->args[1].total);
 	CHECK(nrr_cursor_next(c, &call) == NRR_EEOF, "end");
 	nrr_cursor_close(c);
 	nrr_reader_close(r);
