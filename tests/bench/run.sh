@@ -1,32 +1,32 @@
 #!/usr/bin/env bash
-# Run the benchmarks of a build directory with a private LTTng-UST session
-# active (the writer's baseline), then stop everything it started.
+# Run every benchmark of a build directory and print a summary.
+# Builds nothing: run `ninja -C BUILD_DIR` first.
 # usage: tests/bench/run.sh [BUILD_DIR] [CALLS]
-set -euo pipefail
+#   CALLS: calls per writer/reader run (default 10000000)
+# bench_writer starts a private LTTng-UST session (and lttng-sessiond when
+# none runs) for its baseline and stops what it started; without
+# lttng-tools it prints a SKIP line and the ncclrr numbers alone.
+# For stable numbers run on an otherwise idle machine.
+set -uo pipefail
 build=${1:-build}
 calls=${2:-10000000}
-bench=$build/tests/bench/bench_format
-[ -x "$bench" ] || { echo "run.sh: $bench not built; run: ninja -C $build" >&2; exit 2; }
-home=$(mktemp -d)
-export LTTNG_HOME=$home
-started=
-cleanup() {
-	lttng destroy -a >/dev/null 2>&1 || true
-	[ -n "$started" ] && kill "$started" 2>/dev/null || true
-	rm -rf "$home"
+dir=$build/tests/bench
+for b in bench_writer bench_size bench_reader; do
+	[ -x "$dir/$b" ] || { echo "run.sh: $dir/$b not built; run: ninja -C $build" >&2; exit 2; }
+done
+log=$(mktemp "${TMPDIR:-/tmp}/ncclrr-bench-XXXXXX.log")
+trap 'rm -f "$log"' EXIT
+rc=0
+run() {
+	echo "+ $*"
+	"$@" 2>&1 | tee -a "$log"
+	local s=${PIPESTATUS[0]}
+	[ "$s" = 0 ] || { echo "run.sh: $1 failed (exit $s)" >&2; rc=1; }
+	echo
 }
-trap cleanup EXIT
-if command -v lttng-sessiond >/dev/null && command -v lttng >/dev/null; then
-	lttng-sessiond --no-kernel >/dev/null 2>&1 &
-	started=$!
-	for _ in $(seq 50); do lttng list >/dev/null 2>&1 && break; sleep 0.1; done
-	lttng create ncclrr-bench --output="$home/trace" >/dev/null
-	lttng enable-event -u 'ncclrr_bench:*' >/dev/null
-	lttng start >/dev/null
-	NCCLRR_BENCH_LTTNG_SESSION=1 "$bench" "$calls"
-	lttng stop >/dev/null
-	echo "lttng recorded $(du -sh "$home/trace" | cut -f1) of events"
-else
-	echo "run.sh: lttng-tools not installed: no LTTng baseline" >&2
-	"$bench" "$calls"
-fi
+run "$dir/bench_writer" "$calls"
+run "$dir/bench_size"
+run "$dir/bench_reader" "$calls"
+echo "== summary ($(uname -n), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ))"
+grep -E '^(writer/lttng|  lttng-ust|  ncclrr writer \(per record\)|bytes/event|  cursor|  merge)' "$log" | sed 's/^ *//'
+exit $rc

@@ -4,6 +4,7 @@
  * crashes or hangs; it either reads on and reports what it lost, or fails
  * with a diagnostic naming the file and an offset inside it.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -54,6 +55,22 @@ static uint8_t *make_trace(const char *path, size_t *len)
 	return b;
 }
 
+/* A watchdog: a case that runs for seconds is a hang; name it and fail. */
+static char current_case[128];
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char m[] = "corruption: HANG (over 10 s) in case: ";
+	if (write(2, m, sizeof(m) - 1) < 0 || write(2, current_case, strlen(current_case)) < 0 || write(2, "\n", 1) < 0)
+		_exit(2);
+	_exit(2);
+}
+
+#define CASE(...) do { snprintf(current_case, sizeof(current_case), __VA_ARGS__); alarm(10); } while (0)
+
+static bool last_lossy;   /* the last read_all's reader reported a loss */
+
 /* Read everything; @return events read, or -1 on a reported error. */
 static long read_all(const uint8_t *buf, size_t len, int *code, uint64_t *off)
 {
@@ -66,6 +83,7 @@ static long read_all(const uint8_t *buf, size_t len, int *code, uint64_t *off)
 		*off = d.offset;
 		return -1;
 	}
+	last_lossy = nrr_reader_info(r)->index_rebuilt || nrr_reader_info(r)->dropped_bytes;
 	long n = 0;
 	FILE *null = fopen("/dev/null", "w");
 	nrr_merge *m;
@@ -103,17 +121,28 @@ int main(void)
 	uint8_t *b = malloc(len);
 
 	/* truncation at every early offset, then with a stride */
+	signal(SIGALRM, on_alarm);
 	for (size_t cut = 0; cut < len; cut += cut < 512 ? 1 : 97) {
+		CASE("truncated at %zu of %zu", cut, len);
 		long n = read_all(orig, cut, &code, &off);
 		CHECK(n <= full, "truncated at %zu read more than the whole", cut);
+		CHECK(n < 0 || last_lossy, "truncated at %zu: read %ld events and reported no loss", cut, n);
 	}
 	/* flipped bits all over the file */
 	uint64_t s = 12345;
 	for (int i = 0; i < 3000; i++) {
 		memcpy(b, orig, len);
-		size_t at = i < 1024 ? (size_t)i : (size_t)(rnd(&s) % len);
-		b[at] ^= (uint8_t)(1u << (rnd(&s) % 8));
-		(void)read_all(b, len, &code, &off);
+		/* the first 1 KiB (file header, schema, meta, first chunk
+		 * header), the last 512 bytes (index, trailer), then anywhere */
+		size_t at = i < 1024 ? (size_t)i : i < 1536 ? len - 1 - (size_t)(i - 1024) : (size_t)(rnd(&s) % len);
+		uint8_t x = i % 3 == 2 ? (uint8_t)(1 + rnd(&s) % 255) : (uint8_t)(1u << (rnd(&s) % 8));
+		b[at] ^= x;
+		CASE("byte %zu of %zu xor 0x%02x", at, len, x);
+		long n = read_all(b, len, &code, &off);
+		if (n >= 0) {   /* read on: what it read can only be less, or the same */
+			CHECK(n <= full, "flip at %zu read %ld events, the clean file has %ld", at, n, full);
+			CHECK(last_lossy, "flip at %zu (xor 0x%02x) read %ld of %ld events and reported no loss", at, x, n, full);
+		}
 	}
 	/* a flipped byte inside a data payload: NRR_ECORRUPT at that chunk */
 	uint64_t o = NRR_FILE_HEADER_SIZE;
@@ -122,6 +151,7 @@ int main(void)
 		o += h.header_size + h.payload_size;
 	CHECK_FATAL(h.type == NRR_CHUNK_DATA, "found a data chunk");
 	memcpy(b, orig, len);
+	CASE("payload byte flip");
 	b[o + NRR_CHUNK_HEADER_SIZE + h.payload_size / 2] ^= 0xff;
 	CHECK(read_all(b, len, &code, &off) == -1 && code == NRR_ECORRUPT && off >= o && off <= o + NRR_CHUNK_HEADER_SIZE,
 	      "payload damage reported at the chunk (code %d offset %llu, chunk at %llu)", code,
@@ -146,6 +176,7 @@ int main(void)
 	nrr_le16(b + 8, 2);
 	nrr_le32(b + 60, nrr_crc32c(0, b, 60));
 	CHECK(nrr_reader_open_mem(&r, b, len, "mem.nrt", &d) == NRR_EVERSION && strstr(d.msg, "newer"), "newer version: %s", d.msg);
+	alarm(0);
 	free(b);
 	free(orig);
 	unlink(path);

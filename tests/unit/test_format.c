@@ -101,14 +101,22 @@ static const char good[] =
 	"fn 2 f2 dom void\n"
 	"end\n";
 
-static void expect_bad(const char *text, const char *why)
+/* @line: the line the message must name (0: any line) */
+static void expect_bad_at(const char *text, size_t len, unsigned line, const char *why)
 {
 	nrr_schema *s = NULL;
 	nrr_diag d;
 	memset(&d, 0, sizeof(d));
-	int rc = nrr_schema_parse(&s, text, strlen(text), &d);
-	CHECK(rc == NRR_ESCHEMA && s == NULL && strstr(d.msg, "schema line") != NULL, "rejects %s (rc %d, msg '%s')", why, rc, d.msg);
+	int rc = nrr_schema_parse(&s, text, len, &d);
+	char want[32] = "schema line";
+	if (line)
+		snprintf(want, sizeof(want), "schema line %u:", line);
+	CHECK(rc == NRR_ESCHEMA && s == NULL && strstr(d.msg, want) != NULL, "rejects %s (rc %d, msg '%s', want '%s')", why,
+	      rc, d.msg, want);
 }
+
+#define expect_bad(text, why) expect_bad_at(text, strlen(text), 0, why)
+#define expect_bad_line(text, line, why) expect_bad_at(text, strlen(text), line, why)
 
 static void test_schema(void)
 {
@@ -126,26 +134,36 @@ static void test_schema(void)
 	nrr_schema_free(s);
 
 	expect_bad("", "empty text");
-	expect_bad("ncclrr-schema 2\nend\n", "newer schema version");
+	expect_bad_line("ncclrr-schema 2\nend\n", 1, "newer schema version");
 	expect_bad("ncclrr-schema 1\n", "missing end");
-	expect_bad("ncclrr-schema 1\nfn 1 f d void\nenum E\nv 1 A\nend\n", "enum after fn");
-	expect_bad("ncclrr-schema 1\nfn 2 f d void\nend\n", "id out of sequence");
-	expect_bad("ncclrr-schema 1\nfn 1 f d void\na in x weird\nend\n", "unknown format");
-	expect_bad("ncclrr-schema 1\nfn 1 f d void\na in x enum:Nope\nend\n", "unknown table");
-	expect_bad("ncclrr-schema 1\nfn 1 f d bogus\nend\n", "unknown return convention");
-	expect_bad("ncclrr-schema 1\nfn 1 f d void\na sideways x u\nend\n", "bad direction");
-	expect_bad("ncclrr-schema 1\na in x u\nend\n", "arg before fn");
+	expect_bad_line("ncclrr-schema 1\nfn 1 f d void\nenum E\nv 1 A\nend\n", 3, "enum after fn");
+	expect_bad_line("ncclrr-schema 1\nfn 2 f d void\nend\n", 2, "id out of sequence");
+	expect_bad_line("ncclrr-schema 1\nfn 1 f d void\nfn 1 g d void\nend\n", 3, "repeated id");
+	expect_bad_line("ncclrr-schema 1\nfn 1 f d void\na in x weird\nend\n", 3, "unknown format");
+	expect_bad_line("ncclrr-schema 1\nfn 1 f d void\na in x enum:Nope\nend\n", 3, "unknown table");
+	expect_bad_line("ncclrr-schema 1\nfn 1 f d bogus\nend\n", 2, "unknown return convention");
+	expect_bad_line("ncclrr-schema 1\nfn 1 f d void\na sideways x u\nend\n", 3, "bad direction");
+	expect_bad_line("ncclrr-schema 1\na in x u\nend\n", 2, "arg before fn");
 	expect_bad("ncclrr-schema 1\nfn 1 f d void\na in x handle\nend\n", "handle without kind");
 	expect_bad("ncclrr-schema 1\nfn 1 f  d void\nend\n", "double space");
 	expect_bad("ncclrr-schema 1\nend", "unterminated line");
 	const char nul[] = "ncclrr-schema 1\n\0end\n";
 	nrr_schema *x = NULL;
 	CHECK(nrr_schema_parse(&x, nul, sizeof(nul) - 1, &d) == NRR_ESCHEMA, "NUL byte");
+	expect_bad_at(nul, sizeof(nul) - 1, 2, "NUL byte names its line");
 	char many[4096] = "ncclrr-schema 1\nfn 1 f d void\n";
 	for (int i = 0; i < NRR_MAX_ARGS + 1; i++)
 		snprintf(many + strlen(many), sizeof(many) - strlen(many), "a in x%d u\n", i);
 	strcat(many, "end\n");
-	expect_bad(many, "too many args");
+	expect_bad_line(many, 3 + NRR_MAX_ARGS, "too many args");
+	/* the example from the design brief parses */
+	static const char ex[] = "ncclrr-schema 1\nenum CUresult\nv 0 CUDA_SUCCESS\nv 600 CUDA_ERROR_NOT_READY\n"
+		"fn 1 cuMemAlloc cuda_driver curesult:CUresult\na out dptr handle:devptr create\na in size u\n"
+		"fn 2 cuStreamQuery cuda_driver curesult:CUresult blocking poll\na in s handle:stream\n"
+		"fn 3 f nccl int\na in name str\nend\n";
+	CHECK(nrr_schema_parse(&x, ex, sizeof(ex) - 1, &d) == 0 && nrr_schema_nfns(x) == 3, "example schema: %s", d.msg);
+	if (x)
+		nrr_schema_free(x);
 }
 
 int main(void)

@@ -15,7 +15,7 @@
 #include "../lib/check.h"
 
 #define NTHREADS 8
-#define NOPS 30000
+#define NOPS 100000
 
 static const char schema[] =
 	"ncclrr-schema 1\n"
@@ -39,6 +39,9 @@ struct ev {
 	uint64_t dseed;  /* bytes/str content seed */
 	uint32_t dlen;   /* bytes/str original length */
 	uint32_t dlen2;  /* second byte field (inout io leave value) */
+	uint8_t cont;    /* a NOT_READY poll right after an identical one: must
+			  * be coalesced into the previous record unless a chunk
+			  * boundary lies between them */
 };
 
 struct thr {
@@ -102,8 +105,11 @@ static void *writer_main(void *arg)
 	char str[64];
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	uint64_t handle = 0x1000 + (uint64_t)t->idx;
+	bool last_notready = false;   /* the last record written was a NOT_READY poll */
 	for (int op = 0; op < NOPS; op++) {
 		uint64_t r = rnd(&s) % 100;
+		bool was_notready = last_notready;
+		last_notready = false;
 		if (r < 12 && depth < 6) {
 			struct frame *f = &st[depth];
 			memset(&f->e, 0, sizeof(f->e));
@@ -139,8 +145,11 @@ static void *writer_main(void *arg)
 				p = nrr_leave_begin(w, res, 0, 0);
 				nrr_leave_end(w, p, res == 600);
 				*push(t) = (struct ev){ .phase = NRR_PHASE_CALL, .kind = NRR_CALL, .depth = (uint8_t)depth,
-							       .fn = F_POLL, .seq = ++t->seq, .a = handle, .result = res };
+							       .fn = F_POLL, .seq = ++t->seq, .a = handle, .result = res,
+							       .cont = was_notready && res == 600 };
+				was_notready = res == 600;
 			}
+			last_notready = was_notready;
 		} else if (r < 45) {
 			announce(t, st, depth);
 			uint64_t seed = rnd(&s);
@@ -209,23 +218,27 @@ static bool bytes_eq(const nrr_value *v, uint64_t seed, uint32_t len, bool str)
 	return memcmp(b, v->p, v->len) == 0;
 }
 
-/* Compare one stream with its thread's expected events. */
-static void verify_stream(nrr_reader *r, uint32_t si, struct thr *t, const char *what)
+/*
+ * Compare what a cursor gives, from @first (already read, or NULL) to the
+ * end, with the thread's expected events from index @i. After a seek
+ * (@seek_seq != 0) calls opened before the seek point may come back with
+ * args_lost set; they are counted in @lost. @return events matched.
+ */
+static size_t compare_from(nrr_cursor *c, const nrr_call *first, struct thr *t, size_t i, const char *what,
+			   uint64_t seek_seq, uint64_t *coalesced, uint64_t *lost)
 {
-	nrr_cursor *c;
-	CHECK_FATAL(nrr_cursor_open(&c, r, si) == 0, "cursor");
-	const nrr_call *call;
-	size_t i = 0;
-	uint64_t last_key = 0, coalesced = 0;
-	int rc;
-	while ((rc = nrr_cursor_next(c, &call)) == 0) {
+	const nrr_call *call = first;
+	uint64_t last_key = 0, prev_chunk = UINT64_MAX;
+	int rc = 0;
+	size_t i0 = i;
+	while (call || (rc = nrr_cursor_next(c, &call)) == 0) {
 		CHECK(nrr_call_key(call) >= last_key, "%s: time goes back at event %zu", what, i);
 		last_key = nrr_call_key(call);
 		CHECK(call->tid == t->tid, "%s: tid", what);
 		for (uint64_t k = 0; k <= call->repeat; k++, i++) {
 			if (i >= t->nev) {
 				CHECK(0, "%s: more events than written", what);
-				goto out;
+				return i - i0;
 			}
 			const struct ev *e = &t->ev[i];
 			CHECK(call->kind == e->kind, "%s: event %zu kind %d vs %d", what, i, call->kind, e->kind);
@@ -237,7 +250,7 @@ static void verify_stream(nrr_reader *r, uint32_t si, struct thr *t, const char 
 			}
 			if (call->kind != NRR_CALL || call->fn->id != e->fn) {
 				CHECK(0, "%s: event %zu fn %u vs %u", what, i, call->fn ? call->fn->id : 0, e->fn);
-				goto out;
+				return i - i0;
 			}
 			CHECK(call->phase == e->phase, "%s: event %zu (fn %u seq %llu) phase %d vs %d", what, i, e->fn,
 			      (unsigned long long)e->seq, call->phase, e->phase);
@@ -247,16 +260,28 @@ static void verify_stream(nrr_reader *r, uint32_t si, struct thr *t, const char 
 			if (e->phase == NRR_PHASE_CALL || e->phase == NRR_PHASE_RESUME)
 				CHECK(call->done && call->result == e->result, "%s: event %zu result %lld vs %lld", what, i,
 				      (long long)call->result, (long long)e->result);
-			if (call->args_lost)
+			if (e->fn == F_POLL && e->cont && k == 0)
+				CHECK(call->chunk_offset != prev_chunk, "%s: poll seq %llu not coalesced with the identical "
+				      "NOT_READY poll before it (same chunk at %llu)", what, (unsigned long long)e->seq,
+				      (unsigned long long)prev_chunk);
+			if (call->args_lost) {
+				/* only a call opened before where reading started */
+				CHECK(seek_seq && e->seq < seek_seq && e->fn == F_PARENT &&
+				      (e->phase == NRR_PHASE_RESUME || e->phase == NRR_PHASE_INFLIGHT),
+				      "%s: event %zu (seq %llu phase %d) has args_lost (read from seq %llu)", what, i,
+				      (unsigned long long)e->seq, e->phase, (unsigned long long)seek_seq);
+				if (lost)
+					(*lost)++;
 				continue;
+			}
 			switch (e->fn) {
 			case F_PARENT:
 				CHECK(call->args[0].u == e->a && (int64_t)call->args[1].u == e->b, "%s: parent args %zu", what, i);
 				break;
 			case F_POLL:
 				CHECK(call->args[0].u == e->a, "%s: poll handle", what);
-				if (k)
-					coalesced++;
+				if (k && coalesced)
+					(*coalesced)++;
 				break;
 			case F_BIG:
 				CHECK(bytes_eq(&call->args[0], e->dseed, e->dlen, false), "%s: big bytes %zu (len %u)", what, i, e->dlen);
@@ -270,47 +295,92 @@ static void verify_stream(nrr_reader *r, uint32_t si, struct thr *t, const char 
 				break;
 			}
 		}
+		prev_chunk = call->chunk_offset;
+		call = NULL;
 	}
 	CHECK(rc == NRR_EEOF, "%s: cursor ended with %d (%s)", what, rc, nrr_cursor_diag(c)->msg);
 	CHECK(i == t->nev, "%s: %zu events read, %zu written", what, i, t->nev);
+	return i - i0;
+}
+
+/* Compare one stream with its thread's expected events. */
+static void verify_stream(nrr_reader *r, uint32_t si, struct thr *t, const char *what)
+{
+	nrr_cursor *c;
+	CHECK_FATAL(nrr_cursor_open(&c, r, si) == 0, "cursor");
+	uint64_t coalesced = 0;
+	compare_from(c, NULL, t, 0, what, 0, &coalesced, NULL);
 	CHECK(coalesced > 0, "%s: polling was coalesced", what);
-out:
 	nrr_cursor_close(c);
 }
 
-static void verify_seek(nrr_reader *r, uint32_t si, uint64_t *s)
+/* Seek to random seqs: land on the first call at or after it, then read
+ * on to the end exactly as written; calls opened in an earlier chunk come
+ * back with args_lost. @return how many args_lost events were seen. */
+static uint64_t verify_seek(nrr_reader *r, uint32_t si, struct thr *t, uint64_t *s, const char *what)
 {
-	/* the seqs of CALL/ENTER events, from a full scan */
 	nrr_cursor *c;
 	CHECK_FATAL(nrr_cursor_open(&c, r, si) == 0, "cursor");
-	size_t n = 0, cap = 1 << 16;
-	uint64_t *seqs = malloc(cap * sizeof(*seqs));
+	/* expected events that a seek can land on: CALL and ENTER */
+	size_t n = 0;
+	size_t *idx = malloc(t->nev * sizeof(*idx));
+	CHECK_FATAL(idx, "out of memory");
+	for (size_t i = 0; i < t->nev; i++)
+		if (t->ev[i].kind == NRR_CALL && (t->ev[i].phase == NRR_PHASE_CALL || t->ev[i].phase == NRR_PHASE_ENTER))
+			idx[n++] = i;
+	CHECK_FATAL(n, "no calls");
+	uint64_t lost = 0, maxseq = t->ev[idx[n - 1]].seq;
 	const nrr_call *call;
-	while (nrr_cursor_next(c, &call) == 0) {
-		if (call->kind == NRR_CALL && (call->phase == NRR_PHASE_CALL || call->phase == NRR_PHASE_ENTER)) {
-			if (n == cap)
-				seqs = realloc(seqs, (cap *= 2) * sizeof(*seqs));
-			CHECK_FATAL(seqs, "out of memory");
-			seqs[n++] = call->seq;
-		}
-	}
-	for (int k = 0; k < 200 && n; k++) {
-		uint64_t target = 1 + rnd(s) % seqs[n - 1];
-		size_t lo = 0;
-		while (seqs[lo] < target)
-			lo++;
+	for (int k = 0; k < 16; k++) {
+		uint64_t target = 1 + rnd(s) % maxseq;
 		int rc = nrr_cursor_seek(c, target);
-		CHECK(rc == 0, "seek %llu: %d", (unsigned long long)target, rc);
+		CHECK(rc == 0, "%s: seek %llu: %d", what, (unsigned long long)target, rc);
 		if (rc)
 			continue;
-		CHECK(nrr_cursor_next(c, &call) == 0 && call->seq == seqs[lo], "seek %llu landed on %llu, want %llu",
-		      (unsigned long long)target, (unsigned long long)call->seq, (unsigned long long)seqs[lo]);
-		/* and reading goes on from there */
-		CHECK(nrr_cursor_next(c, &call) == 0 || lo + 1 == n, "read after seek");
+		rc = nrr_cursor_next(c, &call);
+		CHECK_FATAL(rc == 0, "%s: read after seek %llu", what, (unsigned long long)target);
+		/* it must land on a record start at or after target, with nothing
+		 * written in between but repeats of one coalesced record */
+		size_t lo = 0;
+		while (lo < n && t->ev[idx[lo]].seq < call->seq)
+			lo++;
+		CHECK_FATAL(lo < n && t->ev[idx[lo]].seq == call->seq, "%s: seek %llu landed on unknown seq %llu", what,
+			    (unsigned long long)target, (unsigned long long)call->seq);
+		CHECK(call->seq <= target || lo == 0 || t->ev[idx[lo - 1]].seq < target ||
+		      (t->ev[idx[lo - 1]].fn == F_POLL && t->ev[idx[lo - 1]].cont),
+		      "%s: seek %llu skipped seq %llu to land on %llu", what, (unsigned long long)target,
+		      (unsigned long long)t->ev[idx[lo - 1]].seq, (unsigned long long)call->seq);
+		CHECK(call->seq + call->repeat >= target, "%s: seek %llu landed before it (seq %llu)", what,
+		      (unsigned long long)target, (unsigned long long)call->seq);
+		char w2[96];
+		snprintf(w2, sizeof(w2), "%s after seek %llu", what, (unsigned long long)target);
+		compare_from(c, call, t, idx[lo], w2, call->seq, NULL, &lost);
 	}
-	CHECK(nrr_cursor_seek(c, seqs[n - 1] + 1000000) == NRR_ENOTFOUND, "seek past the end");
-	free(seqs);
+	CHECK(nrr_cursor_seek(c, maxseq + 1000000) == NRR_ENOTFOUND, "%s: seek past the end", what);
+	free(idx);
 	nrr_cursor_close(c);
+	return lost;
+}
+
+/* Merge over @n readers: non-decreasing wall order, every event once. */
+static void verify_merge(nrr_reader **r, size_t nr, size_t total, const char *what)
+{
+	nrr_merge *m;
+	CHECK_FATAL(nrr_merge_open(&m, r, nr) == 0, "merge");
+	const nrr_call *call;
+	size_t ri, n = 0;
+	uint64_t last = 0;
+	int rc;
+	while ((rc = nrr_merge_next(m, &call, &ri)) == 0) {
+		CHECK_FATAL(ri < nr, "reader index");
+		uint64_t k = nrr_reader_wall(r[ri], nrr_call_key(call));
+		CHECK(k >= last, "%s: merge order goes back at event %zu", what, n);
+		last = k;
+		n += 1 + call->repeat;
+	}
+	CHECK(rc == NRR_EEOF, "%s: merge end %d", what, rc);
+	CHECK(n == total, "%s: merge saw %zu events, %zu written", what, n, total);
+	nrr_merge_close(m);
 }
 
 static void run(const char *path, size_t chunk, uint64_t seed, struct thr *th)
@@ -368,26 +438,26 @@ int main(int argc, char **argv)
 		}
 	}
 	CHECK(nrr_reader_stream(r[0], 0)->nchunks > 5, "small chunks make many chunks (%u)", nrr_reader_stream(r[0], 0)->nchunks);
-	uint64_t s = seed;
-	verify_seek(r[0], 0, &s);
-	verify_seek(r[1], 1, &s);
-
-	/* merge over both files: everything, in wall-time order */
-	nrr_merge *m;
-	CHECK_FATAL(nrr_merge_open(&m, r, 2) == 0, "merge");
-	const nrr_call *call;
-	size_t ri, n = 0;
-	uint64_t last = 0;
-	int rc;
-	while ((rc = nrr_merge_next(m, &call, &ri)) == 0) {
-		uint64_t k = nrr_reader_wall(r[ri], nrr_call_key(call));
-		CHECK(k >= last, "merge order");
-		last = k;
-		n += 1 + call->repeat;
+	uint64_t s = seed, lost = 0;
+	for (uint32_t si = 0; si < 2; si++) {
+		for (int f = 0; f < 2; f++) {
+			struct thr *t = NULL;
+			for (int i = 0; i < NTHREADS; i++)
+				if (ths[f][i].tid == nrr_reader_stream(r[f], si)->tid)
+					t = &ths[f][i];
+			char what[64];
+			snprintf(what, sizeof(what), "file %d stream %u", f, si);
+			uint64_t l = verify_seek(r[f], si, t, &s, what);
+			if (f == 0)
+				lost += l;
+		}
 	}
-	CHECK(rc == NRR_EEOF, "merge end");
-	CHECK(n == total, "merge saw %zu events, %zu written", n, total);
-	nrr_merge_close(m);
+	CHECK(lost > 0, "seeks into 16 KiB chunks met calls opened in an earlier chunk (args_lost)");
+	size_t total0 = 0;
+	for (int i = 0; i < NTHREADS; i++)
+		total0 += t1[i].nev;
+	verify_merge(r, 1, total0, "merge of one file");
+	verify_merge(r, 2, total, "merge of two files");
 	nrr_reader_close(r[0]);
 	nrr_reader_close(r[1]);
 	unlink(p1);
