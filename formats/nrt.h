@@ -169,6 +169,9 @@ typedef struct nrr_tls nrr_tls;   /* per-thread stream state */
 
 typedef struct nrr_writer_opts {
 	size_t chunk_size;     /* raw bytes per chunk (default 128 KiB) */
+	size_t max_buffered;   /* raw bytes buffered for compression before a
+				* thread waits (default 32 MiB per writer; each
+				* thread may always use 2 chunks) */
 	int zstd_level;        /* default 1 */
 	const char *schema;    /* schema text (required; the tracer passes
 				* nrr_builtin_schema) */

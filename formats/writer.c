@@ -5,9 +5,11 @@
  * Each thread appends records to a buffer of its own (no lock, no atomic
  * read-modify-write on the hot path).  A full buffer is handed to the
  * writer's compression thread through a lock-free stack and the thread
- * carries on in the next of its NBUF buffers; the compression thread turns
- * each buffer into one chunk (zstd frame + header) and appends it to the
- * file.  See FORMAT.md for the bytes.
+ * carries on in a spare buffer; the compression thread turns each buffer
+ * into one chunk (zstd frame + header), appends it to the file and gives
+ * the buffer back to its thread.  A burst that outruns compression is
+ * absorbed by new buffers up to max_buffered bytes per writer; past that
+ * the thread waits (nothing is dropped).  See FORMAT.md for the bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,14 +33,11 @@
 #include "nrt.h"
 #include "nrt_internal.h"
 
-#define NBUF 4
 #define MAX_DEPTH NRR_MAX_DEPTH
 /* Room kept free at the end of a buffer for a REPEAT record. */
 #define SLACK 32
 /* Bytes the frame prologue of a chunk can take. */
 #define PROLOGUE_MAX (NRR_VAR_MAX + MAX_DEPTH * 3 * NRR_VAR_MAX)
-
-enum { BUF_FREE = 0, BUF_FILLING = 1, BUF_QUEUED = 2 };
 
 struct wbuf {
 	uint8_t *data;
@@ -46,8 +45,8 @@ struct wbuf {
 	uint32_t nrec;
 	uint64_t first_seq, first_ts;
 	nrr_tls *owner;
-	_Atomic int state;
-	struct wbuf *next;   /* in the writer's queue */
+	struct wbuf *next;   /* in the writer's queue, or a free list */
+	struct wbuf *all;    /* every buffer of the owner, for freeing */
 };
 
 struct frame {
@@ -89,7 +88,9 @@ struct nrr_tls {
 	_Atomic size_t committed;   /* bytes of cur that hold whole records */
 	bool dead;
 	nrr_tls *next_all;
-	struct wbuf bufs[NBUF];
+	struct wbuf *all;                /* every buffer this thread owns */
+	struct wbuf *spare;              /* free buffers, owner only */
+	_Atomic(struct wbuf *) returned; /* given back by the compression thread */
 	uint8_t scratch[NRR_BYTES_CAP_DEFAULT * NRR_MAX_ARGS + 256];
 };
 
@@ -108,6 +109,8 @@ struct nrr_writer {
 	_Atomic(struct wbuf *) queue;
 	_Atomic uint32_t qfutex;
 	_Atomic uint32_t freefutex;
+	_Atomic size_t pool_bytes;  /* buffers allocated by all threads */
+	size_t max_buffered;
 	_Atomic bool stop;
 	pthread_t thread;
 	bool thread_started;
@@ -314,7 +317,12 @@ static void drain(nrr_writer *w)
 		emit_chunk(w, NRR_CHUNK_DATA, b->owner->stream, b->owner->tid,
 			   b->first_seq, b->first_ts, b->nrec, b->data, b->len);
 		pthread_mutex_unlock(&w->io_lock);
-		atomic_store_explicit(&b->state, BUF_FREE, memory_order_release);
+		nrr_tls *t = b->owner;   /* give the buffer back (only pusher: this thread) */
+		struct wbuf *head = atomic_load_explicit(&t->returned, memory_order_relaxed);
+		do {
+			b->next = head;
+		} while (!atomic_compare_exchange_weak_explicit(&t->returned, &head, b,
+							       memory_order_release, memory_order_relaxed));
 		atomic_fetch_add(&w->freefutex, 1);
 		futex_wake(&w->freefutex);
 	}
@@ -376,7 +384,6 @@ static inline uint8_t *put_repeat(nrr_tls *t, uint8_t *p)
 
 static void queue_buf(nrr_writer *w, struct wbuf *b)
 {
-	atomic_store_explicit(&b->state, BUF_QUEUED, memory_order_relaxed);
 	struct wbuf *head = atomic_load_explicit(&w->queue, memory_order_relaxed);
 	do {
 		b->next = head;
@@ -386,7 +393,42 @@ static void queue_buf(nrr_writer *w, struct wbuf *b)
 	futex_wake(&w->qfutex);
 }
 
-/* Hand the current buffer over and continue in the next free one. */
+static struct wbuf *new_buf(nrr_tls *t)
+{
+	nrr_writer *w = t->w;
+	struct wbuf *b = calloc(1, sizeof(*b));
+	if (b)
+		b->data = malloc(w->chunk_size);
+	if (!b || !b->data) {
+		free(b);
+		return NULL;
+	}
+	b->owner = t;
+	b->all = t->all;
+	t->all = b;
+	return b;
+}
+
+/* A free buffer: a spare, one given back, or a new one while the writer
+ * is within max_buffered; NULL means wait for the compression thread. */
+static struct wbuf *take_buf(nrr_tls *t)
+{
+	if (!t->spare)
+		t->spare = atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire);
+	struct wbuf *b = t->spare;
+	if (b) {
+		t->spare = b->next;
+		return b;
+	}
+	nrr_writer *w = t->w;
+	if (atomic_fetch_add(&w->pool_bytes, w->chunk_size) + w->chunk_size <= w->max_buffered &&
+	    (b = new_buf(t)))
+		return b;
+	atomic_fetch_sub(&w->pool_bytes, w->chunk_size);
+	return NULL;
+}
+
+/* Hand the current buffer over and continue in a free one. */
 static void switch_buf(nrr_tls *t)
 {
 	nrr_writer *w = t->w;
@@ -396,14 +438,13 @@ static void switch_buf(nrr_tls *t)
 	b->len = (size_t)(t->pos - t->base);
 	b->nrec = t->nrec;
 	queue_buf(w, b);
-	struct wbuf *n = &t->bufs[(b - t->bufs + 1) % NBUF];
-	while (atomic_load_explicit(&n->state, memory_order_acquire) != BUF_FREE) {
+	struct wbuf *n;
+	while (!(n = take_buf(t))) {
 		uint32_t seen = atomic_load(&w->freefutex);
-		if (atomic_load_explicit(&n->state, memory_order_acquire) == BUF_FREE)
+		if ((n = take_buf(t)))
 			break;
 		futex_wait(&w->freefutex, seen, 1000000);
 	}
-	atomic_store_explicit(&n->state, BUF_FILLING, memory_order_relaxed);
 	buf_start(t, n);
 }
 
@@ -411,6 +452,16 @@ void nrr_tls_flush(nrr_tls *t)
 {
 	if (t && !t->dead && t->nrec + t->rep_count)
 		switch_buf(t);
+}
+
+static void free_bufs(nrr_tls *t)
+{
+	for (struct wbuf *b = t->all, *n; b; b = n) {
+		n = b->all;
+		free(b->data);
+		free(b);
+	}
+	t->all = NULL;
 }
 
 static void tls_exit(void *arg)
@@ -436,16 +487,15 @@ nrr_tls *nrr_writer_thread(nrr_writer *w)
 	if (!t)
 		return NULL;
 	t->w = w;
-	for (int i = 0; i < NBUF; i++) {
-		t->bufs[i].data = malloc(w->chunk_size);
-		t->bufs[i].owner = t;
-		if (!t->bufs[i].data) {
-			for (int j = 0; j < i; j++)
-				free(t->bufs[j].data);
-			free(t);
-			return NULL;
-		}
+	/* two buffers each thread may always have, whatever max_buffered says */
+	struct wbuf *first = new_buf(t), *second = first ? new_buf(t) : NULL;
+	if (!second) {
+		free_bufs(t);
+		free(t);
+		return NULL;
 	}
+	atomic_fetch_add(&w->pool_bytes, 2 * w->chunk_size);
+	t->spare = second;
 	t->tsc = w->tsc;
 	t->tsc0 = w->tsc0;
 	t->ns0 = w->ns0;
@@ -454,8 +504,7 @@ nrr_tls *nrr_writer_thread(nrr_writer *w)
 	t->stream = atomic_fetch_add(&w->nstreams, 1);
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	t->clock = now_ns(w);
-	atomic_store(&t->bufs[0].state, BUF_FILLING);
-	buf_start(t, &t->bufs[0]);
+	buf_start(t, first);
 	nrr_tls *head = atomic_load(&w->threads);
 	do {
 		t->next_all = head;
@@ -640,6 +689,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	int rc;
 	snprintf(w->path, sizeof(w->path), "%s", path);
 	w->chunk_size = o.chunk_size;
+	w->max_buffered = o.max_buffered ? o.max_buffered : (size_t)32 << 20;
 	w->level = o.zstd_level;
 	pthread_mutex_init(&w->io_lock, NULL);
 	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -781,8 +831,7 @@ int nrr_writer_close(nrr_writer *w)
 	nrr_tls *t = atomic_load(&w->threads);
 	while (t) {
 		nrr_tls *n = t->next_all;
-		for (int i = 0; i < NBUF; i++)
-			free(t->bufs[i].data);
+		free_bufs(t);
 		free(t);
 		t = n;
 	}

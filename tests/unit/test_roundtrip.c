@@ -386,8 +386,10 @@ static void verify_merge(nrr_reader **r, size_t nr, size_t total, const char *wh
 static void run(const char *path, size_t chunk, uint64_t seed, struct thr *th)
 {
 	nrr_writer *w;
+	/* the small-chunk file also allows no buffering beyond each thread's
+	 * two chunks, so threads wait for the compression thread */
 	nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .chunk_size = chunk,
-			      .meta = "host=test\n", .meta_len = 10 };
+			      .max_buffered = chunk == 16384 ? 1 : 0, .meta = "host=test\n", .meta_len = 10 };
 	unlink(path);
 	CHECK_FATAL(nrr_writer_open(&w, path, &o) == 0, "writer_open %s", path);
 	pthread_t p[NTHREADS];
