@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_run.c - `ncclrr run`: a virtual multi-node cluster on this machine.
+ * Options only; the work is in replayer/launch. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "nrr_launch.h"
+
+/* also in cmds.h once the table lists `run` */
+int cmd_run(int argc, char **argv);
+extern const char cmd_run_usage[];
+
+const char cmd_run_usage[] =
+"Usage: ncclrr run --topo FILE [-np N] [--timeout S] [--env K=V]... [--] PROGRAM [ARGS]\n"
+"       ncclrr run --topo FILE [--wrap] [--comm-id HOST:PORT] [--env K=V]... [--] PROGRAM [ARGS]\n"
+"\n"
+"Run PROGRAM as the ranks of the virtual cluster described by FILE (a topo/\n"
+"cluster file), every rank a process on this machine on its own virtual host,\n"
+"against the fake CUDA driver and NVML.\n"
+"\n"
+"Options:\n"
+"  --topo FILE          the cluster file (required), e.g. topo/2node_16gpu.xml\n"
+"  -np N, --np N        number of ranks (default: hosts x GPUs per host); must be\n"
+"                       a multiple of the number of hosts. Rank r goes to host\n"
+"                       r / (N/hosts) with local rank (device) r % (N/hosts)\n"
+"  --timeout S          kill every rank after S seconds (decimals allowed; default:\n"
+"                       no limit) and report which ranks were still running, the\n"
+"                       last line each printed and where each thread was blocked\n"
+"  --env K=V            set K=V for every rank, after (and over) all the\n"
+"                       variables below; may be repeated\n"
+"  --comm-id HOST:PORT  NCCL_COMM_ID to use (default: 127.0.0.1 and a free port)\n"
+"  --wrap               wrapper mode: set up this one process as a rank of an\n"
+"                       outer launcher and exec PROGRAM (see below)\n"
+"  -h, --help           this text;  --version  the version\n"
+"\n"
+"Each rank's environment is this one's plus:\n"
+"  NCCLRR_TOPO (absolute cluster file), NCCLRR_HOST (host index), NCCLRR_RANK,\n"
+"  NCCLRR_NRANKS, NCCLRR_LOCAL_RANK, NCCLRR_LOCAL_SIZE; RANK, WORLD_SIZE,\n"
+"  LOCAL_RANK, LOCAL_WORLD_SIZE; NCCL_HOSTID (the host's name), NCCL_COMM_ID,\n"
+"  NCCL_SOCKET_IFNAME=lo, NCCL_TOPO_FILE (the host's topology XML, written to a\n"
+"  private temporary directory removed at exit), and LD_LIBRARY_PATH with the\n"
+"  fake runtime's directory first ($NCCLRR_FAKE_LIBDIR, else found next to this\n"
+"  program). Standard input is /dev/null.\n"
+"\n"
+"Every line a rank writes is copied to the same stream (stdout or stderr)\n"
+"prefixed with \"[R] \". At the end a summary goes to stderr, with each rank's\n"
+"exit status or signal when any rank failed.\n"
+"\n"
+"Wrapper mode: under mpirun, srun or torchrun, run 'ncclrr run --topo FILE\n"
+"PROGRAM' as the per-rank command. When -np is not given and\n"
+"OMPI_COMM_WORLD_RANK, SLURM_PROCID or RANK is set (or --wrap is given), the\n"
+"rank and world size come from OMPI_COMM_WORLD_RANK/SIZE, SLURM_PROCID/NTASKS\n"
+"or RANK/WORLD_SIZE (in that order), this process's environment is set up for\n"
+"that rank only and PROGRAM is exec'ed (no prefixing, no timeout). NCCL_COMM_ID\n"
+"is taken from the environment or --comm-id. The host's topology XML is left\n"
+"in ${TMPDIR:-/tmp}/ncclrr-UID/.\n"
+"\n"
+"Exit status: 0 every rank exited 0; 1 a rank failed; 2 bad usage or setup\n"
+"(unknown or malformed topology, program not found, fake runtime not found);\n"
+"124 the timeout fired; 130 interrupted by SIGINT, SIGTERM or SIGHUP.\n"
+"\n"
+"Example:\n"
+"  NCCL_DEBUG=INFO ncclrr run --topo topo/1node_8gpu.xml --timeout 120 -- ./init_allreduce\n";
+
+static int parse_int(const char *s, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > 1 << 20)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	const char *topo = NULL, *comm_id = NULL;
+	int np = 0, wrap = 0;
+	double timeout = 0;
+	char **user_env = calloc((size_t)argc + 1, sizeof(char *));
+	size_t n_env = 0;
+	int i, ret = NRR_EXIT_USAGE;
+	if (!user_env)
+		return NRR_EXIT_USAGE;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		const char *val = NULL;
+		const char *eq = strchr(a, '=');
+		size_t nlen = eq && a[1] == '-' ? (size_t)(eq - a) : strlen(a);
+#define OPT(name) (strlen(name) == nlen && strncmp(a, name, nlen) == 0)
+#define NEED_VAL() do { \
+		if (eq && a[1] == '-') val = eq + 1; \
+		else if (i + 1 < argc) val = argv[++i]; \
+		else { ret = nrr_cli_usage_error("run", "%s needs a value", a); goto end; } \
+	} while (0)
+		if (OPT("--topo")) {
+			NEED_VAL();
+			topo = val;
+		} else if (OPT("-np") || OPT("--np") || OPT("-n")) {
+			NEED_VAL();
+			if (parse_int(val, &np) < 0) {
+				ret = nrr_cli_usage_error("run", "-np needs a positive number, not '%s'", val);
+				goto end;
+			}
+		} else if (OPT("--timeout")) {
+			NEED_VAL();
+			char *e;
+			timeout = strtod(val, &e);
+			if (e == val || *e || !(timeout > 0)) {
+				ret = nrr_cli_usage_error("run", "--timeout needs a positive number of seconds, not '%s'", val);
+				goto end;
+			}
+		} else if (OPT("--env")) {
+			if (!(eq && a[1] == '-') && i + 1 >= argc) {
+				ret = nrr_cli_usage_error("run", "--env needs K=V");
+				goto end;
+			}
+			if (eq && a[1] == '-')
+				val = eq + 1;
+			else
+				val = argv[++i];
+			const char *e = strchr(val, '=');
+			if (!e || e == val) {
+				ret = nrr_cli_usage_error("run", "--env needs K=V, not '%s'", val);
+				goto end;
+			}
+			user_env[n_env++] = (char *)val;
+		} else if (OPT("--comm-id")) {
+			NEED_VAL();
+			comm_id = val;
+		} else if (OPT("--wrap")) {
+			wrap = 1;
+		} else {
+			ret = nrr_cli_usage_error("run", "unknown option '%s'", a);
+			goto end;
+		}
+#undef OPT
+#undef NEED_VAL
+	}
+	if (!topo) {
+		ret = nrr_cli_usage_error("run", "--topo FILE is required");
+		goto end;
+	}
+	if (i >= argc) {
+		ret = nrr_cli_usage_error("run", "no program given");
+		goto end;
+	}
+	if (wrap && np) {
+		ret = nrr_cli_usage_error("run", "--wrap and -np exclude each other");
+		goto end;
+	}
+	if (!wrap && !np) {
+		int r, n;
+		const char *src;
+		extern char **environ;
+		if (nrr_launch_wrap_rank(environ, &r, &n, &src) != -ENOENT)
+			wrap = 1;
+	}
+
+	char abs_topo[PATH_MAX];
+	if (!realpath(topo, abs_topo)) {
+		fprintf(stderr, "ncclrr run: cannot open topology file %s: %s\n", topo, strerror(errno));
+		goto end;
+	}
+	char err[1024];
+	struct nrr_cluster cluster;
+	if (nrr_cluster_load(&cluster, abs_topo, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ncclrr run: %s\n", err);
+		goto end;
+	}
+	char libdir[PATH_MAX];
+	if (nrr_launch_find_fake_libdir(libdir, sizeof(libdir), err, sizeof(err)) < 0) {
+		fprintf(stderr, "ncclrr run: %s\n", err);
+		nrr_cluster_free(&cluster);
+		goto end;
+	}
+	struct nrr_launch_opts o = {
+		.cluster = &cluster,
+		.topo_path = abs_topo,
+		.nranks = np,
+		.timeout_s = timeout,
+		.fake_libdir = libdir,
+		.comm_id = comm_id,
+		.user_env = user_env,
+		.n_user_env = n_env,
+		.argv = argv + i,
+		.out = stdout,
+		.err = stderr,
+		.report = stderr,
+	};
+	ret = wrap ? nrr_launch_wrap_exec(&o) : nrr_launch_run(&o);
+	nrr_cluster_free(&cluster);
+end:
+	free(user_env);
+	return ret;
+}

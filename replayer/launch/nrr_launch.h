@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* nrr_launch.h - the virtual-cluster launcher behind `ncclrr run`.
+ *
+ * Three layers, usable on their own:
+ *  - placement (pure): which virtual host and local rank a global rank gets;
+ *  - environment building (pure): the variables a rank's process sees;
+ *  - the supervisor: fork one process group per rank, prefix their output
+ *    lines with "[R] ", enforce a timeout, report and summarize.
+ * Every function returns 0 or a negative errno unless said otherwise. */
+#ifndef NCCLRR_LAUNCH_H
+#define NCCLRR_LAUNCH_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* ---- placement ------------------------------------------------------- */
+
+struct nrr_placement {
+	int rank;        /* global rank */
+	int nranks;      /* world size */
+	int host;        /* virtual host index */
+	int local_rank;  /* rank on that host == the device index it uses */
+	int local_size;  /* ranks per host */
+};
+
+/* Place @rank of @nranks on a cluster of @nhosts hosts with @gpus_per_host
+ * GPUs each: ranks are spread in order, local_size = nranks / nhosts,
+ * host = rank / local_size, local_rank = rank % local_size.
+ * @return 0, or -EINVAL when nranks is not a positive multiple of nhosts,
+ * needs more than gpus_per_host ranks per host, or rank is out of range
+ * (nrr_launch_place_error() then explains). */
+int nrr_launch_place(int nhosts, int gpus_per_host, int nranks, int rank,
+		     struct nrr_placement *out);
+
+/* A sentence explaining why (nhosts, gpus_per_host, nranks) cannot be
+ * placed, written into @buf; @return 0 if it can be placed. */
+int nrr_launch_place_error(int nhosts, int gpus_per_host, int nranks,
+			   char *buf, size_t size);
+
+/* ---- environment ----------------------------------------------------- */
+
+/* A NULL-terminated "K=V" array owned by the struct. */
+struct nrr_env {
+	char **vars;
+	size_t n, cap;
+};
+
+/* Copy @base (NULL-terminated, may be NULL) into @e. */
+int nrr_env_init(struct nrr_env *e, char *const *base);
+void nrr_env_free(struct nrr_env *e);
+/* The value of @key, or NULL. */
+const char *nrr_env_get(const struct nrr_env *e, const char *key);
+/* Set (or replace) @key to @val. */
+int nrr_env_set(struct nrr_env *e, const char *key, const char *val);
+/* Set from "K=V"; @return -EINVAL when there is no '=' or K is empty. */
+int nrr_env_put(struct nrr_env *e, const char *kv);
+/* Remove @key if present. */
+void nrr_env_unset(struct nrr_env *e, const char *key);
+/* Prepend @dir to the ':'-separated list in @key (set it if absent). */
+int nrr_env_prepend_path(struct nrr_env *e, const char *key, const char *dir);
+
+/* What one rank's environment is built from. NULL strings are left out. */
+struct nrr_rank_env {
+	struct nrr_placement pl;
+	const char *topo_path;     /* absolute cluster file -> NCCLRR_TOPO */
+	const char *host_name;     /* -> NCCL_HOSTID */
+	const char *host_xml;      /* per-host topology -> NCCL_TOPO_FILE */
+	const char *comm_id;       /* "127.0.0.1:PORT" -> NCCL_COMM_ID */
+	const char *fake_libdir;   /* prepended to LD_LIBRARY_PATH */
+	const char *socket_ifname; /* -> NCCL_SOCKET_IFNAME (NULL: "lo") */
+	char *const *user_env;     /* "K=V" set last, overriding everything */
+	size_t n_user_env;
+};
+
+/* Add to @e everything a rank needs: NCCLRR_TOPO, NCCLRR_HOST,
+ * NCCLRR_RANK, NCCLRR_NRANKS, NCCLRR_LOCAL_RANK, NCCLRR_LOCAL_SIZE, RANK,
+ * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NCCL_HOSTID, NCCL_COMM_ID,
+ * NCCL_SOCKET_IFNAME, NCCL_TOPO_FILE, LD_LIBRARY_PATH, then the user's
+ * variables. @return -EINVAL for a malformed user variable. */
+int nrr_launch_rank_env(struct nrr_env *e, const struct nrr_rank_env *r);
+
+/* Wrapper mode: find this process's rank and world size from an existing
+ * launcher's variables in @env: OMPI_COMM_WORLD_RANK/SIZE (Open MPI),
+ * then SLURM_PROCID/SLURM_NTASKS (srun), then RANK/WORLD_SIZE (torchrun
+ * and others). @source gets the name of the rank variable used.
+ * @return 0, -ENOENT when none is set, -EINVAL when a value is not a
+ * number or the world size is missing. */
+int nrr_launch_wrap_rank(char *const *env, int *rank, int *nranks,
+			 const char **source);
+
+/* ---- finding things -------------------------------------------------- */
+
+/* Directory holding the fake libcuda.so.1: $NCCLRR_FAKE_LIBDIR, else
+ * relative to /proc/self/exe: <exedir>/../replayer/fake[/cuda] (build
+ * tree), <exedir>/../lib/ncclrr/fake, <exedir>/../lib/<triplet>/ncclrr/fake
+ * (installed). @return 0, or -ENOENT with @err explaining where it looked. */
+int nrr_launch_find_fake_libdir(char *buf, size_t size, char *err, size_t errsize);
+
+/* A free TCP port on 127.0.0.1 (bound, read, released). @return port or
+ * a negative errno. */
+int nrr_launch_free_port(void);
+
+/* ---- the cluster and the supervisor ---------------------------------- */
+
+/* A loaded cluster, as the supervisor sees it. */
+struct nrr_cluster {
+	int nhosts;
+	int gpus_per_host;
+	char **host_names;  /* nhosts names */
+	/* write host @host's NCCL topology XML to @path; @return 0 or
+	 * negative with a message in @err */
+	int (*write_host_xml)(void *ctx, int host, const char *path, char *err, size_t errsize);
+	void *ctx;
+};
+
+/* Load @path with the topology parser (topo/). @return 0, or negative with
+ * the parser's "file:line: ..." message in @err. */
+int nrr_cluster_load(struct nrr_cluster *c, const char *path, char *err, size_t errsize);
+void nrr_cluster_free(struct nrr_cluster *c);
+
+struct nrr_launch_opts {
+	const struct nrr_cluster *cluster;
+	const char *topo_path;     /* absolute */
+	int nranks;                /* 0: nhosts * gpus_per_host */
+	double timeout_s;          /* 0: none */
+	double kill_grace_s;       /* SIGTERM -> SIGKILL delay (0: 3 s) */
+	const char *fake_libdir;   /* NULL: leave LD_LIBRARY_PATH alone */
+	const char *comm_id;       /* NULL: pick a free loopback port */
+	char *const *user_env;
+	size_t n_user_env;
+	char *const *argv;         /* program and arguments, NULL-terminated */
+	FILE *out, *err;           /* where rank lines go (stdout, stderr) */
+	FILE *report;              /* summary and timeout report (stderr) */
+};
+
+/* Exit codes of nrr_launch_run. */
+enum {
+	NRR_LAUNCH_OK = 0,         /* every rank exited 0 */
+	NRR_LAUNCH_FAILED = 1,     /* some rank exited non-zero or by signal */
+	NRR_LAUNCH_SETUP = 2,      /* nothing started: bad options, no program */
+	NRR_LAUNCH_TIMEOUT = 124,  /* the timeout fired; ranks were killed */
+	NRR_LAUNCH_INTERRUPTED = 130, /* SIGINT/SIGTERM/SIGHUP received */
+};
+
+/* Run the job to completion. @return one of the NRR_LAUNCH_* codes. */
+int nrr_launch_run(const struct nrr_launch_opts *o);
+
+/* Wrapper mode: build this rank's environment (rank/world from the outer
+ * launcher) and execve @argv; returns only on failure with
+ * NRR_LAUNCH_SETUP after printing why to @o->report. */
+int nrr_launch_wrap_exec(const struct nrr_launch_opts *o);
+
+/* Find @prog in $PATH (or as given when it has a '/'); @return 0 and the
+ * path in @buf, or -ENOENT / -EACCES. */
+int nrr_launch_find_program(const char *prog, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* init_allreduce - one communicator over the whole job, one AllReduce
+ * (float sum, 1M elements), stream synchronize, destroy.
+ * usage: init_allreduce [--nonblocking] [--count N]
+ * Rank, world size and device come from RANK, WORLD_SIZE, LOCAL_RANK. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl_loader.h"
+
+int main(int argc, char **argv)
+{
+	int nonblocking = 0;
+	size_t count = 1 << 20;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--nonblocking") == 0) {
+			nonblocking = 1;
+		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
+			count = strtoull(argv[++i], NULL, 0);
+		} else {
+			fprintf(stderr, "usage: init_allreduce [--nonblocking] [--count N]\n");
+			return 2;
+		}
+	}
+	struct wl_job job;
+	struct wl_nccl nccl;
+	struct wl_cuda cuda;
+	if (wl_job_from_env(&job) < 0 || wl_nccl_open(&nccl) < 0 ||
+	    wl_cuda_open(&cuda, job.local_rank) < 0)
+		return 1;
+	int r = job.rank;
+	printf("rank %d: NCCL %d from %s, device %d, %s init\n", r, nccl.version, nccl.path,
+	       job.local_rank, nonblocking ? "non-blocking" : "blocking");
+	fflush(stdout);
+
+	wl_ncclUniqueId id;
+	if (wl_unique_id(&nccl, &job, &id) < 0)
+		return 1;
+	wl_ncclComm_t comm = NULL;
+	if (nonblocking) {
+		wl_ncclConfig_t cfg;
+		wl_config_nonblocking(&nccl, &cfg);
+		if (wl_check(&nccl, r, "ncclCommInitRankConfig",
+			     nccl.CommInitRankConfig(&comm, job.nranks, id, r, &cfg), comm) < 0 ||
+		    wl_wait_comm(&nccl, r, "ncclCommInitRankConfig", comm) < 0)
+			return 1;
+	} else if (wl_check(&nccl, r, "ncclCommInitRank",
+			    nccl.CommInitRank(&comm, job.nranks, id, r), comm) < 0) {
+		return 1;
+	}
+	printf("rank %d: init ok\n", r);
+	fflush(stdout);
+
+	unsigned long long sbuf = 0, rbuf = 0;
+	void *stream = NULL;
+	int rc;
+	if ((rc = cuda.MemAlloc(&sbuf, count * sizeof(float))) != 0 ||
+	    (rc = cuda.MemAlloc(&rbuf, count * sizeof(float))) != 0 ||
+	    (rc = cuda.StreamCreate(&stream, 0)) != 0) {
+		fprintf(stderr, "rank %d: buffers/stream: %s\n", r, wl_cuda_err(&cuda, rc));
+		return 1;
+	}
+	if (wl_check(&nccl, r, "ncclAllReduce",
+		     nccl.AllReduce((void *)(uintptr_t)sbuf, (void *)(uintptr_t)rbuf, count,
+				    wl_ncclFloat32, wl_ncclSum, comm, stream), comm) < 0)
+		return 1;
+	if (nonblocking && wl_wait_comm(&nccl, r, "ncclAllReduce", comm) < 0)
+		return 1;
+	if ((rc = cuda.StreamSynchronize(stream)) != 0) {
+		fprintf(stderr, "rank %d: cuStreamSynchronize: %s\n", r, wl_cuda_err(&cuda, rc));
+		return 1;
+	}
+	printf("rank %d: allreduce ok (%zu floats)\n", r, count);
+	fflush(stdout);
+
+	if (nonblocking) {
+		if (wl_check(&nccl, r, "ncclCommFinalize", nccl.CommFinalize(comm), comm) < 0 ||
+		    wl_wait_comm(&nccl, r, "ncclCommFinalize", comm) < 0)
+			return 1;
+	}
+	if (wl_check(&nccl, r, "ncclCommDestroy", nccl.CommDestroy(comm), NULL) < 0)
+		return 1;
+	if (cuda.StreamDestroy)
+		cuda.StreamDestroy(stream);
+	if (cuda.MemFree) {
+		cuda.MemFree(sbuf);
+		cuda.MemFree(rbuf);
+	}
+	printf("rank %d: done\n", r);
+	return 0;
+}
