@@ -10,7 +10,8 @@ ncclrr=build/cli/ncclrr
 
 echo
 echo "== ncclrr dump traces/sample_init.nrt (first 40 lines)"
-"$ncclrr" dump traces/sample_init.nrt | head -n 40
+"$ncclrr" dump traces/sample_init.nrt >build/sample_init.dump
+head -n 40 build/sample_init.dump
 echo
 echo "== ncclrr dump --errors traces/sample_init.nrt"
 "$ncclrr" dump --errors traces/sample_init.nrt
