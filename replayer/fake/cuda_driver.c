@@ -1,0 +1,1863 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuda_driver.c - the fake CUDA driver: initialization, devices and their
+ * attributes, contexts, streams, events, modules, functions and launches.
+ * Memory lives in cuda_mem.c, the entry-point table in cuda_proc.c.
+ *
+ * Streams and events complete synchronously: every operation is done when
+ * its call returns. Kernels are registered and counted, never executed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fake_cuda.h"
+
+#define DRIVER_VERSION 13000
+
+static int initialized;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_ullong next_id = 1;
+
+static struct fctx *primary[64];
+
+/* thread's context stack */
+#define CTX_STACK 32
+static __thread struct fctx *ctx_stack[CTX_STACK];
+static __thread int ctx_depth;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+#define NEED_INIT() do { if (!initialized) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
+
+static int ndev(void)
+{
+	return fake_host()->ndev;
+}
+
+static const nrr_topo_gpu *gpu(CUdevice d)
+{
+	if (d < 0 || d >= ndev())
+		return NULL;
+	return fake_host()->dev[d];
+}
+
+#define NEED_DEV(d) do { NEED_INIT(); if (!gpu(d)) return CUDA_ERROR_INVALID_DEVICE; } while (0)
+
+struct fctx *fake_current_ctx(void)
+{
+	return ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
+static int valid_ctx(const struct fctx *c)
+{
+	return c && c->magic == FAKE_MAGIC_CTX && !c->destroyed;
+}
+
+/* ---- init and version ----------------------------------------------------- */
+FAKE_EXPORT CUresult cuInit(unsigned int flags)
+{
+	FAKE_COUNT("cuInit", CUresult);
+	const struct fake_host *h = fake_host();
+	if (h->ndev == 0) {
+		if (h->error[0])
+			fake_log("cuInit: no devices: %s", h->error);
+		return CUDA_ERROR_NO_DEVICE;
+	}
+	initialized = 1;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDriverGetVersion(int *v)
+{
+	FAKE_COUNT("cuDriverGetVersion", CUresult);
+	if (!v)
+		return CUDA_ERROR_INVALID_VALUE;
+	*v = DRIVER_VERSION;
+	return CUDA_SUCCESS;
+}
+
+/* ---- devices -------------------------------------------------------------- */
+FAKE_EXPORT CUresult cuDeviceGetCount(int *count)
+{
+	FAKE_COUNT("cuDeviceGetCount", CUresult);
+	NEED_INIT();
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	*count = ndev();
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal)
+{
+	FAKE_COUNT("cuDeviceGet", CUresult);
+	NEED_INIT();
+	if (!d)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (ordinal < 0 || ordinal >= ndev())
+		return CUDA_ERROR_INVALID_DEVICE;
+	*d = ordinal;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetName", CUresult);
+	NEED_DEV(d);
+	if (!name || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	const nrr_topo_gpu *g = gpu(d);
+	snprintf(name, (size_t)len, "ncclrr fake GPU sm_%d (%s %s)", g->sm, fake_host()->host->name, g->busid);
+	return CUDA_SUCCESS;
+}
+
+static CUresult get_uuid(CUuuid *u, CUdevice d)
+{
+	NEED_DEV(d);
+	if (!u)
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(u->bytes, gpu(d)->uuid, 16);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetUuid", CUresult);
+	return get_uuid(u, d);
+}
+
+FAKE_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetUuid", CUresult);
+	return get_uuid(u, d);
+}
+
+FAKE_EXPORT CUresult cuDeviceGetLuid(char *luid, unsigned int *mask, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetLuid", CUresult);
+	NEED_DEV(d);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+#define TOTAL_MEM (80ull << 30)
+
+FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceTotalMem", CUresult);
+	NEED_DEV(d);
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	*bytes = (size_t)TOTAL_MEM;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceComputeCapability", CUresult);
+	NEED_DEV(d);
+	if (!major || !minor)
+		return CUDA_ERROR_INVALID_VALUE;
+	*major = gpu(d)->sm / 10;
+	*minor = gpu(d)->sm % 10;
+	return CUDA_SUCCESS;
+}
+
+/* attribute values of an H100-SXM-like device; bus ids and compute
+ * capability from the topology */
+static int attr_value(CUdevice d, int a, int *v)
+{
+	const nrr_topo_gpu *g = gpu(d);
+	unsigned devid = (unsigned)strtoul(g->pci_device_id, NULL, 16);
+	int val;
+	switch (a) {
+	case 1: val = 1024; break;                   /* max threads per block */
+	case 2: case 3: val = 1024; break;           /* max block dim x, y */
+	case 4: val = 64; break;
+	case 5: val = 2147483647; break;             /* max grid dim */
+	case 6: case 7: val = 65535; break;
+	case 8: val = 49152; break;                  /* shared memory per block */
+	case 9: val = 65536; break;                  /* constant memory */
+	case 10: val = 32; break;                    /* warp size */
+	case 11: val = 2147483647; break;            /* max pitch */
+	case 12: val = 65536; break;                 /* registers per block */
+	case 13: val = 1980000; break;               /* clock rate kHz */
+	case 14: val = 512; break;
+	case 15: val = 1; break;
+	case 16: val = 132; break;                   /* multiprocessors */
+	case 17: case 18: val = 0; break;
+	case 19: val = 1; break;                     /* can map host memory */
+	case 20: val = 0; break;                     /* compute mode default */
+	case 21: val = 131072; break;
+	case 22: val = 131072; break;
+	case 23: val = 65536; break;
+	case 24: case 25: case 26: val = 16384; break;
+	case 27: case 28: val = 32768; break;
+	case 29: val = 2048; break;
+	case 30: val = 512; break;
+	case 31: val = 1; break;                     /* concurrent kernels */
+	case 32: val = 1; break;                     /* ECC */
+	case 33: val = g->bus; break;
+	case 34: val = g->device; break;
+	case 35: val = 0; break;
+	case 36: val = 2619000; break;               /* memory clock kHz */
+	case 37: val = 5120; break;                  /* memory bus width */
+	case 38: val = 52428800; break;              /* L2 */
+	case 39: val = 2048; break;
+	case 40: val = 3; break;                     /* async engines */
+	case 41: val = 1; break;                     /* unified addressing */
+	case 42: val = 32768; break;
+	case 43: val = 2048; break;
+	case 44: val = 1; break;
+	case 45: case 46: val = 32768; break;
+	case 47: case 48: val = 8192; break;
+	case 49: val = 32768; break;
+	case 50: val = g->domain; break;
+	case 51: val = 32; break;
+	case 52: case 53: val = 32768; break;
+	case 54: val = 2046; break;
+	case 55: case 56: val = 32768; break;
+	case 57: val = 65536; break;
+	case 58: case 59: case 60: val = 16384; break;
+	case 61: val = 32768; break;
+	case 62: val = 2048; break;
+	case 63: case 64: val = 32768; break;
+	case 65: val = 2048; break;
+	case 66: case 67: val = 32768; break;
+	case 68: val = 2046; break;
+	case 69: val = 268435456; break;
+	case 70: val = 131072; break;
+	case 71: val = 65000; break;
+	case 72: val = 2097120; break;
+	case 73: case 74: val = 32768; break;
+	case 75: val = g->sm / 10; break;
+	case 76: val = g->sm % 10; break;
+	case 77: val = 32768; break;
+	case 78: case 79: case 80: val = 1; break;
+	case 81: val = 233472; break;                /* shared memory per SM */
+	case 82: val = 65536; break;
+	case 83: val = 1; break;                     /* managed memory */
+	case 84: val = 0; break;
+	case 85: val = d; break;
+	case 86: val = 0; break;
+	case 87: val = 2; break;
+	case 88: val = 0; break;
+	case 89: val = 1; break;
+	case 90: val = 1; break;
+	case 91: val = 1; break;                     /* host pointer == device pointer */
+	case 92: case 93: case 94: val = 1; break;
+	case 95: val = 1; break;
+	case 96: val = 0; break;
+	case 97: val = 232448; break;                /* shared memory opt-in */
+	case 98: val = 0; break;
+	case 99: val = 1; break;                     /* host register */
+	case 100: case 101: val = 0; break;
+	case 102: val = 1; break;                    /* VMM */
+	case 103: val = 1; break;                    /* POSIX fd handles */
+	case 104: case 105: val = 0; break;
+	case 106: val = 32; break;
+	case 107: val = 0; break;                    /* compression */
+	case 108: val = 32505856; break;
+	case 109: val = 134213632; break;
+	case 110: val = 1; break;                    /* GDR with VMM */
+	case 111: val = 1024; break;
+	case 112: case 113: case 114: val = 1; break;
+	case 115: val = 0; break;                    /* memory pools: not emulated */
+	case 116: val = 1; break;                    /* GPUDirect RDMA */
+	case 117: val = 1; break;
+	case 118: val = 0; break;
+	case 119: val = 0; break;
+	case 120: case 121: case 122: case 123: val = 1; break;
+	case 124: val = 1; break;                    /* dma-buf */
+	case 125: val = 0; break;                    /* IPC events */
+	case 126: val = 4; break;
+	case 127: val = 1; break;
+	case 128: val = 0; break;                    /* fabric handles */
+	case 129: val = 1; break;
+	case 130: val = 0; break;
+	case 131: val = -1; break;
+	case 132: val = 0; break;                    /* multicast (NVLS): not emulated */
+	case 133: val = 0; break;
+	case 134: val = g->numa; break;
+	case 135: case 136: case 137: case 138: val = 0; break;
+	case 139: val = (int)((devid << 16) | 0x10de); break;
+	case 140: val = (int)((0x16c1u << 16) | 0x10de); break;
+	case 141: case 142: case 143: case 144: case 145: case 146: case 147: val = 0; break;
+	default: return -1;
+	}
+	*v = val;
+	return 0;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetAttribute", CUresult);
+	NEED_DEV(d);
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (attr_value(d, attrib, pi) < 0) {
+		FAKE_DBG("cuDeviceGetAttribute: unknown attribute %d", attrib);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* the legacy CUdevprop (cuDeviceGetProperties) */
+typedef struct {
+	int maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3], sharedMemPerBlock, totalConstantMemory,
+	    SIMDWidth, memPitch, regsPerBlock, clockRate, textureAlign;
+} CUdevprop;
+
+FAKE_EXPORT CUresult cuDeviceGetProperties(CUdevprop *p, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetProperties", CUresult);
+	NEED_DEV(d);
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	*p = (CUdevprop){ 1024, { 1024, 1024, 64 }, { 2147483647, 65535, 65535 }, 49152, 65536, 32,
+			  2147483647, 65536, 1980000, 512 };
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetPCIBusId(char *busid, int len, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetPCIBusId", CUresult);
+	NEED_DEV(d);
+	if (!busid || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	const nrr_topo_gpu *g = gpu(d);
+	/* the driver's spelling: 8-digit domain, upper-case hex */
+	snprintf(busid, (size_t)len, "%08X:%02X:%02X.%X", g->domain, g->bus, g->device, g->function);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *d, const char *busid)
+{
+	FAKE_COUNT("cuDeviceGetByPCIBusId", CUresult);
+	NEED_INIT();
+	if (!d || !busid)
+		return CUDA_ERROR_INVALID_VALUE;
+	int i = fake_dev_by_busid(busid);
+	if (i < 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*d = i;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
+{
+	FAKE_COUNT("cuDeviceCanAccessPeer", CUresult);
+	NEED_DEV(d);
+	if (!gpu(peer))
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (!can)
+		return CUDA_ERROR_INVALID_VALUE;
+	*can = d != peer;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetP2PAttribute(int *value, int attrib, CUdevice src, CUdevice dst)
+{
+	FAKE_COUNT("cuDeviceGetP2PAttribute", CUresult);
+	NEED_DEV(src);
+	if (!gpu(dst) || src == dst)
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attrib) {
+	case 1: /* performance rank */
+		*value = gpu(src)->nvlink_total > 0 ? 0 : 1;
+		break;
+	case 2: /* access supported */
+	case 3: /* native atomics */
+	case 4: /* CUDA array access */
+		*value = 1;
+		break;
+	default:
+		*value = 0;
+	}
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetDefaultMemPool(void **pool, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetDefaultMemPool", CUresult);
+	NEED_DEV(d);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetMemPool(void **pool, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetMemPool", CUresult);
+	NEED_DEV(d);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *w, int fmt, unsigned nch, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetTexture1DLinearMaxWidth", CUresult);
+	NEED_DEV(d);
+	if (!w)
+		return CUDA_ERROR_INVALID_VALUE;
+	*w = 268435456;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetExecAffinitySupport(int *pi, int type, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetExecAffinitySupport", CUresult);
+	NEED_DEV(d);
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pi = 0;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFlushGPUDirectRDMAWrites(int target, int scope)
+{
+	FAKE_COUNT("cuFlushGPUDirectRDMAWrites", CUresult);
+	NEED_INIT();
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return CUDA_SUCCESS;
+}
+
+/* ---- contexts --------------------------------------------------------------- */
+static struct fctx *new_ctx(CUdevice d, int prim, unsigned flags)
+{
+	struct fctx *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->magic = FAKE_MAGIC_CTX;
+	c->dev = d;
+	c->primary = prim;
+	c->flags = flags;
+	c->id = atomic_fetch_add(&next_id, 1);
+	return c;
+}
+
+CUresult fake_primary_retain(CUcontext *pctx, CUdevice d)
+{
+	NEED_DEV(d);
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	if (!primary[d])
+		primary[d] = new_ctx(d, 1, 0);
+	struct fctx *c = primary[d];
+	if (c)
+		c->refcount++;
+	pthread_mutex_unlock(&lock);
+	if (!c)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*pctx = c;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d)
+{
+	FAKE_COUNT("cuDevicePrimaryCtxRetain", CUresult);
+	return fake_primary_retain(pctx, d);
+}
+
+static CUresult prim_release(CUdevice d)
+{
+	NEED_DEV(d);
+	pthread_mutex_lock(&lock);
+	CUresult rc = CUDA_SUCCESS;
+	if (!primary[d] || primary[d]->refcount <= 0)
+		rc = CUDA_ERROR_INVALID_CONTEXT;
+	else
+		primary[d]->refcount--;
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice d)
+{
+	FAKE_COUNT("cuDevicePrimaryCtxRelease", CUresult);
+	return prim_release(d);
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+{
+	FAKE_COUNT("cuDevicePrimaryCtxRelease", CUresult);
+	return prim_release(d);
+}
+
+static CUresult prim_set_flags(CUdevice d, unsigned flags)
+{
+	NEED_DEV(d);
+	pthread_mutex_lock(&lock);
+	if (!primary[d])
+		primary[d] = new_ctx(d, 1, flags);
+	else
+		primary[d]->flags = flags;
+	pthread_mutex_unlock(&lock);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice d, unsigned flags)
+{
+	FAKE_COUNT("cuDevicePrimaryCtxSetFlags", CUresult);
+	return prim_set_flags(d, flags);
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned flags)
+{
+	FAKE_COUNT("cuDevicePrimaryCtxSetFlags", CUresult);
+	return prim_set_flags(d, flags);
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned *flags, int *active)
+{
+	FAKE_COUNT("cuDevicePrimaryCtxGetState", CUresult);
+	NEED_DEV(d);
+	if (!flags || !active)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	*flags = primary[d] ? primary[d]->flags : 0;
+	*active = primary[d] && primary[d]->refcount > 0;
+	pthread_mutex_unlock(&lock);
+	return CUDA_SUCCESS;
+}
+
+static CUresult prim_reset(CUdevice d)
+{
+	NEED_DEV(d);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice d)
+{
+	FAKE_COUNT("cuDevicePrimaryCtxReset", CUresult);
+	return prim_reset(d);
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d)
+{
+	FAKE_COUNT("cuDevicePrimaryCtxReset", CUresult);
+	return prim_reset(d);
+}
+
+static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice d)
+{
+	NEED_DEV(d);
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fctx *c = new_ctx(d, 0, flags);
+	if (!c)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	c->refcount = 1;
+	if (ctx_depth < CTX_STACK)
+		ctx_stack[ctx_depth++] = c;
+	*pctx = c;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned flags, CUdevice d)
+{
+	FAKE_COUNT("cuCtxCreate", CUresult);
+	return ctx_create(pctx, flags, d);
+}
+
+FAKE_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, void *params, int nparams, unsigned flags, CUdevice d)
+{
+	FAKE_COUNT("cuCtxCreate", CUresult);
+	return ctx_create(pctx, flags, d);
+}
+
+FAKE_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, void *params, unsigned flags, CUdevice d)
+{
+	FAKE_COUNT("cuCtxCreate", CUresult);
+	return ctx_create(pctx, flags, d);
+}
+
+FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext c)
+{
+	FAKE_COUNT("cuCtxDestroy", CUresult);
+	NEED_INIT();
+	if (!valid_ctx(c) || c->primary)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	for (int i = 0; i < ctx_depth; i++)
+		if (ctx_stack[i] == c) {
+			memmove(&ctx_stack[i], &ctx_stack[i + 1], (size_t)(ctx_depth - i - 1) * sizeof(ctx_stack[0]));
+			ctx_depth--;
+			i--;
+		}
+	c->destroyed = 1; /* kept: handles may still be compared */
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
+{
+	FAKE_COUNT("cuCtxPushCurrent", CUresult);
+	NEED_INIT();
+	if (!valid_ctx(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (ctx_depth >= CTX_STACK)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	ctx_stack[ctx_depth++] = c;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pc)
+{
+	FAKE_COUNT("cuCtxPopCurrent", CUresult);
+	NEED_INIT();
+	if (ctx_depth == 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	struct fctx *c = ctx_stack[--ctx_depth];
+	if (pc)
+		*pc = c;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext c)
+{
+	FAKE_COUNT("cuCtxSetCurrent", CUresult);
+	NEED_INIT();
+	if (c == NULL) {
+		if (ctx_depth > 0)
+			ctx_depth--;
+		return CUDA_SUCCESS;
+	}
+	if (!valid_ctx(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (ctx_depth == 0)
+		ctx_stack[ctx_depth++] = c;
+	else
+		ctx_stack[ctx_depth - 1] = c;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext *pc)
+{
+	FAKE_COUNT("cuCtxGetCurrent", CUresult);
+	NEED_INIT();
+	if (!pc)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pc = fake_current_ctx();
+	return CUDA_SUCCESS;
+}
+
+static struct fctx *ctx_or_current(CUcontext c)
+{
+	return c ? c : fake_current_ctx();
+}
+
+FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+{
+	FAKE_COUNT("cuCtxGetDevice", CUresult);
+	NEED_INIT();
+	struct fctx *c = fake_current_ctx();
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!d)
+		return CUDA_ERROR_INVALID_VALUE;
+	*d = c->dev;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *d, CUcontext ctx)
+{
+	FAKE_COUNT("cuCtxGetDevice", CUresult);
+	NEED_INIT();
+	struct fctx *c = ctx_or_current(ctx);
+	if (!valid_ctx(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!d)
+		return CUDA_ERROR_INVALID_VALUE;
+	*d = c->dev;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxSynchronize(void)
+{
+	FAKE_COUNT("cuCtxSynchronize", CUresult);
+	NEED_INIT();
+	if (!fake_current_ctx())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+	FAKE_COUNT("cuCtxSynchronize", CUresult);
+	NEED_INIT();
+	if (!valid_ctx(ctx_or_current(ctx)))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetFlags(unsigned *flags)
+{
+	FAKE_COUNT("cuCtxGetFlags", CUresult);
+	NEED_INIT();
+	struct fctx *c = fake_current_ctx();
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	*flags = c->flags;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxSetFlags(unsigned flags)
+{
+	FAKE_COUNT("cuCtxSetFlags", CUresult);
+	NEED_INIT();
+	struct fctx *c = fake_current_ctx();
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	c->flags = flags;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
+{
+	FAKE_COUNT("cuCtxGetId", CUresult);
+	NEED_INIT();
+	struct fctx *c = ctx_or_current(ctx);
+	if (!valid_ctx(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	*id = c->id;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned *version)
+{
+	FAKE_COUNT("cuCtxGetApiVersion", CUresult);
+	NEED_INIT();
+	if (!version)
+		return CUDA_ERROR_INVALID_VALUE;
+	*version = 3020;
+	return CUDA_SUCCESS;
+}
+
+static size_t limits[16] = { 1024, 1048576, 8388608, 2, 2048, 128, 0, 232448, 0, 1 };
+
+FAKE_EXPORT CUresult cuCtxGetLimit(size_t *v, int limit)
+{
+	FAKE_COUNT("cuCtxGetLimit", CUresult);
+	NEED_INIT();
+	if (!v)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (limit < 0 || limit > 9)
+		return CUDA_ERROR_UNSUPPORTED_LIMIT;
+	*v = limits[limit];
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxSetLimit(int limit, size_t v)
+{
+	FAKE_COUNT("cuCtxSetLimit", CUresult);
+	NEED_INIT();
+	if (limit < 0 || limit > 9)
+		return CUDA_ERROR_UNSUPPORTED_LIMIT;
+	limits[limit] = v;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetCacheConfig(int *cfg)
+{
+	FAKE_COUNT("cuCtxGetCacheConfig", CUresult);
+	NEED_INIT();
+	if (!cfg)
+		return CUDA_ERROR_INVALID_VALUE;
+	*cfg = 0;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxSetCacheConfig(int cfg)
+{
+	FAKE_COUNT("cuCtxSetCacheConfig", CUresult);
+	NEED_INIT();
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetSharedMemConfig(int *cfg)
+{
+	FAKE_COUNT("cuCtxGetSharedMemConfig", CUresult);
+	NEED_INIT();
+	if (!cfg)
+		return CUDA_ERROR_INVALID_VALUE;
+	*cfg = 0;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxSetSharedMemConfig(int cfg)
+{
+	FAKE_COUNT("cuCtxSetSharedMemConfig", CUresult);
+	NEED_INIT();
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+	FAKE_COUNT("cuCtxGetStreamPriorityRange", CUresult);
+	NEED_INIT();
+	if (least)
+		*least = 0;
+	if (greatest)
+		*greatest = -5;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxResetPersistingL2Cache(void)
+{
+	FAKE_COUNT("cuCtxResetPersistingL2Cache", CUresult);
+	NEED_INIT();
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetExecAffinity(void *aff, int type)
+{
+	FAKE_COUNT("cuCtxGetExecAffinity", CUresult);
+	NEED_INIT();
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
+{
+	FAKE_COUNT("cuCtxEnablePeerAccess", CUresult);
+	NEED_INIT();
+	struct fctx *c = fake_current_ctx();
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!valid_ctx(peer) || peer->dev == c->dev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (c->peer_enabled[peer->dev])
+		return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+	c->peer_enabled[peer->dev] = 1;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer)
+{
+	FAKE_COUNT("cuCtxDisablePeerAccess", CUresult);
+	NEED_INIT();
+	struct fctx *c = fake_current_ctx();
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!valid_ctx(peer))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!c->peer_enabled[peer->dev])
+		return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+	c->peer_enabled[peer->dev] = 0;
+	return CUDA_SUCCESS;
+}
+
+/* ---- streams ----------------------------------------------------------------- */
+#define CU_STREAM_LEGACY ((CUstream)0x1)
+#define CU_STREAM_PER_THREAD ((CUstream)0x2)
+
+static int valid_stream(CUstream s)
+{
+	return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
+	       s->magic == FAKE_MAGIC_STREAM;
+}
+
+#define NEED_STREAM(s) do { NEED_INIT(); if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE; } while (0)
+
+static CUresult stream_create(CUstream *ps, unsigned flags, int prio)
+{
+	NEED_INIT();
+	if (!ps)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fctx *c = fake_current_ctx();
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	struct fstream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	s->magic = FAKE_MAGIC_STREAM;
+	s->ctx = c;
+	s->flags = flags;
+	s->priority = prio;
+	s->id = atomic_fetch_add(&next_id, 1);
+	*ps = s;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamCreate(CUstream *ps, unsigned flags)
+{
+	FAKE_COUNT("cuStreamCreate", CUresult);
+	return stream_create(ps, flags, 0);
+}
+
+FAKE_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ps, unsigned flags, int prio)
+{
+	FAKE_COUNT("cuStreamCreateWithPriority", CUresult);
+	return stream_create(ps, flags, prio);
+}
+
+FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+	FAKE_COUNT("cuStreamDestroy", CUresult);
+	NEED_INIT();
+	if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || s->magic != FAKE_MAGIC_STREAM)
+		return CUDA_ERROR_INVALID_HANDLE;
+	s->magic = 0;
+	free(s);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+	FAKE_COUNT("cuStreamSynchronize", CUresult);
+	NEED_STREAM(s);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamQuery(CUstream s)
+{
+	FAKE_COUNT("cuStreamQuery", CUresult);
+	NEED_STREAM(s);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
+{
+	FAKE_COUNT("cuStreamWaitEvent", CUresult);
+	NEED_STREAM(s);
+	if (!e || e->magic != FAKE_MAGIC_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamGetPriority(CUstream s, int *prio)
+{
+	FAKE_COUNT("cuStreamGetPriority", CUresult);
+	NEED_STREAM(s);
+	if (!prio)
+		return CUDA_ERROR_INVALID_VALUE;
+	*prio = (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) ? s->priority : 0;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamGetFlags(CUstream s, unsigned *flags)
+{
+	FAKE_COUNT("cuStreamGetFlags", CUresult);
+	NEED_STREAM(s);
+	if (!flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	*flags = (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) ? s->flags : 0;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamGetId(CUstream s, unsigned long long *id)
+{
+	FAKE_COUNT("cuStreamGetId", CUresult);
+	NEED_STREAM(s);
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	*id = (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) ? s->id : (unsigned long long)(uintptr_t)s;
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_ctx(CUstream s, CUcontext *pc)
+{
+	NEED_STREAM(s);
+	if (!pc)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) {
+		*pc = s->ctx;
+		return CUDA_SUCCESS;
+	}
+	*pc = fake_current_ctx();
+	return *pc ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+FAKE_EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *pc)
+{
+	FAKE_COUNT("cuStreamGetCtx", CUresult);
+	return stream_ctx(s, pc);
+}
+
+FAKE_EXPORT CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *pc, void **pgreen)
+{
+	FAKE_COUNT("cuStreamGetCtx", CUresult);
+	if (pgreen)
+		*pgreen = NULL;
+	return stream_ctx(s, pc);
+}
+
+FAKE_EXPORT CUresult cuStreamGetDevice(CUstream s, CUdevice *d)
+{
+	FAKE_COUNT("cuStreamGetDevice", CUresult);
+	CUcontext c = NULL;
+	CUresult rc = stream_ctx(s, &c);
+	if (rc)
+		return rc;
+	if (!d)
+		return CUDA_ERROR_INVALID_VALUE;
+	*d = c->dev;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *ud, unsigned flags)
+{
+	FAKE_COUNT("cuStreamAddCallback", CUresult);
+	NEED_STREAM(s);
+	if (!cb)
+		return CUDA_ERROR_INVALID_VALUE;
+	cb(s, CUDA_SUCCESS, ud);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *ud)
+{
+	FAKE_COUNT("cuLaunchHostFunc", CUresult);
+	NEED_STREAM(s);
+	if (!fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	fn(ud);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t len, unsigned flags)
+{
+	FAKE_COUNT("cuStreamAttachMemAsync", CUresult);
+	NEED_STREAM(s);
+	return CUDA_SUCCESS;
+}
+
+/* stream capture: never capturing */
+FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
+{
+	FAKE_COUNT("cuStreamIsCapturing", CUresult);
+	NEED_STREAM(s);
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	*status = 0;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamGetCaptureInfo(CUstream s, int *status, cuuint64_t *id)
+{
+	FAKE_COUNT("cuStreamGetCaptureInfo", CUresult);
+	NEED_STREAM(s);
+	if (status)
+		*status = 0;
+	if (id)
+		*id = 0;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream s, int *status, cuuint64_t *id, void **graph,
+					       const void **deps, size_t *ndeps)
+{
+	FAKE_COUNT("cuStreamGetCaptureInfo", CUresult);
+	NEED_STREAM(s);
+	if (status)
+		*status = 0;
+	if (id)
+		*id = 0;
+	if (graph)
+		*graph = NULL;
+	if (deps)
+		*deps = NULL;
+	if (ndeps)
+		*ndeps = 0;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, int *status, cuuint64_t *id, void **graph,
+					       const void **deps, const void **edges, size_t *ndeps)
+{
+	FAKE_COUNT("cuStreamGetCaptureInfo", CUresult);
+	NEED_STREAM(s);
+	if (status)
+		*status = 0;
+	if (id)
+		*id = 0;
+	if (graph)
+		*graph = NULL;
+	if (deps)
+		*deps = NULL;
+	if (edges)
+		*edges = NULL;
+	if (ndeps)
+		*ndeps = 0;
+	return CUDA_SUCCESS;
+}
+
+static __thread int capture_mode;
+
+FAKE_EXPORT CUresult cuThreadExchangeStreamCaptureMode(int *mode)
+{
+	FAKE_COUNT("cuThreadExchangeStreamCaptureMode", CUresult);
+	NEED_INIT();
+	if (!mode)
+		return CUDA_ERROR_INVALID_VALUE;
+	int old = capture_mode;
+	capture_mode = *mode;
+	*mode = old;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
+{
+	FAKE_COUNT("cuStreamBeginCapture", CUresult);
+	NEED_STREAM(s);
+	return CUDA_ERROR_NOT_SUPPORTED; /* graphs are not emulated */
+}
+
+/* stream memory operations: done at once (a wait polls for up to 10 s) */
+static CUresult wait_value64(volatile uint64_t *addr, uint64_t value, unsigned flags, int is64)
+{
+	for (int spins = 0;; spins++) {
+		uint64_t cur = is64 ? __atomic_load_n(addr, __ATOMIC_ACQUIRE)
+				    : __atomic_load_n((volatile uint32_t *)addr, __ATOMIC_ACQUIRE);
+		int ok;
+		switch (flags & 0x3) {
+		case 0: ok = is64 ? (int64_t)(cur - value) >= 0 : (int32_t)((uint32_t)cur - (uint32_t)value) >= 0; break;
+		case 1: ok = cur == value; break;
+		case 2: ok = (cur & value) != 0; break;
+		default: ok = ~(cur | value) != 0; break;
+		}
+		if (ok)
+			return CUDA_SUCCESS;
+		if (spins > 100000) {
+			fake_log("cuStreamWaitValue: %p never reached the value (kernels do not run on the fake "
+				 "driver); continuing", (void *)addr);
+			return CUDA_SUCCESS;
+		}
+		if (spins > 100)
+			usleep(100);
+		else
+			sched_yield();
+	}
+}
+
+FAKE_EXPORT CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags)
+{
+	FAKE_COUNT("cuStreamWaitValue32", CUresult);
+	NEED_STREAM(s);
+	if (!addr)
+		return CUDA_ERROR_INVALID_VALUE;
+	return wait_value64((volatile uint64_t *)(uintptr_t)addr, value, flags, 0);
+}
+
+FAKE_EXPORT CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags)
+{
+	FAKE_COUNT("cuStreamWaitValue64", CUresult);
+	NEED_STREAM(s);
+	if (!addr)
+		return CUDA_ERROR_INVALID_VALUE;
+	return wait_value64((volatile uint64_t *)(uintptr_t)addr, value, flags, 1);
+}
+
+FAKE_EXPORT CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags)
+{
+	FAKE_COUNT("cuStreamWriteValue32", CUresult);
+	NEED_STREAM(s);
+	if (!addr)
+		return CUDA_ERROR_INVALID_VALUE;
+	__atomic_store_n((uint32_t *)(uintptr_t)addr, value, __ATOMIC_RELEASE);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags)
+{
+	FAKE_COUNT("cuStreamWriteValue64", CUresult);
+	NEED_STREAM(s);
+	if (!addr)
+		return CUDA_ERROR_INVALID_VALUE;
+	__atomic_store_n((uint64_t *)(uintptr_t)addr, value, __ATOMIC_RELEASE);
+	return CUDA_SUCCESS;
+}
+
+typedef union {
+	int operation;
+	struct {
+		int operation;
+		CUdeviceptr address;
+		union {
+			cuuint32_t value;
+			cuuint64_t value64;
+		};
+		unsigned flags;
+		CUdeviceptr alias;
+	} v;
+	cuuint64_t pad[6];
+} CUstreamBatchMemOpParams;
+
+FAKE_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned count, CUstreamBatchMemOpParams *ops,
+					   unsigned flags)
+{
+	FAKE_COUNT("cuStreamBatchMemOp", CUresult);
+	NEED_STREAM(s);
+	if (count && !ops)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < count; i++) {
+		CUstreamBatchMemOpParams *o = &ops[i];
+		volatile uint64_t *a = (volatile uint64_t *)(uintptr_t)o->v.address;
+		switch (o->operation) {
+		case 1: wait_value64(a, o->v.value, o->v.flags, 0); break;
+		case 4: wait_value64(a, o->v.value64, o->v.flags, 1); break;
+		case 2: __atomic_store_n((uint32_t *)(uintptr_t)o->v.address, o->v.value, __ATOMIC_RELEASE); break;
+		case 5: __atomic_store_n((uint64_t *)(uintptr_t)o->v.address, o->v.value64, __ATOMIC_RELEASE); break;
+		case 3: case 6: __atomic_thread_fence(__ATOMIC_SEQ_CST); break;
+		default: return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+/* ---- events ------------------------------------------------------------------- */
+FAKE_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned flags)
+{
+	FAKE_COUNT("cuEventCreate", CUresult);
+	NEED_INIT();
+	if (!pe)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!fake_current_ctx())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	struct fevent *e = calloc(1, sizeof(*e));
+	if (!e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	e->magic = FAKE_MAGIC_EVENT;
+	e->flags = flags;
+	*pe = e;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e)
+{
+	FAKE_COUNT("cuEventDestroy", CUresult);
+	NEED_INIT();
+	if (!e || e->magic != FAKE_MAGIC_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	e->magic = 0;
+	free(e);
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_record(CUevent e, CUstream s)
+{
+	NEED_STREAM(s);
+	if (!e || e->magic != FAKE_MAGIC_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	e->t_ms = now_ms();
+	e->recorded = 1;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
+{
+	FAKE_COUNT("cuEventRecord", CUresult);
+	return event_record(e, s);
+}
+
+FAKE_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned flags)
+{
+	FAKE_COUNT("cuEventRecordWithFlags", CUresult);
+	return event_record(e, s);
+}
+
+FAKE_EXPORT CUresult cuEventQuery(CUevent e)
+{
+	FAKE_COUNT("cuEventQuery", CUresult);
+	NEED_INIT();
+	if (!e || e->magic != FAKE_MAGIC_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+	FAKE_COUNT("cuEventSynchronize", CUresult);
+	NEED_INIT();
+	if (!e || e->magic != FAKE_MAGIC_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return CUDA_SUCCESS;
+}
+
+static CUresult elapsed(float *ms, CUevent a, CUevent b)
+{
+	NEED_INIT();
+	if (!ms)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!a || !b || a->magic != FAKE_MAGIC_EVENT || b->magic != FAKE_MAGIC_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if ((a->flags | b->flags) & 0x2)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!a->recorded || !b->recorded)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*ms = (float)(b->t_ms - a->t_ms);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+	FAKE_COUNT("cuEventElapsedTime", CUresult);
+	return elapsed(ms, a, b);
+}
+
+FAKE_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+{
+	FAKE_COUNT("cuEventElapsedTime", CUresult);
+	return elapsed(ms, a, b);
+}
+
+FAKE_EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle *h, CUevent e)
+{
+	FAKE_COUNT("cuIpcGetEventHandle", CUresult);
+	NEED_INIT();
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_EXPORT CUresult cuIpcOpenEventHandle(CUevent *pe, CUipcEventHandle h)
+{
+	FAKE_COUNT("cuIpcOpenEventHandle", CUresult);
+	NEED_INIT();
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* ---- modules, libraries, functions ------------------------------------------ */
+static struct fmodule *modules;
+static pthread_mutex_t mod_lock = PTHREAD_MUTEX_INITIALIZER;
+
+CUresult fake_module_from_image(CUmodule *pm, const void *image, int is_library)
+{
+	if (!pm)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fmodule *m = calloc(1, sizeof(*m));
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->magic = FAKE_MAGIC_MODULE;
+	m->image = image;
+	m->is_library = is_library;
+	*pm = m;
+	(void)modules;
+	return CUDA_SUCCESS;
+}
+
+static CUresult get_func(struct ffunc **pf, struct fmodule *m, const char *name)
+{
+	if (!pf || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!m || m->magic != FAKE_MAGIC_MODULE)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mod_lock);
+	struct ffunc *f;
+	for (f = m->funcs; f; f = f->next)
+		if (strcmp(f->name, name) == 0)
+			break;
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (f)
+			f->name = strdup(name);
+		if (!f || !f->name) {
+			free(f);
+			pthread_mutex_unlock(&mod_lock);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		f->magic = FAKE_MAGIC_FUNC;
+		f->mod = m;
+		f->next = m->funcs;
+		m->funcs = f;
+	}
+	pthread_mutex_unlock(&mod_lock);
+	*pf = f;
+	return CUDA_SUCCESS;
+}
+
+static CUresult get_global(CUdeviceptr *dptr, size_t *bytes, struct fmodule *m, const char *name)
+{
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!m || m->magic != FAKE_MAGIC_MODULE)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mod_lock);
+	struct fglobal *g;
+	for (g = m->globals; g; g = g->next)
+		if (strcmp(g->name, name) == 0)
+			break;
+	if (!g) {
+		/* the real size is in the image; device code never runs here, so a
+		 * zeroed 64 KiB block stands in for any variable */
+		g = calloc(1, sizeof(*g));
+		if (g) {
+			g->name = strdup(name);
+			g->size = 65536;
+			g->ptr = calloc(1, g->size);
+		}
+		if (!g || !g->name || !g->ptr) {
+			if (g) {
+				free(g->name);
+				free(g->ptr);
+			}
+			free(g);
+			pthread_mutex_unlock(&mod_lock);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		g->next = m->globals;
+		m->globals = g;
+	}
+	pthread_mutex_unlock(&mod_lock);
+	if (dptr)
+		*dptr = (CUdeviceptr)(uintptr_t)g->ptr;
+	if (bytes)
+		*bytes = g->size;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuModuleLoadData(CUmodule *pm, const void *image)
+{
+	FAKE_COUNT("cuModuleLoadData", CUresult);
+	NEED_INIT();
+	if (!image)
+		return CUDA_ERROR_INVALID_VALUE;
+	return fake_module_from_image(pm, image, 0);
+}
+
+FAKE_EXPORT CUresult cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, void *opts, void **vals)
+{
+	FAKE_COUNT("cuModuleLoadDataEx", CUresult);
+	NEED_INIT();
+	if (!image)
+		return CUDA_ERROR_INVALID_VALUE;
+	return fake_module_from_image(pm, image, 0);
+}
+
+FAKE_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *pm, const void *image)
+{
+	FAKE_COUNT("cuModuleLoadFatBinary", CUresult);
+	NEED_INIT();
+	if (!image)
+		return CUDA_ERROR_INVALID_VALUE;
+	return fake_module_from_image(pm, image, 0);
+}
+
+FAKE_EXPORT CUresult cuModuleLoad(CUmodule *pm, const char *fname)
+{
+	FAKE_COUNT("cuModuleLoad", CUresult);
+	NEED_INIT();
+	if (!fname)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (access(fname, R_OK) != 0)
+		return 301; /* CUDA_ERROR_FILE_NOT_FOUND */
+	return fake_module_from_image(pm, fname, 0);
+}
+
+FAKE_EXPORT CUresult cuModuleUnload(CUmodule m)
+{
+	FAKE_COUNT("cuModuleUnload", CUresult);
+	NEED_INIT();
+	if (!m || m->magic != FAKE_MAGIC_MODULE)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return CUDA_SUCCESS; /* kept: functions may still be referenced */
+}
+
+FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name)
+{
+	FAKE_COUNT("cuModuleGetFunction", CUresult);
+	NEED_INIT();
+	return get_func(pf, m, name);
+}
+
+FAKE_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name)
+{
+	FAKE_COUNT("cuModuleGetGlobal", CUresult);
+	NEED_INIT();
+	return get_global(dptr, bytes, m, name);
+}
+
+FAKE_EXPORT CUresult cuModuleGetLoadingMode(int *mode)
+{
+	FAKE_COUNT("cuModuleGetLoadingMode", CUresult);
+	NEED_INIT();
+	if (!mode)
+		return CUDA_ERROR_INVALID_VALUE;
+	*mode = 1; /* CU_MODULE_EAGER_LOADING */
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule m)
+{
+	FAKE_COUNT("cuModuleGetFunctionCount", CUresult);
+	NEED_INIT();
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	*count = 0;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuLibraryLoadData(CUlibrary *pl, const void *code, void *jo, void **jv, unsigned nj,
+				       void *lo, void **lv, unsigned nl)
+{
+	FAKE_COUNT("cuLibraryLoadData", CUresult);
+	NEED_INIT();
+	if (!code)
+		return CUDA_ERROR_INVALID_VALUE;
+	return fake_module_from_image(pl, code, 1);
+}
+
+FAKE_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *pl, const char *fname, void *jo, void **jv, unsigned nj,
+					   void *lo, void **lv, unsigned nl)
+{
+	FAKE_COUNT("cuLibraryLoadFromFile", CUresult);
+	NEED_INIT();
+	if (!fname)
+		return CUDA_ERROR_INVALID_VALUE;
+	return fake_module_from_image(pl, fname, 1);
+}
+
+FAKE_EXPORT CUresult cuLibraryUnload(CUlibrary l)
+{
+	FAKE_COUNT("cuLibraryUnload", CUresult);
+	NEED_INIT();
+	if (!l || l->magic != FAKE_MAGIC_MODULE)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuLibraryGetKernel(CUkernel *pk, CUlibrary l, const char *name)
+{
+	FAKE_COUNT("cuLibraryGetKernel", CUresult);
+	NEED_INIT();
+	return get_func(pk, l, name);
+}
+
+FAKE_EXPORT CUresult cuLibraryGetModule(CUmodule *pm, CUlibrary l)
+{
+	FAKE_COUNT("cuLibraryGetModule", CUresult);
+	NEED_INIT();
+	if (!pm)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!l || l->magic != FAKE_MAGIC_MODULE)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*pm = l;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name)
+{
+	FAKE_COUNT("cuLibraryGetGlobal", CUresult);
+	NEED_INIT();
+	return get_global(dptr, bytes, l, name);
+}
+
+FAKE_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name)
+{
+	FAKE_COUNT("cuLibraryGetManaged", CUresult);
+	NEED_INIT();
+	return get_global(dptr, bytes, l, name);
+}
+
+FAKE_EXPORT CUresult cuLibraryGetKernelCount(unsigned *count, CUlibrary l)
+{
+	FAKE_COUNT("cuLibraryGetKernelCount", CUresult);
+	NEED_INIT();
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	*count = 0;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuKernelGetFunction(CUfunction *pf, CUkernel k)
+{
+	FAKE_COUNT("cuKernelGetFunction", CUresult);
+	NEED_INIT();
+	if (!pf)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!k || k->magic != FAKE_MAGIC_FUNC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*pf = k;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuKernelGetLibrary(CUlibrary *pl, CUkernel k)
+{
+	FAKE_COUNT("cuKernelGetLibrary", CUresult);
+	NEED_INIT();
+	if (!pl)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!k || k->magic != FAKE_MAGIC_FUNC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*pl = k->mod;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuKernelGetName(const char **name, CUkernel k)
+{
+	FAKE_COUNT("cuKernelGetName", CUresult);
+	NEED_INIT();
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!k || k->magic != FAKE_MAGIC_FUNC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*name = k->name;
+	return CUDA_SUCCESS;
+}
+
+static CUresult func_attr(int *pi, int attrib, struct ffunc *f)
+{
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!f || f->magic != FAKE_MAGIC_FUNC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	switch (attrib) {
+	case 0: *pi = 1024; break;              /* max threads per block */
+	case 1: *pi = 0; break;                 /* static shared */
+	case 2: *pi = 0; break;
+	case 3: *pi = 0; break;
+	case 4: *pi = 64; break;                /* registers */
+	case 5: *pi = 90; break;                /* PTX version */
+	case 6: *pi = 90; break;                /* binary version */
+	case 7: *pi = 0; break;
+	case 8: *pi = f->max_dyn_shmem; break;
+	case 9: *pi = f->carveout; break;
+	case 10: case 11: case 12: case 13: case 14: case 15: *pi = 0; break;
+	default: return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult func_set_attr(struct ffunc *f, int attrib, int value)
+{
+	if (!f || f->magic != FAKE_MAGIC_FUNC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (attrib == 8)
+		f->max_dyn_shmem = value;
+	else if (attrib == 9)
+		f->carveout = value;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFuncGetAttribute(int *pi, int attrib, CUfunction f)
+{
+	FAKE_COUNT("cuFuncGetAttribute", CUresult);
+	NEED_INIT();
+	return func_attr(pi, attrib, f);
+}
+
+FAKE_EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attrib, int value)
+{
+	FAKE_COUNT("cuFuncSetAttribute", CUresult);
+	NEED_INIT();
+	return func_set_attr(f, attrib, value);
+}
+
+FAKE_EXPORT CUresult cuKernelGetAttribute(int *pi, int attrib, CUkernel k, CUdevice d)
+{
+	FAKE_COUNT("cuKernelGetAttribute", CUresult);
+	NEED_INIT();
+	return func_attr(pi, attrib, k);
+}
+
+FAKE_EXPORT CUresult cuKernelSetAttribute(int attrib, int value, CUkernel k, CUdevice d)
+{
+	FAKE_COUNT("cuKernelSetAttribute", CUresult);
+	NEED_INIT();
+	return func_set_attr(k, attrib, value);
+}
+
+FAKE_EXPORT CUresult cuKernelSetCacheConfig(CUkernel k, int cfg, CUdevice d)
+{
+	FAKE_COUNT("cuKernelSetCacheConfig", CUresult);
+	NEED_INIT();
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFuncSetCacheConfig(CUfunction f, int cfg)
+{
+	FAKE_COUNT("cuFuncSetCacheConfig", CUresult);
+	NEED_INIT();
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFuncSetSharedMemConfig(CUfunction f, int cfg)
+{
+	FAKE_COUNT("cuFuncSetSharedMemConfig", CUresult);
+	NEED_INIT();
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFuncGetModule(CUmodule *pm, CUfunction f)
+{
+	FAKE_COUNT("cuFuncGetModule", CUresult);
+	NEED_INIT();
+	if (!pm)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!f || f->magic != FAKE_MAGIC_FUNC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*pm = f->mod;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
+{
+	FAKE_COUNT("cuFuncGetName", CUresult);
+	NEED_INIT();
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!f || f->magic != FAKE_MAGIC_FUNC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*name = f->name;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFuncIsLoaded(int *state, CUfunction f)
+{
+	FAKE_COUNT("cuFuncIsLoaded", CUresult);
+	NEED_INIT();
+	if (!state)
+		return CUDA_ERROR_INVALID_VALUE;
+	*state = 1; /* CU_FUNCTION_LOADING_STATE_LOADED */
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFuncLoad(CUfunction f)
+{
+	FAKE_COUNT("cuFuncLoad", CUresult);
+	NEED_INIT();
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *off, size_t *size)
+{
+	FAKE_COUNT("cuFuncGetParamInfo", CUresult);
+	NEED_INIT();
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* launches: counted per function, never executed */
+static atomic_ullong total_launches;
+
+static CUresult launch(CUfunction f, CUstream s)
+{
+	NEED_STREAM(s);
+	if (!f || f->magic != FAKE_MAGIC_FUNC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!fake_current_ctx())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	__atomic_fetch_add(&f->launches, 1, __ATOMIC_RELAXED);
+	unsigned long long n = atomic_fetch_add(&total_launches, 1) + 1;
+	FAKE_DBG("launch #%llu of %s (not executed)", n, f->name);
+	(void)n;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+				    unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
+{
+	FAKE_COUNT("cuLaunchKernel", CUresult);
+	NEED_INIT();
+	if (!gx || !gy || !gz || !bx || !by || !bz)
+		return CUDA_ERROR_INVALID_VALUE;
+	return launch(f, s);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra)
+{
+	FAKE_COUNT("cuLaunchKernelEx", CUresult);
+	NEED_INIT();
+	if (!cfg)
+		return CUDA_ERROR_INVALID_VALUE;
+	return launch(f, cfg->hStream);
+}
+
+FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+					       unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params)
+{
+	FAKE_COUNT("cuLaunchCooperativeKernel", CUresult);
+	NEED_INIT();
+	return launch(f, s);
+}
+
+FAKE_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int bs, size_t shmem)
+{
+	FAKE_COUNT("cuOccupancyMaxActiveBlocksPerMultiprocessor", CUresult);
+	NEED_INIT();
+	if (!n)
+		return CUDA_ERROR_INVALID_VALUE;
+	*n = bs > 0 ? (2048 / bs > 32 ? 32 : 2048 / bs) : 1;
+	if (*n < 1)
+		*n = 1;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, CUfunction f, int bs,
+									 size_t shmem, unsigned flags)
+{
+	FAKE_COUNT("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", CUresult);
+	NEED_INIT();
+	if (!n)
+		return CUDA_ERROR_INVALID_VALUE;
+	*n = bs > 0 ? (2048 / bs > 32 ? 32 : 2048 / bs) : 1;
+	if (*n < 1)
+		*n = 1;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *grid, int *block, CUfunction f, void *fn,
+						      size_t shmem, int limit)
+{
+	FAKE_COUNT("cuOccupancyMaxPotentialBlockSize", CUresult);
+	NEED_INIT();
+	if (grid)
+		*grid = 132;
+	if (block)
+		*block = limit > 0 && limit < 1024 ? limit : 1024;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *sz, CUfunction f, int nb, int bs)
+{
+	FAKE_COUNT("cuOccupancyAvailableDynamicSMemPerBlock", CUresult);
+	NEED_INIT();
+	if (!sz)
+		return CUDA_ERROR_INVALID_VALUE;
+	*sz = 232448;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *n, CUfunction f, const CUlaunchConfig *cfg)
+{
+	FAKE_COUNT("cuOccupancyMaxPotentialClusterSize", CUresult);
+	NEED_INIT();
+	if (!n)
+		return CUDA_ERROR_INVALID_VALUE;
+	*n = 8;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *cfg)
+{
+	FAKE_COUNT("cuOccupancyMaxActiveClusters", CUresult);
+	NEED_INIT();
+	if (!n)
+		return CUDA_ERROR_INVALID_VALUE;
+	*n = 16;
+	return CUDA_SUCCESS;
+}
+
+/* ---- profiler, misc ------------------------------------------------------------ */
+FAKE_EXPORT CUresult cuProfilerStart(void)
+{
+	FAKE_COUNT("cuProfilerStart", CUresult);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuProfilerStop(void)
+{
+	FAKE_COUNT("cuProfilerStop", CUresult);
+	return CUDA_SUCCESS;
+}

@@ -1,0 +1,1213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuda_mem.c - fake device memory. Device memory is host memory: every
+ * allocation is a memfd mapped MAP_SHARED, so device pointers are host
+ * addresses (memset/memcpy really copy) and a handle opened by another
+ * process maps the same bytes:
+ *   - cuMem VMM: cuMemCreate makes a memfd, cuMemMap maps it into a
+ *     reserved range, cuMemExportToShareableHandle hands out a dup of the
+ *     memfd (a real POSIX fd the program passes over a UNIX socket);
+ *   - legacy IPC: the 64-byte handle names the owner's pid and fd number and
+ *     the file's identity; the opener reopens /proc/PID/fd/FD (falling back
+ *     to pidfd_getfd) and checks it is the same file;
+ *   - cuMemGetHandleForAddressRange: a dup of the memfd stands in for the
+ *     dma-buf fd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fake_cuda.h"
+
+#define GRANULARITY ((size_t)2 << 20)
+
+enum kind { K_DEVICE = 1, K_HOST, K_REGISTERED, K_VMM, K_IPC };
+
+/* a physical allocation of the VMM API (CUmemGenericAllocationHandle) */
+struct fmemh {
+	uint32_t magic;
+	int fd;
+	size_t size;
+	CUmemAllocationProp prop;
+	int refs;                   /* handles (create, retain) + mappings */
+};
+#define FAKE_MAGIC_MEMH 0x4e52524bu
+
+struct falloc {
+	uintptr_t base;
+	size_t size;                /* as requested */
+	size_t maplen;              /* mapped length (page rounded) */
+	enum kind kind;
+	int fd;                     /* memfd, -1 for registered host memory */
+	int dev;
+	struct fctx *ctx;
+	unsigned long long id;
+	struct fmemh *mh;           /* K_VMM */
+	size_t mh_offset;
+	unsigned flags;
+};
+
+struct fresv {
+	uintptr_t base;
+	size_t size;
+};
+
+static pthread_mutex_t mlock = PTHREAD_MUTEX_INITIALIZER;
+static struct falloc *allocs;
+static size_t nallocs, capallocs;
+static struct fresv *resvs;
+static size_t nresvs, capresvs;
+static unsigned long long next_buffer_id = 1;
+static size_t page_size;
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+static size_t pagesz(void)
+{
+	if (!page_size)
+		page_size = (size_t)sysconf(_SC_PAGESIZE);
+	return page_size;
+}
+
+/* find the allocation containing p; call with mlock held */
+static struct falloc *find(uintptr_t p)
+{
+	for (size_t i = 0; i < nallocs; i++)
+		if (p >= allocs[i].base && p < allocs[i].base + (allocs[i].size ? allocs[i].size : 1))
+			return &allocs[i];
+	return NULL;
+}
+
+static int add_alloc(const struct falloc *a)
+{
+	if (nallocs == capallocs) {
+		size_t nc = capallocs ? capallocs * 2 : 64;
+		void *na = realloc(allocs, nc * sizeof(*allocs));
+		if (!na)
+			return -1;
+		allocs = na;
+		capallocs = nc;
+	}
+	allocs[nallocs] = *a;
+	allocs[nallocs].id = next_buffer_id++;
+	nallocs++;
+	return 0;
+}
+
+static void remove_alloc(struct falloc *a)
+{
+	size_t i = (size_t)(a - allocs);
+	allocs[i] = allocs[--nallocs];
+}
+
+static int new_memfd(size_t size, int dev)
+{
+	char name[64];
+	const struct fake_host *h = fake_host();
+	snprintf(name, sizeof(name), "ncclrr:host=%d:dev=%d", h->host_index, dev);
+	int fd = (int)syscall(SYS_memfd_create, name, 1u /* MFD_CLOEXEC */);
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)size) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static CUresult current_dev(int *dev, struct fctx **pc)
+{
+	struct fctx *c = fake_current_ctx();
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*dev = c->dev;
+	if (pc)
+		*pc = c;
+	return CUDA_SUCCESS;
+}
+
+/* memfd-backed mapping registered as @kind */
+static CUresult alloc_shared(void **out, size_t size, enum kind kind, unsigned flags)
+{
+	int dev;
+	struct fctx *c;
+	CUresult rc = current_dev(&dev, &c);
+	if (rc)
+		return rc;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t len = round_up(size, pagesz());
+	int fd = new_memfd(len, dev);
+	if (fd < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	struct falloc a = { .base = (uintptr_t)p, .size = size, .maplen = len, .kind = kind, .fd = fd,
+			    .dev = dev, .ctx = c, .flags = flags };
+	pthread_mutex_lock(&mlock);
+	int r = add_alloc(&a);
+	pthread_mutex_unlock(&mlock);
+	if (r < 0) {
+		munmap(p, len);
+		close(fd);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = p;
+	return CUDA_SUCCESS;
+}
+
+static CUresult free_kind(uintptr_t p, enum kind k1, enum kind k2)
+{
+	pthread_mutex_lock(&mlock);
+	struct falloc *a = find(p);
+	if (!a || a->base != p || (a->kind != k1 && a->kind != k2)) {
+		pthread_mutex_unlock(&mlock);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct falloc copy = *a;
+	remove_alloc(a);
+	pthread_mutex_unlock(&mlock);
+	if (copy.kind != K_REGISTERED) {
+		munmap((void *)copy.base, copy.maplen);
+		if (copy.fd >= 0)
+			close(copy.fd);
+	}
+	return CUDA_SUCCESS;
+}
+
+/* ---- cuMemAlloc family ------------------------------------------------------ */
+FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
+{
+	FAKE_COUNT("cuMemAlloc", CUresult);
+	void *p = NULL;
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = alloc_shared(&p, size, K_DEVICE, 0);
+	if (rc == CUDA_SUCCESS)
+		*dptr = (CUdeviceptr)(uintptr_t)p;
+	return rc;
+}
+
+FAKE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned esz)
+{
+	FAKE_COUNT("cuMemAllocPitch", CUresult);
+	if (!dptr || !pitch)
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t pt = round_up(w ? w : 1, 512);
+	void *p = NULL;
+	CUresult rc = alloc_shared(&p, pt * (h ? h : 1), K_DEVICE, 0);
+	if (rc == CUDA_SUCCESS) {
+		*dptr = (CUdeviceptr)(uintptr_t)p;
+		*pitch = pt;
+	}
+	return rc;
+}
+
+FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned flags)
+{
+	FAKE_COUNT("cuMemAllocManaged", CUresult);
+	void *p = NULL;
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = alloc_shared(&p, size, K_DEVICE, flags);
+	if (rc == CUDA_SUCCESS)
+		*dptr = (CUdeviceptr)(uintptr_t)p;
+	return rc;
+}
+
+FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s)
+{
+	FAKE_COUNT("cuMemAllocAsync", CUresult);
+	void *p = NULL;
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = alloc_shared(&p, size, K_DEVICE, 0);
+	if (rc == CUDA_SUCCESS)
+		*dptr = (CUdeviceptr)(uintptr_t)p;
+	return rc;
+}
+
+FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	FAKE_COUNT("cuMemFree", CUresult);
+	if (!p)
+		return CUDA_SUCCESS;
+	return free_kind((uintptr_t)p, K_DEVICE, K_DEVICE);
+}
+
+FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
+{
+	FAKE_COUNT("cuMemFreeAsync", CUresult);
+	if (!p)
+		return CUDA_SUCCESS;
+	return free_kind((uintptr_t)p, K_DEVICE, K_DEVICE);
+}
+
+FAKE_EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags)
+{
+	FAKE_COUNT("cuMemHostAlloc", CUresult);
+	return alloc_shared(pp, size, K_HOST, flags);
+}
+
+FAKE_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t size)
+{
+	FAKE_COUNT("cuMemAllocHost", CUresult);
+	return alloc_shared(pp, size, K_HOST, 0);
+}
+
+FAKE_EXPORT CUresult cuMemFreeHost(void *p)
+{
+	FAKE_COUNT("cuMemFreeHost", CUresult);
+	if (!p)
+		return CUDA_SUCCESS;
+	return free_kind((uintptr_t)p, K_HOST, K_HOST);
+}
+
+FAKE_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, unsigned flags)
+{
+	FAKE_COUNT("cuMemHostGetDevicePointer", CUresult);
+	if (!dptr || !p || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mlock);
+	struct falloc *a = find((uintptr_t)p);
+	int ok = a && (a->kind == K_HOST || a->kind == K_REGISTERED);
+	pthread_mutex_unlock(&mlock);
+	if (!ok)
+		return CUDA_ERROR_INVALID_VALUE;
+	*dptr = (CUdeviceptr)(uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemHostGetFlags(unsigned *flags, void *p)
+{
+	FAKE_COUNT("cuMemHostGetFlags", CUresult);
+	if (!flags || !p)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mlock);
+	struct falloc *a = find((uintptr_t)p);
+	int ok = a && (a->kind == K_HOST || a->kind == K_REGISTERED);
+	if (ok)
+		*flags = a->flags;
+	pthread_mutex_unlock(&mlock);
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult host_register(void *p, size_t size, unsigned flags)
+{
+	int dev;
+	struct fctx *c;
+	CUresult rc = current_dev(&dev, &c);
+	if (rc)
+		return rc;
+	if (!p || !size)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mlock);
+	for (size_t i = 0; i < nallocs; i++) {
+		struct falloc *a = &allocs[i];
+		if (a->kind == K_REGISTERED && (uintptr_t)p < a->base + a->size && a->base < (uintptr_t)p + size) {
+			pthread_mutex_unlock(&mlock);
+			return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+		}
+	}
+	struct falloc a = { .base = (uintptr_t)p, .size = size, .maplen = size, .kind = K_REGISTERED, .fd = -1,
+			    .dev = dev, .ctx = c, .flags = flags };
+	int r = add_alloc(&a);
+	pthread_mutex_unlock(&mlock);
+	return r < 0 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t size, unsigned flags)
+{
+	FAKE_COUNT("cuMemHostRegister", CUresult);
+	return host_register(p, size, flags);
+}
+
+FAKE_EXPORT CUresult cuMemHostRegister(void *p, size_t size, unsigned flags)
+{
+	FAKE_COUNT("cuMemHostRegister", CUresult);
+	return host_register(p, size, flags);
+}
+
+FAKE_EXPORT CUresult cuMemHostUnregister(void *p)
+{
+	FAKE_COUNT("cuMemHostUnregister", CUresult);
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = free_kind((uintptr_t)p, K_REGISTERED, K_REGISTERED);
+	return rc ? CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED : rc;
+}
+
+FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
+{
+	FAKE_COUNT("cuMemGetInfo", CUresult);
+	int dev;
+	CUresult rc = current_dev(&dev, NULL);
+	if (rc)
+		return rc;
+	size_t used = 0;
+	pthread_mutex_lock(&mlock);
+	for (size_t i = 0; i < nallocs; i++)
+		if (allocs[i].kind == K_DEVICE && allocs[i].dev == dev)
+			used += allocs[i].maplen;
+	pthread_mutex_unlock(&mlock);
+	size_t tot = (size_t)80 << 30;
+	if (total)
+		*total = tot;
+	if (free_b)
+		*free_b = used < tot ? tot - used : 0;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+	FAKE_COUNT("cuMemGetAddressRange", CUresult);
+	pthread_mutex_lock(&mlock);
+	struct falloc *a = find((uintptr_t)p);
+	int ok = a && a->kind != K_REGISTERED;
+	if (ok) {
+		if (base)
+			*base = a->base;
+		if (size)
+			*size = a->size;
+	}
+	pthread_mutex_unlock(&mlock);
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+/* ---- pointer attributes -------------------------------------------------------- */
+static CUresult ptr_attr(void *data, int attr, CUdeviceptr p, int lenient)
+{
+	pthread_mutex_lock(&mlock);
+	struct falloc *a = find((uintptr_t)p);
+	struct falloc c;
+	if (a)
+		c = *a;
+	pthread_mutex_unlock(&mlock);
+	if (!a) {
+		if (!lenient)
+			return CUDA_ERROR_INVALID_VALUE;
+		/* cuPointerGetAttributes: defaults for unknown pointers */
+		switch (attr) {
+		case 1: case 3: case 4: case 17: case 19: *(void **)data = NULL; break;
+		case 2: case 6: case 8: case 10: case 13: case 14: case 15: case 16: case 21:
+			*(unsigned *)data = 0;
+			break;
+		case 9: *(int *)data = -2; break;
+		case 7: case 11: case 12: case 18: case 20: *(unsigned long long *)data = 0; break;
+		default: break;
+		}
+		return CUDA_SUCCESS;
+	}
+	int device_mem = c.kind == K_DEVICE || c.kind == K_VMM || c.kind == K_IPC;
+	switch (attr) {
+	case 1: /* context */
+		*(CUcontext *)data = c.ctx;
+		break;
+	case 2: /* memory type */
+		*(unsigned *)data = device_mem ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+		break;
+	case 3: /* device pointer */
+		*(CUdeviceptr *)data = p;
+		break;
+	case 4: /* host pointer */
+		if (device_mem && !lenient)
+			return CUDA_ERROR_INVALID_VALUE;
+		*(void **)data = device_mem ? NULL : (void *)(uintptr_t)p;
+		break;
+	case 5: /* P2P tokens */
+		return lenient ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
+	case 6: /* sync memops */
+		*(unsigned *)data = 1;
+		break;
+	case 7: /* buffer id */
+		*(unsigned long long *)data = c.id;
+		break;
+	case 8: /* managed */
+		*(unsigned *)data = 0;
+		break;
+	case 9: /* device ordinal */
+		*(int *)data = c.dev;
+		break;
+	case 10: /* legacy IPC capable */
+		*(unsigned *)data = c.kind == K_DEVICE;
+		break;
+	case 11: /* range start */
+		*(CUdeviceptr *)data = c.base;
+		break;
+	case 12: /* range size */
+		*(size_t *)data = c.size;
+		break;
+	case 13: /* mapped */
+		*(unsigned *)data = 1;
+		break;
+	case 14: /* allowed handle types */
+		*(unsigned *)data = c.kind == K_VMM ? (unsigned)c.mh->prop.requestedHandleTypes : 0;
+		break;
+	case 15: /* GPUDirect RDMA capable */
+		*(unsigned *)data = device_mem;
+		break;
+	case 16: /* access flags */
+		*(unsigned *)data = 3;
+		break;
+	case 17: /* mempool */
+		*(void **)data = NULL;
+		break;
+	case 18: /* mapping size */
+		*(size_t *)data = c.kind == K_VMM ? c.size : c.maplen;
+		break;
+	case 19: /* mapping base */
+		*(void **)data = (void *)c.base;
+		break;
+	case 20: /* memory block id */
+		*(unsigned long long *)data = c.id;
+		break;
+	case 21:
+		*(unsigned *)data = 0;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
+{
+	FAKE_COUNT("cuPointerGetAttribute", CUresult);
+	if (!data)
+		return CUDA_ERROR_INVALID_VALUE;
+	return ptr_attr(data, attr, p, 0);
+}
+
+FAKE_EXPORT CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data, CUdeviceptr p)
+{
+	FAKE_COUNT("cuPointerGetAttributes", CUresult);
+	if (!attrs || !data)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < n; i++) {
+		if (!data[i])
+			continue;
+		CUresult rc = ptr_attr(data[i], attrs[i], p, 1);
+		if (rc)
+			return rc;
+	}
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuPointerSetAttribute(const void *value, int attr, CUdeviceptr p)
+{
+	FAKE_COUNT("cuPointerSetAttribute", CUresult);
+	pthread_mutex_lock(&mlock);
+	struct falloc *a = find((uintptr_t)p);
+	pthread_mutex_unlock(&mlock);
+	return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocation loc)
+{
+	FAKE_COUNT("cuMemAdvise", CUresult);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s)
+{
+	FAKE_COUNT("cuMemPrefetchAsync", CUresult);
+	return CUDA_SUCCESS;
+}
+
+/* ---- copies and sets: device memory is host memory ------------------------------ */
+static CUresult copy(void *dst, const void *src, size_t n)
+{
+	if (n == 0)
+		return CUDA_SUCCESS;
+	if (!dst || !src)
+		return CUDA_ERROR_INVALID_VALUE;
+	memmove(dst, src, n);
+	return CUDA_SUCCESS;
+}
+
+#define P(x) ((void *)(uintptr_t)(x))
+
+FAKE_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	FAKE_COUNT("cuMemcpy", CUresult);
+	return copy(P(dst), P(src), n);
+}
+
+FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	FAKE_COUNT("cuMemcpyAsync", CUresult);
+	return copy(P(dst), P(src), n);
+}
+
+FAKE_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)
+{
+	FAKE_COUNT("cuMemcpyPeer", CUresult);
+	return copy(P(dst), P(src), n);
+}
+
+FAKE_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
+				       CUstream s)
+{
+	FAKE_COUNT("cuMemcpyPeerAsync", CUresult);
+	return copy(P(dst), P(src), n);
+}
+
+FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+	FAKE_COUNT("cuMemcpyHtoD", CUresult);
+	return copy(P(dst), src, n);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+	FAKE_COUNT("cuMemcpyDtoH", CUresult);
+	return copy(dst, P(src), n);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	FAKE_COUNT("cuMemcpyDtoD", CUresult);
+	return copy(P(dst), P(src), n);
+}
+
+FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{
+	FAKE_COUNT("cuMemcpyHtoDAsync", CUresult);
+	return copy(P(dst), src, n);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	FAKE_COUNT("cuMemcpyDtoHAsync", CUresult);
+	return copy(dst, P(src), n);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	FAKE_COUNT("cuMemcpyDtoDAsync", CUresult);
+	return copy(P(dst), P(src), n);
+}
+
+static CUresult copy2d(const CUDA_MEMCPY2D *c)
+{
+	if (!c)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	const char *s = c->srcMemoryType == CU_MEMORYTYPE_HOST ? (const char *)c->srcHost : (const char *)P(c->srcDevice);
+	char *d = c->dstMemoryType == CU_MEMORYTYPE_HOST ? (char *)c->dstHost : (char *)P(c->dstDevice);
+	if (!s || !d)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t y = 0; y < c->Height; y++)
+		memmove(d + (c->dstY + y) * c->dstPitch + c->dstXInBytes, s + (c->srcY + y) * c->srcPitch + c->srcXInBytes,
+			c->WidthInBytes);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *c)
+{
+	FAKE_COUNT("cuMemcpy2D", CUresult);
+	return copy2d(c);
+}
+
+FAKE_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *c)
+{
+	FAKE_COUNT("cuMemcpy2DUnaligned", CUresult);
+	return copy2d(c);
+}
+
+FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s)
+{
+	FAKE_COUNT("cuMemcpy2DAsync", CUresult);
+	return copy2d(c);
+}
+
+static CUresult set_n(CUdeviceptr dst, unsigned v, size_t n, int width)
+{
+	if (n == 0)
+		return CUDA_SUCCESS;
+	if (!dst)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (width == 1) {
+		memset(P(dst), (int)(v & 0xff), n);
+	} else if (width == 2) {
+		uint16_t *p = P(dst);
+		for (size_t i = 0; i < n; i++)
+			p[i] = (uint16_t)v;
+	} else {
+		uint32_t *p = P(dst);
+		for (size_t i = 0; i < n; i++)
+			p[i] = v;
+	}
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
+{
+	FAKE_COUNT("cuMemsetD8", CUresult);
+	return set_n(d, v, n, 1);
+}
+
+FAKE_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
+{
+	FAKE_COUNT("cuMemsetD16", CUresult);
+	return set_n(d, v, n, 2);
+}
+
+FAKE_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned v, size_t n)
+{
+	FAKE_COUNT("cuMemsetD32", CUresult);
+	return set_n(d, v, n, 4);
+}
+
+FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+	FAKE_COUNT("cuMemsetD8Async", CUresult);
+	return set_n(d, v, n, 1);
+}
+
+FAKE_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+{
+	FAKE_COUNT("cuMemsetD16Async", CUresult);
+	return set_n(d, v, n, 2);
+}
+
+FAKE_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s)
+{
+	FAKE_COUNT("cuMemsetD32Async", CUresult);
+	return set_n(d, v, n, 4);
+}
+
+static CUresult set_2d(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, int width)
+{
+	for (size_t y = 0; y < h; y++) {
+		CUresult rc = set_n(d + y * pitch, v, w, width);
+		if (rc)
+			return rc;
+	}
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h)
+{
+	FAKE_COUNT("cuMemsetD2D8", CUresult);
+	return set_2d(d, pitch, v, w, h, 1);
+}
+
+FAKE_EXPORT CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h)
+{
+	FAKE_COUNT("cuMemsetD2D32", CUresult);
+	return set_2d(d, pitch, v, w, h, 4);
+}
+
+FAKE_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h,
+				       CUstream s)
+{
+	FAKE_COUNT("cuMemsetD2D8Async", CUresult);
+	return set_2d(d, pitch, v, w, h, 1);
+}
+
+FAKE_EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, CUstream s)
+{
+	FAKE_COUNT("cuMemsetD2D32Async", CUresult);
+	return set_2d(d, pitch, v, w, h, 4);
+}
+
+/* ---- the VMM API ------------------------------------------------------------------ */
+FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, int option)
+{
+	FAKE_COUNT("cuMemGetAllocationGranularity", CUresult);
+	if (!g || !prop)
+		return CUDA_ERROR_INVALID_VALUE;
+	*g = GRANULARITY;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,
+				 unsigned long long flags)
+{
+	FAKE_COUNT("cuMemCreate", CUresult);
+	if (!h || !prop || size == 0 || size % GRANULARITY)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (prop->requestedHandleTypes & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return CUDA_ERROR_NOT_SUPPORTED; /* fabric / win32 handles */
+	if (prop->location.type == 1 && (prop->location.id < 0 || prop->location.id >= fake_host()->ndev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	struct fmemh *m = calloc(1, sizeof(*m));
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->fd = new_memfd(size, prop->location.id);
+	if (m->fd < 0) {
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->magic = FAKE_MAGIC_MEMH;
+	m->size = size;
+	m->prop = *prop;
+	m->refs = 1;
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)m;
+	return CUDA_SUCCESS;
+}
+
+static struct fmemh *memh(CUmemGenericAllocationHandle h)
+{
+	struct fmemh *m = (struct fmemh *)(uintptr_t)h;
+	return m && m->magic == FAKE_MAGIC_MEMH ? m : NULL;
+}
+
+static void memh_unref(struct fmemh *m)
+{
+	if (--m->refs == 0) {
+		close(m->fd);
+		m->magic = 0;
+		free(m);
+	}
+}
+
+FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	FAKE_COUNT("cuMemRelease", CUresult);
+	pthread_mutex_lock(&mlock);
+	struct fmemh *m = memh(h);
+	if (!m) {
+		pthread_mutex_unlock(&mlock);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	memh_unref(m);
+	pthread_mutex_unlock(&mlock);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align, CUdeviceptr addr,
+					 unsigned long long flags)
+{
+	FAKE_COUNT("cuMemAddressReserve", CUresult);
+	if (!ptr || size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (align == 0)
+		align = GRANULARITY;
+	if (align & (align - 1))
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t span = size + align;
+	void *p = mmap(P(addr), span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	uintptr_t base = round_up((uintptr_t)p, align);
+	if (base > (uintptr_t)p)
+		munmap(p, base - (uintptr_t)p);
+	uintptr_t end = (uintptr_t)p + span;
+	if (end > base + size)
+		munmap(P(base + size), end - (base + size));
+	pthread_mutex_lock(&mlock);
+	if (nresvs == capresvs) {
+		size_t nc = capresvs ? capresvs * 2 : 32;
+		void *nr = realloc(resvs, nc * sizeof(*resvs));
+		if (!nr) {
+			pthread_mutex_unlock(&mlock);
+			munmap(P(base), size);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		resvs = nr;
+		capresvs = nc;
+	}
+	resvs[nresvs++] = (struct fresv){ base, size };
+	pthread_mutex_unlock(&mlock);
+	*ptr = base;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+	FAKE_COUNT("cuMemAddressFree", CUresult);
+	pthread_mutex_lock(&mlock);
+	for (size_t i = 0; i < nresvs; i++)
+		if (resvs[i].base == ptr && resvs[i].size == size) {
+			resvs[i] = resvs[--nresvs];
+			pthread_mutex_unlock(&mlock);
+			munmap(P(ptr), size);
+			return CUDA_SUCCESS;
+		}
+	pthread_mutex_unlock(&mlock);
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+static int in_reservation(uintptr_t p, size_t size)
+{
+	for (size_t i = 0; i < nresvs; i++)
+		if (p >= resvs[i].base && p + size <= resvs[i].base + resvs[i].size)
+			return 1;
+	return 0;
+}
+
+FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+			      unsigned long long flags)
+{
+	FAKE_COUNT("cuMemMap", CUresult);
+	pthread_mutex_lock(&mlock);
+	struct fmemh *m = memh(h);
+	CUresult rc = CUDA_SUCCESS;
+	if (!m || size == 0 || offset + size > m->size || ptr % GRANULARITY)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (!in_reservation((uintptr_t)ptr, size))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (find((uintptr_t)ptr) || find((uintptr_t)ptr + size - 1))
+		rc = CUDA_ERROR_ALREADY_MAPPED;
+	if (rc == CUDA_SUCCESS) {
+		void *p = mmap(P(ptr), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, m->fd, (off_t)offset);
+		if (p == MAP_FAILED) {
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			struct fctx *c = fake_current_ctx();
+			struct falloc a = { .base = (uintptr_t)ptr, .size = size, .maplen = size, .kind = K_VMM,
+					    .fd = -1, .dev = m->prop.location.id, .ctx = c, .mh = m,
+					    .mh_offset = offset };
+			if (add_alloc(&a) < 0) {
+				rc = CUDA_ERROR_OUT_OF_MEMORY;
+			} else {
+				m->refs++;
+			}
+		}
+	}
+	pthread_mutex_unlock(&mlock);
+	return rc;
+}
+
+FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	FAKE_COUNT("cuMemUnmap", CUresult);
+	pthread_mutex_lock(&mlock);
+	int found = 0;
+	for (size_t i = 0; i < nallocs;) {
+		struct falloc *a = &allocs[i];
+		if (a->kind == K_VMM && a->base >= ptr && a->base + a->size <= ptr + size) {
+			struct fmemh *m = a->mh;
+			mmap(P(a->base), a->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+			remove_alloc(a);
+			memh_unref(m);
+			found = 1;
+			continue;
+		}
+		i++;
+	}
+	pthread_mutex_unlock(&mlock);
+	return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+	FAKE_COUNT("cuMemSetAccess", CUresult);
+	if (!desc || count == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mlock);
+	struct falloc *a = find((uintptr_t)ptr);
+	int ok = a && a->kind == K_VMM;
+	pthread_mutex_unlock(&mlock);
+	if (!ok)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < count; i++)
+		if (desc[i].location.type == 1 && (desc[i].location.id < 0 || desc[i].location.id >= fake_host()->ndev))
+			return CUDA_ERROR_INVALID_DEVICE;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *loc, CUdeviceptr ptr)
+{
+	FAKE_COUNT("cuMemGetAccess", CUresult);
+	if (!flags || !loc)
+		return CUDA_ERROR_INVALID_VALUE;
+	*flags = 3;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h, int type,
+						  unsigned long long flags)
+{
+	FAKE_COUNT("cuMemExportToShareableHandle", CUresult);
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	pthread_mutex_lock(&mlock);
+	struct fmemh *m = memh(h);
+	int fd = m ? fcntl(m->fd, F_DUPFD_CLOEXEC, 0) : -1;
+	pthread_mutex_unlock(&mlock);
+	if (!m)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fd < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*(int *)out = fd;
+	return CUDA_SUCCESS;
+}
+
+/* the device a memfd was created for, from its name */
+static int memfd_dev(int fd)
+{
+	char path[64], target[256];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return 0;
+	target[n] = 0;
+	const char *d = strstr(target, ":dev=");
+	return d ? atoi(d + 5) : 0;
+}
+
+FAKE_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *os_handle, int type)
+{
+	FAKE_COUNT("cuMemImportFromShareableHandle", CUresult);
+	if (!h)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	int src = (int)(intptr_t)os_handle;
+	struct stat st;
+	if (src < 0 || fstat(src, &st) < 0 || st.st_size <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fmemh *m = calloc(1, sizeof(*m));
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->fd = fcntl(src, F_DUPFD_CLOEXEC, 0);
+	if (m->fd < 0) {
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->magic = FAKE_MAGIC_MEMH;
+	m->size = (size_t)st.st_size;
+	m->prop.type = 1;
+	m->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	m->prop.location.type = 1;
+	m->prop.location.id = memfd_dev(m->fd);
+	m->refs = 1;
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)m;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle h)
+{
+	FAKE_COUNT("cuMemGetAllocationPropertiesFromHandle", CUresult);
+	if (!prop)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mlock);
+	struct fmemh *m = memh(h);
+	if (m)
+		*prop = m->prop;
+	pthread_mutex_unlock(&mlock);
+	return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr)
+{
+	FAKE_COUNT("cuMemRetainAllocationHandle", CUresult);
+	if (!h)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mlock);
+	struct falloc *a = find((uintptr_t)addr);
+	int ok = a && a->kind == K_VMM;
+	if (ok) {
+		/* a retained handle holds a reference that cuMemRelease drops */
+		a->mh->refs++;
+		*h = (CUmemGenericAllocationHandle)(uintptr_t)a->mh;
+	}
+	pthread_mutex_unlock(&mlock);
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr, size_t size, int type,
+						   unsigned long long flags)
+{
+	FAKE_COUNT("cuMemGetHandleForAddressRange", CUresult);
+	if (!handle || type != 1 /* CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD */)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dptr % pagesz() || size % pagesz())
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mlock);
+	struct falloc *a = find((uintptr_t)dptr);
+	int fd = -1;
+	if (a && dptr + size <= a->base + a->maplen) {
+		int src = a->kind == K_VMM ? a->mh->fd : a->fd;
+		if (src >= 0)
+			fd = fcntl(src, F_DUPFD_CLOEXEC, 0);
+	}
+	pthread_mutex_unlock(&mlock);
+	if (fd < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	*(int *)handle = fd;
+	return CUDA_SUCCESS;
+}
+
+/* multicast objects (NVLS) are not emulated: the device says so too */
+FAKE_EXPORT CUresult cuMulticastCreate(CUmemGenericAllocationHandle *h, const void *prop)
+{
+	FAKE_COUNT("cuMulticastCreate", CUresult);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_EXPORT CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle h, CUdevice d)
+{
+	FAKE_COUNT("cuMulticastAddDevice", CUresult);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_EXPORT CUresult cuMulticastBindMem(CUmemGenericAllocationHandle mc, size_t mo, CUmemGenericAllocationHandle m,
+					size_t off, size_t size, unsigned long long flags)
+{
+	FAKE_COUNT("cuMulticastBindMem", CUresult);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_EXPORT CUresult cuMulticastBindAddr(CUmemGenericAllocationHandle mc, size_t mo, CUdeviceptr p, size_t size,
+					 unsigned long long flags)
+{
+	FAKE_COUNT("cuMulticastBindAddr", CUresult);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_EXPORT CUresult cuMulticastUnbind(CUmemGenericAllocationHandle mc, CUdevice d, size_t mo, size_t size)
+{
+	FAKE_COUNT("cuMulticastUnbind", CUresult);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_EXPORT CUresult cuMulticastGetGranularity(size_t *g, const void *prop, int option)
+{
+	FAKE_COUNT("cuMulticastGetGranularity", CUresult);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* ---- legacy IPC ---------------------------------------------------------------------- */
+struct ipc_handle {
+	uint32_t magic;             /* "NRRI" */
+	uint32_t version;
+	int32_t pid;
+	int32_t fd;
+	uint64_t size;
+	uint64_t ino;
+	uint64_t devno;
+	uint64_t buffer_id;
+	int32_t dev;
+	int32_t host;
+	uint8_t pad[8];
+};
+_Static_assert(sizeof(struct ipc_handle) == 64, "IPC handle is 64 bytes");
+#define IPC_MAGIC 0x4952524eu
+
+FAKE_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *out, CUdeviceptr p)
+{
+	FAKE_COUNT("cuIpcGetMemHandle", CUresult);
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mlock);
+	struct falloc *a = find((uintptr_t)p);
+	struct falloc c;
+	int ok = a && a->kind == K_DEVICE && a->fd >= 0;
+	if (ok)
+		c = *a;
+	pthread_mutex_unlock(&mlock);
+	if (!ok)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct stat st;
+	if (fstat(c.fd, &st) < 0)
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	struct ipc_handle h = { .magic = IPC_MAGIC, .version = 1, .pid = (int32_t)getpid(), .fd = c.fd,
+				.size = c.maplen, .ino = (uint64_t)st.st_ino, .devno = (uint64_t)st.st_dev,
+				.buffer_id = c.id, .dev = c.dev, .host = fake_host()->host_index };
+	memset(out, 0, sizeof(*out));
+	memcpy(out, &h, sizeof(h));
+	return CUDA_SUCCESS;
+}
+
+static int reopen_remote_fd(int pid, int fd)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	int nfd = open(path, O_RDWR | O_CLOEXEC);
+	if (nfd >= 0)
+		return nfd;
+#ifdef SYS_pidfd_open
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd >= 0) {
+		nfd = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
+		close(pfd);
+		if (nfd >= 0)
+			fcntl(nfd, F_SETFD, FD_CLOEXEC);
+		return nfd;
+	}
+#endif
+	return -1;
+}
+
+static CUresult ipc_open(CUdeviceptr *pd, const CUipcMemHandle *handle)
+{
+	int dev;
+	struct fctx *c;
+	CUresult rc = current_dev(&dev, &c);
+	if (rc)
+		return rc;
+	if (!pd)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct ipc_handle h;
+	memcpy(&h, handle, sizeof(h));
+	if (h.magic != IPC_MAGIC || h.version != 1 || h.size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	int fd = reopen_remote_fd(h.pid, h.fd);
+	if (fd < 0) {
+		fake_log("cuIpcOpenMemHandle: cannot open fd %d of process %d: %s", h.fd, h.pid, strerror(errno));
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != h.ino || (uint64_t)st.st_dev != h.devno) {
+		close(fd);
+		fake_log("cuIpcOpenMemHandle: fd %d of process %d is no longer the exported buffer", h.fd, h.pid);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	void *p = mmap(NULL, h.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return CUDA_ERROR_MAP_FAILED;
+	}
+	struct falloc a = { .base = (uintptr_t)p, .size = h.size, .maplen = h.size, .kind = K_IPC, .fd = fd,
+			    .dev = dev, .ctx = c };
+	pthread_mutex_lock(&mlock);
+	int r = add_alloc(&a);
+	pthread_mutex_unlock(&mlock);
+	if (r < 0) {
+		munmap(p, h.size);
+		close(fd);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*pd = (CUdeviceptr)(uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *pd, CUipcMemHandle h, unsigned flags)
+{
+	FAKE_COUNT("cuIpcOpenMemHandle", CUresult);
+	return ipc_open(pd, &h);
+}
+
+FAKE_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pd, CUipcMemHandle h, unsigned flags)
+{
+	FAKE_COUNT("cuIpcOpenMemHandle", CUresult);
+	return ipc_open(pd, &h);
+}
+
+FAKE_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p)
+{
+	FAKE_COUNT("cuIpcCloseMemHandle", CUresult);
+	return free_kind((uintptr_t)p, K_IPC, K_IPC);
+}

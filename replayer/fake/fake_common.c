@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+/* fake_common.c - virtual host, call counters, fault switch, stats file. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "fake_common.h"
+
+int fake_debug;
+
+void fake_log(const char *fmt, ...)
+{
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf), "ncclrr-fake[%d]: ", (int)getpid());
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	va_end(ap);
+	size_t len = strlen(buf);
+	if (len < sizeof(buf) - 1 && (len == 0 || buf[len - 1] != '\n'))
+		buf[len++] = '\n';
+	ssize_t w = write(2, buf, len);
+	(void)w;
+}
+
+/* ---- the virtual host ---------------------------------------------------- */
+static struct fake_host the_host;
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+
+static int env_int(const char *name, int def)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return def;
+	char *e;
+	long l = strtol(v, &e, 10);
+	if (*e || l < -1 || l > 1 << 24)
+		return def;
+	return (int)l;
+}
+
+static void load_host(void)
+{
+	struct fake_host *h = &the_host;
+	const char *dbg = getenv("NCCLRR_FAKE_DEBUG");
+	fake_debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+	h->rank = env_int("NCCLRR_RANK", -1);
+	h->local_rank = env_int("NCCLRR_LOCAL_RANK", -1);
+	const char *path = getenv("NCCLRR_TOPO");
+	nrr_topo *t = NULL;
+	char err[512];
+	int rc;
+	if (path && *path)
+		rc = nrr_topo_load(path, &t, err, sizeof(err));
+	else
+		rc = nrr_topo_default(&t, err, sizeof(err));
+	if (rc < 0) {
+		snprintf(h->error, sizeof(h->error), "cannot load the topology (NCCLRR_TOPO): %s", err);
+		fake_log("%s", h->error);
+		return;
+	}
+	h->topo = t;
+	int hi = env_int("NCCLRR_HOST", 0);
+	if (hi < 0 || hi >= t->nhosts) {
+		snprintf(h->error, sizeof(h->error), "NCCLRR_HOST=%s: the cluster %s has hosts 0..%d",
+			 getenv("NCCLRR_HOST"), t->path, t->nhosts - 1);
+		fake_log("%s", h->error);
+		return;
+	}
+	h->host_index = hi;
+	h->host = &t->hosts[hi];
+	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	if (!cvd) {
+		for (int i = 0; i < h->host->ngpus && i < 64; i++)
+			h->dev[h->ndev++] = &h->host->gpus[i];
+	} else {
+		/* indices or GPU-<uuid prefix>, comma separated; stop at the first
+		 * invalid entry as the real driver does */
+		char buf[1024];
+		snprintf(buf, sizeof(buf), "%s", cvd);
+		char *save = NULL;
+		for (char *tok = strtok_r(buf, ",", &save); tok && h->ndev < 64; tok = strtok_r(NULL, ",", &save)) {
+			while (isspace((unsigned char)*tok))
+				tok++;
+			const nrr_topo_gpu *g = NULL;
+			if (strncmp(tok, "GPU-", 4) == 0) {
+				for (int i = 0; i < h->host->ngpus && !g; i++) {
+					char u[64];
+					const uint8_t *b = h->host->gpus[i].uuid;
+					snprintf(u, sizeof(u),
+						 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+						 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+						 b[12], b[13], b[14], b[15]);
+					if (tok[4] && strncmp(u, tok + 4, strlen(tok + 4)) == 0)
+						g = &h->host->gpus[i];
+				}
+			} else {
+				char *e;
+				long v = strtol(tok, &e, 10);
+				if (*tok && !*e && v >= 0 && v < h->host->ngpus)
+					g = &h->host->gpus[v];
+			}
+			if (!g)
+				break;
+			for (int i = 0; i < h->ndev; i++)
+				if (h->dev[i] == g)
+					g = NULL;
+			if (!g)
+				break;
+			h->dev[h->ndev++] = g;
+		}
+	}
+	FAKE_DBG("host %d (%s) of %s: %d devices, rank %d", hi, h->host->name, t->path, h->ndev, h->rank);
+}
+
+const struct fake_host *fake_host(void)
+{
+	pthread_once(&host_once, load_host);
+	return &the_host;
+}
+
+int fake_dev_by_busid(const char *busid)
+{
+	const struct fake_host *h = fake_host();
+	char norm[32];
+	if (nrr_topo_norm_busid(busid, norm, sizeof(norm)) < 0)
+		return -1;
+	for (int i = 0; i < h->ndev; i++)
+		if (strcmp(h->dev[i]->busid, norm) == 0)
+			return i;
+	return -1;
+}
+
+/* ---- counters ------------------------------------------------------------ */
+static _Atomic(struct fake_api *) api_list;
+
+/* ---- fault switch -------------------------------------------------------- */
+struct fault {
+	char api[96];
+	int rank;                       /* -1: any */
+	unsigned long nth;              /* 0: every call */
+	int code;
+	char errname[64];
+};
+
+static struct fault faults[32];
+static int nfaults;
+static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+
+static void strip_version(char *s)
+{
+	/* cuMemAlloc_v2 -> cuMemAlloc; also _ptds / _ptsz */
+	size_t n = strlen(s);
+	for (const char *suf = "_ptds"; suf; suf = strcmp(suf, "_ptds") == 0 ? "_ptsz" : NULL) {
+		if (n > 5 && strcmp(s + n - 5, suf) == 0) {
+			s[n - 5] = 0;
+			n -= 5;
+		}
+	}
+	char *v = strrchr(s, '_');
+	if (v && v[1] == 'v' && v[2]) {
+		for (char *c = v + 2; *c; c++)
+			if (!isdigit((unsigned char)*c))
+				return;
+		*v = 0;
+	}
+}
+
+static void parse_faults(void)
+{
+	const char *spec = getenv("NCCLRR_FAULT");
+	if (!spec || !*spec)
+		return;
+	const struct fake_host *h = fake_host();
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", spec);
+	char *save = NULL;
+	for (char *rule = strtok_r(buf, ";", &save); rule; rule = strtok_r(NULL, ";", &save)) {
+		while (isspace((unsigned char)*rule))
+			rule++;
+		if (!*rule)
+			continue;
+		struct fault f = { .rank = -1, .nth = 0, .code = -1 };
+		char copy[1024];
+		snprintf(copy, sizeof(copy), "%s", rule);
+		char *fs = NULL;
+		int field = 0, bad = 0, have_err = 0;
+		const char *badtok = "";
+		for (char *tok = strtok_r(copy, ":", &fs); tok; tok = strtok_r(NULL, ":", &fs), field++) {
+			if (field == 0) {
+				if (!isalpha((unsigned char)tok[0]) || strlen(tok) >= sizeof(f.api)) {
+					bad = 1;
+					badtok = tok;
+					break;
+				}
+				snprintf(f.api, sizeof(f.api), "%s", tok);
+				strip_version(f.api);
+			} else if (strncmp(tok, "rank=", 5) == 0) {
+				char *e;
+				if (strcmp(tok + 5, "*") == 0) {
+					f.rank = -1;
+				} else {
+					long r = strtol(tok + 5, &e, 10);
+					if (!tok[5] || *e || r < 0) {
+						bad = 1;
+						badtok = tok;
+						break;
+					}
+					f.rank = (int)r;
+				}
+			} else if (strncmp(tok, "nth=", 4) == 0) {
+				char *e;
+				if (strcmp(tok + 4, "*") == 0) {
+					f.nth = 0;
+				} else {
+					unsigned long n = strtoul(tok + 4, &e, 10);
+					if (!tok[4] || *e || n == 0) {
+						bad = 1;
+						badtok = tok;
+						break;
+					}
+					f.nth = n;
+				}
+			} else if (!have_err) {
+				snprintf(f.errname, sizeof(f.errname), "%s", tok);
+				have_err = 1;
+			} else {
+				bad = 1;
+				badtok = tok;
+				break;
+			}
+		}
+		if (!bad && !have_err) {
+			bad = 1;
+			badtok = rule;
+		}
+		if (bad) {
+			fake_log("NCCLRR_FAULT: bad token '%s' in rule '%s' (expected API:rank=R:nth=N:ERROR_NAME, "
+				 "R and N numbers or *); rule ignored", badtok, rule);
+			continue;
+		}
+		size_t pl = strlen(fake_lib_prefix);
+		int ours = strncmp(f.api, fake_lib_prefix, pl) == 0 &&
+			   !(pl == 2 && strncmp(f.api, "nvml", 4) == 0); /* "cu" must not claim nvml* */
+		if (!ours)
+			continue; /* the other fake library's rule */
+		f.code = fake_lib_error_code(f.errname);
+		if (f.code <= 0) {
+			fake_log("NCCLRR_FAULT: bad token '%s' in rule '%s' (not an error name of %s); rule ignored",
+				 f.errname, rule, pl == 2 ? "the CUDA driver (CUDA_ERROR_...)" : "NVML (NVML_ERROR_...)");
+			continue;
+		}
+		if (nfaults < (int)(sizeof(faults) / sizeof(faults[0])))
+			faults[nfaults++] = f;
+	}
+	(void)h;
+}
+
+int fake_enter(struct fake_api *api)
+{
+	unsigned long n = atomic_fetch_add_explicit(&api->count, 1, memory_order_relaxed) + 1;
+	if (!atomic_load_explicit(&api->registered, memory_order_acquire)) {
+		int exp = 0;
+		if (atomic_compare_exchange_strong(&api->registered, &exp, 1)) {
+			struct fake_api *head = atomic_load(&api_list);
+			do {
+				api->next = head;
+			} while (!atomic_compare_exchange_weak(&api_list, &head, api));
+		}
+	}
+	pthread_once(&fault_once, parse_faults);
+	if (nfaults == 0)
+		return 0;
+	const struct fake_host *h = fake_host();
+	for (int i = 0; i < nfaults; i++) {
+		struct fault *f = &faults[i];
+		if (strcmp(f->api, api->name) != 0)
+			continue;
+		if (f->rank >= 0 && f->rank != h->rank)
+			continue;
+		if (f->nth && f->nth != n)
+			continue;
+		char rk[32];
+		if (h->rank >= 0)
+			snprintf(rk, sizeof(rk), "rank %d", h->rank);
+		else
+			snprintf(rk, sizeof(rk), "no rank");
+		char line[256];
+		int len = snprintf(line, sizeof(line), "ncclrr-fake: injecting %s into %s (%s, call %lu)\n",
+				   f->errname, api->name, rk, n);
+		ssize_t w = write(2, line, (size_t)len);
+		(void)w;
+		return f->code;
+	}
+	return 0;
+}
+
+/* ---- stats at exit -------------------------------------------------------- */
+static void expand_path(const char *in, char *out, size_t outlen)
+{
+	size_t o = 0;
+	for (const char *p = in; *p && o + 16 < outlen; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			o += (size_t)snprintf(out + o, outlen - o, "%d", (int)getpid());
+			p++;
+		} else if (p[0] == '%' && p[1] == 'r') {
+			o += (size_t)snprintf(out + o, outlen - o, "%d", fake_host()->rank);
+			p++;
+		} else {
+			out[o++] = *p;
+		}
+	}
+	out[o] = 0;
+}
+
+__attribute__((destructor)) static void write_stats(void)
+{
+	const char *path = getenv("NCCLRR_FAKE_STATS");
+	if (!path || !*path)
+		return;
+	char file[4096];
+	expand_path(path, file, sizeof(file));
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap);
+	if (!buf)
+		return;
+	for (struct fake_api *a = atomic_load(&api_list); a; a = a->next) {
+		unsigned long c = atomic_load(&a->count);
+		if (!c)
+			continue;
+		if (n + strlen(a->name) + 32 > cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		n += (size_t)snprintf(buf + n, cap - n, "%s %lu\n", a->name, c);
+	}
+	/* one write with O_APPEND: the CUDA and NVML libraries (and processes
+	 * sharing the name) add their lines without tearing them */
+	int fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		ssize_t w = write(fd, buf, n);
+		(void)w;
+		close(fd);
+	} else {
+		fake_log("cannot write NCCLRR_FAKE_STATS=%s: %s", file, strerror(errno));
+	}
+	free(buf);
+}
+
+/* Device memory is one memfd per allocation: lift the soft fd limit. */
+__attribute__((constructor)) static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max > 1048576 ? 1048576 : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}

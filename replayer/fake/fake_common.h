@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fake_common.h - what the fake CUDA driver and the fake NVML share: the
+ * virtual host they describe (from NCCLRR_TOPO / NCCLRR_HOST), per-API call
+ * counters written to $NCCLRR_FAKE_STATS at exit, and the fault switch
+ * NCCLRR_FAULT. Each library links its own copy; nothing here is exported.
+ */
+#ifndef NRR_FAKE_COMMON_H
+#define NRR_FAKE_COMMON_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "nrr_topo.h"
+
+#define FAKE_HIDDEN __attribute__((visibility("hidden")))
+#define FAKE_EXPORT __attribute__((visibility("default")))
+
+/* ---- the virtual host --------------------------------------------------- */
+struct fake_host {
+	const nrr_topo *topo;           /* whole cluster */
+	const nrr_topo_host *host;      /* this process's virtual host */
+	int host_index;
+	int ndev;                       /* visible devices */
+	const nrr_topo_gpu *dev[64];    /* visible device i -> GPU of the host */
+	int rank;                       /* NCCLRR_RANK, -1 if unset */
+	int local_rank;                 /* NCCLRR_LOCAL_RANK, -1 if unset */
+	char error[600];                /* why loading failed ("" if fine) */
+};
+
+/* The host, loaded once. Never NULL; ->ndev == 0 and ->error set when the
+ * topology could not be loaded. */
+FAKE_HIDDEN const struct fake_host *fake_host(void);
+
+/* Visible device index of the GPU with PCI bus id @busid (any spelling), or -1. */
+FAKE_HIDDEN int fake_dev_by_busid(const char *busid);
+
+/* ---- counters and faults ------------------------------------------------ */
+struct fake_api {
+	const char *name;               /* base name: "cuMemAlloc" */
+	atomic_ulong count;
+	atomic_int registered;
+	struct fake_api *next;
+};
+
+/* Count a call; @return 0, or the error code the fault switch injects. */
+FAKE_HIDDEN int fake_enter(struct fake_api *api);
+
+/* Provided by each library: error code for a name ("CUDA_ERROR_INVALID_VALUE",
+ * "NVML_ERROR_UNKNOWN" or a number), -1 if unknown; and the prefix of the
+ * API names it owns ("cu", "nvml"). */
+FAKE_HIDDEN int fake_lib_error_code(const char *name);
+FAKE_HIDDEN extern const char fake_lib_prefix[];
+
+/* stderr diagnostics: always for errors; NCCLRR_FAKE_DEBUG=1 for traces. */
+FAKE_HIDDEN extern int fake_debug;
+FAKE_HIDDEN void fake_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define FAKE_DBG(...) do { if (fake_debug) fake_log(__VA_ARGS__); } while (0)
+
+#define FAKE_COUNT(nm, errtype) \
+	static struct fake_api api_ = { .name = nm }; \
+	do { \
+		int inj_ = fake_enter(&api_); \
+		if (inj_) \
+			return (errtype)inj_; \
+	} while (0)
+
+#endif

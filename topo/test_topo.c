@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/* test_topo.c - the cluster topology parser: shipped files, per-host
+ * output, malformed input (file:line errors, never a crash). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "nrr_topo.h"
+
+static const char *srcdir = ".";
+
+static void test_file(const char *name, int nhosts, int ngpus, int nnics, int nvlink)
+{
+	char path[1024], err[512];
+	snprintf(path, sizeof(path), "%s/%s", srcdir, name);
+	nrr_topo *t = NULL;
+	int rc = nrr_topo_load(path, &t, err, sizeof(err));
+	CHECK(rc == 0, "%s: %d %s", name, rc, err);
+	if (rc)
+		return;
+	CHECK(nrr_topo_nhosts(t) == nhosts, "%s: %d hosts", name, nrr_topo_nhosts(t));
+	CHECK(nrr_topo_gpus_per_host(t) == ngpus, "%s: %d gpus", name, nrr_topo_gpus_per_host(t));
+	for (int h = 0; h < t->nhosts; h++) {
+		char hn[16];
+		snprintf(hn, sizeof(hn), "node%d", h);
+		CHECK(strcmp(nrr_topo_host_name(t, h), hn) == 0, "%s host %d name %s", name, h, t->hosts[h].name);
+		CHECK(t->hosts[h].nnics == nnics, "%s host %d nics %d", name, h, t->hosts[h].nnics);
+		for (int g = 0; g < t->hosts[h].ngpus; g++) {
+			nrr_topo_gpu *gp = &t->hosts[h].gpus[g];
+			CHECK(gp->dev == g && gp->sm == 90, "%s: gpu %d dev %d sm %d", name, g, gp->dev, gp->sm);
+			CHECK(gp->domain == h, "%s: host %d gpu %d busid %s", name, h, g, gp->busid);
+			CHECK((gp->nvlink_total == 18) == !!nvlink, "%s: nvlinks %d", name, gp->nvlink_total);
+			/* uuids unique across the cluster */
+			for (int h2 = 0; h2 <= h; h2++)
+				for (int g2 = 0; g2 < (h2 == h ? g : t->hosts[h2].ngpus); g2++)
+					CHECK(memcmp(gp->uuid, t->hosts[h2].gpus[g2].uuid, 16) != 0,
+					      "%s: duplicate uuid", name);
+		}
+		/* the per-host file reloads as a bare <system> with the same GPUs */
+		char out[1024];
+		snprintf(out, sizeof(out), "/tmp/test_topo.%d.xml", (int)getpid());
+		rc = nrr_topo_write_host_xml(t, h, out, err, sizeof(err));
+		CHECK(rc == 0, "write: %s", err);
+		nrr_topo *s = NULL;
+		rc = nrr_topo_load(out, &s, err, sizeof(err));
+		CHECK(rc == 0, "reload: %s", err);
+		if (rc == 0) {
+			CHECK(s->nhosts == 1 && s->hosts[0].ngpus == ngpus, "reload counts");
+			for (int g = 0; g < ngpus && g < s->hosts[0].ngpus; g++)
+				CHECK(strcmp(s->hosts[0].gpus[g].busid, t->hosts[h].gpus[g].busid) == 0, "busid");
+			nrr_topo_free(s);
+		}
+		FILE *f = fopen(out, "r");
+		char first[64] = "";
+		if (f) {
+			CHECK(fgets(first, sizeof(first), f) != NULL, "read back");
+			fclose(f);
+		}
+		CHECK(strncmp(first, "<system version=\"1\">", 20) == 0, "first line %s", first);
+		unlink(out);
+	}
+	nrr_topo_free(t);
+}
+
+struct bad {
+	const char *xml;
+	int line;
+	const char *what;
+};
+
+static const char *GOOD_HOST =
+	"<system version=\"1\">\n"
+	"<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"143\">\n"
+	"<pci busid=\"0000:18:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"90\"/></pci>\n"
+	"</cpu>\n"
+	"</system>\n";
+
+static void test_bad(void)
+{
+	static const struct bad cases[] = {
+		{ "", 1, "no root element" },
+		{ "<cluster name=\"x\">\n<host name=\"a\">\n", 2, "not closed" },
+		{ "<cluster>\n</clusterx>\n", 2, "does not match" },
+		{ "<cluster a=\"1\" a=\"2\"></cluster>", 1, "duplicate attribute" },
+		{ "<cluster a=1></cluster>", 1, "quoted" },
+		{ "<cluster>\nhello\n</cluster>", 2, "unexpected text" },
+		{ "<cluster>\n<!-- a -- b -->\n</cluster>", 2, "'--'" },
+		{ "<cluster>\n<!-- open\n", 2, "comment is not closed" },
+		{ "<cluster></cluster>\n<cluster></cluster>", 2, "second root" },
+		{ "<foo/>", 1, "expected <cluster>" },
+		{ "<cluster>\n\n<node/></cluster>", 3, "only <host>" },
+		{ "<cluster>\n<host/>\n</cluster>", 2, "name=" },
+		{ "<cluster>\n<host name=\"a\"/>\n</cluster>", 2, "exactly one <system>" },
+		{ "<cluster>\n<host name=\"a b\"><system version=\"1\"/></host>\n</cluster>", 2, "letters" },
+		{ "<cluster><host name=\"a\">\n<system version=\"2\"/></host></cluster>", 2, "version 1" },
+		{ "<cluster><host name=\"a\">\n<system version=\"1\"/></host></cluster>", 2, "no <cpu>" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+		  "<pci busid=\"0000:18:00.0\">\n<gpu sm=\"90\"/></pci></cpu></system>", 4, "dev=" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+		  "<pci busid=\"0000:18:00.0\">\n<gpu dev=\"zero\" sm=\"90\"/></pci></cpu></system>", 4, "not an integer" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+		  "<pci busid=\"0000:18:00\">\n<gpu dev=\"0\" sm=\"90\"/></pci></cpu></system>", 3, "bad PCI bus id" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+		  "<pci busid=\"0000:18:00.0\"><gpu dev=\"0\" sm=\"90\"/></pci>\n"
+		  "<pci busid=\"0000:19:00.0\"><gpu dev=\"0\" sm=\"90\"/></pci></cpu></system>", 3, "each once" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+		  "<pci busid=\"0000:18:00.0\"><gpu dev=\"0\" sm=\"90\">\n<nvlink target=\"0000:19:00.0\" count=\"2\"/>"
+		  "</gpu></pci></cpu></system>", 4, "tclass" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\">\n</cpu></system>", 2, "arch=" },
+		{ "<?xml version=\"1.0\"?>\n<!DOCTYPE x>\n<cluster/>", 2, "DOCTYPE" },
+		{ "<cluster>\n<host name=\"a&bogus;\"/></cluster>", 2, "entity" },
+		{ "<cluster\n", 1, "not closed" },
+		{ "<cluster>\n<![CDATA[x]]></cluster>", 2, "CDATA" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[512];
+		nrr_topo *t = (nrr_topo *)1;
+		int rc = nrr_topo_load_buffer("bad.xml", cases[i].xml, strlen(cases[i].xml), &t, err, sizeof(err));
+		char want[32];
+		snprintf(want, sizeof(want), "bad.xml:%d: ", cases[i].line);
+		CHECK(rc == -EINVAL && t == NULL, "case %zu: rc %d", i, rc);
+		CHECK(strncmp(err, want, strlen(want)) == 0, "case %zu: want %s, got '%s'", i, want, err);
+		CHECK(strstr(err, cases[i].what) != NULL, "case %zu: want '%s' in '%s'", i, cases[i].what, err);
+	}
+
+	/* a good host in a cluster, with comments, declaration and entities */
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "<?xml version=\"1.0\"?>\n<!-- c -->\n<cluster name='a&amp;b&#x41;'>\n"
+		 "<host name=\"h0\">%s</host></cluster>\n<!-- end -->\n", GOOD_HOST);
+	nrr_topo *t = NULL;
+	char err[512];
+	int rc = nrr_topo_load_buffer("good.xml", buf, strlen(buf), &t, err, sizeof(err));
+	CHECK(rc == 0, "good: %s", err);
+	if (rc == 0) {
+		CHECK(strcmp(t->name, "a&bA") == 0, "name %s", t->name);
+		CHECK(t->hosts[0].gpus[0].numa == 0, "numa");
+		/* the cluster name cannot go to NCCL's dialect, but the host can */
+		char *s = NULL;
+		CHECK(nrr_topo_host_xml_string(t, 0, &s, NULL) == 0, "host string");
+		free(s);
+		nrr_topo_free(t);
+	}
+
+	/* every truncation of a good file fails cleanly with file:line */
+	size_t len = strlen(buf);
+	for (size_t cut = 0; cut + 20 < len; cut++) {
+		t = NULL;
+		rc = nrr_topo_load_buffer("cut.xml", buf, cut, &t, err, sizeof(err));
+		CHECK(rc < 0 && t == NULL && strncmp(err, "cut.xml:", 8) == 0, "cut %zu: rc %d '%s'", cut, rc, err);
+	}
+
+	rc = nrr_topo_load("/nonexistent/x.xml", &t, err, sizeof(err));
+	CHECK(rc == -ENOENT && strstr(err, "/nonexistent/x.xml: cannot open"), "enoent: %s", err);
+}
+
+static void test_default(void)
+{
+	nrr_topo *t = NULL;
+	char err[512];
+	int rc = nrr_topo_default(&t, err, sizeof(err));
+	CHECK(rc == 0, "default: %s", err);
+	if (rc)
+		return;
+	CHECK(t->nhosts == 1 && t->hosts[0].ngpus == 8 && t->hosts[0].nnics == 8, "default counts");
+	CHECK(strcmp(t->hosts[0].gpus[3].busid, "0000:5d:00.0") == 0, "default busid %s", t->hosts[0].gpus[3].busid);
+	nrr_topo_free(t);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		srcdir = argv[1];
+	test_file("1node_8gpu.xml", 1, 8, 8, 1);
+	test_file("2node_16gpu.xml", 2, 8, 8, 1);
+	test_file("4node_32gpu.xml", 4, 8, 8, 1);
+	test_file("2node_8gpu_pcie.xml", 2, 4, 2, 0);
+	test_bad();
+	test_default();
+	return check_done("topo");
+}
