@@ -10,6 +10,7 @@
  * cuGetProcAddress at 12000+ the 5-argument _v2, ...). A name the driver
  * lacks answers CUDA_ERROR_NOT_FOUND with status SYMBOL_NOT_FOUND.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,31 +18,41 @@
 
 #include "fake_cuda.h"
 
-/* every entry point, declared for the table */
-#define DECL(sym) extern char sym[];
-#define T(name, ver, sym)
-#include "cuda_table.h"
-#undef T
-#undef DECL
-
+/* Entries name the exported symbol; the addresses are resolved once with
+ * dlsym on this library itself (no prototypes needed here). */
 struct entry {
 	const char *name;
 	int version;
-	void *fn;
+	const char *sym;
 };
 
 static const struct entry table[] = {
-#define DECL(sym)
-#define T(name, ver, sym) { name, ver, (void *)sym },
+#define T(name, ver, sym) { name, ver, #sym },
 #include "cuda_table.h"
 #undef T
-#undef DECL
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))
 
+static void *addrs[NTABLE];
+static pthread_once_t addrs_once = PTHREAD_ONCE_INIT;
+
+static void resolve(void)
+{
+	Dl_info info;
+	void *self = NULL;
+	if (dladdr((void *)resolve, &info) && info.dli_fname)
+		self = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	for (size_t i = 0; i < NTABLE; i++) {
+		addrs[i] = self ? dlsym(self, table[i].sym) : NULL;
+		if (!addrs[i])
+			fake_log("internal error: entry point %s (%s) is not exported", table[i].sym, table[i].name);
+	}
+}
+
 void *fake_proc_lookup(const char *name, int version, int *status)
 {
+	pthread_once(&addrs_once, resolve);
 	const struct entry *best = NULL;
 	int any = 0;
 	for (size_t i = 0; i < NTABLE; i++) {
@@ -55,8 +66,9 @@ void *fake_proc_lookup(const char *name, int version, int *status)
 		*status = any ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 		return NULL;
 	}
-	*status = CU_GET_PROC_ADDRESS_SUCCESS;
-	return best->fn;
+	void *fn = addrs[best - table];
+	*status = fn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	return fn;
 }
 
 /* names asked for and not found, reported once each with NCCLRR_FAKE_DEBUG */
