@@ -1117,6 +1117,46 @@ FAKE_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
 	return CUDA_ERROR_NOT_SUPPORTED; /* graphs are not emulated */
 }
 
+FAKE_EXPORT CUresult cuStreamBeginCapture(CUstream s)
+{
+	FAKE_COUNT("cuStreamBeginCapture", CUresult);
+	NEED_STREAM(s);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_EXPORT CUresult cuStreamEndCapture(CUstream s, void **graph)
+{
+	FAKE_COUNT("cuStreamEndCapture", CUresult);
+	NEED_STREAM(s);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* stream attributes (access policy window, sync policy, priority, memory
+ * sync domain...): kept per call as given, nothing to apply */
+FAKE_EXPORT CUresult cuStreamGetAttribute(CUstream s, int attr, void *value)
+{
+	FAKE_COUNT("cuStreamGetAttribute", CUresult);
+	NEED_STREAM(s);
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(value, 0, 48); /* sizeof(CUlaunchAttributeValue) is 64; the used fields are first */
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamSetAttribute(CUstream s, int attr, const void *value)
+{
+	FAKE_COUNT("cuStreamSetAttribute", CUresult);
+	NEED_STREAM(s);
+	return value ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_EXPORT CUresult cuStreamCopyAttributes(CUstream dst, CUstream src)
+{
+	FAKE_COUNT("cuStreamCopyAttributes", CUresult);
+	NEED_STREAM(dst);
+	return valid_stream(src) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 /* stream memory operations: done at once (a wait polls for up to 10 s) */
 static CUresult wait_value64(volatile uint64_t *addr, uint64_t value, unsigned flags, int is64)
 {

@@ -59,7 +59,7 @@ struct fresv {
 	size_t size;
 };
 
-static pthread_mutex_t mlock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct falloc *allocs;
 static size_t nallocs, capallocs;
 static struct fresv *resvs;
@@ -79,7 +79,7 @@ static size_t pagesz(void)
 	return page_size;
 }
 
-/* find the allocation containing p; call with mlock held */
+/* find the allocation containing p; call with mem_lock held */
 static struct falloc *find(uintptr_t p)
 {
 	for (size_t i = 0; i < nallocs; i++)
@@ -159,9 +159,9 @@ static CUresult alloc_shared(void **out, size_t size, enum kind kind, unsigned f
 	}
 	struct falloc a = { .base = (uintptr_t)p, .size = size, .maplen = len, .kind = kind, .fd = fd,
 			    .dev = dev, .ctx = c, .flags = flags };
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	int r = add_alloc(&a);
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	if (r < 0) {
 		munmap(p, len);
 		close(fd);
@@ -173,15 +173,15 @@ static CUresult alloc_shared(void **out, size_t size, enum kind kind, unsigned f
 
 static CUresult free_kind(uintptr_t p, enum kind k1, enum kind k2)
 {
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find(p);
 	if (!a || a->base != p || (a->kind != k1 && a->kind != k2)) {
-		pthread_mutex_unlock(&mlock);
+		pthread_mutex_unlock(&mem_lock);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 	struct falloc copy = *a;
 	remove_alloc(a);
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	if (copy.kind != K_REGISTERED) {
 		munmap((void *)copy.base, copy.maplen);
 		if (copy.fd >= 0)
@@ -283,10 +283,10 @@ FAKE_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, un
 	FAKE_COUNT("cuMemHostGetDevicePointer", CUresult);
 	if (!dptr || !p || flags)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find((uintptr_t)p);
 	int ok = a && (a->kind == K_HOST || a->kind == K_REGISTERED);
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	if (!ok)
 		return CUDA_ERROR_INVALID_VALUE;
 	*dptr = (CUdeviceptr)(uintptr_t)p;
@@ -298,12 +298,12 @@ FAKE_EXPORT CUresult cuMemHostGetFlags(unsigned *flags, void *p)
 	FAKE_COUNT("cuMemHostGetFlags", CUresult);
 	if (!flags || !p)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find((uintptr_t)p);
 	int ok = a && (a->kind == K_HOST || a->kind == K_REGISTERED);
 	if (ok)
 		*flags = a->flags;
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -316,18 +316,18 @@ static CUresult host_register(void *p, size_t size, unsigned flags)
 		return rc;
 	if (!p || !size)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	for (size_t i = 0; i < nallocs; i++) {
 		struct falloc *a = &allocs[i];
 		if (a->kind == K_REGISTERED && (uintptr_t)p < a->base + a->size && a->base < (uintptr_t)p + size) {
-			pthread_mutex_unlock(&mlock);
+			pthread_mutex_unlock(&mem_lock);
 			return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
 		}
 	}
 	struct falloc a = { .base = (uintptr_t)p, .size = size, .maplen = size, .kind = K_REGISTERED, .fd = -1,
 			    .dev = dev, .ctx = c, .flags = flags };
 	int r = add_alloc(&a);
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	return r < 0 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
 
@@ -360,11 +360,11 @@ FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
 	if (rc)
 		return rc;
 	size_t used = 0;
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	for (size_t i = 0; i < nallocs; i++)
 		if (allocs[i].kind == K_DEVICE && allocs[i].dev == dev)
 			used += allocs[i].maplen;
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	size_t tot = (size_t)80 << 30;
 	if (total)
 		*total = tot;
@@ -376,7 +376,7 @@ FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
 FAKE_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
 	FAKE_COUNT("cuMemGetAddressRange", CUresult);
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find((uintptr_t)p);
 	int ok = a && a->kind != K_REGISTERED;
 	if (ok) {
@@ -385,19 +385,19 @@ FAKE_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CU
 		if (size)
 			*size = a->size;
 	}
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	return ok ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
 /* ---- pointer attributes -------------------------------------------------------- */
 static CUresult ptr_attr(void *data, int attr, CUdeviceptr p, int lenient)
 {
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find((uintptr_t)p);
 	struct falloc c;
 	if (a)
 		c = *a;
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	if (!a) {
 		if (!lenient)
 			return CUDA_ERROR_INVALID_VALUE;
@@ -511,9 +511,9 @@ FAKE_EXPORT CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data,
 FAKE_EXPORT CUresult cuPointerSetAttribute(const void *value, int attr, CUdeviceptr p)
 {
 	FAKE_COUNT("cuPointerSetAttribute", CUresult);
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find((uintptr_t)p);
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -782,14 +782,14 @@ static void memh_unref(struct fmemh *m)
 FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
 	FAKE_COUNT("cuMemRelease", CUresult);
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct fmemh *m = memh(h);
 	if (!m) {
-		pthread_mutex_unlock(&mlock);
+		pthread_mutex_unlock(&mem_lock);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 	memh_unref(m);
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	return CUDA_SUCCESS;
 }
 
@@ -813,12 +813,12 @@ FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t a
 	uintptr_t end = (uintptr_t)p + span;
 	if (end > base + size)
 		munmap(P(base + size), end - (base + size));
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	if (nresvs == capresvs) {
 		size_t nc = capresvs ? capresvs * 2 : 32;
 		void *nr = realloc(resvs, nc * sizeof(*resvs));
 		if (!nr) {
-			pthread_mutex_unlock(&mlock);
+			pthread_mutex_unlock(&mem_lock);
 			munmap(P(base), size);
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		}
@@ -826,7 +826,7 @@ FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t a
 		capresvs = nc;
 	}
 	resvs[nresvs++] = (struct fresv){ base, size };
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	*ptr = base;
 	return CUDA_SUCCESS;
 }
@@ -834,15 +834,15 @@ FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t a
 FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
 	FAKE_COUNT("cuMemAddressFree", CUresult);
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	for (size_t i = 0; i < nresvs; i++)
 		if (resvs[i].base == ptr && resvs[i].size == size) {
 			resvs[i] = resvs[--nresvs];
-			pthread_mutex_unlock(&mlock);
+			pthread_mutex_unlock(&mem_lock);
 			munmap(P(ptr), size);
 			return CUDA_SUCCESS;
 		}
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -858,7 +858,7 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmem
 			      unsigned long long flags)
 {
 	FAKE_COUNT("cuMemMap", CUresult);
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct fmemh *m = memh(h);
 	CUresult rc = CUDA_SUCCESS;
 	if (!m || size == 0 || offset + size > m->size || ptr % GRANULARITY)
@@ -883,14 +883,14 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmem
 			}
 		}
 	}
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	return rc;
 }
 
 FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
 	FAKE_COUNT("cuMemUnmap", CUresult);
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	int found = 0;
 	for (size_t i = 0; i < nallocs;) {
 		struct falloc *a = &allocs[i];
@@ -904,7 +904,7 @@ FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 		}
 		i++;
 	}
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -913,10 +913,10 @@ FAKE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcc
 	FAKE_COUNT("cuMemSetAccess", CUresult);
 	if (!desc || count == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find((uintptr_t)ptr);
 	int ok = a && a->kind == K_VMM;
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	if (!ok)
 		return CUDA_ERROR_INVALID_VALUE;
 	for (size_t i = 0; i < count; i++)
@@ -942,10 +942,10 @@ FAKE_EXPORT CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocat
 		return CUDA_ERROR_INVALID_VALUE;
 	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
 		return CUDA_ERROR_NOT_SUPPORTED;
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct fmemh *m = memh(h);
 	int fd = m ? fcntl(m->fd, F_DUPFD_CLOEXEC, 0) : -1;
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	if (!m)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (fd < 0)
@@ -1002,11 +1002,11 @@ FAKE_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp 
 	FAKE_COUNT("cuMemGetAllocationPropertiesFromHandle", CUresult);
 	if (!prop)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct fmemh *m = memh(h);
 	if (m)
 		*prop = m->prop;
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -1015,7 +1015,7 @@ FAKE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h
 	FAKE_COUNT("cuMemRetainAllocationHandle", CUresult);
 	if (!h)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find((uintptr_t)addr);
 	int ok = a && a->kind == K_VMM;
 	if (ok) {
@@ -1023,7 +1023,7 @@ FAKE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h
 		a->mh->refs++;
 		*h = (CUmemGenericAllocationHandle)(uintptr_t)a->mh;
 	}
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -1035,7 +1035,7 @@ FAKE_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dpt
 		return CUDA_ERROR_INVALID_VALUE;
 	if (dptr % pagesz() || size % pagesz())
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find((uintptr_t)dptr);
 	int fd = -1;
 	if (a && dptr + size <= a->base + a->maplen) {
@@ -1043,7 +1043,7 @@ FAKE_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dpt
 		if (src >= 0)
 			fd = fcntl(src, F_DUPFD_CLOEXEC, 0);
 	}
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	if (fd < 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	*(int *)handle = fd;
@@ -1111,13 +1111,13 @@ FAKE_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *out, CUdeviceptr p)
 	FAKE_COUNT("cuIpcGetMemHandle", CUresult);
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find((uintptr_t)p);
 	struct falloc c;
 	int ok = a && a->kind == K_DEVICE && a->fd >= 0;
 	if (ok)
 		c = *a;
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	if (!ok)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct stat st;
@@ -1182,9 +1182,9 @@ static CUresult ipc_open(CUdeviceptr *pd, const CUipcMemHandle *handle)
 	}
 	struct falloc a = { .base = (uintptr_t)p, .size = h.size, .maplen = h.size, .kind = K_IPC, .fd = fd,
 			    .dev = dev, .ctx = c };
-	pthread_mutex_lock(&mlock);
+	pthread_mutex_lock(&mem_lock);
 	int r = add_alloc(&a);
-	pthread_mutex_unlock(&mlock);
+	pthread_mutex_unlock(&mem_lock);
 	if (r < 0) {
 		munmap(p, h.size);
 		close(fd);
@@ -1210,4 +1210,17 @@ FAKE_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p)
 {
 	FAKE_COUNT("cuIpcCloseMemHandle", CUresult);
 	return free_kind((uintptr_t)p, K_IPC, K_IPC);
+}
+
+/* the CUDA 8 forms, with a device number instead of a location */
+FAKE_EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t n, int advice, CUdevice d)
+{
+	FAKE_COUNT("cuMemAdvise", CUresult);
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s)
+{
+	FAKE_COUNT("cuMemPrefetchAsync", CUresult);
+	return CUDA_SUCCESS;
 }

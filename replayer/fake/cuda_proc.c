@@ -143,6 +143,7 @@ struct wrapper {
 
 static CUresult rt_module_from_wrapper(CUmodule *pm, const struct wrapper *w)
 {
+	FAKE_DBG("export table slot %s", __func__);
 	if (!pm || !w)
 		return CUDA_ERROR_INVALID_VALUE;
 	const void *img = w->magic == 0x466243b1 ? w->data : (const void *)w;
@@ -151,21 +152,25 @@ static CUresult rt_module_from_wrapper(CUmodule *pm, const struct wrapper *w)
 
 static CUresult rt_retain_primary(CUcontext *pc, CUdevice d)
 {
+	FAKE_DBG("export table slot %s", __func__);
 	return fake_primary_retain(pc, d);
 }
 
 static CUresult rt_module_v6(CUmodule *pm, const struct wrapper *w, void *a, void *b, unsigned c)
 {
+	FAKE_DBG("export table slot %s", __func__);
 	return rt_module_from_wrapper(pm, w);
 }
 
 static CUresult rt_noop(void)
 {
+	FAKE_DBG("export table slot %s", __func__);
 	return CUDA_SUCCESS;
 }
 
 static CUresult rt_module_v8(const void *fatbin, CUmodule *pm, void *a, void *b, unsigned c)
 {
+	FAKE_DBG("export table slot %s", __func__);
 	if (!pm)
 		return CUDA_ERROR_INVALID_VALUE;
 	return fake_module_from_image(pm, fatbin, 0);
@@ -189,11 +194,13 @@ static unsigned char tool_buf2[14];
 
 static CUresult tool_noop(void)
 {
+	FAKE_DBG("export table slot %s", __func__);
 	return CUDA_SUCCESS;
 }
 
 static CUresult tool_buffer1(void **buf, size_t *size)
 {
+	FAKE_DBG("export table slot %s", __func__);
 	if (buf)
 		*buf = tool_buf1;
 	if (size)
@@ -203,6 +210,7 @@ static CUresult tool_buffer1(void **buf, size_t *size)
 
 static CUresult tool_buffer2(void **buf, size_t *size)
 {
+	FAKE_DBG("export table slot %s", __func__);
 	if (buf)
 		*buf = tool_buf2;
 	if (size)
@@ -240,6 +248,7 @@ static pthread_mutex_t cls_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static CUresult cls_put(CUcontext ctx, void *key, void *value, void (*dtor)(struct fctx *, void *, void *))
 {
+	FAKE_DBG("export table slot %s", __func__);
 	struct fctx *c = ctx ? ctx : fake_current_ctx();
 	if (!c)
 		return CUDA_ERROR_INVALID_CONTEXT;
@@ -267,6 +276,7 @@ static CUresult cls_put(CUcontext ctx, void *key, void *value, void (*dtor)(stru
 
 static CUresult cls_delete(CUcontext ctx, void *key)
 {
+	FAKE_DBG("export table slot %s", __func__);
 	struct fctx *c = ctx ? ctx : fake_current_ctx();
 	pthread_mutex_lock(&cls_lock);
 	for (struct cls **pe = &cls_list; *pe; pe = &(*pe)->next)
@@ -282,6 +292,7 @@ static CUresult cls_delete(CUcontext ctx, void *key)
 
 static CUresult cls_get(void **value, CUcontext ctx, void *key)
 {
+	FAKE_DBG("export table slot %s", __func__);
 	struct fctx *c = ctx ? ctx : fake_current_ctx();
 	if (!value)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -306,6 +317,7 @@ static const void *tbl_cls[3] = {
 /* context checks */
 static CUresult ctx_check(CUcontext ctx, unsigned *result, void **detail)
 {
+	FAKE_DBG("export table slot %s", __func__);
 	if (result)
 		*result = 0;
 	if (detail)
@@ -313,11 +325,11 @@ static CUresult ctx_check(CUcontext ctx, unsigned *result, void **detail)
 	return CUDA_SUCCESS;
 }
 
-static CUresult ctx_flags(unsigned *flags)
+/* returns a flag (the runtime compares the result with 1), not a CUresult */
+static int ctx_flags(void *a, void *b, void *c)
 {
-	if (flags)
-		*flags = 0;
-	return CUDA_SUCCESS;
+	FAKE_DBG("export table slot %s", __func__);
+	return 0;
 }
 
 static const void *tbl_ctx_check[4] = {
@@ -343,11 +355,11 @@ FAKE_EXPORT CUresult cuGetExportTable(const void **table_out, const void *id)
 		t = tbl_cls;
 	else if (uuid_is(id, "263e8860-7cd2-6143-92f6-bbd5006dfa7e"))
 		t = tbl_ctx_check;
+	const unsigned char *b = id;
+	FAKE_DBG("cuGetExportTable: %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x: %s",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+		 b[15], t ? "provided" : "not provided");
 	if (!t) {
-		const unsigned char *b = id;
-		FAKE_DBG("cuGetExportTable: %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x: not provided",
-			 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-			 b[15]);
 		*table_out = NULL;
 		return CUDA_ERROR_NOT_FOUND;
 	}

@@ -50,7 +50,7 @@ static void load_host(void)
 {
 	struct fake_host *h = &the_host;
 	const char *dbg = getenv("NCCLRR_FAKE_DEBUG");
-	fake_debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+	fake_debug = dbg && *dbg ? atoi(dbg) : 0;
 	h->rank = env_int("NCCLRR_RANK", -1);
 	h->local_rank = env_int("NCCLRR_LOCAL_RANK", -1);
 	const char *path = getenv("NCCLRR_TOPO");
@@ -276,6 +276,8 @@ int fake_enter(struct fake_api *api)
 		}
 	}
 	pthread_once(&fault_once, parse_faults);
+	if (fake_debug >= 2)
+		fake_log("call %s #%lu", api->name, n);
 	if (nfaults == 0)
 		return 0;
 	const struct fake_host *h = fake_host();

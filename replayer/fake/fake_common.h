@@ -13,6 +13,10 @@
 
 #include "nrr_topo.h"
 
+/* The exported entry points are found by name (dlsym, cuGetProcAddress);
+ * their prototypes are the CUDA / NVML ABI, not a header of this project. */
+#pragma GCC diagnostic ignored "-Wmissing-prototypes"
+
 #define FAKE_HIDDEN __attribute__((visibility("hidden")))
 #define FAKE_EXPORT __attribute__((visibility("default")))
 
