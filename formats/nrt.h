@@ -47,7 +47,7 @@ void nrr_diag_format(const nrr_diag *d, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- format */
 #define NRR_FORMAT_MAJOR 1
-#define NRR_FORMAT_MINOR 0
+#define NRR_FORMAT_MINOR 1
 
 #define NRR_FILE_MAGIC "\x89NRT\r\n\x1a\n"   /* 8 bytes */
 #define NRR_FILE_HEADER_SIZE 64
@@ -180,6 +180,20 @@ typedef struct nrr_writer_opts {
 	size_t meta_len;
 	bool no_tsc;           /* use clock_gettime, not the TSC (used by
 				* default where it is invariant) */
+	/* Converters (e.g. CTF -> .nrt) keep the source's clock: with
+	 * manual_clock every record takes the time last given to
+	 * nrr_tls_set_time(), and the file header says mono_ns / wall_ns /
+	 * pid below instead of this process's. */
+	bool manual_clock;
+	uint64_t mono_ns, wall_ns;
+	uint32_t pid;
+	/* Flight recorder: keep only the last ring_bytes of compressed data
+	 * chunks in memory; they reach the file at nrr_writer_dump() and at
+	 * close.  0: stream everything to the file (full mode). */
+	size_t ring_bytes;
+	/* Dump once when a call is in flight and no call returned in any
+	 * thread for this long (0: no watchdog). */
+	uint64_t watchdog_ns;
 } nrr_writer_opts;
 
 /* Create @path (O_EXCL|O_CLOEXEC) and start the compression thread.
@@ -189,6 +203,25 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
  * as a snapshot), write the index and trailer, close.  Threads must not
  * record after this. @return 0 or the first I/O error seen. */
 int nrr_writer_close(nrr_writer *w);
+/* Like nrr_writer_close(), for a process that is exiting while other
+ * threads may still record: the file is completed, but no memory is freed
+ * (their records after this point are not written). */
+int nrr_writer_finish(nrr_writer *w);
+/* In a forked child: give up the parent's writer without touching its
+ * file (closes the descriptor only; the memory is leaked). */
+void nrr_writer_abandon(nrr_writer *w);
+/*
+ * Make the file complete and readable now, while recording goes on: the
+ * ring (ring mode), the metadata added so far, every thread's committed
+ * records, index and trailer.  Done by the compression thread; this only
+ * asks and waits up to @timeout_ms (0: do not wait).  Async-signal-safe.
+ * @return 0, or -ETIMEDOUT.
+ */
+int nrr_writer_dump(nrr_writer *w, int timeout_ms);
+/* Add "key=value\n" metadata lines learnt while running (e.g. the NCCL
+ * rank).  Later values of a key override earlier ones.  Not
+ * async-signal-safe. @return 0 or -errno. */
+int nrr_writer_add_meta(nrr_writer *w, const char *text, size_t len);
 /* @return the calling thread's stream, registering it on first use
  * (allocates; not async-signal-safe the first time). NULL on failure. */
 nrr_tls *nrr_writer_thread(nrr_writer *w);
@@ -212,6 +245,9 @@ uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max);
 void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready);
 /* A log line (e.g. NCCL_DEBUG output) on this thread's timeline. */
 void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len);
+/* With nrr_writer_opts.manual_clock: the timestamp of this thread's next
+ * records (ns on the writer's clock; keep it non-decreasing). */
+void nrr_tls_set_time(nrr_tls *t, uint64_t ns);
 /* Hand this thread's buffer to the compressor now. */
 void nrr_tls_flush(nrr_tls *t);
 

@@ -42,6 +42,8 @@ struct nrr_reader {
 	nrr_schema *schema;
 	char *meta;
 	size_t meta_len;
+	uint64_t *late_meta;    /* offsets of metadata chunks after the first */
+	size_t nlate_meta;
 	struct chunk *chunks;
 	size_t nchunks, cchunks;
 	struct stream *streams;
@@ -157,6 +159,16 @@ static int add_chunk(nrr_reader *r, uint64_t off, const nrr_chunk_header *h)
 	return 0;
 }
 
+static int add_late_meta(nrr_reader *r, uint64_t off)
+{
+	uint64_t *m = realloc(r->late_meta, (r->nlate_meta + 1) * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	r->late_meta = m;
+	m[r->nlate_meta++] = off;
+	return 0;
+}
+
 /* Find the next offset >= @from where a valid chunk header starts. */
 static uint64_t resync(const nrr_reader *r, uint64_t from)
 {
@@ -207,6 +219,8 @@ static int scan(nrr_reader *r, uint64_t off)
 		}
 		if (h.type == NRR_CHUNK_DATA && (rc = add_chunk(r, off, &h)))
 			return rc;
+		if (h.type == NRR_CHUNK_META && (rc = add_late_meta(r, off)))
+			return rc;
 		off = next;
 	}
 	return 0;
@@ -240,11 +254,12 @@ static int read_index(nrr_reader *r, nrr_diag *d)
 				break;
 			nrr_chunk_header ch = { .type = NRR_CHUNK_DATA, .stream = (uint32_t)v[1], .tid = (uint32_t)v[2],
 						.first_seq = v[3], .first_ts = v[4], .nrecords = (uint32_t)v[5] };
-			if (v[0] + NRR_CHUNK_HEADER_SIZE > ioff || v[1] >= NRR_STREAM_NONE) {
+			if (v[0] + NRR_CHUNK_HEADER_SIZE > ioff || v[1] > NRR_STREAM_NONE) {
 				rc = NRR_ECORRUPT;
 				break;
 			}
-			rc = add_chunk(r, v[0], &ch);
+			/* format 1.1: metadata added while running is indexed as stream NONE */
+			rc = v[1] == NRR_STREAM_NONE ? add_late_meta(r, v[0]) : add_chunk(r, v[0], &ch);
 		}
 	}
 	free(z);
@@ -390,6 +405,25 @@ static int reader_init(nrr_reader *r, nrr_diag *d)
 		if (rc)
 			return diag_set(d, r, off, rc, "cannot scan chunks: %s", nrr_strerror(rc));
 	}
+	/* metadata learnt while running follows the first; a damaged one is
+	 * skipped (its data chunks are not affected) */
+	for (size_t i = 0; i < r->nlate_meta; i++) {
+		char *text;
+		size_t len;
+		nrr_diag md;
+		if (load_small_chunk(r, r->late_meta[i], NRR_CHUNK_META, &text, &len, &md) < 0)
+			continue;
+		char *m = realloc(r->meta, r->meta_len + len + 2);
+		if (m) {
+			if (r->meta_len && m[r->meta_len - 1] != '\n')
+				m[r->meta_len++] = '\n';
+			memcpy(m + r->meta_len, text, len);
+			r->meta = m;
+			r->meta_len += len;
+			m[r->meta_len] = 0;
+		}
+		free(text);
+	}
 	rc = build_streams(r);
 	if (rc)
 		return diag_set(d, r, 0, rc, "out of memory");
@@ -462,6 +496,7 @@ void nrr_reader_close(nrr_reader *r)
 		close(r->fd);
 	nrr_schema_free(r->schema);
 	free(r->meta);
+	free(r->late_meta);
 	free(r->chunks);
 	for (uint32_t i = 0; i < r->nstreams; i++)
 		free(r->streams[i].chunks);
@@ -489,23 +524,25 @@ const char *nrr_reader_meta(const nrr_reader *r, const char *key)
 {
 	size_t kl = strlen(key);
 	const char *p = r->meta, *end = r->meta + r->meta_len;
+	const char *found = NULL, *found_end = NULL;
 	while (p && p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl)
 			nl = end;
-		if ((size_t)(nl - p) > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
-			/* values are returned from a private, NUL-split copy */
-			static __thread char val[4096];
-			size_t vl = (size_t)(nl - p) - kl - 1;
-			if (vl >= sizeof(val))
-				vl = sizeof(val) - 1;
-			memcpy(val, p + kl + 1, vl);
-			val[vl] = 0;
-			return val;
-		}
+		if ((size_t)(nl - p) > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
+			found = p, found_end = nl;   /* the last value wins */
 		p = nl + 1;
 	}
-	return NULL;
+	if (!found)
+		return NULL;
+	/* values are returned from a private, NUL-split copy */
+	static __thread char val[4096];
+	size_t vl = (size_t)(found_end - found) - kl - 1;
+	if (vl >= sizeof(val))
+		vl = sizeof(val) - 1;
+	memcpy(val, found + kl + 1, vl);
+	val[vl] = 0;
+	return val;
 }
 
 uint64_t nrr_reader_wall(const nrr_reader *r, uint64_t ts)

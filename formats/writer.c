@@ -67,7 +67,9 @@ struct nrr_tls {
 	size_t max_field;       /* largest record argument part that fits a chunk */
 	/* the writer's clock, copied here so the hot path touches one struct */
 	bool tsc;
+	bool manual;            /* timestamps come from nrr_tls_set_time() */
 	uint64_t tsc0, ns0, mult;
+	uint64_t manual_ns;
 	nrr_writer *w;
 	struct wbuf *cur;
 	uint32_t stream, tid;
@@ -85,6 +87,7 @@ struct nrr_tls {
 	size_t leave_off, body_off;
 	uint64_t rep_count, rep_ns; /* pending coalesced repeats of prev */
 	uint64_t dropped_deep;
+	uint64_t progress;          /* time of the last call that returned (watchdog) */
 	_Atomic size_t committed;   /* bytes of cur that hold whole records */
 	bool dead;
 	nrr_tls *next_all;
@@ -92,6 +95,14 @@ struct nrr_tls {
 	struct wbuf *spare;              /* free buffers, owner only */
 	_Atomic(struct wbuf *) returned; /* given back by the compression thread */
 	uint8_t scratch[NRR_BYTES_CAP_DEFAULT * NRR_MAX_ARGS + 256];
+};
+
+struct ring_chunk {
+	struct ring_chunk *next;
+	uint32_t stream, tid, nrec;
+	uint64_t first_seq, first_ts;
+	size_t len;                 /* header + payload */
+	uint8_t bytes[];
 };
 
 struct index_ent {
@@ -104,7 +115,7 @@ struct nrr_writer {
 	char path[PATH_MAX];
 	size_t chunk_size;
 	int level;
-	bool tsc;
+	bool tsc, manual;
 	uint64_t tsc0, ns0, mult;   /* ns = ns0 + (tsc - tsc0) * mult >> 32 */
 	_Atomic(struct wbuf *) queue;
 	_Atomic uint32_t qfutex;
@@ -127,6 +138,17 @@ struct nrr_writer {
 	/* counters */
 	_Atomic uint64_t bytes, chunks, io_errors;
 	bool warned;
+	/* flight recorder (ring_max > 0): data chunks stay in memory, oldest
+	 * dropped first, and are written out by dumps */
+	size_t ring_max, ring_used;
+	struct ring_chunk *ring_head, *ring_tail;
+	uint64_t base_off;          /* end of header, schema and first metadata */
+	bool dumping;               /* emit_chunk writes data chunks to the file */
+	bool tail_dirty;            /* a dump tail follows data_end: cut it first */
+	char *meta_extra;           /* metadata added while running */
+	size_t meta_extra_len;
+	_Atomic uint32_t dump_req, dump_done;
+	uint64_t watchdog_ns, watch_last, hang_at;
 	pthread_mutex_t io_lock;   /* compression thread vs close(); never taken by traced threads */
 };
 
@@ -190,7 +212,12 @@ static inline uint64_t tls_now(const nrr_tls *t)
 		return t->ns0 + (uint64_t)(((unsigned __int128)d * t->mult) >> 32);
 	}
 #endif
-	return mono_ns();
+	return t->manual ? t->manual_ns : mono_ns();
+}
+
+void nrr_tls_set_time(nrr_tls *t, uint64_t ns)
+{
+	t->manual_ns = ns;
 }
 
 uint64_t nrr_writer_now(const nrr_writer *w)
@@ -233,6 +260,13 @@ static int write_all(nrr_writer *w, const void *buf, size_t len)
 	const uint8_t *p = buf;
 	if (w->io_errors)
 		return -EIO;
+	if (w->tail_dirty && !w->dumping) {   /* a dump's provisional tail: overwrite it */
+		if (lseek(w->fd, (off_t)w->off, SEEK_SET) < 0 || ftruncate(w->fd, (off_t)w->off)) {
+			io_error(w, errno);
+			return -EIO;
+		}
+		w->tail_dirty = false;
+	}
 	while (len) {
 		ssize_t n = write(w->fd, p, len);
 		if (n < 0) {
@@ -247,6 +281,34 @@ static int write_all(nrr_writer *w, const void *buf, size_t len)
 		w->off += (uint64_t)n;
 		atomic_fetch_add(&w->bytes, (uint64_t)n);
 	}
+	return 0;
+}
+
+/* Keep a compressed data chunk in the flight recorder, dropping the oldest
+ * while over budget. */
+static int ring_push(nrr_writer *w, const nrr_chunk_header *ch, const uint8_t *h,
+		     const uint8_t *z, size_t zn)
+{
+	struct ring_chunk *c = malloc(sizeof(*c) + NRR_CHUNK_HEADER_SIZE + zn);
+	if (!c)
+		return -ENOMEM;
+	*c = (struct ring_chunk){ NULL, ch->stream, ch->tid, ch->nrecords, ch->first_seq, ch->first_ts,
+				  NRR_CHUNK_HEADER_SIZE + zn };
+	memcpy(c->bytes, h, NRR_CHUNK_HEADER_SIZE);
+	memcpy(c->bytes + NRR_CHUNK_HEADER_SIZE, z, zn);
+	if (w->ring_tail)
+		w->ring_tail->next = c;
+	else
+		w->ring_head = c;
+	w->ring_tail = c;
+	w->ring_used += c->len;
+	while (w->ring_used > w->ring_max && w->ring_head != w->ring_tail) {
+		struct ring_chunk *old = w->ring_head;
+		w->ring_head = old->next;
+		w->ring_used -= old->len;
+		free(old);
+	}
+	atomic_fetch_add(&w->chunks, 1);
 	return 0;
 }
 
@@ -278,7 +340,12 @@ static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid
 		.payload_crc = nrr_crc32c(0, w->zbuf, zn),
 	};
 	nrr_chunk_header_pack(&ch, h);
-	if (type == NRR_CHUNK_DATA) {
+	if (type == NRR_CHUNK_DATA && w->ring_max && !w->dumping)
+		return ring_push(w, &ch, h, w->zbuf, zn);
+	/* data chunks and the metadata added after the first are indexed */
+	if (type == NRR_CHUNK_DATA || (type == NRR_CHUNK_META && w->base_off)) {
+		if (type == NRR_CHUNK_META)
+			stream = NRR_STREAM_NONE;
 		if (w->nindex == w->cindex) {
 			size_t n = w->cindex ? w->cindex * 2 : 256;
 			struct index_ent *x = realloc(w->index, n * sizeof(*x));
@@ -294,7 +361,7 @@ static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid
 		rc = write_all(w, w->zbuf, zn);
 	if (!rc) {
 		atomic_fetch_add(&w->chunks, 1);
-		if (type == NRR_CHUNK_DATA)
+		if (type == NRR_CHUNK_DATA || (type == NRR_CHUNK_META && w->base_off))
 			w->nindex++;
 	}
 	return rc;
@@ -328,6 +395,9 @@ static void drain(nrr_writer *w)
 	}
 }
 
+static void dump(nrr_writer *w);
+static void watchdog(nrr_writer *w);
+
 static void *compress_main(void *arg)
 {
 	nrr_writer *w = arg;
@@ -337,6 +407,14 @@ static void *compress_main(void *arg)
 			drain(w);
 			continue;
 		}
+		if (atomic_exchange(&w->dump_req, 0)) {
+			dump(w);
+			atomic_fetch_add(&w->dump_done, 1);
+			futex_wake(&w->dump_done);
+			continue;
+		}
+		if (w->watchdog_ns)
+			watchdog(w);
 		if (atomic_load(&w->stop))
 			break;
 		futex_wait(&w->qfutex, seen, 100000000);
@@ -497,13 +575,16 @@ nrr_tls *nrr_writer_thread(nrr_writer *w)
 	atomic_fetch_add(&w->pool_bytes, 2 * w->chunk_size);
 	t->spare = second;
 	t->tsc = w->tsc;
+	t->manual = w->manual;
 	t->tsc0 = w->tsc0;
 	t->ns0 = w->ns0;
 	t->mult = w->mult;
 	t->max_field = w->chunk_size - PROLOGUE_MAX - 64;
 	t->stream = atomic_fetch_add(&w->nstreams, 1);
 	t->tid = (uint32_t)syscall(SYS_gettid);
-	t->clock = now_ns(w);
+	t->clock = w->manual ? w->ns0 : now_ns(w);
+	t->manual_ns = t->clock;
+	t->progress = t->clock;
 	buf_start(t, first);
 	nrr_tls *head = atomic_load(&w->threads);
 	do {
@@ -639,6 +720,7 @@ void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 	}
 	t->pos = p;
 	t->nrec++;
+	t->progress = t->clock;
 	atomic_store_explicit(&t->committed, end, memory_order_release);
 }
 
@@ -691,6 +773,8 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	w->chunk_size = o.chunk_size;
 	w->max_buffered = o.max_buffered ? o.max_buffered : (size_t)32 << 20;
 	w->level = o.zstd_level;
+	w->ring_max = o.ring_bytes;
+	w->watchdog_ns = o.watchdog_ns;
 	pthread_mutex_init(&w->io_lock, NULL);
 	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (w->fd < 0) {
@@ -709,17 +793,20 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 		rc = -EAGAIN;
 		goto error;
 	}
-	w->tsc = !o.no_tsc && tsc_invariant();
+	w->manual = o.manual_clock;
+	w->tsc = !o.no_tsc && !o.manual_clock && tsc_invariant();
 	if (w->tsc)
 		calibrate(w);
 
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
-	uint64_t mono = now_ns(w);
+	uint64_t mono = o.manual_clock ? o.mono_ns : now_ns(w);
+	if (o.manual_clock)
+		w->ns0 = mono;
 	nrr_file_header fh = {
 		.major = NRR_FORMAT_MAJOR, .minor = NRR_FORMAT_MINOR,
-		.wall_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec,
-		.mono_ns = mono, .pid = (uint32_t)getpid(),
+		.wall_ns = o.manual_clock ? o.wall_ns : (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec,
+		.mono_ns = mono, .pid = o.manual_clock ? o.pid : (uint32_t)getpid(),
 		.flags = w->tsc ? NRR_FILE_F_TSC : 0,
 	};
 	uint8_t h[NRR_FILE_HEADER_SIZE];
@@ -732,6 +819,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 				o.meta ? o.meta : "", o.meta ? o.meta_len : 0);
 	if (rc)
 		goto error_key;
+	w->base_off = w->off;
 	if (pthread_create(&w->thread, NULL, compress_main, w)) {
 		rc = -EAGAIN;
 		goto error_key;
@@ -776,30 +864,154 @@ static int write_index(nrr_writer *w)
 	return write_all(w, tr, sizeof(tr));
 }
 
-/* Write what another (live or blocked) thread has committed, as is. */
+/* Write what another (live, blocked or interrupted) thread has committed,
+ * as is.  The thread may switch buffers meanwhile: its generation tells,
+ * and the copy is taken again. */
 static void snapshot(nrr_writer *w, nrr_tls *t)
 {
-	size_t n = atomic_load_explicit(&t->committed, memory_order_acquire);
-	struct wbuf *b = t->cur;
-	uint8_t *copy = malloc(n + SLACK);
+	uint8_t *copy = malloc(w->chunk_size + SLACK);
 	if (!copy)
 		return;
-	memcpy(copy, b->data, n);
-	uint8_t *p = copy + n;
-	uint32_t nrec = t->nrec;
-	if (t->rep_count) {   /* racy read of a quiescent thread; see FORMAT.md */
-		*p++ = NRR_REC_REPEAT;
-		p = nrr_put_uvar(p, t->rep_count);
-		p = nrr_put_uvar(p, t->rep_ns);
-		nrec++;
+	for (int tries = 0; tries < 4; tries++) {
+		uint32_t gen = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
+		struct wbuf *b = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
+		size_t n = atomic_load_explicit(&t->committed, memory_order_acquire);
+		uint64_t first_seq = b->first_seq, first_ts = b->first_ts;
+		uint32_t nrec = __atomic_load_n(&t->nrec, __ATOMIC_RELAXED);
+		uint64_t rep_count = t->rep_count, rep_ns = t->rep_ns;
+		if (n > w->chunk_size)
+			continue;
+		memcpy(copy, b->data, n);
+		if (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) != gen)
+			continue;
+		uint8_t *p = copy + n;
+		if (rep_count) {   /* racy read of a quiescent thread; see FORMAT.md */
+			*p++ = NRR_REC_REPEAT;
+			p = nrr_put_uvar(p, rep_count);
+			p = nrr_put_uvar(p, rep_ns);
+			nrec++;
+		}
+		if (nrec)
+			emit_chunk(w, NRR_CHUNK_DATA, t->stream, t->tid, first_seq, first_ts,
+				   nrec, copy, (size_t)(p - copy));
+		break;
 	}
-	if (nrec)
-		emit_chunk(w, NRR_CHUNK_DATA, t->stream, t->tid, b->first_seq, b->first_ts,
-			   nrec, copy, (size_t)(p - copy));
 	free(copy);
 }
 
-int nrr_writer_close(nrr_writer *w)
+/*
+ * Write a complete, readable file now: the flight recorder's chunks (ring
+ * mode), the metadata learnt while running, what every thread has
+ * committed but not yet handed over, the index and the trailer.  In full
+ * mode this tail follows the streamed chunks and is overwritten by the
+ * next one; in ring mode the whole data part is rewritten.  Compression
+ * thread (or close) only.
+ */
+static void dump(nrr_writer *w)
+{
+	drain(w);
+	pthread_mutex_lock(&w->io_lock);
+	uint64_t start = w->ring_max ? w->base_off : w->off;
+	size_t nindex = w->ring_max ? 0 : w->nindex;
+	w->dumping = true;
+	w->tail_dirty = false;
+	if (lseek(w->fd, (off_t)start, SEEK_SET) < 0 || ftruncate(w->fd, (off_t)start)) {
+		io_error(w, errno);
+		goto out;
+	}
+	w->off = start;
+	w->nindex = nindex;
+	for (struct ring_chunk *c = w->ring_head; c; c = c->next) {
+		if (w->nindex == w->cindex) {
+			size_t n = w->cindex ? w->cindex * 2 : 256;
+			struct index_ent *x = realloc(w->index, n * sizeof(*x));
+			if (!x)
+				goto out;
+			w->index = x;
+			w->cindex = n;
+		}
+		w->index[w->nindex] = (struct index_ent){ w->off, c->first_seq, c->first_ts, c->stream, c->tid, c->nrec };
+		if (write_all(w, c->bytes, c->len))
+			goto out;
+		w->nindex++;
+	}
+	if (w->ring_max && w->meta_extra_len)
+		emit_chunk(w, NRR_CHUNK_META, NRR_STREAM_NONE, 0, 0, 0, 0, w->meta_extra, w->meta_extra_len);
+	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
+		if (!t->dead)
+			snapshot(w, t);
+	write_index(w);
+out:
+	w->off = start;
+	w->nindex = nindex;
+	w->dumping = false;
+	w->tail_dirty = true;
+	pthread_mutex_unlock(&w->io_lock);
+}
+
+int nrr_writer_dump(nrr_writer *w, int timeout_ms)
+{
+	uint32_t done = atomic_load(&w->dump_done);
+	atomic_store(&w->dump_req, 1);
+	atomic_fetch_add(&w->qfutex, 1);
+	futex_wake(&w->qfutex);
+	for (int waited = 0; waited < timeout_ms; waited += 10) {
+		if (atomic_load(&w->dump_done) != done)
+			return 0;
+		futex_wait(&w->dump_done, done, 10000000);
+	}
+	return timeout_ms > 0 && atomic_load(&w->dump_done) == done ? -ETIMEDOUT : 0;
+}
+
+/* Hang watchdog: a call in flight (or a poll repeating "not ready") and no
+ * call returning in any thread for watchdog_ns: dump once per hang. */
+static void watchdog(nrr_writer *w)
+{
+	uint64_t now = now_ns(w);
+	if (now - w->watch_last < 200000000u)
+		return;
+	w->watch_last = now;
+	uint64_t last = 0;
+	bool waiting = false;
+	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all) {
+		if (t->dead)
+			continue;
+		uint64_t p = __atomic_load_n(&t->progress, __ATOMIC_RELAXED);
+		if (p > last)
+			last = p;
+		if (__atomic_load_n(&t->depth, __ATOMIC_RELAXED) || __atomic_load_n(&t->rep_count, __ATOMIC_RELAXED))
+			waiting = true;
+	}
+	if (!waiting || now < last + w->watchdog_ns) {
+		if (last > w->hang_at)
+			w->hang_at = 0;   /* progress again: re-arm */
+		return;
+	}
+	if (w->hang_at)
+		return;
+	w->hang_at = now;
+	fprintf(stderr, "ncclrr: no traced call returned for %.0f s in pid %d; trace written to %s\n",
+		(double)(now - last) / 1e9, (int)getpid(), w->path);
+	dump(w);
+}
+
+int nrr_writer_add_meta(nrr_writer *w, const char *text, size_t len)
+{
+	pthread_mutex_lock(&w->io_lock);
+	char *m = realloc(w->meta_extra, w->meta_extra_len + len);
+	int rc = -ENOMEM;
+	if (m) {
+		memcpy(m + w->meta_extra_len, text, len);
+		w->meta_extra = m;
+		w->meta_extra_len += len;
+		/* full mode: on disk at once, so a killed process keeps it */
+		rc = w->ring_max ? 0 : emit_chunk(w, NRR_CHUNK_META, NRR_STREAM_NONE, 0, 0, 0, 0, text, len);
+	}
+	pthread_mutex_unlock(&w->io_lock);
+	return rc;
+}
+
+static int close_impl(nrr_writer *w, bool free_all)
 {
 	if (!w)
 		return 0;
@@ -813,20 +1025,27 @@ int nrr_writer_close(nrr_writer *w)
 	futex_wake(&w->qfutex);
 	if (w->thread_started)
 		pthread_join(w->thread, NULL);
-	drain(w);
 	int rc = 0;
-	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all) {
-		if (t->dead)
-			continue;
-		snapshot(w, t);
+	if (w->ring_max) {
+		dump(w);
+	} else {
+		drain(w);
+		pthread_mutex_lock(&w->io_lock);
+		for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
+			if (!t->dead)
+				snapshot(w, t);
+		rc = write_index(w);
+		pthread_mutex_unlock(&w->io_lock);
 	}
-	rc = write_index(w);
 	if (w->io_errors && !rc)
 		rc = -EIO;
 	if (close(w->fd) && !rc)
 		rc = -errno;
+	w->fd = -1;
 	if (tls_cache.w == w)
 		tls_cache.w = NULL, tls_cache.t = NULL;
+	if (!free_all)
+		return rc;   /* other threads may still be inside a record: leave their memory */
 	pthread_key_delete(w->key);
 	nrr_tls *t = atomic_load(&w->threads);
 	while (t) {
@@ -835,12 +1054,33 @@ int nrr_writer_close(nrr_writer *w)
 		free(t);
 		t = n;
 	}
+	for (struct ring_chunk *c = w->ring_head, *n; c; c = n) {
+		n = c->next;
+		free(c);
+	}
 	ZSTD_freeCCtx(w->zc);
 	free(w->zbuf);
 	free(w->index);
+	free(w->meta_extra);
 	pthread_mutex_destroy(&w->io_lock);
 	free(w);
 	return rc;
+}
+
+int nrr_writer_close(nrr_writer *w)
+{
+	return close_impl(w, true);
+}
+
+int nrr_writer_finish(nrr_writer *w)
+{
+	return close_impl(w, false);
+}
+
+void nrr_writer_abandon(nrr_writer *w)
+{
+	if (w && w->fd >= 0)
+		close(w->fd);
 }
 
 void nrr_writer_counters(const nrr_writer *w, uint64_t *bytes, uint64_t *chunks, uint64_t *io_errors)

@@ -10,6 +10,8 @@ emitter over the model:
                     text carried by every trace, typed record encoders
   --emit list       one line per function: domain name nargs flags
   --emit schema     the schema text alone
+  --emit lttng      nrr_lttng_gen.h, nrr_lttng_gen.c: LTTng-UST providers
+                    ncclrr_<domain> and nrr_lt_<fn>_enter/_leave()
 
 Interposer wrappers, LTTng-UST providers and the replay table are further
 emitters over the same model (see Emitters at the end).
@@ -77,6 +79,9 @@ class Fn:
         self.blocking = False
         self.poll = None  # ('ret', value) or ('out', arg, value)
         self.versions = None  # e.g. ['6', '10']: interface versions that have it (net)
+        self.filter = None    # C expression: record only when true (wrappers)
+        self.after = None     # C expression run after the real call (wrappers)
+        self.hook = False     # wrapper written by hand (tracer/), not generated
         self.id = 0
 
 
@@ -236,15 +241,23 @@ def check_ret(v, where):
 
 
 def parse_proto(api, domain, text, where):
-    m = re.match(r'^(.+?)\b([A-Za-z_]\w*)\s*\((.*)\)\s*(.*)$', text)
-    if not m:
+    m = re.match(r'^(.+?)\b([A-Za-z_]\w*)\s*\(', text)
+    close, depth = -1, 0
+    for i in range(m.end() - 1 if m else len(text), len(text)):
+        depth += {'(': 1, ')': -1}.get(text[i], 0)
+        if depth == 0:
+            close = i
+            break
+    if not m or close < 0:
         raise ApiError(f'{where}: expected "fn RETTYPE NAME(PARAMS) [attributes]"')
+    # (the attributes may hold parentheses: after=f(a,b))
+    params, attrs = text[m.end():close], text[close + 1:]
     ret_type = re.sub(r'\s*\*\s*', '*', re.sub(r'\s+', ' ', m.group(1)).strip())
     name = m.group(2)
     if name in api.by_name:
         raise ApiError(f'{where}: {name} already described at {api.by_name[name].where}')
-    fn = Fn(domain.name, ret_type, name, split_params(m.group(3), where), where)
-    for attr in m.group(4).split():
+    fn = Fn(domain.name, ret_type, name, split_params(params, where), where)
+    for attr in attrs.split():
         if attr == 'blocking':
             fn.blocking = True
         elif attr.startswith('poll='):
@@ -259,6 +272,12 @@ def parse_proto(api, domain, text, where):
         elif attr.startswith('ret='):
             check_ret(attr[4:], where)
             fn.ret = attr[4:]
+        elif attr.startswith('filter='):
+            fn.filter = attr[7:]
+        elif attr.startswith('after='):
+            fn.after = attr[6:]
+        elif attr == 'hook':
+            fn.hook = True
         elif attr.startswith('versions='):
             m2 = re.match(r'^(\d+)(?:\.\.(\d+))?$', attr[9:])
             if not m2:
@@ -420,8 +439,12 @@ def params_c(fn):
     return ', '.join(f'{a.ctype} {a.name}' for a in fn.args)
 
 
-def field_code(api, fn, a, when):
-    """(length-prep lines, max-bytes expr, put statement) for arg a at enter/leave."""
+def field_value(api, fn, a, when):
+    """How arg a is recorded at enter/leave, shared by every emitter that
+    records values (encoders, lttng).  Returns (prep, wire, value): wire
+    'U'/'S' with value the C expression of the integer (uint64_t/int64_t),
+    or wire 'B' with value (ptr, len): the names of the locals the prep
+    lines set to the bytes and their full length."""
     out = when == 'leave'
     val = a.name
     stars = norm_type(a.ctype).count('*')
@@ -432,53 +455,87 @@ def field_code(api, fn, a, when):
     elif out:
         val = f'(*{a.name})'
     guard = f'{a.name} ? ' if out else ''
-    prep, maxe, put = [], 'NRR_VAR_MAX', None
+    prep = []
     w = WIRE[a.fmt]
     if w == 'U':
-        put = f'nrrp = nrr_put_uvar(nrrp, {guard}(uint64_t)(uintptr_t){val}{" : 0" if out else ""});'
-    elif w == 'S':
-        put = f'nrrp = nrr_put_svar(nrrp, {guard}(int64_t)(intptr_t){val}{" : 0" if out else ""});'
-    else:
-        ptr = f'ptr_{a.name}'
-        n = f'len_{a.name}'
-        if a.fmt == 'str':
-            prep.append(f'const char *{ptr} = (const char *){a.name};')
-            prep.append(f'size_t {n} = {ptr} ? strnlen({ptr}, NRR_BYTES_CAP_DEFAULT + 1) : 0;')
-        elif a.fmt == 'bytes':
-            size = f'sizeof(*{a.name})' if a.kind == 'sizeof' and a.is_ptr else \
-                   f'sizeof({a.name})' if a.kind == 'sizeof' else a.kind
-            if a.is_ptr:
-                prep.append(f'const void *{ptr} = (const void *){a.name};')
-                prep.append(f'size_t {n} = {ptr} ? (size_t)({size}) : 0;')
-            else:
-                prep.append(f'const void *{ptr} = (const void *)&{a.name};')
-                prep.append(f'size_t {n} = (size_t)({size});')
-        elif a.fmt == 'struct':
-            size = a.kind if a.kind.isdigit() else f'sizeof({a.kind})'
+        return prep, w, f'{guard}(uint64_t)(uintptr_t){val}{" : 0" if out else ""}'
+    if w == 'S':
+        return prep, w, f'{guard}(int64_t)(intptr_t){val}{" : 0" if out else ""}'
+    ptr = f'ptr_{a.name}'
+    n = f'len_{a.name}'
+    if a.fmt == 'str':
+        prep.append(f'const char *{ptr} = (const char *){a.name};')
+        prep.append(f'size_t {n} = {ptr} ? strnlen({ptr}, NRR_BYTES_CAP_DEFAULT + 1) : 0;')
+    elif a.fmt == 'bytes':
+        size = f'sizeof(*{a.name})' if a.kind == 'sizeof' and a.is_ptr else \
+               f'sizeof({a.name})' if a.kind == 'sizeof' else a.kind
+        if a.is_ptr:
             prep.append(f'const void *{ptr} = (const void *){a.name};')
             prep.append(f'size_t {n} = {ptr} ? (size_t)({size}) : 0;')
-        elif a.fmt in ('buf', 'sockaddr'):
-            k = a.kind
-            mul = re.match(r'^(\w+)\*(\d+)$', k)
-            if k == 'ret':
-                ln = '(nrr_ret > 0 ? (size_t)nrr_ret : 0)'
-            elif mul:
-                ln = f'(size_t)({mul.group(1)}) * {mul.group(2)}u'
-            elif k.startswith('*'):
-                ln = f'({k[1:]} ? (size_t)*{k[1:]} : 0)'
-            else:
-                ln = f'(size_t)({k})'
-            if a.fmt == 'sockaddr':
-                ln = f'({ln} < {SOCKADDR_MAX}u ? {ln} : {SOCKADDR_MAX}u)'
-            prep.append(f'const void *{ptr} = (const void *){a.name};')
-            prep.append(f'size_t {n} = {ptr} ? {ln} : 0;')
-        elif a.fmt == 'custom':
-            prep.append(f'uint8_t cbuf_{a.name}[NRR_CUSTOM_MAX];')
-            prep.append(f'size_t {n} = nrr_custom_{a.kind}(cbuf_{a.name}, {a.name}{", (long long)nrr_ret" if out else ", 0"});')
-            prep.append(f'const void *{ptr} = cbuf_{a.name};')
-        maxe = f'NRR_BYTES_MAX({n} < NRR_BYTES_CAP_DEFAULT ? {n} : NRR_BYTES_CAP_DEFAULT)'
-        put = f'nrrp = nrr_put_bytes(nrrp, {ptr}, {n}, NRR_BYTES_CAP_DEFAULT);'
+        else:
+            prep.append(f'const void *{ptr} = (const void *)&{a.name};')
+            prep.append(f'size_t {n} = (size_t)({size});')
+    elif a.fmt == 'struct':
+        size = a.kind if a.kind.isdigit() else f'sizeof({a.kind})'
+        prep.append(f'const void *{ptr} = (const void *){a.name};')
+        prep.append(f'size_t {n} = {ptr} ? (size_t)({size}) : 0;')
+    elif a.fmt in ('buf', 'sockaddr'):
+        k = a.kind
+        mul = re.match(r'^(\w+)\*(\d+)$', k)
+        if k == 'ret':
+            ln = '(nrr_ret > 0 ? (size_t)nrr_ret : 0)'
+        elif mul:
+            ln = f'(size_t)({mul.group(1)}) * {mul.group(2)}u'
+        elif k.startswith('*'):
+            ln = f'({k[1:]} ? (size_t)*{k[1:]} : 0)'
+        else:
+            ln = f'(size_t)({k})'
+        if a.fmt == 'sockaddr':
+            ln = f'({ln} < {SOCKADDR_MAX}u ? {ln} : {SOCKADDR_MAX}u)'
+        prep.append(f'const void *{ptr} = (const void *){a.name};')
+        prep.append(f'size_t {n} = {ptr} ? {ln} : 0;')
+    elif a.fmt == 'custom':
+        prep.append(f'uint8_t cbuf_{a.name}[NRR_CUSTOM_MAX];')
+        prep.append(f'size_t {n} = nrr_custom_{a.kind}(cbuf_{a.name}, {a.name}{", (long long)nrr_ret" if out else ", 0"});')
+        prep.append(f'const void *{ptr} = cbuf_{a.name};')
+    return prep, w, (ptr, n)
+
+
+def field_code(api, fn, a, when):
+    """(length-prep lines, max-bytes expr, put statement) for arg a at enter/leave."""
+    prep, w, val = field_value(api, fn, a, when)
+    if w == 'U':
+        return prep, 'NRR_VAR_MAX', f'nrrp = nrr_put_uvar(nrrp, {val});'
+    if w == 'S':
+        return prep, 'NRR_VAR_MAX', f'nrrp = nrr_put_svar(nrrp, {val});'
+    ptr, n = val
+    maxe = f'NRR_BYTES_MAX({n} < NRR_BYTES_CAP_DEFAULT ? {n} : NRR_BYTES_CAP_DEFAULT)'
+    put = f'nrrp = nrr_put_bytes(nrrp, {ptr}, {n}, NRR_BYTES_CAP_DEFAULT);'
     return prep, maxe, put
+
+
+def recorded_args(fn, when):
+    """The args recorded at enter ('in', 'inout') or leave ('out', 'inout')."""
+    dirs = ('in', 'inout') if when == 'enter' else ('out', 'inout')
+    return [a for a in fn.args if a.fmt != 'skip' and a.dir in dirs]
+
+
+def ret_expr(fn):
+    """The result as int64_t, as the LEAVE record stores it."""
+    if fn.ret == 'void':
+        return '0'
+    if fn.ret == 'ptr' or norm_type(fn.ret_type).endswith('*'):
+        return '(int64_t)(intptr_t)nrr_ret'
+    return '(int64_t)nrr_ret'
+
+
+def notready_expr(api, fn):
+    """C expression: this leave is the poll answer "not ready" (coalesced)."""
+    if fn.poll and fn.poll[0] == 'ret':
+        return f'(int64_t)nrr_ret == {enum_value(api, fn, fn.poll[1])}LL'
+    if fn.poll:
+        return f'{fn.poll[1]} && (int64_t)*{fn.poll[1]} == {enum_value(api, fn, fn.poll[2])}LL'
+    return 'false'
 
 
 def emit_encoders(api, outdir):
@@ -530,26 +587,168 @@ def emit_encoders(api, outdir):
                 body += ['\t' + l for l in puts]
                 body.append('\tnrr_enter_end(nrrt, nrrp);')
             else:
-                if fn.ret == 'void':
-                    res = '0'
-                elif fn.ret == 'ptr' or norm_type(fn.ret_type).endswith('*'):
-                    res = '(int64_t)(intptr_t)nrr_ret'
-                else:
-                    res = '(int64_t)nrr_ret'
+                res = ret_expr(fn)
                 body.append(f'\tuint8_t *nrrp = nrr_leave_begin(nrrt, {res}, (uint32_t)nrr_err, {" + ".join(maxes)});')
                 body += ['\t' + l for l in puts]
-                if fn.poll and fn.poll[0] == 'ret':
-                    nr = f'(int64_t)nrr_ret == {enum_value(api, fn, fn.poll[1])}LL'
-                elif fn.poll:
-                    nr = f'{fn.poll[1]} && (int64_t)*{fn.poll[1]} == {enum_value(api, fn, fn.poll[2])}LL'
-                else:
-                    nr = 'false'
+                nr = notready_expr(api, fn)
                 body.append(f'\tnrr_leave_end(nrrt, nrrp, {nr});')
             body.append('}')
             c += body + ['']
     h += ['', '#endif']
     write(os.path.join(outdir, 'nrr_api_gen.h'), '\n'.join(h) + '\n')
     write(os.path.join(outdir, 'nrr_api_gen.c'), '\n'.join(c))
+
+
+# ------------------------------------------------------------------ lttng
+
+def lttng_fields(api, fn, when):
+    """[(arg, wire, field names)] of the event <fn>_<when>, after checking
+    that the field names (args, ret, err, <arg>_len) do not collide."""
+    args = recorded_args(fn, when)
+    names = ['ret', 'err'] if when == 'leave' else []
+    if when == 'leave' and fn.poll:
+        names.append('notready')
+    for a in args:
+        names.append(a.name)
+        if WIRE[a.fmt] == 'B':
+            names.append(a.name + '_len')
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ApiError(f'{fn.where}: {fn.name}: LTTng field name "{dup[0]}" used twice in {fn.name}_{when} '
+                       f'(rename the parameter in the prototype)')
+    return args
+
+
+def emit_lttng(api, outdir):
+    """nrr_lttng_gen.h: one LTTng-UST provider per domain (ncclrr_<domain>)
+    with events <fn>_enter / <fn>_leave; nrr_lttng_gen.c: the probes and
+    nrr_lt_<fn>_enter/_leave(), which compute each value as the native
+    encoders do (field_value) and emit the event."""
+    doms = [d for d in api.domains if any(fn.domain == d for fn in api.fns)]
+    gen = '/* Generated by formats/gen/ncclrr_gen.py --emit lttng from formats/api/: do not edit. */'
+    h = [gen,
+         '/*',
+         ' * LTTng-UST tracepoint providers ncclrr_<domain>, events <fn>_enter and',
+         ' * <fn>_leave.  Included as is: the event value structs and the',
+         ' * nrr_lt_* prototypes.  With NRR_LT_CUR = a domain number (below) it is',
+         ' * the tracepoint provider header of that domain (nrr_lttng_gen.c',
+         ' * includes it once per domain).',
+         ' */',
+         '#ifndef NCCLRR_LTTNG_GEN_ONCE', '#define NCCLRR_LTTNG_GEN_ONCE', '',
+         '#include <stddef.h>', '#include <stdint.h>', '#include "nrr_api_gen.h"', '']
+    for i, d in enumerate(doms, 1):
+        h.append(f'#define NRR_LT_DOMAIN_{d} {i}')
+    h += ['', '/* what one event records: integers as int64/uint64 by wire type, byte',
+          ' * values as their captured bytes (<= NRR_BYTES_CAP_DEFAULT) and full length */']
+    protos = []
+    for fn in api.fns:
+        params = params_c(fn)
+        ret_param = '' if fn.ret == 'void' else f'{fn.ret_type} nrr_ret, '
+        protos.append(f'void nrr_lt_{fn.name}_enter({params or "void"});')
+        protos.append(f'void nrr_lt_{fn.name}_leave({ret_param}int nrr_err{", " + params if params else ""});')
+        for when in ('enter', 'leave'):
+            members = ['\tint64_t ret;', '\tint32_t err;'] if when == 'leave' else []
+            for a in lttng_fields(api, fn, when):
+                w = WIRE[a.fmt]
+                if w == 'U':
+                    members.append(f'\tuint64_t {a.name};')
+                elif w == 'S':
+                    members.append(f'\tint64_t {a.name};')
+                else:
+                    members.append(f'\tconst uint8_t *{a.name};')
+                    members.append(f'\tuint32_t {a.name}_n;  /* captured */')
+                    members.append(f'\tuint64_t {a.name}_len;  /* full length */')
+            if when == 'leave' and fn.poll:
+                members.append('\tuint8_t notready;  /* the poll answer "not ready" */')
+            if not members:
+                members = ['\tchar nrr_unused;']
+            h += [f'struct nrr_lt_{fn.name}_{when} {{'] + members + ['};']
+    h += ['', '/* Emit <fn>_enter / <fn>_leave: same parameters as nrr_rec_<fn>_enter /',
+          ' * _leave without the nrr_tls.  libncclrr-trace-lttng.so defines them. */',
+          'extern const int nrr_lt_present;']
+    h += protos
+    h += ['', '#endif /* NCCLRR_LTTNG_GEN_ONCE */', '',
+          '#ifdef NRR_LT_CUR', '#undef LTTNG_UST_TRACEPOINT_PROVIDER']
+    for i, d in enumerate(doms, 1):
+        h.append(f'#{"if" if i == 1 else "elif"} NRR_LT_CUR == {i}')
+        h.append(f'#define LTTNG_UST_TRACEPOINT_PROVIDER ncclrr_{d}')
+    h += ['#else', '#error "NRR_LT_CUR is not a domain number (NRR_LT_DOMAIN_*)"', '#endif',
+          '#undef LTTNG_UST_TRACEPOINT_INCLUDE', '#define LTTNG_UST_TRACEPOINT_INCLUDE "nrr_lttng_gen.h"', '']
+    for i, d in enumerate(doms, 1):
+        guard = f'NCCLRR_LTTNG_GEN_H_{i}'
+        h += [f'#if NRR_LT_CUR == {i} && (!defined({guard}) || defined(LTTNG_UST_TRACEPOINT_HEADER_MULTI_READ))',
+              f'#define {guard}', '#include <lttng/tracepoint.h>', '']
+        for fn in api.fns:
+            if fn.domain != d:
+                continue
+            for when in ('enter', 'leave'):
+                fields = []
+                if when == 'leave':
+                    fields += ['lttng_ust_field_integer(int64_t, ret, nrr_f->ret)',
+                               'lttng_ust_field_integer(int32_t, err, nrr_f->err)']
+                    if fn.poll:
+                        fields.append('lttng_ust_field_integer(uint8_t, notready, nrr_f->notready)')
+                for a in lttng_fields(api, fn, when):
+                    w = WIRE[a.fmt]
+                    if w == 'U':
+                        fields.append(f'lttng_ust_field_integer(uint64_t, {a.name}, nrr_f->{a.name})')
+                    elif w == 'S':
+                        fields.append(f'lttng_ust_field_integer(int64_t, {a.name}, nrr_f->{a.name})')
+                    else:
+                        fields.append(f'lttng_ust_field_sequence_hex(uint8_t, {a.name}, nrr_f->{a.name}, uint32_t, nrr_f->{a.name}_n)')
+                        fields.append(f'lttng_ust_field_integer(uint64_t, {a.name}_len, nrr_f->{a.name}_len)')
+                h.append(f'LTTNG_UST_TRACEPOINT_EVENT(ncclrr_{d}, {fn.name}_{when},')
+                h.append(f'\tLTTNG_UST_TP_ARGS(const struct nrr_lt_{fn.name}_{when} *, nrr_f),')
+                h.append('\tLTTNG_UST_TP_FIELDS(' + ('\n\t\t' + '\n\t\t'.join(fields) if fields else '') + '))')
+        h += ['', f'#endif /* domain {d} */', '']
+    h += ['#include <lttng/tracepoint-event.h>', '#endif /* NRR_LT_CUR */']
+
+    c = [gen, '#include <string.h>', '',
+         '#define LTTNG_UST_TRACEPOINT_CREATE_PROBES', '#define LTTNG_UST_TRACEPOINT_DEFINE']
+    for i, d in enumerate(doms, 1):
+        c += [f'#define NRR_LT_CUR {i}', '#include "nrr_lttng_gen.h"', '#undef NRR_LT_CUR']
+    c += ['', 'const int nrr_lt_present = 1;', '',
+          '/* a non-NULL source for empty sequences */',
+          'static const uint8_t nrr_lt_empty[1];', '']
+    for fn in api.fns:
+        params = params_c(fn)
+        ret_param = '' if fn.ret == 'void' else f'{fn.ret_type} nrr_ret, '
+        sigs = {'enter': f'void nrr_lt_{fn.name}_enter({params or "void"})',
+                'leave': f'void nrr_lt_{fn.name}_leave({ret_param}int nrr_err{", " + params if params else ""})'}
+        for when in ('enter', 'leave'):
+            args = lttng_fields(api, fn, when)
+            body = [sigs[when], '{']
+            tpname = f'ncclrr_{fn.domain}, {fn.name}_{when}'
+            used = {a.name for a in args}
+            for a in fn.args:
+                if a.name not in used:
+                    body.append(f'\t(void){a.name};')
+            body.append(f'\tif (!lttng_ust_tracepoint_enabled({tpname}))')
+            body.append('\t\treturn;')
+            prep, sets = [], []
+            if when == 'leave':
+                sets += [f'\tnrr_f.ret = {ret_expr(fn)};', '\tnrr_f.err = (int32_t)nrr_err;']
+                if fn.poll:
+                    sets.append(f'\tnrr_f.notready = ({notready_expr(api, fn)}) ? 1 : 0;')
+            for a in args:
+                pr, w, val = field_value(api, fn, a, when)
+                prep += pr
+                if w in ('U', 'S'):
+                    sets.append(f'\tnrr_f.{a.name} = {val};')
+                else:
+                    ptr, n = val
+                    sets.append(f'\tnrr_f.{a.name} = {ptr} ? (const uint8_t *){ptr} : nrr_lt_empty;')
+                    sets.append(f'\tnrr_f.{a.name}_n = (uint32_t)({n} < NRR_BYTES_CAP_DEFAULT ? {n} : NRR_BYTES_CAP_DEFAULT);')
+                    sets.append(f'\tnrr_f.{a.name}_len = (uint64_t){n};')
+            body += ['\t' + l for l in prep]
+            body.append(f'\tstruct nrr_lt_{fn.name}_{when} nrr_f;')
+            body.append('\tmemset(&nrr_f, 0, sizeof(nrr_f));')
+            body += sets
+            body.append(f'\tlttng_ust_do_tracepoint({tpname}, &nrr_f);')
+            body.append('}')
+            c += body + ['']
+    write(os.path.join(outdir, 'nrr_lttng_gen.h'), '\n'.join(h) + '\n')
+    write(os.path.join(outdir, 'nrr_lttng_gen.c'), '\n'.join(c))
 
 
 def emit_list(api, outdir):
@@ -569,13 +768,114 @@ def write(path, text):
         f.write(text)
 
 
+# ---------------------------------------------------------------- wrappers
+
+MISSING_RET = {'curesult': '999', 'cudart': '999', 'nccl': '2', 'nvml': '12', 'errno': '-1',
+               'poserr': 'ENOSYS', 'ptr': 'NULL', 'int': '-1'}
+
+
+def args_c(fn):
+    return ', '.join(a.name for a in fn.args)
+
+
+def emit_wrappers(api, outdir):
+    """nrr_wrap_gen.h: nrr_trace_<fn>_enter/_leave for every function (the
+    backend dispatch hooks call); nrr_wrap_gen.c: the exported wrappers of
+    the functions of domains with lib= (not marked hook) and the table the
+    dlsym / cuGetProcAddress hooks look names up in."""
+    h = ['/* Generated by formats/gen/ncclrr_gen.py from formats/api/: do not edit. */',
+         '#ifndef NCCLRR_WRAP_GEN_H', '#define NCCLRR_WRAP_GEN_H', '',
+         '#include <errno.h>', '#include "nrr_api_gen.h"', '#include "trace.h"', '',
+         '/* One entry per wrapped function, sorted by name. */',
+         'typedef struct nrr_wrap_ent {', '\tconst char *name;', '\tuint32_t fn;',
+         '\tuint8_t domain;      /* index in nrr_wrap_libs */', '\tvoid *wrapper;',
+         '\tvoid **real;         /* the real function, resolved lazily */', '} nrr_wrap_ent;',
+         'extern const nrr_wrap_ent nrr_wrap_table[];', 'extern const size_t nrr_wrap_count;',
+         '/* The libraries (sonames) whose functions are wrapped. */',
+         'extern const char *const nrr_wrap_libs[];', 'extern const size_t nrr_wrap_nlibs;',
+         '/* Resolve @name in the next library (RTLD_NEXT) into *@slot. */',
+         'void *nrr_resolve(const char *name, void **slot);', '']
+    libs = []
+    for d in api.domains.values():
+        if d.lib and d.lib not in libs:
+            libs.append(d.lib)
+    for fn in api.fns:
+        params = params_c(fn)
+        pl = params if params else 'void'
+        args = args_c(fn)
+        ret_param = '' if fn.ret == 'void' else f'{fn.ret_type} nrr_ret, '
+        ret_arg = '' if fn.ret == 'void' else 'nrr_ret, '
+        h.append(f'extern void nrr_lt_{fn.name}_enter({pl}) __attribute__((weak));')
+        h.append(f'extern void nrr_lt_{fn.name}_leave({ret_param}int nrr_err{", " + params if params else ""}) __attribute__((weak));')
+        for when, sig, call_rec, call_lt in (
+                ('enter', f'static inline void nrr_trace_{fn.name}_enter({pl})',
+                 f'nrr_rec_{fn.name}_enter(nrrt{", " + args if args else ""})',
+                 f'nrr_lt_{fn.name}_enter({args})'),
+                ('leave', f'static inline void nrr_trace_{fn.name}_leave({ret_param}int nrr_err{", " + params if params else ""})',
+                 f'nrr_rec_{fn.name}_leave(nrrt, {ret_arg}nrr_err{", " + args if args else ""})',
+                 f'nrr_lt_{fn.name}_leave({ret_arg}nrr_err{", " + args if args else ""})')):
+            h += [sig, '{', '\tint nrr_saved = errno;', '\tnrr_tls *nrrt = nrr_trace_begin();',
+                  '\tif (nrrt) {', f'\t\t{call_rec};', '\t\tnrr_trace_end();',
+                  f'\t}} else if (nrr_trace_backend == NRR_BACKEND_LTTNG && nrr_lt_{fn.name}_{when} && nrr_trace_lttng_begin()) {{',
+                  f'\t\t{call_lt};', '\t\tnrr_trace_end();', '\t}', '\terrno = nrr_saved;', '}']
+    h += ['', '#endif']
+
+    c = ['/* Generated by formats/gen/ncclrr_gen.py from formats/api/: do not edit. */',
+         '#include "nrr_wrap_gen.h"', '',
+         '#define NRR_EXPORT __attribute__((visibility("default")))', '']
+    wrapped = sorted((fn for fn in api.fns if api.domains[fn.domain].lib and not fn.hook),
+                     key=lambda f: f.name)
+    for fn in wrapped:
+        params = params_c(fn)
+        pl = params if params else 'void'
+        args = args_c(fn)
+        void = fn.ret == 'void'
+        fp = f'{fn.ret_type} (*)({pl})'
+        c.append(f'static {fn.ret_type} (*real_{fn.name})({pl});')
+        c.append(f'NRR_EXPORT {fn.ret_type} nrr_w_{fn.name}({pl}) __asm__("{fn.name}");')
+        c += [f'{fn.ret_type} nrr_w_{fn.name}({pl})', '{',
+              f'\t{fn.ret_type} (*real)({pl}) = __atomic_load_n(&real_{fn.name}, __ATOMIC_RELAXED);',
+              '\tif (__builtin_expect(!real, 0)) {',
+              f'\t\treal = ({fp})nrr_resolve("{fn.name}", (void **)&real_{fn.name});',
+              '\t\tif (!real) {']
+        if fn.ret in ('errno', 'ptr', 'poserr'):
+            c.append('\t\t\terrno = ENOSYS;')
+        c.append('\t\t\treturn;' if void else f'\t\t\treturn ({fn.ret_type}){MISSING_RET[fn.ret]};')
+        c += ['\t\t}', '\t}']
+        if fn.filter:
+            c += [f'\tif (!({fn.filter}))',
+                  f'\t\treturn real({args});' if not void else f'\t\t{{ real({args}); return; }}']
+        c.append(f'\tnrr_trace_{fn.name}_enter({args});')
+        if void:
+            c += [f'\treal({args});', '\tint nrr_err = errno;',
+                  f'\tnrr_trace_{fn.name}_leave(nrr_err{", " + args if args else ""});']
+        else:
+            c += [f'\t{fn.ret_type} nrr_ret = real({args});', '\tint nrr_err = errno;',
+                  f'\tnrr_trace_{fn.name}_leave(nrr_ret, nrr_err{", " + args if args else ""});']
+        if fn.after:
+            c.append(f'\t{fn.after};')
+        c.append('\terrno = nrr_err;')
+        c += ['\treturn;' if void else '\treturn nrr_ret;', '}', '']
+    c.append('const char *const nrr_wrap_libs[] = {')
+    c += [f'\t"{l}",' for l in libs]
+    c += ['};', f'const size_t nrr_wrap_nlibs = {len(libs)};', '',
+          'const nrr_wrap_ent nrr_wrap_table[] = {']
+    for fn in wrapped:
+        c.append(f'\t{{ "{fn.name}", NRR_FN_{fn.name}, {libs.index(api.domains[fn.domain].lib)}, '
+                 f'(void *)nrr_w_{fn.name}, (void **)&real_{fn.name} }},')
+    c += ['};', f'const size_t nrr_wrap_count = {len(wrapped)};', '']
+    write(os.path.join(outdir, 'nrr_wrap_gen.h'), '\n'.join(h) + '\n')
+    write(os.path.join(outdir, 'nrr_wrap_gen.c'), '\n'.join(c))
+
+
 # Emitters: each is f(api, outdir). Wrappers (tracer), LTTng-UST providers
 # and the replay table are added here by the issues that need them.
 def emit_schema(api, outdir):
     sys.stdout.write(schema_text(api))
 
 
-EMITTERS = {'encoders': emit_encoders, 'list': emit_list, 'schema': emit_schema}
+EMITTERS = {'encoders': emit_encoders, 'list': emit_list, 'schema': emit_schema, 'lttng': emit_lttng,
+            'wrappers': emit_wrappers}
 
 
 def main():
