@@ -9,10 +9,6 @@
 #include "cmds.h"
 #include "nrr_launch.h"
 
-/* also in cmds.h once the table lists `run` */
-int cmd_run(int argc, char **argv);
-extern const char cmd_run_usage[];
-
 const char cmd_run_usage[] =
 "Usage: ncclrr run --topo FILE [-np N] [--timeout S] [--env K=V]... [--] PROGRAM [ARGS]\n"
 "       ncclrr run --topo FILE [--wrap] [--comm-id HOST:PORT] [--env K=V]... [--] PROGRAM [ARGS]\n"

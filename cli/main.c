@@ -9,6 +9,7 @@
 static const struct nrr_cmd cmds[] = {
 	{ "dump", "print one line per recorded call", cmd_dump_usage, cmd_dump },
 	{ "stats", "calls, errors and time per rank and API", cmd_stats_usage, cmd_stats },
+	{ "run", "run a program as the ranks of a virtual cluster on the fake runtime", cmd_run_usage, cmd_run },
 };
 
 const struct nrr_cmd *nrr_cli_find(const char *name)

@@ -360,6 +360,14 @@ FAKE_EXPORT CUresult cuGetExportTable(const void **table_out, const void *id)
 		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
 		 b[15], t ? "provided" : "not provided");
 	if (!t) {
+		/* The runtime cannot start without this one: say so once, plainly,
+		 * instead of leaving the user with 'named symbol not found'. */
+		static _Atomic int told;
+		if (uuid_is(id, "d4082055-bde6-704b-8d34-ba123c66e1f2") && !atomic_exchange(&told, 1))
+			fake_log("the CUDA runtime asked for its driver integrity check (export table "
+				 "d4082055-bde6-704b-8d34-ba123c66e1f2), which the fake driver does not "
+				 "emulate: this runtime will fail to initialize (\"named symbol not found\"). "
+				 "Use an NCCL whose CUDA runtime does not require it; see replayer/fake/README.md");
 		*table_out = NULL;
 		return CUDA_ERROR_NOT_FOUND;
 	}

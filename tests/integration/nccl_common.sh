@@ -18,3 +18,19 @@ NCCL=$(find_nccl) || {
 	exit 77
 }
 export NCCLRR_NCCL=$NCCL
+
+# This NCCL must be able to start its CUDA runtime on the fake driver. The
+# runtime linked into NCCL 2.28.9 (and other recent builds) asks the driver
+# for an integrity check that the fake driver does not emulate (see
+# replayer/fake/README.md); every test that needs NCCL past that point is
+# skipped then, saying so. Needs NCCLRR_FAKE_LIBDIR and NCCLRR_NCCL_PROBE
+# (replayer/fake/tests/nccl_init).
+if [ -n "${NCCLRR_FAKE_LIBDIR:-}" ] && [ -x "${NCCLRR_NCCL_PROBE:-}" ]; then
+	probe_out=$(env -u NCCLRR_TOPO -u NCCLRR_FAULT NCCL_DEBUG=WARN \
+		LD_LIBRARY_PATH="$NCCLRR_FAKE_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		timeout 60 "$NCCLRR_NCCL_PROBE" 1 2>&1)
+	if printf '%s\n' "$probe_out" | grep -q 'driver integrity check'; then
+		echo "SKIP: $NCCL cannot run on the fake CUDA driver: its statically linked CUDA runtime requires the driver integrity check (export table d4082055-...), which ncclrr does not emulate. Point NCCLRR_NCCL at an NCCL whose runtime does not (see replayer/fake/README.md)."
+		exit 77
+	fi
+fi
