@@ -194,6 +194,9 @@ typedef struct nrr_writer_opts {
 	/* Dump once when a call is in flight and no call returned in any
 	 * thread for this long (0: no watchdog). */
 	uint64_t watchdog_ns;
+	/* Called once, from the compression thread, at the first I/O error
+	 * (after the one-line message on stderr). */
+	void (*on_io_error)(void);
 } nrr_writer_opts;
 
 /* Create @path (O_EXCL|O_CLOEXEC) and start the compression thread.
@@ -256,6 +259,10 @@ void nrr_tls_flush(nrr_tls *t);
 #define NRR_VAR_MAX 10u
 /* Longest byte field stored; longer values keep their length and a prefix. */
 #define NRR_BYTES_CAP_DEFAULT 4096u
+/* Bytes of a payload (socket data, buffers) kept per field: 0 ..
+ * NRR_BYTES_CAP_DEFAULT (the default); set by the tracer from
+ * `ncclrr record --payload`. Other byte fields are always kept whole. */
+extern size_t nrr_payload_cap;
 
 static inline uint8_t *nrr_put_uvar(uint8_t *p, uint64_t v)
 {

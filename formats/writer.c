@@ -61,6 +61,8 @@ struct frame {
 	bool children;
 };
 
+size_t nrr_payload_cap = NRR_BYTES_CAP_DEFAULT;
+
 struct nrr_tls {
 	uint8_t *pos, *end, *base;
 	uint8_t *limit;         /* base + chunk_size: pointers past it are scratch */
@@ -138,6 +140,7 @@ struct nrr_writer {
 	/* counters */
 	_Atomic uint64_t bytes, chunks, io_errors;
 	bool warned;
+	void (*on_io_error)(void);
 	/* flight recorder (ring_max > 0): data chunks stay in memory, oldest
 	 * dropped first, and are written out by dumps */
 	size_t ring_max, ring_used;
@@ -245,6 +248,18 @@ static void calibrate(nrr_writer *w)
 
 /* ------------------------------------------------------------- file I/O */
 
+/* The writer runs inside traced programs, where write() and close() may be
+ * the tracer's own wrappers: it goes to the kernel directly. */
+static ssize_t sys_write(int fd, const void *buf, size_t len)
+{
+	return syscall(SYS_write, fd, buf, len);
+}
+
+static int sys_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
+
 static void io_error(nrr_writer *w, int err)
 {
 	atomic_fetch_add(&w->io_errors, 1);
@@ -252,6 +267,8 @@ static void io_error(nrr_writer *w, int err)
 		w->warned = true;
 		fprintf(stderr, "ncclrr: Cannot write trace: file=%s: %s; tracing of this process stops, the program continues\n",
 			w->path, strerror(err));
+		if (w->on_io_error)
+			w->on_io_error();
 	}
 }
 
@@ -268,7 +285,7 @@ static int write_all(nrr_writer *w, const void *buf, size_t len)
 		w->tail_dirty = false;
 	}
 	while (len) {
-		ssize_t n = write(w->fd, p, len);
+		ssize_t n = sys_write(w->fd, p, len);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -774,6 +791,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	w->max_buffered = o.max_buffered ? o.max_buffered : (size_t)32 << 20;
 	w->level = o.zstd_level;
 	w->ring_max = o.ring_bytes;
+	w->on_io_error = o.on_io_error;
 	w->watchdog_ns = o.watchdog_ns;
 	pthread_mutex_init(&w->io_lock, NULL);
 	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -832,7 +850,7 @@ error_key:
 error:
 	ZSTD_freeCCtx(w->zc);
 	free(w->zbuf);
-	close(w->fd);
+	sys_close(w->fd);
 	unlink(path);
 	free(w);
 	return rc;
@@ -1039,7 +1057,7 @@ static int close_impl(nrr_writer *w, bool free_all)
 	}
 	if (w->io_errors && !rc)
 		rc = -EIO;
-	if (close(w->fd) && !rc)
+	if (sys_close(w->fd) && !rc)
 		rc = -errno;
 	w->fd = -1;
 	if (tls_cache.w == w)
@@ -1080,7 +1098,7 @@ int nrr_writer_finish(nrr_writer *w)
 void nrr_writer_abandon(nrr_writer *w)
 {
 	if (w && w->fd >= 0)
-		close(w->fd);
+		sys_close(w->fd);
 }
 
 void nrr_writer_counters(const nrr_writer *w, uint64_t *bytes, uint64_t *chunks, uint64_t *io_errors)

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core.c - the tracer's life in a traced process (libncclrr-trace.so).
+ *
+ * Configuration comes from the environment, as `ncclrr record` sets it:
+ *   NCCLRR_TRACE_DIR   where <host>-<pid>.nrt goes (unset: trace nothing)
+ *   NCCLRR_MODE        full (default) | ring:SIZE (flight recorder)
+ *   NCCLRR_BACKEND     native (default) | lttng
+ *   NCCLRR_PAYLOAD     payload bytes kept per buffer argument (0..4096)
+ *   NCCLRR_WATCHDOG    seconds without any traced call returning while one
+ *                      is in flight before the trace is written out (0: off)
+ *
+ * The trace file of a process is opened at its first traced call (a
+ * process that makes none leaves no file), so a forked child opens its
+ * own.  The file is completed at exit(), _exit() and before an exec (the
+ * new image opens <host>-<pid>-1.nrt); fatal signals and, in ring mode,
+ * SIGUSR1 write it out (signals.c).  If it cannot be written the tracer
+ * says so once and the program runs on untraced.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/timex.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ncclrr_config.h"
+#include "nrr_api_gen.h"
+#include "tracer_internal.h"
+
+int nrr_trace_backend = NRR_BACKEND_OFF;
+
+static struct {
+	char dir[PATH_MAX - 64];
+	char host[128];
+	size_t ring;                 /* ring mode: bytes kept; 0 = full mode */
+	uint64_t watchdog_ns;
+	int backend;                 /* what nrr_trace_backend is while tracing works */
+	char mode_text[64];
+} cfg;
+
+static _Atomic(nrr_writer *) g_w;  /* this process's writer, NULL until the first call */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pid_t g_pid;                /* the process g_w belongs to (vfork children differ) */
+static int g_generation;           /* 0, then 1, 2, ... for each image after an exec failed */
+static __thread int t_busy __attribute__((tls_model("initial-exec")));
+
+/* ------------------------------------------------------------ recording */
+
+static void open_writer(void);
+
+nrr_tls *nrr_trace_begin(void)
+{
+	if (__builtin_expect(nrr_trace_backend != NRR_BACKEND_NATIVE, 0) || t_busy)
+		return NULL;
+	t_busy = 1;
+	nrr_writer *w = atomic_load_explicit(&g_w, memory_order_acquire);
+	if (__builtin_expect(!w, 0)) {
+		pthread_once(&g_once, open_writer);
+		w = atomic_load_explicit(&g_w, memory_order_acquire);
+		if (!w) {
+			t_busy = 0;
+			return NULL;
+		}
+	}
+	nrr_tls *t = nrr_writer_thread(w);
+	if (!t)
+		t_busy = 0;
+	return t;
+}
+
+bool nrr_trace_lttng_begin(void)
+{
+	if (nrr_trace_backend != NRR_BACKEND_LTTNG || t_busy)
+		return false;
+	t_busy = 1;
+	return true;
+}
+
+void nrr_trace_end(void)
+{
+	t_busy = 0;
+}
+
+bool nrr_trace_busy(void)
+{
+	return t_busy != 0;
+}
+
+void nrr_trace_log(unsigned level, const char *text, size_t len)
+{
+	int saved = errno;
+	nrr_tls *t = nrr_trace_begin();
+	if (t) {
+		nrr_log(t, level, text, len);
+		nrr_trace_end();
+	} else if (nrr_lt_log && nrr_trace_lttng_begin()) {
+		nrr_lt_log(level, text, len);
+		nrr_trace_end();
+	}
+	errno = saved;
+}
+
+void nrr_trace_meta(const char *fmt, ...)
+{
+	if (nrr_trace_backend != NRR_BACKEND_NATIVE)
+		return;
+	int saved = errno;
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n > 0) {
+		if ((size_t)n > sizeof(line) - 2)
+			n = (int)sizeof(line) - 2;
+		line[n++] = '\n';
+		/* make sure the writer exists: metadata may come before any call */
+		if (nrr_trace_begin()) {
+			nrr_writer *w = atomic_load(&g_w);
+			if (w)
+				nrr_writer_add_meta(w, line, (size_t)n);
+			nrr_trace_end();
+		}
+	}
+	errno = saved;
+}
+
+/* ------------------------------------------------------------- metadata */
+
+/* NAME=VALUE: recorded when NAME is one of these (prefixes end in '_') */
+static const char *const env_keep[] = {
+	"NCCL_", "CUDA_", "NVIDIA_", "UCX_", "NCCLRR_", "OMPI_COMM_WORLD_", "PMI_RANK", "PMI_SIZE",
+	"PMIX_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_JOB_ID",
+	"SLURM_STEP_ID", "SLURM_NNODES", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+	"GROUP_RANK", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "LD_LIBRARY_PATH", "LD_PRELOAD",
+	"TORCH_NCCL_", "TORCHELASTIC_RUN_ID",
+};
+
+bool nrr_env_kept(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(env_keep) / sizeof(env_keep[0]); i++) {
+		size_t k = strlen(env_keep[i]);
+		if (env_keep[i][k - 1] == '_' ? (len > k && !strncmp(name, env_keep[i], k))
+					      : (len == k && !strncmp(name, env_keep[i], k)))
+			return true;
+	}
+	return false;
+}
+
+static bool name_is_secret(const char *name, size_t len)
+{
+	static const char *const words[] = { "TOKEN", "SECRET", "PASSW", "PASSWD", "CREDENTIAL", "APIKEY",
+					     "API_KEY", "PRIVATE", "AUTH" };
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		size_t k = strlen(words[i]);
+		for (size_t j = 0; j + k <= len; j++)
+			if (!strncasecmp(name + j, words[i], k))
+				return true;
+	}
+	return false;
+}
+
+/* A value that looks like a key or token: long, one word, letters and
+ * digits mixed, no path or address punctuation. */
+static bool value_is_secret(const char *v)
+{
+	size_t n = strlen(v), alpha = 0, digit = 0;
+	if (n < 24)
+		return false;
+	for (const char *p = v; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z'))
+			alpha++;
+		else if (*p >= '0' && *p <= '9')
+			digit++;
+		else if (*p != '+' && *p != '=' && *p != '-' && *p != '_')
+			return false;
+	}
+	return alpha && digit;
+}
+
+int nrr_env_redact(const char *name, size_t namelen, const char *value, char *out, size_t outlen)
+{
+	if (name_is_secret(name, namelen) || value_is_secret(value))
+		return snprintf(out, outlen, "<redacted>");
+	/* scheme://user:password@host -> scheme://user:<redacted>@host */
+	const char *s = strstr(value, "://"), *at = s ? strchr(s + 3, '@') : NULL;
+	const char *colon = s ? memchr(s + 3, ':', at ? (size_t)(at - s - 3) : 0) : NULL;
+	if (colon && at)
+		return snprintf(out, outlen, "%.*s:<redacted>%s", (int)(colon - value), value, at);
+	return snprintf(out, outlen, "%s", value);
+}
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+static void buf_add(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void buf_add(struct buf *b, const char *fmt, ...)
+{
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if (b->p && b->len + (size_t)n < b->cap) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+		char *p = realloc(b->p, cap);
+		if (!p)
+			return;
+		b->p = p;
+		b->cap = cap;
+	}
+}
+
+/* cmdline with NULs turned into spaces (text up to 2 KiB) */
+static void add_cmdline(struct buf *b)
+{
+	char cmd[2048];
+	ssize_t n = nrr_read_file("/proc/self/cmdline", cmd, sizeof(cmd) - 1);
+	if (n <= 0)
+		return;
+	while (n > 0 && cmd[n - 1] == '\0')
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (cmd[i] == '\0' || cmd[i] == '\n')
+			cmd[i] = ' ';
+	cmd[n] = '\0';
+	buf_add(b, "argv=%s\n", cmd);
+}
+
+static void build_meta(struct buf *b)
+{
+	extern char **environ;
+	struct utsname u;
+	buf_add(b, "host=%s\npid=%d\nppid=%d\n", cfg.host, (int)getpid(), (int)getppid());
+	add_cmdline(b);
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0)
+		buf_add(b, "exe=%.*s\n", (int)n, exe);
+	if (uname(&u) == 0)
+		buf_add(b, "kernel=%s %s %s\n", u.sysname, u.release, u.machine);
+	buf_add(b, "tracer=ncclrr %s\nmode=%s\nbackend=native\npayload=%zu\n", NCCLRR_VERSION, cfg.mode_text,
+		nrr_payload_cap);
+	if (g_generation)
+		buf_add(b, "exec_generation=%d\n", g_generation);
+	/* How far this host's wall clock can be trusted: traces of several
+	 * hosts are aligned by wall time (the file header), give or take this. */
+	struct timex tx = { 0 };
+	int st = adjtimex(&tx);
+	if (st >= 0)
+		buf_add(b, "clock.synced=%d\nclock.esterror_us=%ld\nclock.maxerror_us=%ld\n",
+			st != TIME_ERROR && !(tx.status & STA_UNSYNC), tx.esterror, tx.maxerror);
+	char boot[64];
+	n = nrr_read_file("/proc/sys/kernel/random/boot_id", boot, sizeof(boot) - 1);
+	if (n > 0) {
+		while (n > 0 && (boot[n - 1] == '\n'))
+			n--;
+		buf_add(b, "boot_id=%.*s\n", (int)n, boot);
+	}
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (!eq || !nrr_env_kept(*e, (size_t)(eq - *e)))
+			continue;
+		char v[1024];
+		nrr_env_redact(*e, (size_t)(eq - *e), eq + 1, v, sizeof(v));
+		for (char *p = v; *p; p++)
+			if (*p == '\n')
+				*p = ' ';
+		buf_add(b, "env.%.*s=%s\n", (int)(eq - *e), *e, v);
+	}
+}
+
+/* --------------------------------------------------------- writer life */
+
+static void writer_failed(void)
+{
+	nrr_trace_backend = NRR_BACKEND_OFF;
+}
+
+static void open_writer(void)
+{
+	struct buf meta = { 0 };
+	build_meta(&meta);
+	nrr_writer_opts o = {
+		.schema = nrr_builtin_schema,
+		.schema_len = nrr_builtin_schema_len,
+		.meta = meta.p,
+		.meta_len = meta.len,
+		.ring_bytes = cfg.ring,
+		.watchdog_ns = cfg.watchdog_ns,
+		.on_io_error = writer_failed,
+	};
+	char path[PATH_MAX];
+	nrr_writer *w = NULL;
+	int rc = -EEXIST;
+	pid_t pid = getpid();
+	for (int i = 0; i < 1000 && rc == -EEXIST; i++) {
+		if (i == 0 && !g_generation)
+			snprintf(path, sizeof(path), "%s/%s-%d.nrt", cfg.dir, cfg.host, (int)pid);
+		else
+			snprintf(path, sizeof(path), "%s/%s-%d-%d.nrt", cfg.dir, cfg.host, (int)pid, i + g_generation);
+		rc = nrr_writer_open(&w, path, &o);
+	}
+	free(meta.p);
+	if (rc) {
+		fprintf(stderr, "ncclrr: Cannot create trace file=%s: %s; tracing of this process stops, the program continues\n",
+			path, strerror(-rc));
+		nrr_trace_backend = NRR_BACKEND_OFF;
+		return;
+	}
+	g_pid = pid;
+	atomic_store_explicit(&g_w, w, memory_order_release);
+}
+
+/* Complete the file (index and trailer) while other threads may still run:
+ * before exit, _exit and exec.  Not in a vfork child (it shares our memory
+ * and the parent goes on recording). */
+void nrr_trace_finish(void)
+{
+	nrr_writer *w = atomic_load(&g_w);
+	if (!w || getpid() != g_pid)
+		return;
+	int saved = errno;
+	int backend = nrr_trace_backend;
+	nrr_trace_backend = NRR_BACKEND_OFF;
+	atomic_store(&g_w, NULL);
+	nrr_writer_finish(w);
+	nrr_trace_backend = backend;
+	errno = saved;
+}
+
+/* An exec failed and the program goes on: record into a new file. */
+void nrr_trace_reopen(void)
+{
+	if (cfg.backend != NRR_BACKEND_NATIVE || nrr_trace_backend != NRR_BACKEND_NATIVE)
+		return;
+	g_generation++;
+	g_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+}
+
+int nrr_trace_dump(int timeout_ms)
+{
+	nrr_writer *w = atomic_load(&g_w);
+	if (!w || getpid() != g_pid)
+		return -ENOENT;
+	return nrr_writer_dump(w, timeout_ms);
+}
+
+bool nrr_trace_ring_mode(void)
+{
+	return cfg.ring != 0;
+}
+
+static void atfork_child(void)
+{
+	nrr_writer *w = atomic_load(&g_w);
+	if (w)
+		nrr_writer_abandon(w);   /* the parent's file stays the parent's */
+	atomic_store(&g_w, NULL);
+	g_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	g_generation = 0;
+	t_busy = 0;
+	nrr_trace_child_forked();
+}
+
+ssize_t nrr_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = syscall(SYS_read, fd, buf, len);
+	syscall(SYS_close, fd);
+	return n;
+}
+
+/* ------------------------------------------------------------- start-up */
+
+static size_t parse_size(const char *s, bool *ok)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	*ok = end != s && !errno;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	*ok = *ok && *end == '\0';
+	return (size_t)v;
+}
+
+/* @return 0, or -1 with a message on stderr (tracing stays off) */
+static int configure(const char *dir)
+{
+	const char *mode = getenv("NCCLRR_MODE"), *backend = getenv("NCCLRR_BACKEND");
+	const char *payload = getenv("NCCLRR_PAYLOAD"), *wd = getenv("NCCLRR_WATCHDOG");
+	bool ok = true;
+	snprintf(cfg.dir, sizeof(cfg.dir), "%s", dir);
+	if (gethostname(cfg.host, sizeof(cfg.host) - 1) || !cfg.host[0])
+		snprintf(cfg.host, sizeof(cfg.host), "localhost");
+	for (char *p = cfg.host; *p; p++)
+		if (*p == '/')
+			*p = '_';
+	snprintf(cfg.mode_text, sizeof(cfg.mode_text), "full");
+	if (mode && *mode && strcmp(mode, "full")) {
+		if (strncmp(mode, "ring:", 5) || !(cfg.ring = parse_size(mode + 5, &ok)) || !ok) {
+			fprintf(stderr, "ncclrr: Cannot trace: NCCLRR_MODE=%s: want full or ring:SIZE (e.g. ring:64M)\n", mode);
+			return -1;
+		}
+		snprintf(cfg.mode_text, sizeof(cfg.mode_text), "ring:%zu", cfg.ring);
+	}
+	cfg.backend = NRR_BACKEND_NATIVE;
+	if (backend && *backend && strcmp(backend, "native")) {
+		if (strcmp(backend, "lttng")) {
+			fprintf(stderr, "ncclrr: Cannot trace: NCCLRR_BACKEND=%s: want native or lttng\n", backend);
+			return -1;
+		}
+		if (!&nrr_lt_present) {
+			fprintf(stderr, "ncclrr: Cannot trace with LTTng: libncclrr-trace-lttng.so is not preloaded "
+					"(use `ncclrr record --backend lttng`)\n");
+			return -1;
+		}
+		cfg.backend = NRR_BACKEND_LTTNG;
+	}
+	if (payload && *payload) {
+		size_t p = parse_size(payload, &ok);
+		if (!ok || p > NRR_BYTES_CAP_DEFAULT) {
+			fprintf(stderr, "ncclrr: Cannot trace: NCCLRR_PAYLOAD=%s: want 0..%u bytes\n", payload,
+				NRR_BYTES_CAP_DEFAULT);
+			return -1;
+		}
+		nrr_payload_cap = p;
+	}
+	if (wd && *wd) {
+		char *end;
+		double s = strtod(wd, &end);
+		if (end == wd || *end || s < 0) {
+			fprintf(stderr, "ncclrr: Cannot trace: NCCLRR_WATCHDOG=%s: want seconds (0: off)\n", wd);
+			return -1;
+		}
+		cfg.watchdog_ns = (uint64_t)(s * 1e9);
+	}
+	return 0;
+}
+
+__attribute__((constructor)) static void nrr_trace_init(void)
+{
+	const char *dir = getenv("NCCLRR_TRACE_DIR");
+	if (!dir || !*dir)
+		return;
+	nrr_hooks_init();
+	if (configure(dir))
+		return;
+	pthread_atfork(NULL, NULL, atfork_child);
+	nrr_signals_init(cfg.ring != 0);
+	nrr_trace_backend = cfg.backend;
+}
+
+__attribute__((destructor)) static void nrr_trace_fini(void)
+{
+	nrr_trace_finish();
+	nrr_trace_backend = NRR_BACKEND_OFF;
+}

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hooks_dl.c - how calls reach the generated wrappers.
+ *
+ * A program reaches a traced function in one of four ways, and each gets
+ * the wrapper of formats/api/ (nrr_wrap_table):
+ *  - through its PLT: the wrapper is an exported symbol of this preloaded
+ *    library and comes first (the wrapper finds the real one with
+ *    nrr_resolve());
+ *  - dlsym(handle, name) / dlvsym(handle, name, version) on a library it
+ *    dlopen'ed (NCCL opens libnvidia-ml and libibverbs, CUDA's runtime
+ *    opens libcuda): the hooks below return the wrapper and remember the
+ *    real function;
+ *  - cuGetProcAddress, which hands out driver entry points by name and
+ *    version (how a statically linked CUDA runtime reaches the driver):
+ *    nrr_cuda_procaddr() replaces the answer by the wrapper of the exact
+ *    variant returned (found by its symbol name);
+ *  - function tables (verbs ops, ncclNet): hooks_verbs.c and plugins/.
+ *
+ * dlsym(RTLD_DEFAULT / RTLD_NEXT, ...) depends on who calls it, so those
+ * jump straight to the real dlsym (assembly stubs: the caller's return
+ * address is kept); a symbol a global lookup finds is already ours.
+ * dlopen is not hooked: it also depends on the caller (its RUNPATH).
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrr_wrap_gen.h"
+#include "tracer_internal.h"
+
+/* Hidden: the assembly stubs read them PC-relative. */
+__attribute__((used, visibility("hidden"))) void *nrr_real_dlsym_p;
+__attribute__((used, visibility("hidden"))) void *nrr_real_dlvsym_p;
+static bool hooks_active;   /* NCCLRR_TRACE_DIR was set: hand out wrappers */
+
+/* ------------------------------------------------- libc's own dlsym/dlvsym */
+
+/* Our dlsym and dlvsym shadow libc's for every caller, this library
+ * included, so libc's are looked up in its ELF symbol table. */
+struct elf_find {
+	const char *name;
+	void *found;
+};
+
+static size_t gnu_hash_nsyms(const uint32_t *gh)
+{
+	uint32_t nbuckets = gh[0], symoffset = gh[1], bloom = gh[2];
+	const uint32_t *buckets = gh + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t last = 0;
+	for (uint32_t i = 0; i < nbuckets; i++)
+		if (buckets[i] > last)
+			last = buckets[i];
+	if (last < symoffset)
+		return symoffset;
+	while (!(chain[last - symoffset] & 1))
+		last++;
+	return last + 1;
+}
+
+static int find_in_libc(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct elf_find *f = data;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so"))
+		return 0;
+	const ElfW(Sym) *syms = NULL;
+	const char *strs = NULL;
+	size_t nsyms = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+			continue;
+		const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+		for (; d->d_tag != DT_NULL; d++) {
+			/* the loader has relocated these d_ptr values to addresses */
+			if (d->d_tag == DT_SYMTAB)
+				syms = (const ElfW(Sym) *)d->d_un.d_ptr;
+			else if (d->d_tag == DT_STRTAB)
+				strs = (const char *)d->d_un.d_ptr;
+			else if (d->d_tag == DT_GNU_HASH)
+				nsyms = gnu_hash_nsyms((const uint32_t *)d->d_un.d_ptr);
+			else if (d->d_tag == DT_HASH && !nsyms)
+				nsyms = ((const uint32_t *)d->d_un.d_ptr)[1];
+		}
+	}
+	if (!syms || !strs)
+		return 1;
+	for (size_t i = 0; i < nsyms; i++)
+		if (syms[i].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC &&
+		    !strcmp(strs + syms[i].st_name, f->name)) {
+			f->found = (void *)(info->dlpi_addr + syms[i].st_value);
+			break;
+		}
+	return 1;
+}
+
+static void *libc_function(const char *name)
+{
+	struct elf_find f = { name, NULL };
+	dl_iterate_phdr(find_in_libc, &f);
+	return f.found;
+}
+
+static void real_dl_init(void)
+{
+	if (!__atomic_load_n(&nrr_real_dlsym_p, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&nrr_real_dlvsym_p, libc_function("dlvsym"), __ATOMIC_RELEASE);
+		__atomic_store_n(&nrr_real_dlsym_p, libc_function("dlsym"), __ATOMIC_RELEASE);
+	}
+}
+
+void *nrr_real_dlsym(void *handle, const char *name)
+{
+	real_dl_init();
+	void *(*f)(void *, const char *) = (void *(*)(void *, const char *))nrr_real_dlsym_p;
+	return f ? f(handle, name) : NULL;
+}
+
+static void *real_dlvsym(void *handle, const char *name, const char *version)
+{
+	real_dl_init();
+	void *(*f)(void *, const char *, const char *) =
+		(void *(*)(void *, const char *, const char *))nrr_real_dlvsym_p;
+	return f ? f(handle, name, version) : NULL;
+}
+
+/* ------------------------------------------------------------ the table */
+
+const nrr_wrap_ent *nrr_wrap_find(const char *name)
+{
+	size_t lo = 0, hi = nrr_wrap_count;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(name, nrr_wrap_table[mid].name);
+		if (!c)
+			return &nrr_wrap_table[mid];
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+/* The wrapper to hand out for @real, the function @name of some library,
+ * or @real itself when it is not ours to wrap. */
+static void *wrap(const char *name, void *real)
+{
+	if (!hooks_active || !real || !name)
+		return real;
+	const nrr_wrap_ent *e = nrr_wrap_find(name);
+	if (!e || real == e->wrapper)
+		return real;
+	void *expected = NULL;
+	if (__atomic_compare_exchange_n(e->real, &expected, real, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+	    expected == real)
+		return e->wrapper;
+	return real;   /* a second implementation of the same name: not recorded */
+}
+
+/* The assembly stubs' targets (hidden: reached without a PLT). */
+#define STUB_TARGET __attribute__((used, visibility("hidden")))
+STUB_TARGET void *nrr_dlsym_handle(void *handle, const char *name);
+STUB_TARGET void *nrr_dlvsym_handle(void *handle, const char *name, const char *version);
+STUB_TARGET void *nrr_dlsym_early(void *handle, const char *name);
+STUB_TARGET void *nrr_dlvsym_early(void *handle, const char *name, const char *version);
+
+/* Called by the stubs with a real handle (not RTLD_DEFAULT / RTLD_NEXT). */
+STUB_TARGET void *nrr_dlsym_handle(void *handle, const char *name)
+{
+	return wrap(name, nrr_real_dlsym(handle, name));
+}
+
+STUB_TARGET void *nrr_dlvsym_handle(void *handle, const char *name, const char *version)
+{
+	return wrap(name, real_dlvsym(handle, name, version));
+}
+
+/* Only before the constructor found libc's dlsym (another library's
+ * constructor): the caller's identity is lost for RTLD_NEXT then. */
+STUB_TARGET void *nrr_dlsym_early(void *handle, const char *name)
+{
+	return nrr_real_dlsym(handle, name);
+}
+
+STUB_TARGET void *nrr_dlvsym_early(void *handle, const char *name, const char *version)
+{
+	return real_dlvsym(handle, name, version);
+}
+
+#if defined(__x86_64__)
+__asm__(
+	".text\n"
+	".globl dlsym\n.type dlsym,@function\n"
+	"dlsym:\n"
+	"	cmpq $-1, %rdi\n	je 1f\n"
+	"	testq %rdi, %rdi\n	je 1f\n"
+	"	jmp nrr_dlsym_handle\n"
+	"1:	movq nrr_real_dlsym_p(%rip), %rax\n"
+	"	testq %rax, %rax\n	je 2f\n"
+	"	jmp *%rax\n"
+	"2:	jmp nrr_dlsym_early\n"
+	".size dlsym, .-dlsym\n"
+	".globl dlvsym\n.type dlvsym,@function\n"
+	"dlvsym:\n"
+	"	cmpq $-1, %rdi\n	je 1f\n"
+	"	testq %rdi, %rdi\n	je 1f\n"
+	"	jmp nrr_dlvsym_handle\n"
+	"1:	movq nrr_real_dlvsym_p(%rip), %rax\n"
+	"	testq %rax, %rax\n	je 2f\n"
+	"	jmp *%rax\n"
+	"2:	jmp nrr_dlvsym_early\n"
+	".size dlvsym, .-dlvsym\n");
+#elif defined(__aarch64__)
+__asm__(
+	".text\n"
+	".globl dlsym\n.type dlsym,%function\n"
+	"dlsym:\n"
+	"	cmn x0, #1\n	b.eq 1f\n"
+	"	cbz x0, 1f\n"
+	"	b nrr_dlsym_handle\n"
+	"1:	adrp x16, nrr_real_dlsym_p\n	ldr x16, [x16, :lo12:nrr_real_dlsym_p]\n"
+	"	cbz x16, 2f\n	br x16\n"
+	"2:	b nrr_dlsym_early\n"
+	".size dlsym, .-dlsym\n"
+	".globl dlvsym\n.type dlvsym,%function\n"
+	"dlvsym:\n"
+	"	cmn x0, #1\n	b.eq 1f\n"
+	"	cbz x0, 1f\n"
+	"	b nrr_dlvsym_handle\n"
+	"1:	adrp x16, nrr_real_dlvsym_p\n	ldr x16, [x16, :lo12:nrr_real_dlvsym_p]\n"
+	"	cbz x16, 2f\n	br x16\n"
+	"2:	b nrr_dlvsym_early\n"
+	".size dlvsym, .-dlvsym\n");
+#else
+#error "hooks_dl.c: dlsym/dlvsym stubs exist for x86_64 and aarch64 only"
+#endif
+
+/* ------------------------------------------------- resolving the real one */
+
+/* This library's own address range: a lookup that lands in it found a
+ * wrapper, not the real function. */
+static uintptr_t self_lo, self_hi;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t me = (uintptr_t)data;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		if (info->dlpi_phdr[i].p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+		if (a < lo)
+			lo = a;
+		if (a + info->dlpi_phdr[i].p_memsz > hi)
+			hi = a + info->dlpi_phdr[i].p_memsz;
+	}
+	if (me >= lo && me < hi) {
+		self_lo = lo;
+		self_hi = hi;
+		return 1;
+	}
+	return 0;
+}
+
+static bool is_self(const void *p)
+{
+	return (uintptr_t)p >= self_lo && (uintptr_t)p < self_hi;
+}
+
+struct scan {
+	const char *name;
+	void *found;
+};
+
+static int scan_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct scan *s = data;
+	if (!info->dlpi_name || !info->dlpi_name[0])
+		return 0;
+	void *h = dlopen(info->dlpi_name, RTLD_NOLOAD | RTLD_LAZY);
+	if (!h)
+		return 0;
+	void *p = nrr_real_dlsym(h, s->name);
+	dlclose(h);
+	if (p && !is_self(p)) {
+		s->found = p;
+		return 1;
+	}
+	return 0;
+}
+
+void *nrr_resolve(const char *name, void **slot)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (p)
+		return p;
+	/* the next definition after this library in the global scope ... */
+	p = nrr_real_dlsym(RTLD_NEXT, name);
+	if (!p || is_self(p)) {
+		/* ... or one in a library opened with RTLD_LOCAL */
+		struct scan s = { name, NULL };
+		dl_iterate_phdr(scan_object, &s);
+		p = s.found;
+	}
+	if (!p)
+		return NULL;
+	void *expected = NULL;
+	if (!__atomic_compare_exchange_n(slot, &expected, p, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		p = expected;
+	return p;
+}
+
+/* After cuGetProcAddress[_v2]: hand out the wrapper of the exact variant
+ * the driver answered with (its exported name), so calls from a
+ * statically linked runtime are recorded with the right arguments. */
+void nrr_cuda_procaddr(const char *symbol, void **pfn, int ret)
+{
+	if (ret != 0 || !pfn || !*pfn || !hooks_active)
+		return;
+	Dl_info info;
+	if (!dladdr(*pfn, &info) || info.dli_saddr != *pfn || !info.dli_sname)
+		return;   /* not an exported function: handed out as is (not recorded) */
+	*pfn = wrap(info.dli_sname, *pfn);
+	(void)symbol;
+}
+
+/* --------------------------------------------- which library called us */
+
+/* A few code ranges with the answer to "is this libnccl?", filled on
+ * demand (the fwrite hook asks for every fwrite of the process). */
+#define NRANGES 32
+static struct range {
+	_Atomic uintptr_t lo;
+	uintptr_t hi;
+	bool nccl;
+} ranges[NRANGES];
+static _Atomic unsigned nranges;
+
+struct find_obj {
+	uintptr_t addr, lo, hi;
+	bool found, nccl;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct find_obj *f = data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type != PT_LOAD || f->addr < a || f->addr >= a + ph->p_memsz)
+			continue;
+		f->found = true;
+		f->lo = a;
+		f->hi = a + ph->p_memsz;
+		const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+		base = base ? base + 1 : info->dlpi_name;
+		f->nccl = base && !strncmp(base, "libnccl", 7) && strncmp(base, "libnccl-net", 11) &&
+			  strncmp(base, "libnccl-profiler", 16);
+		return 1;
+	}
+	return 0;
+}
+
+bool nrr_caller_is_nccl(const void *addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	unsigned n = atomic_load_explicit(&nranges, memory_order_acquire);
+	for (unsigned i = 0; i < n && i < NRANGES; i++) {
+		uintptr_t lo = atomic_load_explicit(&ranges[i].lo, memory_order_acquire);
+		if (lo && a >= lo && a < ranges[i].hi)
+			return ranges[i].nccl;
+	}
+	struct find_obj f = { .addr = a };
+	dl_iterate_phdr(find_object, &f);
+	if (!f.found)
+		return false;
+	unsigned slot = atomic_fetch_add(&nranges, 1);
+	if (slot < NRANGES) {
+		ranges[slot].hi = f.hi;
+		ranges[slot].nccl = f.nccl;
+		atomic_store_explicit(&ranges[slot].lo, f.lo, memory_order_release);
+	} else {
+		atomic_store(&nranges, NRANGES);
+	}
+	return f.nccl;
+}
+
+void nrr_hooks_init(void)
+{
+	real_dl_init();
+	dl_iterate_phdr(find_self, (void *)(uintptr_t)&nrr_hooks_init);
+	hooks_active = true;
+}

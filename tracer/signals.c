@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * signals.c - writing the trace out when the process dies or is asked to,
+ * and completing it across exec and _exit.
+ *
+ * SIGSEGV, SIGBUS, SIGABRT and SIGTERM (and SIGUSR1 in ring mode) get a
+ * handler that writes the trace out (nrr_writer_dump: the compression
+ * thread writes, this thread waits up to 5 s; async-signal-safe) and then
+ * does what the program asked for that signal: its own handler, ignore,
+ * or the default action (the process dies of the same signal, core dump
+ * included).  sigaction() and signal() for these signals keep the
+ * program's wish for that forwarding and report it back as the current
+ * action, so the program sees no difference.  In ring mode SIGUSR1 only
+ * writes the trace (its default action would end the process); a program
+ * that installs its own SIGUSR1 handler gets it called as well.
+ *
+ * exec*() completes the trace first (the new image starts a new file);
+ * _exit() and _Exit() complete it as exit() does (destructor in core.c).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "tracer_internal.h"
+
+static const int owned_fatal[] = { SIGSEGV, SIGBUS, SIGABRT, SIGTERM };
+static bool owned[NSIG];
+static struct sigaction user[NSIG];   /* what the program asked for */
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static bool ring;
+
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction *ua = &user[sig];
+	if (ua->sa_handler == SIG_IGN)
+		return;
+	if (ua->sa_handler == SIG_DFL) {
+		if (sig == SIGUSR1 && ring)
+			return;
+		struct sigaction dfl = { .sa_handler = SIG_DFL };
+		real_sigaction(sig, &dfl, NULL);
+		/* a fault happens again on return; anything else is raised
+		 * again (blocked in this handler, delivered when it returns) */
+		if (!((sig == SIGSEGV || sig == SIGBUS) && si && si->si_code > 0))
+			raise(sig);
+		return;
+	}
+	if (ua->sa_flags & SA_SIGINFO)
+		ua->sa_sigaction(sig, si, uc);
+	else
+		ua->sa_handler(sig);
+	if (ua->sa_flags & SA_RESETHAND)
+		ua->sa_handler = SIG_DFL;
+}
+
+static void handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	/* a fatal signal: wait for the data to be on disk; SIGUSR1: ask only */
+	nrr_trace_dump(sig == SIGUSR1 ? 0 : 5000);
+	forward(sig, si, uc);
+	errno = saved;
+}
+
+static void install(int sig)
+{
+	struct sigaction cur;
+	if (real_sigaction(sig, NULL, &cur))
+		return;
+	if (cur.sa_handler == SIG_IGN && sig != SIGUSR1)
+		return;   /* ignored by whoever started us: stays ignored, not ours */
+	user[sig] = cur;
+	struct sigaction mine = { .sa_sigaction = handler, .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART };
+	mine.sa_mask = cur.sa_mask;
+	if (real_sigaction(sig, &mine, NULL) == 0)
+		owned[sig] = true;
+}
+
+void nrr_signals_init(bool ring_mode)
+{
+	ring = ring_mode;
+	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))nrr_real_dlsym(RTLD_NEXT,
+												     "sigaction");
+	if (!real_sigaction)
+		return;
+	for (size_t i = 0; i < sizeof(owned_fatal) / sizeof(owned_fatal[0]); i++)
+		install(owned_fatal[i]);
+	if (ring)
+		install(SIGUSR1);
+}
+
+NRR_HOOK int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction) {
+		real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))nrr_real_dlsym(RTLD_NEXT,
+													     "sigaction");
+		if (!real_sigaction) {
+			errno = ENOSYS;
+			return -1;
+		}
+	}
+	if (sig <= 0 || sig >= NSIG || !owned[sig])
+		return real_sigaction(sig, act, old);
+	if (old)
+		*old = user[sig];
+	if (act) {
+		user[sig] = *act;
+		/* the kernel keeps our handler, with the program's mask */
+		struct sigaction mine = { .sa_sigaction = handler, .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART };
+		mine.sa_mask = act->sa_mask;
+		real_sigaction(sig, &mine, NULL);
+	}
+	return 0;
+}
+
+NRR_HOOK sighandler_t signal(int sig, sighandler_t h)
+{
+	if (sig <= 0 || sig >= NSIG || !owned[sig]) {
+		sighandler_t (*real)(int, sighandler_t) = (sighandler_t (*)(int, sighandler_t))nrr_real_dlsym(RTLD_NEXT, "signal");
+		if (!real) {
+			errno = ENOSYS;
+			return SIG_ERR;
+		}
+		return real(sig, h);
+	}
+	struct sigaction act = { .sa_handler = h, .sa_flags = SA_RESTART }, old;
+	sigemptyset(&act.sa_mask);
+	sigaction(sig, &act, &old);
+	return old.sa_handler;
+}
+
+/* ------------------------------------------------------- exec and _exit */
+
+#define REAL(ret, name, ...)                                                          \
+	static ret (*real)(__VA_ARGS__);                                              \
+	if (!real)                                                                    \
+		real = (ret (*)(__VA_ARGS__))nrr_real_dlsym(RTLD_NEXT, name);
+
+/* Around an exec: complete this image's trace; if the exec fails, the
+ * program goes on and records into a new file. */
+#define EXEC(call)                                 \
+	do {                                       \
+		nrr_trace_finish();                \
+		int r_ = (call);                   \
+		int e_ = errno;                    \
+		nrr_trace_reopen();                \
+		errno = e_;                        \
+		return r_;                         \
+	} while (0)
+
+NRR_HOOK int execve(const char *path, char *const argv[], char *const envp[])
+{
+	REAL(int, "execve", const char *, char *const[], char *const[]);
+	EXEC(real ? real(path, argv, envp) : (errno = ENOSYS, -1));
+}
+
+NRR_HOOK int execv(const char *path, char *const argv[])
+{
+	REAL(int, "execv", const char *, char *const[]);
+	EXEC(real ? real(path, argv) : (errno = ENOSYS, -1));
+}
+
+NRR_HOOK int execvp(const char *file, char *const argv[])
+{
+	REAL(int, "execvp", const char *, char *const[]);
+	EXEC(real ? real(file, argv) : (errno = ENOSYS, -1));
+}
+
+NRR_HOOK int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	REAL(int, "execvpe", const char *, char *const[], char *const[]);
+	EXEC(real ? real(file, argv, envp) : (errno = ENOSYS, -1));
+}
+
+NRR_HOOK int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	REAL(int, "fexecve", int, char *const[], char *const[]);
+	EXEC(real ? real(fd, argv, envp) : (errno = ENOSYS, -1));
+}
+
+NRR_HOOK int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	REAL(int, "execveat", int, const char *, char *const[], char *const[], int);
+	EXEC(real ? real(dirfd, path, argv, envp, flags) : (errno = ENOSYS, -1));
+}
+
+/* execl, execlp, execle: collect the arguments and take the v forms */
+static char **collect(const char *arg0, va_list ap, char *const **envp)
+{
+	va_list c;
+	va_copy(c, ap);
+	size_t n = 1;
+	while (va_arg(c, char *))
+		n++;
+	va_end(c);
+	char **v = malloc((n + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	v[0] = (char *)arg0;
+	for (size_t i = 1; i <= n; i++)
+		v[i] = i < n ? va_arg(ap, char *) : NULL;
+	if (n)
+		(void)va_arg(ap, char *);   /* the terminating NULL */
+	if (envp)
+		*envp = va_arg(ap, char *const *);
+	return v;
+}
+
+NRR_HOOK int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	char **v = collect(arg, ap, NULL);
+	va_end(ap);
+	if (!v) {
+		errno = ENOMEM;
+		return -1;
+	}
+	int r = execv(path, v);
+	free(v);
+	return r;
+}
+
+NRR_HOOK int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	char **v = collect(arg, ap, NULL);
+	va_end(ap);
+	if (!v) {
+		errno = ENOMEM;
+		return -1;
+	}
+	int r = execvp(file, v);
+	free(v);
+	return r;
+}
+
+NRR_HOOK int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	char *const *envp = NULL;
+	va_start(ap, arg);
+	char **v = collect(arg, ap, &envp);
+	va_end(ap);
+	if (!v) {
+		errno = ENOMEM;
+		return -1;
+	}
+	int r = execve(path, v, envp);
+	free(v);
+	return r;
+}
+
+NRR_HOOK void _exit(int status)
+{
+	nrr_trace_finish();
+	static void (*real)(int);
+	if (!real)
+		real = (void (*)(int))nrr_real_dlsym(RTLD_NEXT, "_exit");
+	if (real)
+		real(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+NRR_HOOK void _Exit(int status)
+{
+	_exit(status);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* tracer_internal.h - what the parts of libncclrr-trace.so share. */
+#ifndef NCCLRR_TRACER_INTERNAL_H
+#define NCCLRR_TRACER_INTERNAL_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "ncclrr_config.h"
+#include "nrr_api_gen.h"
+#include "trace.h"
+
+/* a hand-written hook that replaces a libc function for the program */
+#define NRR_HOOK __attribute__((visibility("default")))
+
+struct ibv_context;
+typedef struct nrr_wrap_ent nrr_wrap_ent;
+
+/* core.c */
+bool nrr_trace_busy(void);
+void nrr_trace_finish(void);
+void nrr_trace_reopen(void);
+int nrr_trace_dump(int timeout_ms);
+bool nrr_trace_ring_mode(void);
+bool nrr_env_kept(const char *name, size_t len);
+int nrr_env_redact(const char *name, size_t namelen, const char *value, char *out, size_t outlen);
+ssize_t nrr_read_file(const char *path, char *buf, size_t len);
+
+/* hooks_dl.c */
+void nrr_hooks_init(void);
+void *nrr_real_dlsym(void *handle, const char *name);
+const nrr_wrap_ent *nrr_wrap_find(const char *name);
+void nrr_cuda_procaddr(const char *symbol, void **pfn, int ret);
+bool nrr_caller_is_nccl(const void *addr);
+
+/* signals.c */
+void nrr_signals_init(bool ring_mode);
+
+/* sock.c: roles of sock_info (enum sock_role of socket.api) */
+enum { NRR_SOCK_LISTEN = 1, NRR_SOCK_CONNECT = 2, NRR_SOCK_ACCEPT = 3 };
+void nrr_trace_child_forked(void);
+bool nrr_sock_is(int fd);
+bool nrr_sock_any(const struct pollfd *fds, unsigned long nfds);
+bool nrr_sock_take(int fd);
+void nrr_sock_new(int fd);
+void nrr_sock_pair(int ret, const int *sv);
+void nrr_sock_note(int fd, int ret, int role);
+void nrr_sock_connect_done(int fd, int ret, int err);
+void nrr_sock_data(int fd, const void *buf, long n, int sent);
+
+/* hooks_nccl.c */
+void nrr_nccl_init_begin(int rank, int nranks, const void *uid);
+void nrr_nccl_comm(ncclComm_t *comm, const void *uid, int ret);
+
+/* hooks_verbs.c */
+void nrr_verbs_listed(void);
+void nrr_verbs_opened(struct ibv_context *c);
+void nrr_verbs_closed(struct ibv_context *c, int ret);
+
+/* The LTTng backend (libncclrr-trace-lttng.so, preloaded with this one by
+ * `ncclrr record --backend lttng`): absent otherwise. */
+extern const int nrr_lt_present __attribute__((weak));
+extern void nrr_lt_log(unsigned level, const char *text, size_t len) __attribute__((weak));
+
+#endif
