@@ -19,10 +19,12 @@ enum { NRR_EXIT_OK = 0, NRR_EXIT_DIFF = 1, NRR_EXIT_USAGE = 2 };
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 extern const char cmd_dump_usage[];
 extern const char cmd_stats_usage[];
 extern const char cmd_run_usage[];
+extern const char cmd_record_usage[];
 
 /* Handle --help / --version for @cmd if argv holds one; @return 1 if handled. */
 int nrr_cli_common(const struct nrr_cmd *cmd, int argc, char **argv);

@@ -7,6 +7,7 @@
 #include "cmds.h"
 
 static const struct nrr_cmd cmds[] = {
+	{ "record", "run a command with the tracer in every process it starts", cmd_record_usage, cmd_record },
 	{ "dump", "print one line per recorded call", cmd_dump_usage, cmd_dump },
 	{ "stats", "calls, errors and time per rank and API", cmd_stats_usage, cmd_stats },
 	{ "run", "run a program as the ranks of a virtual cluster on the fake runtime", cmd_run_usage, cmd_run },

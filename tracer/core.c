@@ -136,6 +136,24 @@ void nrr_trace_meta(const char *fmt, ...)
 
 /* ------------------------------------------------------------- metadata */
 
+/* The rank a launcher gave this process (-1: none); @src its variable. */
+int nrr_launcher_rank(const char **src)
+{
+	static const char *const vars[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID",
+					    "NCCLRR_RANK" };
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+		char *end;
+		long r = v && *v ? strtol(v, &end, 10) : -1;
+		if (r >= 0 && *end == '\0') {
+			if (src)
+				*src = vars[i];
+			return (int)r;
+		}
+	}
+	return -1;
+}
+
 /* NAME=VALUE: recorded when NAME is one of these (prefixes end in '_') */
 static const char *const env_keep[] = {
 	"NCCL_", "CUDA_", "NVIDIA_", "UCX_", "NCCLRR_", "OMPI_COMM_WORLD_", "PMI_RANK", "PMI_SIZE",
@@ -259,6 +277,9 @@ static void build_meta(struct buf *b)
 		nrr_payload_cap);
 	if (g_generation)
 		buf_add(b, "exec_generation=%d\n", g_generation);
+	int rank = nrr_launcher_rank(NULL);
+	if (rank >= 0)
+		buf_add(b, "rank=%d\n", rank);
 	/* How far this host's wall clock can be trusted: traces of several
 	 * hosts are aligned by wall time (the file header), give or take this. */
 	struct timex tx = { 0 };

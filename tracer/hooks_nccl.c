@@ -60,8 +60,11 @@ void nrr_nccl_init_begin(int rank, int nranks, const void *uid)
 	nccl_version_once();
 	static _Atomic int first = 1;
 	uint64_t h = uid ? uid_hash(uid, 128) : 0;
+	/* `rank` is the launcher's when it gave one (core.c), else the rank
+	 * in the first communicator */
 	if (atomic_exchange(&first, 0))
-		nrr_trace_meta("rank=%d\nnranks=%d\nuid=%016llx", rank, nranks, (unsigned long long)h);
+		nrr_trace_meta("%s%d\nnranks=%d\nuid=%016llx", nrr_launcher_rank(NULL) < 0 ? "rank=" : "nccl_rank=",
+			       rank, nranks, (unsigned long long)h);
 	nrr_trace_meta("init.%016llx=rank %d of %d", (unsigned long long)h, rank, nranks);
 }
 

@@ -449,7 +449,8 @@ def field_value(api, fn, a, when):
     'U'/'S' with value the C expression of the integer (uint64_t/int64_t),
     or wire 'B' with value (ptr, len): the names of the locals the prep
     lines set to the bytes and their full length."""
-    out = when == 'leave'
+    # the pointee is read at leave, and at enter too for an inout pointer
+    out = when == 'leave' or (a.dir == 'inout' and a.is_ptr and WIRE[a.fmt] != 'B')
     val = a.name
     stars = norm_type(a.ctype).count('*')
     if out and a.base == 'void' and stars == 1:   # untyped out pointer: read what the format says

@@ -36,20 +36,21 @@ static double now_s(void)
 
 /* ---- finding things -------------------------------------------------- */
 
-static int has_libcuda(const char *dir)
+static int has_file(const char *dir, const char *file)
 {
 	char p[PATH_MAX];
-	if (snprintf(p, sizeof(p), "%s/libcuda.so.1", dir) >= (int)sizeof(p))
+	if (snprintf(p, sizeof(p), "%s/%s", dir, file) >= (int)sizeof(p))
 		return 0;
 	return access(p, R_OK) == 0;
 }
 
-int nrr_launch_find_fake_libdir(char *buf, size_t size, char *err, size_t errsize)
+int nrr_find_near_exe(const char *envvar, const char *file, const char *const *rel, const char *what, char *buf,
+		      size_t size, char *err, size_t errsize)
 {
-	const char *env = getenv("NCCLRR_FAKE_LIBDIR");
+	const char *env = getenv(envvar);
 	if (env && *env) {
-		if (!has_libcuda(env)) {
-			snprintf(err, errsize, "NCCLRR_FAKE_LIBDIR=%s has no libcuda.so.1", env);
+		if (!has_file(env, file)) {
+			snprintf(err, errsize, "%s=%s has no %s", envvar, env, file);
 			return -ENOENT;
 		}
 		snprintf(buf, size, "%s", env);
@@ -58,45 +59,43 @@ int nrr_launch_find_fake_libdir(char *buf, size_t size, char *err, size_t errsiz
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0) {
-		snprintf(err, errsize, "cannot read /proc/self/exe (%s); set NCCLRR_FAKE_LIBDIR", strerror(errno));
+		snprintf(err, errsize, "cannot read /proc/self/exe (%s); set %s", strerror(errno), envvar);
 		return -ENOENT;
 	}
 	exe[n] = '\0';
 	char *slash = strrchr(exe, '/');
 	if (slash)
 		*slash = '\0';
-	static const char *const rel[] = {
-		"../replayer/fake", "../replayer/fake/cuda", "../lib/ncclrr/fake",
-		"../lib64/ncclrr/fake",
-	};
-	char cand[PATH_MAX];
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+	char cand[PATH_MAX], looked[1024] = "";
+	size_t lo = 0;
+	for (size_t i = 0; rel[i]; i++) {
 		snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);
-		if (has_libcuda(cand)) {
-			if (!realpath(cand, buf) || strlen(buf) >= size)
-				snprintf(buf, size, "%s", cand);
+		if (lo < sizeof(looked))
+			lo += (size_t)snprintf(looked + lo, sizeof(looked) - lo, "%s%s", i ? ", " : "", cand);
+		glob_t g;   /* a relative directory may hold a '*' (lib/<triplet>) */
+		if (glob(cand, 0, NULL, &g) != 0)
+			continue;
+		for (size_t k = 0; k < g.gl_pathc; k++) {
+			if (!has_file(g.gl_pathv[k], file))
+				continue;
+			if (!realpath(g.gl_pathv[k], buf) || strlen(buf) >= size)
+				snprintf(buf, size, "%s", g.gl_pathv[k]);
+			globfree(&g);
 			return 0;
-		}
-	}
-	/* lib/<multiarch triplet>/ncclrr/fake */
-	glob_t g;
-	snprintf(cand, sizeof(cand), "%s/../lib/*/ncclrr/fake", exe);
-	if (glob(cand, 0, NULL, &g) == 0) {
-		for (size_t i = 0; i < g.gl_pathc; i++) {
-			if (has_libcuda(g.gl_pathv[i])) {
-				if (!realpath(g.gl_pathv[i], buf))
-					snprintf(buf, size, "%s", g.gl_pathv[i]);
-				globfree(&g);
-				return 0;
-			}
 		}
 		globfree(&g);
 	}
-	snprintf(err, errsize,
-		 "cannot find the fake CUDA runtime (libcuda.so.1): looked in %s/../replayer/fake, "
-		 "%s/../lib/ncclrr/fake and %s/../lib/*/ncclrr/fake; set NCCLRR_FAKE_LIBDIR to the "
-		 "directory that holds it", exe, exe, exe);
+	snprintf(err, errsize, "cannot find %s (%s): looked in %s; set %s to the directory that holds it", what,
+		 file, looked, envvar);
 	return -ENOENT;
+}
+
+int nrr_launch_find_fake_libdir(char *buf, size_t size, char *err, size_t errsize)
+{
+	static const char *const rel[] = { "../replayer/fake", "../replayer/fake/cuda", "../lib/ncclrr/fake",
+					   "../lib64/ncclrr/fake", "../lib/*/ncclrr/fake", NULL };
+	return nrr_find_near_exe("NCCLRR_FAKE_LIBDIR", "libcuda.so.1", rel, "the fake CUDA runtime", buf, size, err,
+				 errsize);
 }
 
 int nrr_launch_free_port(void)

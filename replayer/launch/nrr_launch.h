@@ -96,6 +96,13 @@ int nrr_launch_wrap_rank(char *const *env, int *rank, int *nranks,
  * (installed). @return 0, or -ENOENT with @err explaining where it looked. */
 int nrr_launch_find_fake_libdir(char *buf, size_t size, char *err, size_t errsize);
 
+/* The directory holding @file: $@envvar if set (it must hold @file), else
+ * the first of @rel (NULL-terminated; relative to the directory of
+ * /proc/self/exe, '*' allowed) that holds it.  @what names it in the
+ * error.  @return 0, or -ENOENT with @err saying where it looked. */
+int nrr_find_near_exe(const char *envvar, const char *file, const char *const *rel, const char *what, char *buf,
+		      size_t size, char *err, size_t errsize);
+
 /* A free TCP port on 127.0.0.1 (bound, read, released). @return port or
  * a negative errno. */
 int nrr_launch_free_port(void);
