@@ -194,6 +194,11 @@ typedef struct nrr_writer_opts {
 	/* Dump once when a call is in flight and no call returned in any
 	 * thread for this long (0: no watchdog). */
 	uint64_t watchdog_ns;
+	/* Full mode: write what the threads hold but have not handed over as
+	 * a provisional tail (index and trailer included) at most this often
+	 * when it changed, so that SIGKILL loses at most this much time of
+	 * records (0: only complete chunks reach the file before close). */
+	uint64_t sync_ns;
 	/* Called once, from the compression thread, at the first I/O error
 	 * (after the one-line message on stderr). */
 	void (*on_io_error)(void);

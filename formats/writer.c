@@ -152,6 +152,7 @@ struct nrr_writer {
 	size_t meta_extra_len;
 	_Atomic uint32_t dump_req, dump_done;
 	uint64_t watchdog_ns, watch_last, hang_at;
+	uint64_t sync_ns, sync_last, sync_mark;   /* full mode: provisional tail (sync_tail) */
 	pthread_mutex_t io_lock;   /* compression thread vs close(); never taken by traced threads */
 };
 
@@ -414,6 +415,7 @@ static void drain(nrr_writer *w)
 
 static void dump(nrr_writer *w);
 static void watchdog(nrr_writer *w);
+static void sync_tail(nrr_writer *w);
 
 static void *compress_main(void *arg)
 {
@@ -432,6 +434,8 @@ static void *compress_main(void *arg)
 		}
 		if (w->watchdog_ns)
 			watchdog(w);
+		if (w->sync_ns)
+			sync_tail(w);
 		if (atomic_load(&w->stop))
 			break;
 		futex_wait(&w->qfutex, seen, 100000000);
@@ -793,6 +797,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	w->ring_max = o.ring_bytes;
 	w->on_io_error = o.on_io_error;
 	w->watchdog_ns = o.watchdog_ns;
+	w->sync_ns = o.ring_bytes ? 0 : o.sync_ns;
 	pthread_mutex_init(&w->io_lock, NULL);
 	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (w->fd < 0) {
@@ -829,6 +834,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	};
 	uint8_t h[NRR_FILE_HEADER_SIZE];
 	nrr_file_header_pack(&fh, h);
+	w->warned = true;   /* a failure here is the caller's to report */
 	rc = write_all(w, h, sizeof(h));
 	if (!rc)
 		rc = emit_chunk(w, NRR_CHUNK_SCHEMA, NRR_STREAM_NONE, 0, 0, 0, 0, o.schema, o.schema_len);
@@ -838,6 +844,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	if (rc)
 		goto error_key;
 	w->base_off = w->off;
+	w->warned = false;
 	if (pthread_create(&w->thread, NULL, compress_main, w)) {
 		rc = -EAGAIN;
 		goto error_key;
@@ -1010,6 +1017,27 @@ static void watchdog(nrr_writer *w)
 	w->hang_at = now;
 	fprintf(stderr, "ncclrr: no traced call returned for %.0f s in pid %d; trace written to %s\n",
 		(double)(now - last) / 1e9, (int)getpid(), w->path);
+	dump(w);
+}
+
+/* Full mode: what the threads hold in their buffers is written as a
+ * provisional tail (with index and trailer) at most every sync_ns, when it
+ * changed, so a process killed with SIGKILL loses at most that much. */
+static void sync_tail(nrr_writer *w)
+{
+	uint64_t now = now_ns(w);
+	if (now - w->sync_last < w->sync_ns)
+		return;
+	w->sync_last = now;
+	uint64_t mark = w->nindex;
+	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
+		if (!t->dead)
+			mark = mark * 31 + atomic_load_explicit(&t->committed, memory_order_relaxed) +
+			       (uint64_t)(uintptr_t)__atomic_load_n(&t->cur, __ATOMIC_RELAXED) +
+			       __atomic_load_n(&t->rep_count, __ATOMIC_RELAXED);
+	if (mark == w->sync_mark)
+		return;
+	w->sync_mark = mark;
 	dump(w);
 }
 

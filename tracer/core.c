@@ -325,6 +325,7 @@ static void open_writer(void)
 		.meta_len = meta.len,
 		.ring_bytes = cfg.ring,
 		.watchdog_ns = cfg.watchdog_ns,
+		.sync_ns = 1000000000u,   /* a SIGKILL loses at most the last second */
 		.on_io_error = writer_failed,
 	};
 	char path[PATH_MAX];

@@ -23,6 +23,9 @@
  * A rank whose import fails still answers its peers, so the others end.
  *
  * usage: conn_setup [--no-nccl]
+ * CONN_SETUP_STALL=R: rank R prints its pid on stderr and stops before the
+ * bootstrap (a hang for the others: rank 0 waits in accept, the rest in
+ * recv), until killed.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -587,6 +590,12 @@ int main(int argc, char **argv)
 	if (lfd < 0 || ufd < 0 || bind(ufd, (struct sockaddr *)&ua, ualen)) {
 		FAIL("cannot open this rank's sockets: %s", strerror(errno));
 		return 1;
+	}
+	const char *stall = getenv("CONN_SETUP_STALL");
+	if (stall && atoi(stall) == job.rank) {
+		fprintf(stderr, "rank %d: pid %d stalls\n", job.rank, (int)getpid());
+		for (;;)
+			pause();
 	}
 	struct peer *all = calloc((size_t)job.nranks, sizeof(*all));
 	if (!all || bootstrap(all, &me) < 0)

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# `ncclrr record` on real components: the fake CUDA driver and NVML, real
+# libibverbs, real sockets and, where found, the real NCCL.
+# usage: test_record.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR FORKER
+# CASE: counts | same | fault | kill | ring | watchdog | fork | nodir | diskfull
+set -uo pipefail
+case_=$1
+ncclrr=$(realpath "$2")
+root=$3
+wl=$(realpath "$4")
+forker=$(realpath "$5")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+topo=$root/topo/2node_16gpu.xml
+unset NCCL_DEBUG NCCLRR_FAULT CONN_SETUP_STALL
+
+# record DIR LOG [record options] -- the 16-rank conn_setup job
+record() {
+	local dir=$1 log=$2; shift 2
+	"$ncclrr" record -q -o "$dir" "$@" -- "$ncclrr" run --topo "$topo" --timeout 60 -- "$wl/conn_setup" >"$log" 2>&1
+}
+
+# the file of rank R in DIR
+file_of_rank() {
+	local f
+	for f in "$2"/*.nrt; do
+		"$ncclrr" dump --meta --api none "$f" 2>/dev/null | grep -qx "#   rank=$1" && { echo "$f"; return 0; }
+	done
+	return 1
+}
+
+# calls of API (exact name) for RANK in DIR, from ncclrr stats
+calls() { "$ncclrr" stats --rank "$1" "$3" | awk -v a="$2" '$1 == a { print $3; exit }'; }
+
+# normalize what differs between two runs of the same job
+norm() { sed -E 's/ncclrr-fake\[[0-9]+\]/ncclrr-fake[PID]/; s/ in [0-9.]+ s$/ in T s/' "$1" | sort; }
+
+case $case_ in
+counts)
+	# every rank's trace has the driver and NVML calls the fake runtime served, API by API
+	mkdir -p "$tmp/stats"
+	NCCLRR_FAKE_STATS="$tmp/stats/%r" record "$tmp/t" "$tmp/log"
+	rc=$?
+	[ $rc -eq 0 ] || { fail "the job exited $rc"; tail -20 "$tmp/log"; }
+	n=$(ls "$tmp"/t/*.nrt | wc -l)
+	[ "$n" -ge 16 ] || fail "$n trace files, want 16 ranks (+ the launcher)"
+	for r in $(seq 0 15); do
+		[ -s "$tmp/stats/$r" ] || { fail "rank $r: no fake runtime statistics"; continue; }
+		# the trace's per-API counts, variants folded into base names as the fake counts them
+		"$ncclrr" stats --rank "$r" "$tmp/t" | awk '$2 == "cuda_driver" || $2 == "nvml" { n = $1; sub(/_v[0-9]+$/, "", n); c[n] += $3 } END { for (k in c) print k, c[k] }' | sort >"$tmp/traced.$r"
+		sort "$tmp/stats/$r" >"$tmp/served.$r"
+		if ! diff "$tmp/served.$r" "$tmp/traced.$r" >"$tmp/diff.$r"; then
+			fail "rank $r: traced driver/NVML calls differ from those the fake runtime served (< served, > traced):"
+			head -20 "$tmp/diff.$r"
+		fi
+	done
+	echo "rank 5: $(wc -l <"$tmp/served.5") driver/NVML APIs, $(awk '{ s += $2 } END { print s }' "$tmp/served.5") calls, traced alike"
+	# the bootstrap and proxy connections are told apart; the ranks' own calls are there
+	f=$(file_of_rank 5 "$tmp/t") || fail "no trace with rank=5 in its metadata"
+	"$ncclrr" dump "$f" >"$tmp/dump5"
+	grep -q 'sock_info(.*role=connect, type=bootstrap' "$tmp/dump5" || fail "rank 5: no bootstrap socket"
+	grep -q 'sock_info(.*role=connect, type=proxy' "$tmp/dump5" || fail "rank 5: no outgoing proxy socket"
+	grep -q 'sock_info(.*role=accept, type=proxy' "$tmp/dump5" || fail "rank 5: no incoming proxy socket"
+	grep -q 'recvmsg(' "$tmp/dump5" || fail "rank 5: no recvmsg (the cuMem fd)"
+	grep -q 'cuMemImportFromShareableHandle(.*) = CUDA_SUCCESS' "$tmp/dump5" || fail "rank 5: no import"
+	grep -q 'ibv_get_device_list(' "$tmp/dump5" || fail "rank 5: no verbs call"
+	grep -q 'cuGetProcAddress_v2(symbol="cuNoSuchFunction".*= CUDA_ERROR_NOT_FOUND' "$tmp/dump5" || fail "rank 5: no failed entry point lookup"
+	if grep -q 'nccl .* found' "$tmp/log"; then
+		for a in ncclGetVersion ncclGetUniqueId ncclCommInitRank; do
+			grep -q "$a(" "$tmp/dump5" || fail "rank 5: no $a"
+		done
+		# NCCL's static CUDA runtime reached the driver through cuGetProcAddress: recorded
+		n=$(calls 5 cuGetProcAddress_v2 "$tmp/t")
+		[ "${n:-0}" -gt 100 ] || fail "rank 5: $n cuGetProcAddress_v2 calls (NCCL's runtime makes hundreds)"
+	fi
+	"$ncclrr" dump --meta --api none "$f" >"$tmp/meta5"
+	for k in host pid ppid argv rank env.NCCLRR_RANK env.NCCL_COMM_ID clock.synced boot_id; do
+		grep -q "^#   $k=" "$tmp/meta5" || fail "rank 5: no $k in the metadata"
+	done
+	echo "rank 5: $(grep -c . "$tmp/dump5") dump lines; sockets: $(grep -o 'sock_info(.*type=[a-z_]*' "$tmp/dump5" | grep -o 'type=[a-z_]*' | sort | uniq -c | tr -s ' \n' ' ')"
+	;;
+same)
+	# the job's exit status and output are the same with and without the tracer, also when it fails
+	for fault in "" "cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE"; do
+		export NCCLRR_FAULT=$fault
+		"$ncclrr" run --topo "$topo" --timeout 60 -- "$wl/conn_setup" >"$tmp/plain" 2>&1
+		rc0=$?
+		record "$tmp/t$rc0" "$tmp/traced"
+		rc1=$?
+		[ $rc0 -eq $rc1 ] || fail "fault '${fault}': exit $rc0 untraced, $rc1 traced"
+		if ! diff <(norm "$tmp/plain") <(norm "$tmp/traced") >"$tmp/d"; then
+			fail "fault '${fault}': output differs (< untraced, > traced):"
+			head -20 "$tmp/d"
+		fi
+		echo "fault '${fault}': exit $rc0 both, $(wc -l <"$tmp/plain") output lines alike"
+	done
+	;;
+fault)
+	# the fault switch's failing call is in the trace, in stats' errors and in dump --errors
+	NCCLRR_FAULT=cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE record "$tmp/t" "$tmp/log"
+	rc=$?
+	[ $rc -ne 0 ] || fail "the job exited 0 with a failing import on rank 3"
+	line=$("$ncclrr" stats --rank 3 "$tmp/t" | awk '$1 == "cuMemImportFromShareableHandle"')
+	[ "$(echo "$line" | awk '{print $4}')" = 1 ] || fail "stats --rank 3: import errors: '$line'"
+	"$ncclrr" dump --errors --rank 3 "$tmp/t" >"$tmp/err3"
+	grep -q 'cuMemImportFromShareableHandle(.*) = CUDA_ERROR_INVALID_VALUE (1)' "$tmp/err3" || { fail "dump --errors --rank 3 lacks the import"; cat "$tmp/err3"; }
+	"$ncclrr" dump --errors --api 'cuMem*' "$tmp/t" >"$tmp/errall"
+	n=$(grep -c CUDA_ERROR_INVALID_VALUE "$tmp/errall")
+	[ "$n" -eq 1 ] || fail "$n failing cuMem calls across ranks, want 1 (rank 3's)"
+	echo "rank 3: $(grep cuMemImport "$tmp/err3")"
+	;;
+kill | ring | watchdog)
+	# a job that hangs (rank 3 never checks in): rank 0 waits in accept, the others in recv
+	opts=()
+	[ "$case_" = ring ] && opts=(--mode ring:4M)
+	[ "$case_" = watchdog ] && opts=(--mode ring:4M --watchdog 1)
+	CONN_SETUP_STALL=3 "$ncclrr" record -q -o "$tmp/t" "${opts[@]}" -- "$ncclrr" run --topo "$topo" --timeout 30 -- "$wl/conn_setup" >"$tmp/log" 2>&1 &
+	job=$!
+	# wait for 16 ranks' processes (the stalled one prints its pid)
+	for i in $(seq 1 200); do grep -q 'pid [0-9]* stalls' "$tmp/log" && break; sleep 0.1; done
+	sleep 2
+	pids=$(pgrep -x conn_setup | sort -n)
+	[ -n "$pids" ] || fail "no ranks running"
+	if [ "$case_" = kill ]; then
+		# full mode: SIGKILL one waiting rank; its file is readable up to its last second
+		sleep 1.5
+		for p in $pids; do
+			f=$(ls "$tmp"/t/*-"$p".nrt 2>/dev/null) || continue
+			"$ncclrr" dump --meta --api none "$f" 2>/dev/null | grep -qx '#   rank=1' && { victim=$p; vf=$f; }
+		done
+		[ -n "${victim:-}" ] || fail "no trace of rank 1 while it runs"
+		kill -KILL "$victim"
+	elif [ "$case_" = ring ]; then
+		# ring mode: nothing on disk but the header until SIGUSR1
+		victim=$(echo "$pids" | head -n 1)
+		vf=$(ls "$tmp"/t/*-"$victim".nrt)
+		n=$("$ncclrr" dump "$vf" 2>/dev/null | grep -c '#')
+		[ "$n" -eq 0 ] || fail "ring mode: $n calls on disk before SIGUSR1"
+		kill -USR1 "$victim"
+		sleep 1
+	else
+		# the watchdog wrote every waiting rank's ring by now (1 s without a returning call)
+		sleep 1
+	fi
+	if [ "$case_" != watchdog ]; then
+		"$ncclrr" dump "$vf" >"$tmp/dump" 2>"$tmp/dumperr"
+		rc=$?
+		[ $rc -eq 0 ] || { fail "$case_: dump of $vf exited $rc"; cat "$tmp/dumperr"; }
+		grep -q 'cuInit(' "$tmp/dump" || fail "$case_: the trace lacks the calls before the hang"
+		grep -q 'in flight at end of trace' "$tmp/dump" || fail "$case_: no call in flight in the trace of a waiting rank"
+		echo "$case_: $(grep -c '#' "$tmp/dump") calls readable; $(grep 'in flight' "$tmp/dump" | head -1)"
+		[ "$case_" = kill ] && { grep -q 'dropped\|rebuilt\|index' "$tmp/dumperr" && echo "dump said: $(head -1 "$tmp/dumperr")"; }
+	else
+		n=0
+		for f in "$tmp"/t/*.nrt; do
+			"$ncclrr" dump "$f" 2>/dev/null | grep -q 'in flight at end of trace' && n=$((n + 1))
+		done
+		[ "$n" -ge 15 ] || fail "watchdog: $n ranks' traces show their waiting call, want 15"
+		grep -q 'no traced call returned for' "$tmp/log" || fail "watchdog: no message"
+		echo "watchdog: $n traces written by the watchdog; $(grep -m1 'no traced call returned' "$tmp/log")"
+	fi
+	kill -TERM $pids 2>/dev/null
+	wait $job
+	;;
+fork)
+	# a forked child and an exec'd image get their own files; no trace fd leaks; errno kept
+	(cd "$tmp" && "$ncclrr" record -q -o t -- "$forker" >out 2>&1)
+	rc=$?
+	cat "$tmp/out"
+	[ $rc -eq 0 ] || fail "forker exited $rc"
+	n=$(ls "$tmp"/t/*.nrt | wc -l)
+	[ "$n" -eq 3 ] || { fail "$n trace files, want 3 (parent, child, child after exec)"; ls "$tmp/t"; }
+	ls "$tmp"/t/*-[0-9]*-1.nrt >/dev/null 2>&1 || fail "no <host>-<pid>-1.nrt for the exec'd image"
+	for f in "$tmp"/t/*.nrt; do
+		"$ncclrr" dump "$f" >"$tmp/d" 2>"$tmp/e" || { fail "$f does not read"; cat "$tmp/e"; }
+		[ -s "$tmp/e" ] && { fail "$f: dump warned (not completed at exit/exec?)"; cat "$tmp/e"; }
+		echo "$(basename "$f"): $(grep -c 'socketpair(' "$tmp/d") socketpair, $(awk '{print $2}' "$tmp/d" | sort -u | wc -l) threads"
+	done
+	# the parent's 200 thread round trips and its own, all there
+	p=$(ls "$tmp"/t/*.nrt | while read -r f; do echo "$("$ncclrr" dump "$f" | grep -c 'socketpair(') $f"; done | sort -n | tail -1)
+	[ "${p%% *}" -eq 202 ] || fail "parent: ${p%% *} socketpair calls, want 202"
+	;;
+nodir)
+	# a trace directory that cannot be written: one message, the program runs as without tracing
+	"$forker" >"$tmp/plain" 2>&1
+	rc0=$?
+	NCCLRR_TRACE_DIR=/nonexistent/ncclrr LD_PRELOAD=$(dirname "$forker")/../libncclrr-trace.so "$forker" >"$tmp/traced" 2>&1
+	rc1=$?
+	[ $rc0 -eq $rc1 ] || fail "exit $rc0 untraced, $rc1 with a bad trace directory"
+	grep -q '^ncclrr: Cannot create trace file=/nonexistent/ncclrr/' "$tmp/traced" || fail "no message naming the file"
+	n=$(grep -c '^ncclrr: ' "$tmp/traced")
+	# one per process (parent, child, exec'd image)
+	[ "$n" -le 3 ] || fail "$n messages, want one per process"
+	diff <(grep -v '^ncclrr: ' "$tmp/traced") "$tmp/plain" >/dev/null || fail "output differs from the untraced run"
+	echo "bad directory: exit $rc1 as untraced; $(head -1 "$tmp/traced")"
+	;;
+diskfull)
+	# a full disk: one message, the program runs on untraced
+	mkdir -p "$tmp/small"
+	if ! mount -t tmpfs -o size=128k tmpfs "$tmp/small" 2>/dev/null; then
+		echo "SKIP: cannot mount a small tmpfs here (needs root)"
+		exit 77
+	fi
+	trap 'umount "$tmp/small" 2>/dev/null; rm -rf "$tmp"' EXIT
+	"$ncclrr" record -q -o "$tmp/small" --payload 4096 -- "$ncclrr" run --topo "$topo" --timeout 60 -- "$wl/conn_setup" >"$tmp/log" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || { fail "the job exited $rc on a full disk"; tail "$tmp/log"; }
+	n=$(grep -cE "ncclrr: Cannot (write trace: |create trace )file=.*: No space left on device; tracing of this process stops, the program continues" "$tmp/log")
+	[ "$n" -ge 1 ] || { fail "no 'Cannot write trace' message"; grep ncclrr "$tmp/log" | head; }
+	# once per process
+	dup=$(grep -oE "ncclrr: Cannot [a-z ]*trace[a-z ]*: ?file=[^:]*" "$tmp/log" | sed 's/.*file=//' | sort | uniq -d)
+	[ -z "$dup" ] || fail "said more than once for: $dup"
+	echo "full disk: job exit $rc; $n processes said: $(grep -m1 'Cannot write trace' "$tmp/log")"
+	;;
+*) echo "unknown case $case_"; exit 2 ;;
+esac
+[ $fails -eq 0 ] && echo "PASS $case_" || echo "$fails failure(s) in $case_"
+[ $fails -eq 0 ]
