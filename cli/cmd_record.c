@@ -273,6 +273,14 @@ int cmd_record(int argc, char **argv)
 	    (!strcmp(backend, "lttng") && find_lib("libncclrr-trace-lttng.so", rel_lt, ltlib, sizeof(ltlib)) < 0))
 		return NRR_EXIT_USAGE;
 
+	/* the LTTng session first: its daemons must not run traced */
+	char session[128] = "";
+	if (!strcmp(backend, "lttng")) {
+		if (lttng_start(dir, session, sizeof(session)) < 0)
+			return NRR_EXIT_USAGE;
+		setenv("LTTNG_UST_ALLOW_BLOCKING", "1", 1);   /* no event lost: the channel blocks */
+	}
+
 	/* the command's environment */
 	const char *old = getenv("LD_PRELOAD");
 	size_t plen = strlen(lib) + strlen(ltlib) + (old ? strlen(old) : 0) + 4;
@@ -294,12 +302,6 @@ int cmd_record(int argc, char **argv)
 		char topo[PATH_MAX + 32];
 		snprintf(topo, sizeof(topo), "%s/nccl-topo.xml", dir);
 		setenv("NCCL_TOPO_DUMP_FILE", topo, 1);
-	}
-	char session[128] = "";
-	if (!strcmp(backend, "lttng")) {
-		setenv("LTTNG_UST_ALLOW_BLOCKING", "1", 1);   /* no event lost: the channel blocks */
-		if (lttng_start(dir, session, sizeof(session)) < 0)
-			return NRR_EXIT_USAGE;
 	}
 
 	static const int passed[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 };

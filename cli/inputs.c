@@ -6,9 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmds.h"
 #include "inputs.h"
+#if NCCLRR_CTF
+#include "nrt_ctf.h"
+#endif
 
 void nrr_print_diag(const char *cmd, const nrr_diag *d)
 {
@@ -39,7 +43,65 @@ static int add_path(char ***list, size_t *n, size_t *cap, const char *p)
 	return 0;
 }
 
-static int expand(const char *cmd, const char *arg, char ***list, size_t *n, size_t *cap)
+/* An LTTng (CTF) trace under @dir: converted into a directory of ours,
+ * its files added to the list. */
+static int expand_ctf(struct nrr_inputs *in, const char *cmd, const char *dir, char ***list, size_t *n, size_t *cap)
+{
+#if NCCLRR_CTF
+	if (!in->tmpdir) {
+		const char *t = getenv("TMPDIR");
+		if (asprintf(&in->tmpdir, "%s/ncclrr-ctf-XXXXXX", t && *t ? t : "/tmp") < 0 || !mkdtemp(in->tmpdir)) {
+			fprintf(stderr, "ncclrr %s: Cannot create a directory for the converted LTTng trace: %s\n", cmd,
+				strerror(errno));
+			return NRR_EXIT_USAGE;
+		}
+	}
+	char **paths;
+	size_t np;
+	nrr_diag d;
+	if (nrr_ctf_convert(dir, in->tmpdir, &paths, &np, &d)) {
+		fprintf(stderr, "ncclrr %s: Cannot read LTTng trace: dir=%s: %s\n", cmd, dir, d.msg);
+		return NRR_EXIT_USAGE;
+	}
+	size_t before = *n;
+	int rc = 0;
+	for (size_t i = 0; i < np; i++) {
+		if (!rc && add_path(list, n, cap, paths[i]))
+			rc = NRR_EXIT_USAGE;
+		char **x = realloc(in->tmpfiles, (in->ntmp + 1) * sizeof(*x));
+		if (x) {
+			in->tmpfiles = x;
+			in->tmpfiles[in->ntmp++] = paths[i];
+		} else {
+			free(paths[i]);
+		}
+	}
+	free(paths);
+	if (!rc && *n == before) {
+		fprintf(stderr, "ncclrr %s: the LTTng trace in dir=%s has no ncclrr event\n", cmd, dir);
+		rc = NRR_EXIT_USAGE;
+	}
+	qsort(*list + before, *n - before, sizeof(char *), cmp_str);
+	return rc;
+#else
+	fprintf(stderr, "ncclrr %s: dir=%s holds an LTTng trace, and this ncclrr was built without libbabeltrace2 "
+			"(meson -Dbabeltrace2=enabled) to read it\n", cmd, dir);
+	return NRR_EXIT_USAGE;
+#endif
+}
+
+static bool dir_has_ctf(const char *dir)
+{
+#if NCCLRR_CTF
+	return nrr_ctf_looks_like(dir, 6);
+#else
+	char p[4096];
+	struct stat st;
+	return snprintf(p, sizeof(p), "%s/lttng", dir) < (int)sizeof(p) && !stat(p, &st);
+#endif
+}
+
+static int expand(struct nrr_inputs *in, const char *cmd, const char *arg, char ***list, size_t *n, size_t *cap)
 {
 	struct stat st;
 	if (stat(arg, &st)) {
@@ -67,6 +129,8 @@ static int expand(const char *cmd, const char *arg, char ***list, size_t *n, siz
 		}
 	}
 	closedir(d);
+	if (*n == before && dir_has_ctf(arg))
+		return expand_ctf(in, cmd, arg, list, n, cap);
 	if (*n == before) {
 		fprintf(stderr, "ncclrr %s: no .nrt trace files in dir=%s; record one with 'ncclrr record -o %s -- PROGRAM'\n",
 			cmd, arg, arg);
@@ -87,7 +151,7 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 	if (npaths < 1)
 		return nrr_cli_usage_error(cmd, "no trace file or directory given");
 	for (int i = 0; i < npaths && !rc; i++)
-		rc = expand(cmd, paths[i], &list, &n, &cap);
+		rc = expand(in, cmd, paths[i], &list, &n, &cap);
 	if (!rc) {
 		in->r = calloc(n + 1, sizeof(*in->r));
 		in->who = calloc(n + 1, sizeof(*in->who));
@@ -141,6 +205,14 @@ void nrr_inputs_close(struct nrr_inputs *in)
 	free(in->r);
 	free(in->who);
 	free(in->rank);
+	for (size_t i = 0; i < in->ntmp; i++) {
+		unlink(in->tmpfiles[i]);
+		free(in->tmpfiles[i]);
+	}
+	free(in->tmpfiles);
+	if (in->tmpdir)
+		rmdir(in->tmpdir);
+	free(in->tmpdir);
 	memset(in, 0, sizeof(*in));
 }
 

@@ -11,10 +11,14 @@ struct nrr_inputs {
 	char **rank;         /* meta rank or NULL */
 	size_t n;
 	uint64_t base_wall;  /* earliest file start, wall ns */
+	char *tmpdir;        /* LTTng traces converted to .nrt live here until close */
+	char **tmpfiles;
+	size_t ntmp;
 };
 
 /* Open every .nrt file named or found (not recursively) in a named
- * directory, sorted by name, keeping only the ranks in the comma list
+ * directory, sorted by name (a directory without .nrt files that holds an
+ * LTTng trace of the ncclrr_* providers is converted first), keeping only the ranks in the comma list
  * @ranks when it is not NULL.  Reports damage (rebuilt index, dropped
  * bytes) as warnings on stderr.  @return 0, or prints the error and
  * returns NRR_EXIT_USAGE. */

@@ -233,6 +233,10 @@ int nrr_writer_add_meta(nrr_writer *w, const char *text, size_t len);
 /* @return the calling thread's stream, registering it on first use
  * (allocates; not async-signal-safe the first time). NULL on failure. */
 nrr_tls *nrr_writer_thread(nrr_writer *w);
+/* A stream of its own for thread @tid, used by the one thread that calls
+ * the record functions with it (converters writing many threads' streams;
+ * pair with manual_clock).  Written at close. NULL on failure. */
+nrr_tls *nrr_writer_stream(nrr_writer *w, uint32_t tid);
 /* Monotonic time in ns as the writer timestamps it. */
 uint64_t nrr_writer_now(const nrr_writer *w);
 /* Bytes written so far and chunks dropped because of I/O errors. */

@@ -572,17 +572,11 @@ static void tls_exit(void *arg)
 		tls_cache.t = NULL, tls_cache.w = NULL;
 }
 
-nrr_tls *nrr_writer_thread(nrr_writer *w)
+/* A new stream of @w for thread @tid, on the writer's list (not yet bound
+ * to any thread). */
+static nrr_tls *stream_new(nrr_writer *w, uint32_t tid)
 {
-	if (tls_cache.w == w)
-		return tls_cache.t;
-	nrr_tls *t = pthread_getspecific(w->key);
-	if (t) {   /* this thread alternates between writers */
-		tls_cache.w = w;
-		tls_cache.t = t;
-		return t;
-	}
-	t = calloc(1, sizeof(*t));
+	nrr_tls *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->w = w;
@@ -602,7 +596,7 @@ nrr_tls *nrr_writer_thread(nrr_writer *w)
 	t->mult = w->mult;
 	t->max_field = w->chunk_size - PROLOGUE_MAX - 64;
 	t->stream = atomic_fetch_add(&w->nstreams, 1);
-	t->tid = (uint32_t)syscall(SYS_gettid);
+	t->tid = tid;
 	t->clock = w->manual ? w->ns0 : now_ns(w);
 	t->manual_ns = t->clock;
 	t->progress = t->clock;
@@ -611,10 +605,29 @@ nrr_tls *nrr_writer_thread(nrr_writer *w)
 	do {
 		t->next_all = head;
 	} while (!atomic_compare_exchange_weak(&w->threads, &head, t));
-	pthread_setspecific(w->key, t);
+	return t;
+}
+
+nrr_tls *nrr_writer_thread(nrr_writer *w)
+{
+	if (tls_cache.w == w)
+		return tls_cache.t;
+	nrr_tls *t = pthread_getspecific(w->key);
+	if (!t) {
+		t = stream_new(w, (uint32_t)syscall(SYS_gettid));
+		if (!t)
+			return NULL;
+		pthread_setspecific(w->key, t);
+	}
+	/* (a thread may alternate between writers) */
 	tls_cache.w = w;
 	tls_cache.t = t;
 	return t;
+}
+
+nrr_tls *nrr_writer_stream(nrr_writer *w, uint32_t tid)
+{
+	return stream_new(w, tid);
 }
 
 /* ---------------------------------------------------------- hot path */

@@ -77,11 +77,17 @@ nrr_tls *nrr_trace_begin(void)
 	return t;
 }
 
+static void lttng_send_meta(void);
+static _Atomic int lttng_meta_sent;
+
 bool nrr_trace_lttng_begin(void)
 {
 	if (nrr_trace_backend != NRR_BACKEND_LTTNG || t_busy)
 		return false;
 	t_busy = 1;
+	if (__builtin_expect(!atomic_load_explicit(&lttng_meta_sent, memory_order_relaxed), 0) &&
+	    !atomic_exchange(&lttng_meta_sent, 1))
+		lttng_send_meta();   /* the process's metadata precedes its first event */
 	return true;
 }
 
@@ -111,7 +117,7 @@ void nrr_trace_log(unsigned level, const char *text, size_t len)
 
 void nrr_trace_meta(const char *fmt, ...)
 {
-	if (nrr_trace_backend != NRR_BACKEND_NATIVE)
+	if (nrr_trace_backend == NRR_BACKEND_OFF)
 		return;
 	int saved = errno;
 	char line[1024];
@@ -128,6 +134,9 @@ void nrr_trace_meta(const char *fmt, ...)
 			nrr_writer *w = atomic_load(&g_w);
 			if (w)
 				nrr_writer_add_meta(w, line, (size_t)n);
+			nrr_trace_end();
+		} else if (nrr_lt_meta && nrr_trace_lttng_begin()) {
+			nrr_lt_meta(line, (size_t)n);
 			nrr_trace_end();
 		}
 	}
@@ -273,8 +282,8 @@ static void build_meta(struct buf *b)
 		buf_add(b, "exe=%.*s\n", (int)n, exe);
 	if (uname(&u) == 0)
 		buf_add(b, "kernel=%s %s %s\n", u.sysname, u.release, u.machine);
-	buf_add(b, "tracer=ncclrr %s\nmode=%s\nbackend=native\npayload=%zu\n", NCCLRR_VERSION, cfg.mode_text,
-		nrr_payload_cap);
+	buf_add(b, "tracer=ncclrr %s\nmode=%s\nbackend=%s\npayload=%zu\n", NCCLRR_VERSION, cfg.mode_text,
+		cfg.backend == NRR_BACKEND_LTTNG ? "lttng" : "native", nrr_payload_cap);
 	if (g_generation)
 		buf_add(b, "exec_generation=%d\n", g_generation);
 	int rank = nrr_launcher_rank(NULL);
@@ -308,6 +317,15 @@ static void build_meta(struct buf *b)
 }
 
 /* --------------------------------------------------------- writer life */
+
+static void lttng_send_meta(void)
+{
+	struct buf meta = { 0 };
+	build_meta(&meta);
+	if (meta.p && nrr_lt_meta)
+		nrr_lt_meta(meta.p, meta.len);
+	free(meta.p);
+}
 
 static void writer_failed(void)
 {
@@ -398,6 +416,7 @@ static void atfork_child(void)
 	g_once = (pthread_once_t)PTHREAD_ONCE_INIT;
 	g_generation = 0;
 	t_busy = 0;
+	atomic_store(&lttng_meta_sent, 0);
 	nrr_trace_child_forked();
 }
 

@@ -65,5 +65,6 @@ void nrr_verbs_closed(struct ibv_context *c, int ret);
  * `ncclrr record --backend lttng`): absent otherwise. */
 extern const int nrr_lt_present __attribute__((weak));
 extern void nrr_lt_log(unsigned level, const char *text, size_t len) __attribute__((weak));
+extern void nrr_lt_meta(const char *text, size_t len) __attribute__((weak));
 
 #endif

@@ -646,6 +646,8 @@ def emit_lttng(api, outdir):
          '#include <stddef.h>', '#include <stdint.h>', '#include "nrr_api_gen.h"', '']
     for i, d in enumerate(doms, 1):
         h.append(f'#define NRR_LT_DOMAIN_{d} {i}')
+    nlog = len(doms) + 1   # ncclrr_log: NCCL's log lines and the run metadata
+    h.append(f'#define NRR_LT_DOMAIN_log {nlog}')
     h += ['', '/* what one event records: integers as int64/uint64 by wire type, byte',
           ' * values as their captured bytes (<= NRR_BYTES_CAP_DEFAULT) and full length */']
     protos = []
@@ -674,10 +676,11 @@ def emit_lttng(api, outdir):
     h += ['', '/* Emit <fn>_enter / <fn>_leave: same parameters as nrr_rec_<fn>_enter /',
           ' * _leave without the nrr_tls.  libncclrr-trace-lttng.so defines them. */',
           'extern const int nrr_lt_present;']
-    h += protos
+    h += protos + ['void nrr_lt_log(unsigned level, const char *text, size_t len);',
+                   'void nrr_lt_meta(const char *text, size_t len);']
     h += ['', '#endif /* NCCLRR_LTTNG_GEN_ONCE */', '',
           '#ifdef NRR_LT_CUR', '#undef LTTNG_UST_TRACEPOINT_PROVIDER']
-    for i, d in enumerate(doms, 1):
+    for i, d in enumerate(doms + ['log'], 1):
         h.append(f'#{"if" if i == 1 else "elif"} NRR_LT_CUR == {i}')
         h.append(f'#define LTTNG_UST_TRACEPOINT_PROVIDER ncclrr_{d}')
     h += ['#else', '#error "NRR_LT_CUR is not a domain number (NRR_LT_DOMAIN_*)"', '#endif',
@@ -709,13 +712,40 @@ def emit_lttng(api, outdir):
                 h.append(f'\tLTTNG_UST_TP_ARGS(const struct nrr_lt_{fn.name}_{when} *, nrr_f),')
                 h.append('\tLTTNG_UST_TP_FIELDS(' + ('\n\t\t' + '\n\t\t'.join(fields) if fields else '') + '))')
         h += ['', f'#endif /* domain {d} */', '']
+    guard = f'NCCLRR_LTTNG_GEN_H_{nlog}'
+    h += [f'#if NRR_LT_CUR == {nlog} && (!defined({guard}) || defined(LTTNG_UST_TRACEPOINT_HEADER_MULTI_READ))',
+          f'#define {guard}', '#include <lttng/tracepoint.h>', '',
+          '/* a log line (level: NCCL_DEBUG level, 1 version .. 5 trace) */',
+          'LTTNG_UST_TRACEPOINT_EVENT(ncclrr_log, line,',
+          '\tLTTNG_UST_TP_ARGS(unsigned, nrr_level, const char *, nrr_text, size_t, nrr_len),',
+          '\tLTTNG_UST_TP_FIELDS(',
+          '\t\tlttng_ust_field_integer(uint32_t, level, nrr_level)',
+          '\t\tlttng_ust_field_sequence_text(char, text, nrr_text, uint32_t, nrr_len)))',
+          '/* "key=value" lines of the run metadata */',
+          'LTTNG_UST_TRACEPOINT_EVENT(ncclrr_log, meta,',
+          '\tLTTNG_UST_TP_ARGS(const char *, nrr_text, size_t, nrr_len),',
+          '\tLTTNG_UST_TP_FIELDS(',
+          '\t\tlttng_ust_field_sequence_text(char, text, nrr_text, uint32_t, nrr_len)))',
+          f'#endif /* provider log */', '']
     h += ['#include <lttng/tracepoint-event.h>', '#endif /* NRR_LT_CUR */']
 
-    c = [gen, '#include <string.h>', '',
+    c = [gen, '#include <stdlib.h>', '#include <string.h>', '',
          '#define LTTNG_UST_TRACEPOINT_CREATE_PROBES', '#define LTTNG_UST_TRACEPOINT_DEFINE']
-    for i, d in enumerate(doms, 1):
+    for i, d in enumerate(doms + ['log'], 1):
         c += [f'#define NRR_LT_CUR {i}', '#include "nrr_lttng_gen.h"', '#undef NRR_LT_CUR']
     c += ['', 'const int nrr_lt_present = 1;', '',
+          'void nrr_lt_log(unsigned level, const char *text, size_t len)', '{',
+          '\tlttng_ust_tracepoint(ncclrr_log, line, level, text, len > 65535 ? 65535 : len);', '}', '',
+          'void nrr_lt_meta(const char *text, size_t len)', '{',
+          '\tlttng_ust_tracepoint(ncclrr_log, meta, text, len > 65535 ? 65535 : len);', '}', '',
+          '/* payloads are cut as in the native backend (NCCLRR_PAYLOAD) */',
+          'static size_t nrr_lt_payload = NRR_BYTES_CAP_DEFAULT;',
+          '__attribute__((constructor)) static void nrr_lt_init(void)', '{',
+          '\tconst char *p = getenv("NCCLRR_PAYLOAD");',
+          '\tchar *end;',
+          '\tunsigned long v = p && *p ? strtoul(p, &end, 10) : NRR_BYTES_CAP_DEFAULT;',
+          '\tif (p && *p && !*end && v <= NRR_BYTES_CAP_DEFAULT)',
+          '\t\tnrr_lt_payload = v;', '}', '',
           '/* a non-NULL source for empty sequences */',
           'static const uint8_t nrr_lt_empty[1];', '']
     for fn in api.fns:
@@ -746,7 +776,8 @@ def emit_lttng(api, outdir):
                 else:
                     ptr, n = val
                     sets.append(f'\tnrr_f.{a.name} = {ptr} ? (const uint8_t *){ptr} : nrr_lt_empty;')
-                    sets.append(f'\tnrr_f.{a.name}_n = (uint32_t)({n} < NRR_BYTES_CAP_DEFAULT ? {n} : NRR_BYTES_CAP_DEFAULT);')
+                    cap = 'nrr_lt_payload' if a.fmt == 'buf' else 'NRR_BYTES_CAP_DEFAULT'
+                    sets.append(f'\tnrr_f.{a.name}_n = (uint32_t)({n} < {cap} ? {n} : {cap});')
                     sets.append(f'\tnrr_f.{a.name}_len = (uint64_t){n};')
             body += ['\t' + l for l in prep]
             body.append(f'\tstruct nrr_lt_{fn.name}_{when} nrr_f;')

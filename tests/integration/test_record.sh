@@ -2,7 +2,7 @@
 # `ncclrr record` on real components: the fake CUDA driver and NVML, real
 # libibverbs, real sockets and, where found, the real NCCL.
 # usage: test_record.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR FORKER
-# CASE: counts | same | fault | kill | ring | watchdog | fork | nodir | diskfull
+# CASE: counts | same | fault | kill | ring | watchdog | fork | nodir | diskfull | lttng
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -213,6 +213,35 @@ diskfull)
 	dup=$(grep -oE "ncclrr: Cannot [a-z ]*trace[a-z ]*: ?file=[^:]*" "$tmp/log" | sed 's/.*file=//' | sort | uniq -d)
 	[ -z "$dup" ] || fail "said more than once for: $dup"
 	echo "full disk: job exit $rc; $n processes said: $(grep -m1 'Cannot write trace' "$tmp/log")"
+	;;
+lttng)
+	# the LTTng-UST backend: babeltrace2 prints it; ncclrr reads it with the same calls as a native trace
+	command -v lttng-sessiond >/dev/null && command -v babeltrace2 >/dev/null || { echo "SKIP: lttng-tools or babeltrace2 not installed"; exit 77; }
+	started=
+	if ! lttng list >/dev/null 2>&1; then
+		lttng-sessiond --daemonize --no-kernel >/dev/null 2>&1 || { fail "cannot start lttng-sessiond"; exit 1; }
+		started=1
+	fi
+	trap '[ -n "$started" ] && pkill -x lttng-sessiond; rm -rf "$tmp"' EXIT
+	record "$tmp/lt" "$tmp/log1" --backend lttng
+	rc=$?
+	[ $rc -eq 0 ] || { fail "the job exited $rc under --backend lttng"; tail "$tmp/log1"; }
+	[ -d "$tmp/lt/lttng" ] || fail "no $tmp/lt/lttng"
+	babeltrace2 "$tmp/lt/lttng" >"$tmp/bt" 2>"$tmp/bterr" || { fail "babeltrace2 cannot read it"; head "$tmp/bterr"; }
+	n=$(grep -c 'ncclrr_cuda_driver:cuInit_enter' "$tmp/bt")
+	[ "$n" -ge 32 ] || fail "babeltrace2 shows $n cuInit events, want 2 per rank (workload and NCCL's runtime)"
+	echo "babeltrace2: $(wc -l <"$tmp/bt") events, e.g. $(grep -m1 'cuMemImportFromShareableHandle_leave' "$tmp/bt" | cut -c1-160)"
+	record "$tmp/nat" "$tmp/log2"
+	# per rank, the driver, NVML, verbs and NCCL calls and their results, in order
+	calls_of() { "$ncclrr" dump --rank "$1" --api 'cu*,nvml*,ibv*,nccl*' "$2" | sed -E 's/^[0-9.]+ [^ ]+ #[0-9]+ +//; s/\(.*\)//; s/0x[0-9a-f]+/PTR/g; s/ [0-9.]+[mun]?s$//'; }
+	for r in $(seq 0 15); do
+		calls_of "$r" "$tmp/nat" >"$tmp/a.$r"
+		calls_of "$r" "$tmp/lt" >"$tmp/b.$r"
+		[ -s "$tmp/a.$r" ] || fail "rank $r: no calls in the native trace"
+		diff "$tmp/a.$r" "$tmp/b.$r" >"$tmp/d" || { fail "rank $r: LTTng and native traces differ (< native, > lttng)"; head "$tmp/d"; }
+	done
+	echo "16 ranks: the same $(wc -l <"$tmp/a.5") driver/NVML/verbs/NCCL calls per rank (rank 5) in both backends"
+	"$ncclrr" dump --meta --rank 5 --api none "$tmp/lt" | grep -q '^#   backend=lttng' || fail "no backend=lttng in the converted metadata"
 	;;
 *) echo "unknown case $case_"; exit 2 ;;
 esac
