@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <zstd.h>
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <x86intrin.h>
 #define HAVE_RDTSC 1
 #endif
@@ -71,6 +72,7 @@ struct nrr_tls {
 	bool tsc;
 	bool manual;            /* timestamps come from nrr_tls_set_time() */
 	uint64_t tsc0, ns0, mult;
+	uint32_t epoch_seq;         /* of the writer's epoch copied above */
 	uint64_t manual_ns;
 	nrr_writer *w;
 	struct wbuf *cur;
@@ -118,7 +120,14 @@ struct nrr_writer {
 	size_t chunk_size;
 	int level;
 	bool tsc, manual;
-	uint64_t tsc0, ns0, mult;   /* ns = ns0 + (tsc - tsc0) * mult >> 32 */
+	/* the clock epoch: ns = ns0 + (tsc - tsc0) * mult >> 32; read by every
+	 * traced thread at every record (epoch_seq), written a few times: a
+	 * cache line of its own */
+	_Alignas(64) uint64_t tsc0;
+	uint64_t ns0, mult;
+	_Atomic uint32_t epoch_seq; /* odd while the epoch changes (threads copy it) */
+	_Alignas(64) uint64_t cal_tsc, cal_ns;   /* start of the calibration baseline */
+	int cal_round;              /* refinements done (refine_clock) */
 	_Atomic(struct wbuf *) queue;
 	_Atomic uint32_t qfutex;
 	_Atomic uint32_t freefutex;
@@ -179,22 +188,20 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The TSC ticks at a constant rate in every power state ("invariant TSC",
+ * CPUID 0x80000007 EDX bit 8): then it is the clock.  (The CPUID answer,
+ * not /proc/cpuinfo: this runs in every traced process.) */
 static bool tsc_invariant(void)
 {
-	FILE *f = fopen("/proc/cpuinfo", "re");
-	char line[4096];
-	bool c = false, n = false;
-	if (!f)
+#ifdef HAVE_RDTSC
+	unsigned a, b, c, d;
+	if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
 		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "flags", 5) == 0) {
-			c = strstr(line, " constant_tsc") != NULL;
-			n = strstr(line, " nonstop_tsc") != NULL;
-			break;
-		}
-	}
-	fclose(f);
-	return c && n;
+	__get_cpuid(0x80000007u, &a, &b, &c, &d);
+	return (d >> 8) & 1u;
+#else
+	return false;
+#endif
 }
 
 static inline uint64_t now_ns(const nrr_writer *w)
@@ -208,12 +215,33 @@ static inline uint64_t now_ns(const nrr_writer *w)
 	return mono_ns();
 }
 
-static inline uint64_t tls_now(const nrr_tls *t)
+/* Copy the writer's clock epoch (seqlock: retried while it changes). */
+static void epoch_copy(nrr_tls *t)
+{
+	const nrr_writer *w = t->w;
+	for (;;) {
+		uint32_t s0 = atomic_load_explicit(&w->epoch_seq, memory_order_acquire);
+		if (s0 & 1)
+			continue;
+		uint64_t a = __atomic_load_n(&w->tsc0, __ATOMIC_RELAXED), b = __atomic_load_n(&w->ns0, __ATOMIC_RELAXED),
+			 m = __atomic_load_n(&w->mult, __ATOMIC_RELAXED);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&w->epoch_seq, memory_order_relaxed) == s0) {
+			t->tsc0 = a, t->ns0 = b, t->mult = m, t->epoch_seq = s0;
+			return;
+		}
+	}
+}
+
+static inline uint64_t tls_now(nrr_tls *t)
 {
 #ifdef HAVE_RDTSC
 	if (__builtin_expect(t->tsc, 1)) {
+		if (__builtin_expect(atomic_load_explicit(&t->w->epoch_seq, memory_order_relaxed) != t->epoch_seq, 0))
+			epoch_copy(t);
 		uint64_t d = __rdtsc() - t->tsc0;
-		return t->ns0 + (uint64_t)(((unsigned __int128)d * t->mult) >> 32);
+		uint64_t ns = t->ns0 + (uint64_t)(((unsigned __int128)d * t->mult) >> 32);
+		return ns > t->clock ? ns : t->clock;   /* a refined epoch never runs the clock back */
 	}
 #endif
 	return t->manual ? t->manual_ns : mono_ns();
@@ -229,6 +257,9 @@ uint64_t nrr_writer_now(const nrr_writer *w)
 	return now_ns(w);
 }
 
+/* TSC ticks to ns: a first estimate over 100 us at open (every traced
+ * process pays it, so it is short), refined by the compression thread over
+ * the time since open (refine_clock). */
 static void calibrate(nrr_writer *w)
 {
 #ifdef HAVE_RDTSC
@@ -236,15 +267,41 @@ static void calibrate(nrr_writer *w)
 	do {
 		t1 = mono_ns();
 		c1 = __rdtsc();
-	} while (t1 - t0 < 2000000);
+	} while (t1 - t0 < 100000);
 	if (c1 > c0) {
 		w->mult = (uint64_t)(((unsigned __int128)(t1 - t0) << 32) / (c1 - c0));
 		w->tsc0 = c1;
 		w->ns0 = t1;
+		w->cal_tsc = c0;
+		w->cal_ns = t0;
 		return;
 	}
 #endif
 	w->tsc = false;
+}
+
+/* Over 0.1 s, 1 s, 10 s and 100 s since open: a new rate from the whole
+ * baseline, anchored where the old epoch is now, so the clock stays
+ * continuous and each thread's stays monotonic. */
+static void refine_clock(nrr_writer *w)
+{
+#ifdef HAVE_RDTSC
+	static const uint64_t at[] = { 100000000u, 1000000000u, 10000000000u, 100000000000u };
+	if (!w->tsc || w->cal_round >= (int)(sizeof(at) / sizeof(at[0])))
+		return;
+	uint64_t t = mono_ns(), c = __rdtsc();
+	if (t - w->cal_ns < at[w->cal_round] || c <= w->cal_tsc)
+		return;
+	w->cal_round++;
+	uint64_t mult = (uint64_t)(((unsigned __int128)(t - w->cal_ns) << 32) / (c - w->cal_tsc));
+	uint64_t anchor = now_ns(w);
+	atomic_fetch_add_explicit(&w->epoch_seq, 1, memory_order_acq_rel);
+	atomic_thread_fence(memory_order_release);
+	__atomic_store_n(&w->tsc0, c, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->ns0, anchor, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->mult, mult, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&w->epoch_seq, 1, memory_order_release);
+#endif
 }
 
 /* ------------------------------------------------------------- file I/O */
@@ -436,6 +493,7 @@ static void *compress_main(void *arg)
 			watchdog(w);
 		if (w->sync_ns)
 			sync_tail(w);
+		refine_clock(w);
 		if (atomic_load(&w->stop))
 			break;
 		futex_wait(&w->qfutex, seen, 100000000);
@@ -591,9 +649,7 @@ static nrr_tls *stream_new(nrr_writer *w, uint32_t tid)
 	t->spare = second;
 	t->tsc = w->tsc;
 	t->manual = w->manual;
-	t->tsc0 = w->tsc0;
-	t->ns0 = w->ns0;
-	t->mult = w->mult;
+	epoch_copy(t);
 	t->max_field = w->chunk_size - PROLOGUE_MAX - 64;
 	t->stream = atomic_fetch_add(&w->nstreams, 1);
 	t->tid = tid;

@@ -27,6 +27,7 @@ run() {
 run "$dir/bench_writer" "$calls"
 run "$dir/bench_size"
 run "$dir/bench_reader" "$calls"
+run "$(dirname "$0")/bench_tracer.sh" "$build" "$(dirname "$0")/../.." 2000000 5
 echo "== summary ($(uname -n), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ))"
-grep -E '^(writer/lttng|  lttng-ust|  ncclrr writer \(per record\)|bytes/event|  cursor|  merge)' "$log" | sed 's/^ *//'
+grep -E '^(writer/lttng|  lttng-ust|  ncclrr writer \(per record\)|bytes/event|  cursor|  merge|  native|  lttng  |  untraced|  trace |  as text|  NCCL_DEBUG)' "$log" | sed 's/^ *//'
 exit $rc

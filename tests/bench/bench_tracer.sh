@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The tracer's cost, measured in one run (not a test: prints numbers and
+# ratios against their targets).
+#  1. one cheap driver call (cuDeviceGetAttribute on the fake driver, through
+#     a cuGetProcAddress entry point): untraced, native backend, LTTng backend
+#     (a private session, started here and stopped); overhead per call;
+#  2. the conn_setup job on 2node_16gpu (16 ranks: driver discovery, cuMem,
+#     bootstrap, proxy ring, NCCL's own start-up as far as it runs here)
+#     with and without `ncclrr record`, alternating, best of ROUNDS;
+#  3. the trace's bytes against NCCL_DEBUG=INFO output and against the
+#     same calls printed as text (`ncclrr dump`).
+# usage: bench_tracer.sh BUILD_DIR SOURCE_ROOT [CALLS] [ROUNDS]
+set -uo pipefail
+build=$(realpath "$1")
+root=$(realpath "$2")
+calls=${3:-2000000}
+rounds=${4:-5}
+ncclrr=$build/cli/ncclrr
+fake=$build/replayer/fake
+tlib=$build/tracer/libncclrr-trace.so
+ltlib=$build/tracer/lttng/libncclrr-trace-lttng.so
+bench=$build/tests/bench/bench_tracer
+wl=$build/tests/workloads/conn_setup
+for f in "$ncclrr" "$fake/libcuda.so.1" "$tlib" "$bench" "$wl"; do
+	[ -e "$f" ] || { echo "bench_tracer: $f is not built; run: ninja -C $build" >&2; exit 2; }
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ncclrr-bench-tracer-XXXXXX")
+started=
+cleanup() {
+	[ -n "$started" ] && pkill -x lttng-sessiond
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
+
+echo "== per call: cuDeviceGetAttribute on the fake driver, $calls calls, best of 3"
+base=$(LD_LIBRARY_PATH=$fake "$bench" "$calls" 3) || exit 1
+mkdir -p "$tmp/native"
+native=$(NCCLRR_TRACE_DIR=$tmp/native LD_PRELOAD=$tlib LD_LIBRARY_PATH=$fake "$bench" "$calls" 3) || exit 1
+b=$(echo "$base" | field wall_ns)
+n=$(echo "$native" | field wall_ns)
+bc_=$(echo "$base" | field cpu_ns)
+nc_=$(echo "$native" | field cpu_ns)
+nb=$(du -sb "$tmp/native" | cut -f1)
+printf '  untraced          %6.1f ns/call\n' "$b"
+printf '  native            %6.1f ns/call  overhead %5.1f ns (target <= 40: ratio %.2f), %.2f trace bytes/call\n' \
+	"$n" "$(echo "$n - $b" | bc -l)" "$(echo "($n - $b) / 40" | bc -l)" "$(echo "$nb / ($calls * 3)" | bc -l)"
+printf '                    (CPU of the calling thread: %.1f vs %.1f ns, overhead %.1f ns)\n' \
+	"$nc_" "$bc_" "$(echo "$nc_ - $bc_" | bc -l)"
+if [ -e "$ltlib" ] && command -v lttng >/dev/null; then
+	if ! lttng list >/dev/null 2>&1; then
+		lttng-sessiond --daemonize --no-kernel >/dev/null 2>&1 && started=1
+	fi
+	s=ncclrr-bench-$$
+	lttng create "$s" --output="$tmp/lttng" >/dev/null &&
+		lttng enable-channel -u --subbuf-size=4M --num-subbuf=8 --blocking-timeout=inf c >/dev/null &&
+		lttng enable-event -u -c c 'ncclrr_*' >/dev/null &&
+		lttng add-context -u -c c -t vpid -t vtid >/dev/null && lttng start >/dev/null
+	lt=$(LTTNG_UST_ALLOW_BLOCKING=1 NCCLRR_TRACE_DIR=$tmp/lttng NCCLRR_BACKEND=lttng LD_PRELOAD=$tlib:$ltlib \
+		LD_LIBRARY_PATH=$fake "$bench" "$calls" 3)
+	lttng destroy "$s" >/dev/null
+	l=$(echo "$lt" | field wall_ns)
+	printf '  lttng             %6.1f ns/call  overhead %5.1f ns (native/lttng overhead ratio %.2f)\n' \
+		"$l" "$(echo "$l - $b" | bc -l)" "$(echo "($n - $b) / ($l - $b)" | bc -l)"
+else
+	echo "  lttng             SKIP (lttng-tools or the LTTng provider not built)"
+fi
+
+echo "== job: conn_setup on 2node_16gpu (16 ranks on $(nproc) cores), best of $rounds, alternating"
+job() { "$ncclrr" run --topo "$root/topo/2node_16gpu.xml" --timeout 120 -- "$wl" >/dev/null 2>&1; }
+bu=; bt=
+for i in $(seq 1 "$rounds"); do
+	t0=$(date +%s%N); job; t1=$(date +%s%N)
+	rm -rf "$tmp/rec"
+	"$ncclrr" record -q -o "$tmp/rec" -- "$ncclrr" run --topo "$root/topo/2node_16gpu.xml" --timeout 120 -- "$wl" >/dev/null 2>&1
+	t2=$(date +%s%N)
+	u=$(( (t1 - t0) / 1000 )); t=$(( (t2 - t1) / 1000 ))
+	[ -z "$bu" ] || [ "$u" -lt "$bu" ] && bu=$u
+	[ -z "$bt" ] || [ "$t" -lt "$bt" ] && bt=$t
+done
+printf '  untraced %8.1f ms   recorded %8.1f ms   overhead %+.1f%% (target < 3%%)\n' \
+	"$(echo "$bu / 1000" | bc -l)" "$(echo "$bt / 1000" | bc -l)" "$(echo "($bt - $bu) * 100 / $bu" | bc -l)"
+
+echo "== bytes: the recorded job against text"
+tb=$(du -cb "$tmp"/rec/*.nrt | tail -1 | cut -f1)
+NCCL_DEBUG=INFO "$ncclrr" run --topo "$root/topo/2node_16gpu.xml" --timeout 120 -- "$wl" >"$tmp/info.log" 2>&1
+ib=$(grep -c 'NCCL INFO' "$tmp/info.log")
+ibytes=$(grep 'NCCL INFO\|NCCL WARN' "$tmp/info.log" | wc -c)
+db=$("$ncclrr" dump "$tmp/rec" 2>/dev/null | wc -c)
+nc=$("$ncclrr" stats "$tmp/rec" | awk '/^TOTAL/ { print $2 }')
+printf '  trace %d bytes for %d calls (%.2f bytes/call)\n' "$tb" "$nc" "$(echo "$tb / $nc" | bc -l)"
+printf '  as text (ncclrr dump) %d bytes: the trace is %.1fx smaller\n' "$db" "$(echo "$db / $tb" | bc -l)"
+printf '  NCCL_DEBUG=INFO output %d bytes (%d INFO lines; NCCL stops at its runtime start-up here): ratio %.2f\n' \
+	"$ibytes" "$ib" "$(echo "$ibytes / $tb" | bc -l)"
