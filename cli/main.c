@@ -5,6 +5,7 @@
 
 #include "ncclrr_config.h"
 #include "cmds.h"
+#include "nrt.h"
 
 static const struct nrr_cmd cmds[] = {
 	{ "record", "run a command with the tracer in every process it starts", cmd_record_usage, cmd_record },
@@ -75,7 +76,7 @@ int main(int argc, char **argv)
 		return NRR_EXIT_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
-		printf("ncclrr %s (trace format %d.%d)\n", NCCLRR_VERSION, 1, 0);
+		printf("ncclrr %s (trace format %d.%d)\n", NCCLRR_VERSION, NRR_FORMAT_MAJOR, NRR_FORMAT_MINOR);
 		return NRR_EXIT_OK;
 	}
 	const struct nrr_cmd *cmd = nrr_cli_find(argv[1]);
