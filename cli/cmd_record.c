@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "net_choose.h"
 #include "nrr_launch.h"
 
 const char cmd_record_usage[] =
@@ -53,8 +54,11 @@ const char cmd_record_usage[] =
 "\n"
 "Environment set for COMMAND: LD_PRELOAD (prepended), NCCLRR_TRACE_DIR,\n"
 "NCCLRR_MODE, NCCLRR_BACKEND, NCCLRR_PAYLOAD, NCCLRR_WATCHDOG, and\n"
-"NCCL_TOPO_DUMP_FILE=DIR/nccl-topo.xml unless already set. The tracer is found\n"
-"next to this program or in $NCCLRR_TRACE_LIBDIR.\n"
+"NCCL_TOPO_DUMP_FILE=DIR/nccl-topo.xml unless already set. When NCCL would load\n"
+"an external net plugin (NCCL_NET_PLUGIN, else libnccl-net.so), NCCL_NET_PLUGIN\n"
+"names ncclrr's wrapper of the plugin's ncclNet version instead and\n"
+"NCCLRR_NET_PLUGIN the plugin: every ncclNet call is recorded and forwarded.\n"
+"The tracer is found next to this program or in $NCCLRR_TRACE_LIBDIR.\n"
 "\n"
 "Example:\n"
 "  ncclrr record -o run1 -- ncclrr run --topo topo/2node_16gpu.xml -- ./tp_dp\n"
@@ -298,6 +302,24 @@ int cmd_record(int argc, char **argv)
 		setenv("NCCLRR_PAYLOAD", payload, 1);
 	if (watchdog)
 		setenv("NCCLRR_WATCHDOG", watchdog, 1);
+	/* an external net plugin (NCCL_NET_PLUGIN, else libnccl-net.so) is
+	 * wrapped by the variant of its own version, which records and
+	 * forwards every call; without one NCCL's internal nets are traced at
+	 * the socket and verbs layers */
+	char plugin[PATH_MAX], why[1024] = "";
+	int nv = nrr_net_plugin_version(getenv("NCCL_NET_PLUGIN"), plugin, sizeof(plugin), why, sizeof(why));
+	if (nv > 0) {
+		static const char *const rel_net[] = { "../tracer/plugins", "../lib/ncclrr", "../lib64/ncclrr",
+						       "../lib/*/ncclrr", "../lib", "../lib/*", NULL };
+		char wrap[PATH_MAX + 32], file[64];
+		snprintf(file, sizeof(file), "libncclrr-net-v%d.so", nv);
+		if (find_lib(file, rel_net, wrap, sizeof(wrap)) < 0)
+			return NRR_EXIT_USAGE;
+		setenv("NCCLRR_NET_PLUGIN", plugin, 1);
+		setenv("NCCL_NET_PLUGIN", wrap, 1);
+	} else if (nv < 0) {
+		fprintf(stderr, "ncclrr record: warning: %s; its calls are not recorded\n", why);
+	}
 	if (!getenv("NCCL_TOPO_DUMP_FILE")) {
 		char topo[PATH_MAX + 32];
 		snprintf(topo, sizeof(topo), "%s/nccl-topo.xml", dir);

@@ -35,6 +35,10 @@
 #include "ncclrr_config.h"
 #include "nrr_api_gen.h"
 #include "tracer_internal.h"
+/* the net plugin declares the hooks it calls itself: they must stay the
+ * generated ones (a mismatch fails here) */
+#include "nrr_wrap_gen.h"
+#include "plugins/net_trace.h"
 
 int nrr_trace_backend = NRR_BACKEND_OFF;
 
@@ -99,6 +103,19 @@ void nrr_trace_end(void)
 bool nrr_trace_busy(void)
 {
 	return t_busy != 0;
+}
+
+/* for plugins (net_trace.h): the calls a wrapped plugin makes itself */
+NRR_HOOK int nrr_trace_opaque_begin(void)
+{
+	int was = t_busy;
+	t_busy = 1;
+	return was;
+}
+
+NRR_HOOK void nrr_trace_opaque_end(int token)
+{
+	t_busy = token;
 }
 
 void nrr_trace_log(unsigned level, const char *text, size_t len)

@@ -2,7 +2,7 @@
 # `ncclrr record` on real components: the fake CUDA driver and NVML, real
 # libibverbs, real sockets and, where found, the real NCCL.
 # usage: test_record.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR FORKER
-# CASE: counts | same | fault | kill | ring | watchdog | fork | nodir | diskfull | lttng
+# CASE: counts | same | fault | kill | ring | watchdog | fork | nodir | diskfull | net | lttng
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -213,6 +213,28 @@ diskfull)
 	dup=$(grep -oE "ncclrr: Cannot [a-z ]*trace[a-z ]*: ?file=[^:]*" "$tmp/log" | sed 's/.*file=//' | sort | uniq -d)
 	[ -z "$dup" ] || fail "said more than once for: $dup"
 	echo "full disk: job exit $rc; $n processes said: $(grep -m1 'Cannot write trace' "$tmp/log")"
+	;;
+net)
+	# an external net plugin: record puts its wrapper in NCCL_NET_PLUGIN; every ncclNet call of both
+	# processes is recorded (the plugin's own socket calls are not), identical polls coalesced
+	pingpong=$(dirname "$forker")/../../replayer/transport/socket/net_pingpong
+	plugin=$(dirname "$pingpong")/libnccl-net-ncclrr-socket.so
+	NCCL_NET_PLUGIN=$plugin "$ncclrr" record -q -o "$tmp/t" -- "$pingpong" - >"$tmp/out" 2>&1
+	rc=$?
+	cat "$tmp/out"
+	[ $rc -eq 0 ] || fail "net_pingpong exited $rc under the wrapper"
+	n=$(ls "$tmp"/t/*.nrt | wc -l)
+	[ "$n" -eq 2 ] || fail "$n trace files, want 2 (receiver and sender)"
+	"$ncclrr" dump "$tmp/t" >"$tmp/d"
+	for a in init devices getProperties listen connect accept regMr isend irecv test closeSend closeRecv closeListen; do
+		grep -q "ncclNet_$a(" "$tmp/d" || fail "no ncclNet_$a in the trace"
+	done
+	grep -q 'ncclNet_test(.*done=0.*\[+[0-9]* identical' "$tmp/d" || fail "pending tests are not coalesced"
+	grep -q 'ncclNet_isend(.*size=1048576' "$tmp/d" || fail "no 1 MiB isend"
+	! grep -qE ' (accept4|recv|send)\(' "$tmp/d" || fail "the plugin's own socket calls were recorded"
+	"$ncclrr" dump --meta --api none "$tmp/t" | grep -q "env.NCCLRR_NET_PLUGIN=$plugin" || fail "no NCCLRR_NET_PLUGIN in the metadata"
+	"$ncclrr" dump --meta --api none "$tmp/t" | grep -q "env.NCCL_NET_PLUGIN=.*libncclrr-net-v8.so" || fail "NCCL_NET_PLUGIN is not the v8 wrapper"
+	echo "net: $(grep -c 'ncclNet_' "$tmp/d") ncclNet lines; $(grep -m1 'ncclNet_test(.*identical' "$tmp/d" | sed 's/.*\(\[+.*\)/\1/')"
 	;;
 lttng)
 	# the LTTng-UST backend: babeltrace2 prints it; ncclrr reads it with the same calls as a native trace

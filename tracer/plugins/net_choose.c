@@ -15,12 +15,12 @@
 struct kind {
 	const char *env;     /* the NCCL variable, for messages */
 	const char *prefix;  /* libnccl-net */
-	const char *symfmt;  /* ncclNetPlugin_v%d */
+	const char *sym;     /* ncclNetPlugin_v: the table's name without its version */
 	int vmin, vmax;
 };
 
-static const struct kind net_kind = { "NCCL_NET_PLUGIN", "libnccl-net", "ncclNetPlugin_v%d", 6, 11 };
-static const struct kind prof_kind = { "NCCL_PROFILER_PLUGIN", "libnccl-profiler", "ncclProfiler_v%d", 1, 5 };
+static const struct kind net_kind = { "NCCL_NET_PLUGIN", "libnccl-net", "ncclNetPlugin_v", 6, 11 };
+static const struct kind prof_kind = { "NCCL_PROFILER_PLUGIN", "libnccl-profiler", "ncclProfiler_v", 1, 5 };
 
 static void put(char *buf, size_t len, const char *s)
 {
@@ -56,7 +56,7 @@ static int highest(void *h, const struct kind *k)
 {
 	for (int v = k->vmax; v >= k->vmin; v--) {
 		char sym[40];
-		snprintf(sym, sizeof(sym), k->symfmt, v);
+		snprintf(sym, sizeof(sym), "%s%d", k->sym, v);
 		dlerror();
 		if (dlsym(h, sym))
 			return v;
@@ -141,8 +141,8 @@ static int resolve(const struct kind *k, const char *name, const char *fallback,
 	dlclose(h);
 	if (v == 0) {
 		char sym_lo[40], sym_hi[40];
-		snprintf(sym_lo, sizeof(sym_lo), k->symfmt, k->vmin);
-		snprintf(sym_hi, sizeof(sym_hi), k->symfmt, k->vmax);
+		snprintf(sym_lo, sizeof(sym_lo), "%s%d", k->sym, k->vmin);
+		snprintf(sym_hi, sizeof(sym_hi), "%s%d", k->sym, k->vmax);
 		snprintf(err, errlen, "ncclrr: Cannot trace the plugin: path=%s exports=none-of-%s..%s "
 			 "(it is older or newer than the NCCL plugin API ncclrr knows; run without it)",
 			 resolved ? resolved : "?", sym_lo, sym_hi);

@@ -16,6 +16,11 @@
 extern "C" {
 #endif
 
+/* Calls made by this thread between begin and end are not recorded.
+ * @return what to pass to end (nesting-safe). */
+int nrr_trace_opaque_begin(void);
+void nrr_trace_opaque_end(int token);
+
 void nrr_trace_ncclNet_init_enter(void** ctx, uint64_t commId, ncclNetCommConfig_t* config, ncclDebugLogger_t logFunction, void* profFunction);
 void nrr_trace_ncclNet_init_leave(ncclResult_t nrr_ret, int nrr_err, void** ctx, uint64_t commId, ncclNetCommConfig_t* config, ncclDebugLogger_t logFunction, void* profFunction);
 void nrr_trace_ncclNet_devices_enter(int* ndev);

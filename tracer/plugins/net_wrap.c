@@ -129,6 +129,16 @@ static void widen_free(size_t *stack, size_t *w)
 }
 
 #define IN(K) ((const nrr_ncclNet_v##K *)inner_tbl[K])
+/* The user's plugin is a black box behind the ncclNet interface: the calls
+ * it makes itself (its sockets, its verbs) are not recorded, so each ncclNet
+ * call is one record (and identical polls coalesce). */
+#define OPAQUE(call) \
+	({ \
+		int o_ = nrr_trace_opaque_begin(); \
+		nrr_nccl_result r_ = (call); \
+		nrr_trace_opaque_end(o_); \
+		r_; \
+	})
 #define NEED(K) do { if (!IN(K)) return NRR_NCCL_INTERNAL_ERROR; } while (0)
 
 /* ------------------------------------------------ members alike in every version */
@@ -137,7 +147,7 @@ static nrr_nccl_result w##K##_devices(int *ndev) \
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_devices_enter(ndev); \
-	nrr_nccl_result r = IN(K)->devices(ndev); \
+	nrr_nccl_result r = OPAQUE(IN(K)->devices(ndev)); \
 	nrr_trace_ncclNet_devices_leave(r, errno, ndev); \
 	return r; \
 } \
@@ -145,7 +155,7 @@ static nrr_nccl_result w##K##_getProperties(int dev, void *props) \
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_getProperties_enter(dev, (ncclNetProperties_t *)props); \
-	nrr_nccl_result r = IN(K)->getProperties(dev, props); \
+	nrr_nccl_result r = OPAQUE(IN(K)->getProperties(dev, props)); \
 	nrr_trace_ncclNet_getProperties_leave(r, errno, dev, (ncclNetProperties_t *)props); \
 	return r; \
 } \
@@ -153,7 +163,7 @@ static nrr_nccl_result w##K##_regMrDmaBuf(void *comm, void *data, size_t size, i
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_regMrDmaBuf_enter(comm, data, size, type, offset, fd, mhandle); \
-	nrr_nccl_result r = IN(K)->regMrDmaBuf(comm, data, size, type, offset, fd, mhandle); \
+	nrr_nccl_result r = OPAQUE(IN(K)->regMrDmaBuf(comm, data, size, type, offset, fd, mhandle)); \
 	nrr_trace_ncclNet_regMrDmaBuf_leave(r, errno, comm, data, size, type, offset, fd, mhandle); \
 	return r; \
 } \
@@ -161,7 +171,7 @@ static nrr_nccl_result w##K##_deregMr(void *comm, void *mhandle) \
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_deregMr_enter(comm, mhandle); \
-	nrr_nccl_result r = IN(K)->deregMr(comm, mhandle); \
+	nrr_nccl_result r = OPAQUE(IN(K)->deregMr(comm, mhandle)); \
 	nrr_trace_ncclNet_deregMr_leave(r, errno, comm, mhandle); \
 	return r; \
 } \
@@ -169,7 +179,7 @@ static nrr_nccl_result w##K##_iflush(void *recvComm, int n, void **data, int *si
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_iflush_enter(recvComm, n, data, sizes, mhandles, request); \
-	nrr_nccl_result r = IN(K)->iflush(recvComm, n, data, sizes, mhandles, request); \
+	nrr_nccl_result r = OPAQUE(IN(K)->iflush(recvComm, n, data, sizes, mhandles, request)); \
 	nrr_trace_ncclNet_iflush_leave(r, errno, recvComm, n, data, sizes, mhandles, request); \
 	return r; \
 } \
@@ -177,7 +187,7 @@ static nrr_nccl_result w##K##_test(void *request, int *done, int *sizes) \
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_test_enter(request, done, sizes); \
-	nrr_nccl_result r = IN(K)->test(request, done, sizes); \
+	nrr_nccl_result r = OPAQUE(IN(K)->test(request, done, sizes)); \
 	nrr_trace_ncclNet_test_leave(r, errno, request, done, sizes); \
 	return r; \
 } \
@@ -185,7 +195,7 @@ static nrr_nccl_result w##K##_closeSend(void *c) \
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_closeSend_enter(c); \
-	nrr_nccl_result r = IN(K)->closeSend(c); \
+	nrr_nccl_result r = OPAQUE(IN(K)->closeSend(c)); \
 	nrr_trace_ncclNet_closeSend_leave(r, errno, c); \
 	return r; \
 } \
@@ -193,7 +203,7 @@ static nrr_nccl_result w##K##_closeRecv(void *c) \
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_closeRecv_enter(c); \
-	nrr_nccl_result r = IN(K)->closeRecv(c); \
+	nrr_nccl_result r = OPAQUE(IN(K)->closeRecv(c)); \
 	nrr_trace_ncclNet_closeRecv_leave(r, errno, c); \
 	return r; \
 } \
@@ -201,7 +211,7 @@ static nrr_nccl_result w##K##_closeListen(void *c) \
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_closeListen_enter(c); \
-	nrr_nccl_result r = IN(K)->closeListen(c); \
+	nrr_nccl_result r = OPAQUE(IN(K)->closeListen(c)); \
 	nrr_trace_ncclNet_closeListen_leave(r, errno, c); \
 	return r; \
 }
@@ -212,7 +222,7 @@ static nrr_nccl_result w##K##_getDeviceMr(void *comm, void *mhandle, void **dptr
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_getDeviceMr_enter(comm, mhandle, dptr_mhandle); \
-	nrr_nccl_result r = IN(K)->getDeviceMr(comm, mhandle, dptr_mhandle); \
+	nrr_nccl_result r = OPAQUE(IN(K)->getDeviceMr(comm, mhandle, dptr_mhandle)); \
 	nrr_trace_ncclNet_getDeviceMr_leave(r, errno, comm, mhandle, dptr_mhandle); \
 	return r; \
 } \
@@ -220,7 +230,7 @@ static nrr_nccl_result w##K##_irecvConsumed(void *recvComm, int n, void *request
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_irecvConsumed_enter(recvComm, n, request); \
-	nrr_nccl_result r = IN(K)->irecvConsumed(recvComm, n, request); \
+	nrr_nccl_result r = OPAQUE(IN(K)->irecvConsumed(recvComm, n, request)); \
 	nrr_trace_ncclNet_irecvConsumed_leave(r, errno, recvComm, n, request); \
 	return r; \
 } \
@@ -228,7 +238,7 @@ static nrr_nccl_result w##K##_accept(void *listenComm, void **recvComm, void **r
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_accept_enter(listenComm, recvComm, (ncclNetDeviceHandle_t **)recvDevComm); \
-	nrr_nccl_result r = IN(K)->accept(listenComm, recvComm, recvDevComm); \
+	nrr_nccl_result r = OPAQUE(IN(K)->accept(listenComm, recvComm, recvDevComm)); \
 	nrr_trace_ncclNet_accept_leave(r, errno, listenComm, recvComm, (ncclNetDeviceHandle_t **)recvDevComm); \
 	return r; \
 }
@@ -239,7 +249,7 @@ static nrr_nccl_result w##K##_makeVDevice(int *d, nrr_ncclNetVDeviceProps *props
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_makeVDevice_enter(d, (ncclNetVDeviceProps_t *)props); \
-	nrr_nccl_result r = IN(K)->makeVDevice(d, props); \
+	nrr_nccl_result r = OPAQUE(IN(K)->makeVDevice(d, props)); \
 	nrr_trace_ncclNet_makeVDevice_leave(r, errno, d, (ncclNetVDeviceProps_t *)props); \
 	return r; \
 }
@@ -251,7 +261,7 @@ static nrr_nccl_result w##K##_init(nrr_nccl_logger log) \
 	if (!IN(K)) \
 		return no_inner(log); \
 	nrr_trace_ncclNet_init_enter(NULL, 0, NULL, (ncclDebugLogger_t)log, NULL); \
-	nrr_nccl_result r = IN(K)->init(log); \
+	nrr_nccl_result r = OPAQUE(IN(K)->init(log)); \
 	nrr_trace_ncclNet_init_leave(r, errno, NULL, 0, NULL, (ncclDebugLogger_t)log, NULL); \
 	return r; \
 }
@@ -262,7 +272,7 @@ static nrr_nccl_result w##K##_listen(int dev, void *handle, void **listenComm) \
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_listen_enter(NULL, dev, handle, listenComm); \
-	nrr_nccl_result r = IN(K)->listen(dev, handle, listenComm); \
+	nrr_nccl_result r = OPAQUE(IN(K)->listen(dev, handle, listenComm)); \
 	nrr_trace_ncclNet_listen_leave(r, errno, NULL, dev, handle, listenComm); \
 	return r; \
 }
@@ -273,7 +283,7 @@ static nrr_nccl_result w##K##_connect(int dev, void *handle, void **sendComm, vo
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_connect_enter(NULL, dev, handle, sendComm, (ncclNetDeviceHandle_t **)sendDevComm); \
-	nrr_nccl_result r = IN(K)->connect(dev, handle, sendComm, sendDevComm); \
+	nrr_nccl_result r = OPAQUE(IN(K)->connect(dev, handle, sendComm, sendDevComm)); \
 	nrr_trace_ncclNet_connect_leave(r, errno, NULL, dev, handle, sendComm, (ncclNetDeviceHandle_t **)sendDevComm); \
 	return r; \
 }
@@ -284,7 +294,7 @@ static nrr_nccl_result w##K##_regMr(void *comm, void *data, int size, int type, 
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_regMr_enter(comm, data, (size_t)(long)size, type, mhandle); \
-	nrr_nccl_result r = IN(K)->regMr(comm, data, size, type, mhandle); \
+	nrr_nccl_result r = OPAQUE(IN(K)->regMr(comm, data, size, type, mhandle)); \
 	nrr_trace_ncclNet_regMr_leave(r, errno, comm, data, (size_t)(long)size, type, mhandle); \
 	return r; \
 }
@@ -295,7 +305,7 @@ static nrr_nccl_result w##K##_regMr(void *comm, void *data, size_t size, int typ
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_regMr_enter(comm, data, size, type, mhandle); \
-	nrr_nccl_result r = IN(K)->regMr(comm, data, size, type, mhandle); \
+	nrr_nccl_result r = OPAQUE(IN(K)->regMr(comm, data, size, type, mhandle)); \
 	nrr_trace_ncclNet_regMr_leave(r, errno, comm, data, size, type, mhandle); \
 	return r; \
 }
@@ -306,7 +316,7 @@ static nrr_nccl_result w##K##_isend(void *sendComm, void *data, int size, int ta
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_isend_enter(sendComm, data, (size_t)(long)size, tag, mhandle, NULL, request); \
-	nrr_nccl_result r = IN(K)->isend(sendComm, data, size, tag, mhandle, request); \
+	nrr_nccl_result r = OPAQUE(IN(K)->isend(sendComm, data, size, tag, mhandle, request)); \
 	nrr_trace_ncclNet_isend_leave(r, errno, sendComm, data, (size_t)(long)size, tag, mhandle, NULL, request); \
 	return r; \
 } \
@@ -316,7 +326,7 @@ static nrr_nccl_result w##K##_irecv(void *recvComm, int n, void **data, int *siz
 	size_t stack[NRR_WIDE_STACK]; \
 	size_t *wide = widen_sizes(stack, n, sizes); \
 	nrr_trace_ncclNet_irecv_enter(recvComm, n, data, wide, tags, mhandles, NULL, request); \
-	nrr_nccl_result r = IN(K)->irecv(recvComm, n, data, sizes, tags, mhandles, request); \
+	nrr_nccl_result r = OPAQUE(IN(K)->irecv(recvComm, n, data, sizes, tags, mhandles, request)); \
 	nrr_trace_ncclNet_irecv_leave(r, errno, recvComm, n, data, wide, tags, mhandles, NULL, request); \
 	widen_free(stack, wide); \
 	return r; \
@@ -328,7 +338,7 @@ static nrr_nccl_result w##K##_isend(void *sendComm, void *data, size_t size, int
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_isend_enter(sendComm, data, size, tag, mhandle, phandle, request); \
-	nrr_nccl_result r = IN(K)->isend(sendComm, data, size, tag, mhandle, phandle, request); \
+	nrr_nccl_result r = OPAQUE(IN(K)->isend(sendComm, data, size, tag, mhandle, phandle, request)); \
 	nrr_trace_ncclNet_isend_leave(r, errno, sendComm, data, size, tag, mhandle, phandle, request); \
 	return r; \
 } \
@@ -336,7 +346,7 @@ static nrr_nccl_result w##K##_irecv(void *recvComm, int n, void **data, size_t *
 { \
 	NEED(K); \
 	nrr_trace_ncclNet_irecv_enter(recvComm, n, data, sizes, tags, mhandles, phandles, request); \
-	nrr_nccl_result r = IN(K)->irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request); \
+	nrr_nccl_result r = OPAQUE(IN(K)->irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request)); \
 	nrr_trace_ncclNet_irecv_leave(r, errno, recvComm, n, data, sizes, tags, mhandles, phandles, request); \
 	return r; \
 }
@@ -380,7 +390,7 @@ static nrr_nccl_result w6_connect(int dev, void *handle, void **sendComm)
 {
 	NEED(6);
 	nrr_trace_ncclNet_connect_enter(NULL, dev, handle, sendComm, NULL);
-	nrr_nccl_result r = IN(6)->connect(dev, handle, sendComm);
+	nrr_nccl_result r = OPAQUE(IN(6)->connect(dev, handle, sendComm));
 	nrr_trace_ncclNet_connect_leave(r, errno, NULL, dev, handle, sendComm, NULL);
 	return r;
 }
@@ -389,7 +399,7 @@ static nrr_nccl_result w6_accept(void *listenComm, void **recvComm)
 {
 	NEED(6);
 	nrr_trace_ncclNet_accept_enter(listenComm, recvComm, NULL);
-	nrr_nccl_result r = IN(6)->accept(listenComm, recvComm);
+	nrr_nccl_result r = OPAQUE(IN(6)->accept(listenComm, recvComm));
 	nrr_trace_ncclNet_accept_leave(r, errno, listenComm, recvComm, NULL);
 	return r;
 }
@@ -454,7 +464,7 @@ static nrr_nccl_result w9_isend(void *sendComm, void *data, size_t size, int tag
 {
 	NEED(9);
 	nrr_trace_ncclNet_isend_enter(sendComm, data, size, tag, mhandle, NULL, request);
-	nrr_nccl_result r = IN(9)->isend(sendComm, data, size, tag, mhandle, request);
+	nrr_nccl_result r = OPAQUE(IN(9)->isend(sendComm, data, size, tag, mhandle, request));
 	nrr_trace_ncclNet_isend_leave(r, errno, sendComm, data, size, tag, mhandle, NULL, request);
 	return r;
 }
@@ -463,7 +473,7 @@ static nrr_nccl_result w9_irecv(void *recvComm, int n, void **data, size_t *size
 {
 	NEED(9);
 	nrr_trace_ncclNet_irecv_enter(recvComm, n, data, sizes, tags, mhandles, NULL, request);
-	nrr_nccl_result r = IN(9)->irecv(recvComm, n, data, sizes, tags, mhandles, request);
+	nrr_nccl_result r = OPAQUE(IN(9)->irecv(recvComm, n, data, sizes, tags, mhandles, request));
 	nrr_trace_ncclNet_irecv_leave(r, errno, recvComm, n, data, sizes, tags, mhandles, NULL, request);
 	return r;
 }
@@ -492,7 +502,7 @@ static nrr_nccl_result w10_init(nrr_nccl_logger log, nrr_nccl_prof_callback prof
 	if (!IN(10))
 		return no_inner(log);
 	nrr_trace_ncclNet_init_enter(NULL, 0, NULL, (ncclDebugLogger_t)log, (void *)prof);
-	nrr_nccl_result r = IN(10)->init(log, prof);
+	nrr_nccl_result r = OPAQUE(IN(10)->init(log, prof));
 	nrr_trace_ncclNet_init_leave(r, errno, NULL, 0, NULL, (ncclDebugLogger_t)log, (void *)prof);
 	return r;
 }
@@ -503,7 +513,7 @@ static nrr_nccl_result w10_connect(int dev, nrr_ncclNetCommConfig *config, void 
 {
 	NEED(10);
 	nrr_trace_ncclNet_connect_enter(NULL, dev, handle, sendComm, (ncclNetDeviceHandle_t **)sendDevComm);
-	nrr_nccl_result r = IN(10)->connect(dev, config, handle, sendComm, sendDevComm);
+	nrr_nccl_result r = OPAQUE(IN(10)->connect(dev, config, handle, sendComm, sendDevComm));
 	nrr_trace_ncclNet_connect_leave(r, errno, NULL, dev, handle, sendComm, (ncclNetDeviceHandle_t **)sendDevComm);
 	return r;
 }
@@ -532,7 +542,7 @@ static nrr_nccl_result w11_init(void **ctx, uint64_t commId, nrr_ncclNetCommConf
 	if (!IN(11))
 		return no_inner(log);
 	nrr_trace_ncclNet_init_enter(ctx, commId, (ncclNetCommConfig_t *)config, (ncclDebugLogger_t)log, (void *)prof);
-	nrr_nccl_result r = IN(11)->init(ctx, commId, config, log, prof);
+	nrr_nccl_result r = OPAQUE(IN(11)->init(ctx, commId, config, log, prof));
 	nrr_trace_ncclNet_init_leave(r, errno, ctx, commId, (ncclNetCommConfig_t *)config, (ncclDebugLogger_t)log, (void *)prof);
 	return r;
 }
@@ -541,7 +551,7 @@ static nrr_nccl_result w11_listen(void *ctx, int dev, void *handle, void **liste
 {
 	NEED(11);
 	nrr_trace_ncclNet_listen_enter(ctx, dev, handle, listenComm);
-	nrr_nccl_result r = IN(11)->listen(ctx, dev, handle, listenComm);
+	nrr_nccl_result r = OPAQUE(IN(11)->listen(ctx, dev, handle, listenComm));
 	nrr_trace_ncclNet_listen_leave(r, errno, ctx, dev, handle, listenComm);
 	return r;
 }
@@ -550,7 +560,7 @@ static nrr_nccl_result w11_connect(void *ctx, int dev, void *handle, void **send
 {
 	NEED(11);
 	nrr_trace_ncclNet_connect_enter(ctx, dev, handle, sendComm, (ncclNetDeviceHandle_t **)sendDevComm);
-	nrr_nccl_result r = IN(11)->connect(ctx, dev, handle, sendComm, sendDevComm);
+	nrr_nccl_result r = OPAQUE(IN(11)->connect(ctx, dev, handle, sendComm, sendDevComm));
 	nrr_trace_ncclNet_connect_leave(r, errno, ctx, dev, handle, sendComm, (ncclNetDeviceHandle_t **)sendDevComm);
 	return r;
 }
@@ -559,7 +569,7 @@ static nrr_nccl_result w11_finalize(void *ctx)
 {
 	NEED(11);
 	nrr_trace_ncclNet_finalize_enter(ctx);
-	nrr_nccl_result r = IN(11)->finalize(ctx);
+	nrr_nccl_result r = OPAQUE(IN(11)->finalize(ctx));
 	nrr_trace_ncclNet_finalize_leave(r, errno, ctx);
 	return r;
 }
@@ -568,7 +578,7 @@ static nrr_nccl_result w11_setNetAttr(void *ctx, nrr_ncclNetAttr *attr)
 {
 	NEED(11);
 	nrr_trace_ncclNet_setNetAttr_enter(ctx, (ncclNetAttr_t *)attr);
-	nrr_nccl_result r = IN(11)->setNetAttr(ctx, attr);
+	nrr_nccl_result r = OPAQUE(IN(11)->setNetAttr(ctx, attr));
 	nrr_trace_ncclNet_setNetAttr_leave(r, errno, ctx, (ncclNetAttr_t *)attr);
 	return r;
 }
