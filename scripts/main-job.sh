@@ -45,8 +45,8 @@ echo "   (the real NCCL's own start-up on this machine, in the same trace)"
 "$ncclrr" dump --errors --rank 3 --api 'cuGetExportTable,nccl*' "$out/trace" | tee "$out/nccl-errors.txt"
 
 echo
-echo "== rank 3 around the failure: its proxy connection, the fd it received, the import"
-"$ncclrr" dump --rank 3 --api 'sock_info,sendmsg,recvmsg,cuMemImport*,cuMemAddressReserve' "$out/trace" | tail -n 8
+echo "== rank 3 around the failure: its proxy connection, its GetFd request and the answer, the fd, the import"
+"$ncclrr" dump --rank 3 --api 'sock_info,ncclProxy*,recvmsg,cuMemImport*' "$out/trace" | tail -n 8
 
 echo
 echo "== diagnosis"

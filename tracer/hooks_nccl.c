@@ -39,6 +39,13 @@ static void *real_nccl(const char *name)
 	return e ? nrr_resolve(name, e->real) : NULL;
 }
 
+static _Atomic int nccl_version;   /* NCCL_VERSION_CODE, 0 until known */
+
+int nrr_nccl_version(void)
+{
+	return atomic_load_explicit(&nccl_version, memory_order_relaxed);
+}
+
 static void nccl_version_once(void)
 {
 	static _Atomic int done;
@@ -46,9 +53,12 @@ static void nccl_version_once(void)
 		return;
 	ncclResult_t (*get)(int *) = (ncclResult_t (*)(int *))real_nccl("ncclGetVersion");
 	int v = 0;
-	if (get && get(&v) == 0 && v > 0)
+	if (get && get(&v) == 0 && v > 0) {
+		/* 2.9+ codes are X*10000+Y*100+Z, older ones X*1000+Y*100+Z */
+		atomic_store(&nccl_version, v >= 10000 ? v : v / 1000 * 10000 + v % 1000);
 		nrr_trace_meta("nccl_version=%d.%d.%d", v >= 10000 ? v / 10000 : v / 1000,
 			       v >= 10000 ? v / 100 % 100 : v / 100 % 10, v % 100);
+	}
 }
 
 /* Before ncclCommInitRank* (which may never return): the rank this

@@ -13,6 +13,13 @@
  * out-of-band or RAS.  That is how bootstrap, proxy and NET traffic are
  * told apart in a trace.
  *
+ * On NCCL's proxy sockets (type proxy, NCCL's socket magic) the bytes are
+ * also decoded into the RPCs they carry (NCCL 2.19-2.28 framing, from the
+ * asking side: type, connection, reqSize, respSize, request, opId; from
+ * the proxy: opId, result, respSize, answer): ncclProxyRequest and
+ * ncclProxyResponse events, in the rank that asks and in the process whose
+ * proxy thread answers.
+ *
  * The table is lock-free: pages of 1024 entries made on first use.
  */
 #include <errno.h>
@@ -33,6 +40,8 @@
 
 #define HANDSHAKE 12  /* NCCL: uint64 magic, then int type */
 
+struct rpc;
+
 struct sock_ent {
 	_Atomic uint8_t is_sock;
 	uint8_t role;       /* enum sock_role of socket.api */
@@ -40,6 +49,33 @@ struct sock_ent {
 	uint8_t hs_len;     /* handshake bytes seen (HANDSHAKE: done looking) */
 	uint8_t hs[HANDSHAKE];
 	int32_t owner;      /* thread that created it */
+	struct rpc *rpc;    /* proxy sockets: the RPC decoder */
+};
+
+#define NCCL_SOCKET_MAGIC 0x564ab9f2fc4b9d6cULL
+#define RPC_KEEP 512          /* request/answer bytes kept per RPC */
+#define RPC_MAX_SIZE (64u << 20)
+#define RPC_TYPES 16          /* opId -> type, for the answers */
+enum { MSG_CLOSE = 6, MSG_ABORT = 7, MSG_STOP = 8 };
+
+/* one direction of a proxy socket */
+struct rpc_dir {
+	int stage;            /* field being read; -1: not NCCL framing, stop */
+	uint32_t got;         /* bytes of the current field */
+	uint8_t field[16];
+	int32_t type, req_size, resp_size, res;
+	uint64_t conn, op;
+	uint8_t keep[RPC_KEEP];
+	uint32_t kept, body;  /* body: bytes of the request/answer consumed */
+};
+
+struct rpc {
+	struct rpc_dir ask, answer;   /* requests, answers */
+	struct {
+		uint64_t op;
+		int type;
+	} types[RPC_TYPES];
+	unsigned ntypes;
 };
 
 static _Atomic(struct sock_ent *) pages[NPAGES];
@@ -106,7 +142,120 @@ static void mark(int fd)
 bool nrr_sock_take(int fd)
 {
 	struct sock_ent *e = ent(fd, false);
-	return e && atomic_exchange(&e->is_sock, 0);
+	if (!e || !atomic_exchange(&e->is_sock, 0))
+		return false;
+	free(e->rpc);
+	e->rpc = NULL;
+	return true;
+}
+
+/* ---------------------------------------------------------- proxy RPCs */
+
+static int rpc_type_of(struct rpc *r, uint64_t op)
+{
+	for (unsigned i = 0; i < RPC_TYPES; i++)
+		if (r->types[i].op == op && r->types[i].type)
+			return r->types[i].type;
+	return 0;
+}
+
+/* Feed @n bytes to one direction's parser; emit each complete message. */
+static void rpc_feed(int fd, struct rpc *r, bool asking, const uint8_t *p, size_t n)
+{
+	struct rpc_dir *d = asking ? &r->ask : &r->answer;
+	/* asking: type(4) conn(8) reqSize(4) respSize(4) body opId(8);
+	 * answering: opId(8) res(4) respSize(4) body */
+	static const uint8_t ask_len[] = { 4, 8, 4, 4, 0, 8 }, ans_len[] = { 8, 4, 4, 0 };
+	const uint8_t *len = asking ? ask_len : ans_len;
+	int body_stage = asking ? 4 : 3, last = asking ? 5 : 3;
+	for (;;) {
+		if (d->stage < 0)
+			return;
+		bool at_body = d->stage == body_stage;
+		uint32_t body_len = (uint32_t)(asking ? d->req_size : d->resp_size);
+		if (!n && !(at_body && d->body == body_len))
+			return;   /* an empty request or answer completes without more bytes */
+		if (at_body) {
+			uint32_t want = body_len - d->body;
+			uint32_t k = n < want ? (uint32_t)n : want;
+			uint32_t room = RPC_KEEP - d->kept;
+			memcpy(d->keep + d->kept, p, k < room ? k : room);
+			d->kept += k < room ? k : room;
+			d->body += k;
+			p += k;
+			n -= k;
+			if (d->body < body_len)
+				return;
+		} else {
+			uint32_t k = (uint32_t)len[d->stage] - d->got;
+			k = n < k ? (uint32_t)n : k;
+			memcpy(d->field + d->got, p, k);
+			d->got += k;
+			p += k;
+			n -= k;
+			if (d->got < len[d->stage])
+				return;
+			d->got = 0;
+			int32_t i32;
+			uint64_t u64;
+			memcpy(&i32, d->field, 4);
+			memcpy(&u64, d->field, 8);
+			if (asking) {
+				switch (d->stage) {
+				case 0:
+					d->type = i32;
+					if (i32 == MSG_STOP || i32 == MSG_CLOSE || i32 == MSG_ABORT) {   /* a bare command */
+						nrr_trace_ncclProxyRequest_enter(fd, i32, 0, 0, NULL, 0, 0);
+						nrr_trace_ncclProxyRequest_leave(0, fd, i32, 0, 0, NULL, 0, 0);
+						continue;
+					}
+					if (i32 < 1 || i32 > 12)
+						d->stage = -1;   /* not the framing we know */
+					break;
+				case 1: d->conn = u64; break;
+				case 2: d->req_size = i32; break;
+				case 3: d->resp_size = i32; break;
+				case 5: d->op = u64; break;
+				}
+			} else {
+				switch (d->stage) {
+				case 0: d->op = u64; break;
+				case 1: d->res = i32; break;
+				case 2: d->resp_size = i32; break;
+				}
+			}
+			if (d->stage < 0)
+				return;
+			if ((d->req_size < 0 || (uint32_t)d->req_size > RPC_MAX_SIZE) ||
+			    (d->resp_size < 0 || (uint32_t)d->resp_size > RPC_MAX_SIZE)) {
+				d->stage = -1;
+				return;
+			}
+		}
+		if (d->stage != last) {
+			d->stage++;
+			continue;
+		}
+		/* a whole message */
+		if (asking) {
+			nrr_trace_ncclProxyRequest_enter(fd, d->type, d->conn, d->op, d->keep, d->req_size, d->resp_size);
+			nrr_trace_ncclProxyRequest_leave(0, fd, d->type, d->conn, d->op, d->keep, d->req_size, d->resp_size);
+			r->types[r->ntypes++ % RPC_TYPES].op = d->op;
+			r->types[(r->ntypes - 1) % RPC_TYPES].type = d->type;
+		} else {
+			int type = rpc_type_of(r, d->op);
+			nrr_trace_ncclProxyResponse_enter(fd, type, d->op, d->keep, d->resp_size);
+			nrr_trace_ncclProxyResponse_leave(d->res, 0, fd, type, d->op, d->keep, d->resp_size);
+		}
+		struct rpc_dir fresh = { 0 };
+		*d = fresh;
+	}
+}
+
+static bool nccl_proxy_version(void)
+{
+	int v = nrr_nccl_version();
+	return v == 0 || (v >= 21900 && v < 22900);
 }
 
 void nrr_sock_new(int fd)
@@ -164,7 +313,13 @@ void nrr_sock_data(int fd, const void *buf, long n, int sent)
 	if (n <= 0 || !buf)
 		return;
 	struct sock_ent *e = ent(fd, false);
-	if (!e || !e->is_sock || e->hs_len >= HANDSHAKE)
+	if (!e || !e->is_sock)
+		return;
+	if (e->rpc) {   /* a proxy socket: requests go from the connecting side */
+		rpc_feed(fd, e->rpc, (e->role == NRR_SOCK_CONNECT) == (sent != 0), buf, (size_t)n);
+		return;
+	}
+	if (e->hs_len >= HANDSHAKE)
 		return;
 	if (!(e->role == NRR_SOCK_CONNECT && sent) && !(e->role == NRR_SOCK_ACCEPT && !sent))
 		return;
@@ -178,5 +333,13 @@ void nrr_sock_data(int fd, const void *buf, long n, int sent)
 	if (type >= 1 && type <= 5) {
 		e->type = (uint8_t)type;
 		info(fd, e);
+		uint64_t magic;
+		memcpy(&magic, e->hs, sizeof(magic));
+		if (type == 2 && magic == NCCL_SOCKET_MAGIC && nccl_proxy_version())
+			e->rpc = calloc(1, sizeof(*e->rpc));
+		/* the rest of these bytes, if any, is the first message */
+		if (e->rpc && (size_t)n > k)
+			rpc_feed(fd, e->rpc, (e->role == NRR_SOCK_CONNECT) == (sent != 0), (const uint8_t *)buf + k,
+				 (size_t)n - k);
 	}
 }

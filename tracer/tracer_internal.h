@@ -55,6 +55,7 @@ void nrr_sock_data(int fd, const void *buf, long n, int sent);
 /* hooks_nccl.c */
 void nrr_nccl_init_begin(int rank, int nranks, const void *uid);
 void nrr_nccl_comm(ncclComm_t *comm, const void *uid, int ret);
+int nrr_nccl_version(void);   /* 22809 for 2.28.9; 0 while unknown */
 
 /* hooks_verbs.c */
 void nrr_verbs_listed(void);

@@ -2,7 +2,7 @@
 # `ncclrr record` on real components: the fake CUDA driver and NVML, real
 # libibverbs, real sockets and, where found, the real NCCL.
 # usage: test_record.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR FORKER
-# CASE: counts | same | fault | kill | ring | watchdog | fork | nodir | diskfull | net | lttng
+# CASE: counts | same | fault | proxy | kill | ring | watchdog | fork | nodir | diskfull | net | lttng
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -26,7 +26,7 @@ record() {
 file_of_rank() {
 	local f
 	for f in "$2"/*.nrt; do
-		"$ncclrr" dump --meta --api none "$f" 2>/dev/null | grep -qx "#   rank=$1" && { echo "$f"; return 0; }
+		"$ncclrr" dump --meta --api none "$f" 2>/dev/null | grep -cx "#   rank=$1" >/dev/null && { echo "$f"; return 0; }
 	done
 	return 1
 }
@@ -128,7 +128,7 @@ kill | ring | watchdog)
 		sleep 1.5
 		for p in $pids; do
 			f=$(ls "$tmp"/t/*-"$p".nrt 2>/dev/null) || continue
-			"$ncclrr" dump --meta --api none "$f" 2>/dev/null | grep -qx '#   rank=1' && { victim=$p; vf=$f; }
+			"$ncclrr" dump --meta --api none "$f" 2>/dev/null | grep -cx '#   rank=1' >/dev/null && { victim=$p; vf=$f; }
 		done
 		[ -n "${victim:-}" ] || fail "no trace of rank 1 while it runs"
 		kill -KILL "$victim"
@@ -155,7 +155,7 @@ kill | ring | watchdog)
 	else
 		n=0
 		for f in "$tmp"/t/*.nrt; do
-			"$ncclrr" dump "$f" 2>/dev/null | grep -q 'in flight at end of trace' && n=$((n + 1))
+			"$ncclrr" dump "$f" 2>/dev/null | grep -c 'in flight at end of trace' >/dev/null && n=$((n + 1))
 		done
 		[ "$n" -ge 15 ] || fail "watchdog: $n ranks' traces show their waiting call, want 15"
 		grep -q 'no traced call returned for' "$tmp/log" || fail "watchdog: no message"
@@ -214,6 +214,25 @@ diskfull)
 	[ -z "$dup" ] || fail "said more than once for: $dup"
 	echo "full disk: job exit $rc; $n processes said: $(grep -m1 'Cannot write trace' "$tmp/log")"
 	;;
+proxy)
+	# NCCL's proxy RPCs decoded from the proxy sockets: requests, answers, and a failing one's retcode
+	NCCLRR_FAULT=cuMemExportToShareableHandle:rank=4:nth=2:CUDA_ERROR_OUT_OF_MEMORY record "$tmp/t" "$tmp/log"
+	rc=$?
+	[ $rc -ne 0 ] || fail "the job exited 0 with rank 4's proxy failing"
+	"$ncclrr" dump --api 'ncclProxy*' "$tmp/t" >"$tmp/d"
+	n=$(grep -c 'ncclProxyRequest(.*type=ncclProxyMsgGetFd' "$tmp/d")
+	[ "$n" -ge 28 ] || fail "$n GetFd requests decoded, want 14 same-host asks, each seen by both sides"
+	n=$(grep -c 'ncclProxyRequest(.*type=ncclProxyMsgConnect' "$tmp/d")
+	[ "$n" -ge 4 ] || fail "$n Connect requests decoded, want 2 cross-host asks, each seen by both sides"
+	n=$(grep -c 'ncclProxyResponse(.*) = ncclSuccess' "$tmp/d")
+	[ "$n" -ge 30 ] || fail "$n successful answers decoded"
+	"$ncclrr" dump --errors --api 'ncclProxy*' "$tmp/t" >"$tmp/e"
+	n=$(grep -c 'ncclProxyResponse(.*type=ncclProxyMsgGetFd, opId=0x2003.*= ncclInternalError (3)' "$tmp/e")
+	[ "$n" -eq 2 ] || { fail "$n failed GetFd answers to rank 3, want 2 (rank 4's proxy, rank 3)"; cat "$tmp/e"; }
+	f=$(file_of_rank 3 "$tmp/t")
+	"$ncclrr" dump --errors "$f" | grep -c 'ncclProxyResponse(.*= ncclInternalError (3)' >/dev/null || fail "rank 3's own trace lacks the failed answer"
+	echo "proxy: $(grep -c ncclProxyRequest "$tmp/d") requests, $(grep -c ncclProxyResponse "$tmp/d") answers; $(head -1 "$tmp/e")"
+	;;
 net)
 	# an external net plugin: record puts its wrapper in NCCL_NET_PLUGIN; every ncclNet call of both
 	# processes is recorded (the plugin's own socket calls are not), identical polls coalesced
@@ -232,8 +251,8 @@ net)
 	grep -q 'ncclNet_test(.*done=0.*\[+[0-9]* identical' "$tmp/d" || fail "pending tests are not coalesced"
 	grep -q 'ncclNet_isend(.*size=1048576' "$tmp/d" || fail "no 1 MiB isend"
 	! grep -qE ' (accept4|recv|send)\(' "$tmp/d" || fail "the plugin's own socket calls were recorded"
-	"$ncclrr" dump --meta --api none "$tmp/t" | grep -q "env.NCCLRR_NET_PLUGIN=$plugin" || fail "no NCCLRR_NET_PLUGIN in the metadata"
-	"$ncclrr" dump --meta --api none "$tmp/t" | grep -q "env.NCCL_NET_PLUGIN=.*libncclrr-net-v8.so" || fail "NCCL_NET_PLUGIN is not the v8 wrapper"
+	"$ncclrr" dump --meta --api none "$tmp/t" | grep -c "env.NCCLRR_NET_PLUGIN=$plugin" >/dev/null || fail "no NCCLRR_NET_PLUGIN in the metadata"
+	"$ncclrr" dump --meta --api none "$tmp/t" | grep -c "env.NCCL_NET_PLUGIN=.*libncclrr-net-v8.so" >/dev/null || fail "NCCL_NET_PLUGIN is not the v8 wrapper"
 	echo "net: $(grep -c 'ncclNet_' "$tmp/d") ncclNet lines; $(grep -m1 'ncclNet_test(.*identical' "$tmp/d" | sed 's/.*\(\[+.*\)/\1/')"
 	;;
 lttng)
@@ -263,7 +282,7 @@ lttng)
 		diff "$tmp/a.$r" "$tmp/b.$r" >"$tmp/d" || { fail "rank $r: LTTng and native traces differ (< native, > lttng)"; head "$tmp/d"; }
 	done
 	echo "16 ranks: the same $(wc -l <"$tmp/a.5") driver/NVML/verbs/NCCL calls per rank (rank 5) in both backends"
-	"$ncclrr" dump --meta --rank 5 --api none "$tmp/lt" | grep -q '^#   backend=lttng' || fail "no backend=lttng in the converted metadata"
+	"$ncclrr" dump --meta --rank 5 --api none "$tmp/lt" | grep -c '^#   backend=lttng' >/dev/null || fail "no backend=lttng in the converted metadata"
 	;;
 *) echo "unknown case $case_"; exit 2 ;;
 esac

@@ -62,8 +62,10 @@ static void test_schema(void)
 	CHECK(f && f->ret == NRR_RET_ERRNO && arg(f, "addr")->fmt == NRR_FMT_SOCKADDR, "connect");
 	f = nrr_schema_fn_by_name(s, "ibv_reg_mr");
 	CHECK(f && f->ret == NRR_RET_PTR && arg(f, "access")->fmt == NRR_FMT_FLAGS, "ibv_reg_mr");
-	f = nrr_schema_fn_by_name(s, "ncclProxyCall");
+	f = nrr_schema_fn_by_name(s, "ncclProxyRequest");
 	CHECK(f && strcmp(nrr_enum_name(arg(f, "type")->table, 4), "ncclProxyMsgConnect") == 0, "proxy Connect");
+	f = nrr_schema_fn_by_name(s, "ncclProxyResponse");
+	CHECK(f && f->ret == NRR_RET_NCCL, "a proxy answer's result is its retcode");
 	/* every enum/flags table an argument or a result names resolves */
 	unsigned unresolved = 0, structs = 0;
 	for (uint32_t i = 1; i <= nrr_schema_nfns(s); i++) {

@@ -12,9 +12,11 @@
  *     ranks' addresses are gathered and sent back;
  *  4. a ring of "proxy" connections (ncclSocketType 2): rank r asks rank
  *     r+1 for its buffer (a request with NCCL's proxy RPC framing); on the
- *     same host the answer is the cuMem fd over a UNIX socket
- *     (SCM_RIGHTS), imported with cuMemImportFromShareableHandle and
- *     mapped, and the bytes written by the owner are checked;
+ *     same host the proxy exports the buffer afresh, as NCCL's proxy does
+ *     on GetFd, and the answer is that fd over a UNIX socket (SCM_RIGHTS),
+ *     imported with cuMemImportFromShareableHandle and mapped, and the
+ *     bytes written by the owner are checked; a failed export is answered
+ *     with retcode 3, like NCCL's;
  *  5. NCCL itself, if found: ncclGetVersion, and a one-rank communicator
  *     (whatever NCCL answers is printed).
  * Every line printed is the same from run to run (no pids, ports or
@@ -432,7 +434,8 @@ static socklen_t uds_addr(struct sockaddr_un *a, int rank)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
-/* NCCL's proxy RPC framing: type, connection, reqSize, respSize, req, opId */
+/* NCCL's proxy RPC framing, field by field as NCCL sends it: type,
+ * connection, reqSize, respSize, the request, opId */
 struct rpc {
 	int type;
 	uint64_t conn;
@@ -441,18 +444,36 @@ struct rpc {
 	uint64_t op;
 };
 
+static int rpc_send(int fd, const struct rpc *q)
+{
+	return send_all(fd, &q->type, 4) || send_all(fd, &q->conn, 8) || send_all(fd, &q->req_size, 4) ||
+	       send_all(fd, &q->resp_size, 4) || send_all(fd, &q->req, 4) || send_all(fd, &q->op, 8);
+}
+
+static int rpc_recv(int fd, struct rpc *q)
+{
+	return recv_all(fd, &q->type, 4) || recv_all(fd, &q->conn, 8) || recv_all(fd, &q->req_size, 4) ||
+	       recv_all(fd, &q->resp_size, 4) || q->req_size != 4 || recv_all(fd, &q->req, 4) ||
+	       recv_all(fd, &q->op, 8);
+}
+
 /* The proxy side: answer rank r-1's requests for this rank's buffer. */
 static int serve(int lfd, int ufd, const struct vmm *m, const struct peer *all)
 {
 	int fd = nccl_accept(lfd, TYPE_PROXY);
 	struct rpc q;
-	if (fd < 0 || recv_all(fd, &q, sizeof(q))) {
+	if (fd < 0 || rpc_recv(fd, &q)) {
 		FAIL("proxy: no request from rank %d", (job.rank + job.nranks - 1) % job.nranks);
 		return -1;
 	}
 	int prev = (job.rank + job.nranks - 1) % job.nranks;
 	int res = 0;
-	if (q.type == MSG_GETFD) {   /* same host: the fd goes over the UNIX socket */
+	int xfd = -1;
+	if (q.type == MSG_GETFD && CU(cu.MemExportToShareableHandle(&xfd, m->handle, 1, 0))) {
+		/* as NCCL's proxy does on GetFd: a fresh export for the asker */
+		printf("rank %d: proxy: failed to execute operation GetFd from rank %d, retcode 3\n", job.rank, prev);
+		res = 3;
+	} else if (q.type == MSG_GETFD) {   /* same host: the fd goes over the UNIX socket */
 		struct sockaddr_un to;
 		socklen_t tolen = uds_addr(&to, prev);
 		char c = 'f';
@@ -464,11 +485,12 @@ static int serve(int lfd, int ufd, const struct vmm *m, const struct peer *all)
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &m->fd, sizeof(int));
+		memcpy(CMSG_DATA(cm), &xfd, sizeof(int));
 		if (sendmsg(ufd, &msg, 0) != 1) {
 			FAIL("proxy: sendmsg of the buffer's fd to rank %d: %s", prev, strerror(errno));
 			res = 3;
 		}
+		close(xfd);
 	}
 	/* the response header: opId, result, respSize; then the peer's verdict */
 	struct {
@@ -497,7 +519,7 @@ static int ask(const struct peer *all, int ufd)
 		uint64_t op;
 		int res, resp_size;
 	} resp;
-	if (fd < 0 || send_all(fd, &q, sizeof(q))) {
+	if (fd < 0 || rpc_send(fd, &q)) {
 		FAIL("proxy: cannot reach rank %d", next);
 		return -1;
 	}

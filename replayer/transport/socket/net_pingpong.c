@@ -123,6 +123,7 @@ int main(int argc, char **argv)
 		while (!scomm)
 			CHECK(net->connect(0, handle, &scomm, &dev));
 		CHECK(net->regMr(scomm, buf, 1 << 20, 1, &mh));
+		usleep(100000);   /* the receiver polls a while for the first message */
 		for (int k = 0; k < MSGS; k++) {
 			fill(buf, sizes[k], k);
 			wait_req(post_send(scomm, buf, sizes[k], k, mh));
