@@ -17,6 +17,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -914,7 +915,14 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 		goto error_key;
 	w->base_off = w->off;
 	w->warned = false;
-	if (pthread_create(&w->thread, NULL, compress_main, w)) {
+	/* the compression thread takes no signal: a handler that asks it for a
+	 * dump (the tracer's) must never run on it */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int prc = pthread_create(&w->thread, NULL, compress_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (prc) {
 		rc = -EAGAIN;
 		goto error_key;
 	}

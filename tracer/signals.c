@@ -212,18 +212,25 @@ static char **collect(const char *arg0, va_list ap, char *const **envp)
 	return v;
 }
 
+/* execl and execlp: the argument list as an array, to the v form */
+static int exec_list(int (*v)(const char *, char *const[]), const char *file, const char *arg, va_list ap)
+{
+	char **argv = collect(arg, ap, NULL);
+	if (!argv) {
+		errno = ENOMEM;
+		return -1;
+	}
+	int r = v(file, argv);
+	free(argv);
+	return r;
+}
+
 NRR_HOOK int execl(const char *path, const char *arg, ...)
 {
 	va_list ap;
 	va_start(ap, arg);
-	char **v = collect(arg, ap, NULL);
+	int r = exec_list(execv, path, arg, ap);
 	va_end(ap);
-	if (!v) {
-		errno = ENOMEM;
-		return -1;
-	}
-	int r = execv(path, v);
-	free(v);
 	return r;
 }
 
@@ -231,14 +238,8 @@ NRR_HOOK int execlp(const char *file, const char *arg, ...)
 {
 	va_list ap;
 	va_start(ap, arg);
-	char **v = collect(arg, ap, NULL);
+	int r = exec_list(execvp, file, arg, ap);
 	va_end(ap);
-	if (!v) {
-		errno = ENOMEM;
-		return -1;
-	}
-	int r = execvp(file, v);
-	free(v);
 	return r;
 }
 

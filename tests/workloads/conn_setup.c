@@ -285,10 +285,11 @@ struct peer {
 	int host;
 };
 
-static int send_all(int fd, const void *p, size_t n)
+/* all @n bytes, as NCCL's blocking ncclSocketSend/Recv move them */
+static int xfer_all(int fd, void *p, size_t n, bool out)
 {
 	for (size_t done = 0; done < n;) {
-		ssize_t k = send(fd, (const char *)p + done, n - done, MSG_NOSIGNAL);
+		ssize_t k = out ? send(fd, (char *)p + done, n - done, MSG_NOSIGNAL) : recv(fd, (char *)p + done, n - done, 0);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -298,17 +299,14 @@ static int send_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+static int send_all(int fd, const void *p, size_t n)
+{
+	return xfer_all(fd, (void *)p, n, true);
+}
+
 static int recv_all(int fd, void *p, size_t n)
 {
-	for (size_t done = 0; done < n;) {
-		ssize_t k = recv(fd, (char *)p + done, n - done, 0);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		done += (size_t)k;
-	}
-	return 0;
+	return xfer_all(fd, p, n, false);
 }
 
 /* connect with NCCL's handshake; retried while the listener is not up */
