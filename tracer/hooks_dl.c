@@ -392,9 +392,14 @@ bool nrr_caller_is_nccl(const void *addr)
 	return f.nccl;
 }
 
-void nrr_hooks_init(void)
+/* Always, tracing or not: our dlsym stands in for libc's in every case. */
+__attribute__((constructor)) static void dl_init(void)
 {
 	real_dl_init();
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&nrr_hooks_init);
+}
+
+void nrr_hooks_init(void)
+{
 	hooks_active = true;
 }
