@@ -204,6 +204,11 @@ static void test_streams(void)
 	CHECK(cuModuleLoadData(&m, image) == 0 && m, "module");
 	CHECK(cuModuleGetFunction(&f, m, "kern") == 0 && cuModuleGetFunction(&f2, m, "kern") == 0 && f == f2, "function");
 	CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) == 0, "launch (not executed)");
+	CUresult (*cuEventDestroy)(void *) = sym(cu, "cuEventDestroy_v2");
+	CUresult (*cuStreamDestroy)(void *) = sym(cu, "cuStreamDestroy_v2");
+	CUresult (*cuModuleUnload)(void *) = sym(cu, "cuModuleUnload");
+	CHECK(cuEventDestroy(e1) == 0 && cuEventDestroy(e2) == 0 && cuStreamDestroy(s) == 0 && cuModuleUnload(m) == 0,
+	      "destroyed");
 }
 
 /* ---- two processes -------------------------------------------------------- */
