@@ -1383,8 +1383,11 @@ CUresult fake_module_from_image(CUmodule *pm, const void *image, int is_library)
 	m->magic = FAKE_MAGIC_MODULE;
 	m->image = image;
 	m->is_library = is_library;
+	pthread_mutex_lock(&mod_lock);
+	m->next = modules;
+	modules = m;
+	pthread_mutex_unlock(&mod_lock);
 	*pm = m;
-	(void)modules;
 	return CUDA_SUCCESS;
 }
 

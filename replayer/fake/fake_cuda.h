@@ -173,6 +173,7 @@ struct fmodule {
 	int is_library;
 	struct ffunc *funcs;
 	struct fglobal *globals;
+	struct fmodule *next;   /* every module ever loaded (kept, see cuModuleUnload) */
 };
 
 struct ffunc {

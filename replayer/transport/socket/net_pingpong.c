@@ -142,6 +142,8 @@ int main(int argc, char **argv)
 		CHECK(net->closeRecv(rcomm));
 		CHECK(net->closeListen(l2));
 		CHECK(net->closeSend(scomm));
+		free(buf);
+		free(want);
 		_exit(bad);
 	}
 	void *rcomm = NULL, *dev = NULL;
