@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "nrt.h"
 #include "net_choose.h"
 #include "nrr_launch.h"
 
@@ -201,24 +202,6 @@ static void summarize(const char *dir, const char *mode, const char *backend)
 			(double)bytes / 1024, mode, dir);
 }
 
-static bool parse_bytes(const char *s, unsigned long long *v)
-{
-	char *end;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	if (end == s || errno)
-		return false;
-	switch (*end) {
-	case 'k': case 'K': *v <<= 10; end++; break;
-	case 'm': case 'M': *v <<= 20; end++; break;
-	case 'g': case 'G': *v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	return *end == '\0';
-}
-
 int cmd_record(int argc, char **argv)
 {
 	const char *out = "ncclrr-trace", *mode = "full", *backend = "native", *payload = NULL, *watchdog = NULL;
@@ -250,9 +233,9 @@ int cmd_record(int argc, char **argv)
 	}
 	if (i >= argc)
 		return nrr_cli_usage_error("record", "no command given");
-	unsigned long long v;
+	uint64_t v;
 	if (strcmp(mode, "full") &&
-	    (strncmp(mode, "ring:", 5) || !parse_bytes(mode + 5, &v) || v < (1ull << 20)))
+	    (strncmp(mode, "ring:", 5) || !nrr_parse_size(mode + 5, &v) || v < (1ull << 20)))
 		return nrr_cli_usage_error("record", "--mode wants full or ring:SIZE with SIZE >= 1M (e.g. ring:64M), not '%s'",
 					   mode);
 	if (strcmp(backend, "native") && strcmp(backend, "lttng"))
@@ -260,7 +243,7 @@ int cmd_record(int argc, char **argv)
 	if (!strcmp(backend, "lttng") && strcmp(mode, "full"))
 		return nrr_cli_usage_error("record", "--mode ring is for the native backend (LTTng has its own "
 						     "snapshot mode: lttng snapshot)");
-	if (payload && (!parse_bytes(payload, &v) || v > 4096))
+	if (payload && (!nrr_parse_size(payload, &v) || v > 4096))
 		return nrr_cli_usage_error("record", "--payload wants 0..4096 bytes, not '%s'", payload);
 	char *end;
 	if (watchdog && (strtod(watchdog, &end) < 0 || end == watchdog || *end))

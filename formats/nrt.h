@@ -33,6 +33,10 @@ enum {
 
 /* @return a static, human readable explanation of @err (negative). */
 const char *nrr_strerror(int err);
+/* A byte count as users write it: digits with an optional K, M or G suffix
+ * (powers of 1024) and B ("64M", "4096", "1GB").  @return false if @s is
+ * anything else. */
+bool nrr_parse_size(const char *s, uint64_t *v);
 
 /* A diagnostic filled by the reader: "file:offset: message". */
 typedef struct nrr_diag {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* nrt_common.c - error strings, diagnostics, LEB128 and CRC-32C. */
+/* nrt_common.c - error strings, diagnostics, sizes, LEB128 and CRC-32C. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nrt.h"
@@ -34,6 +35,25 @@ void nrr_diag_format(const nrr_diag *d, char *buf, size_t len)
 	else
 		snprintf(buf, len, "Cannot read trace: %s",
 			 d->msg[0] ? d->msg : nrr_strerror(d->code));
+}
+
+bool nrr_parse_size(const char *s, uint64_t *v)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(s, &end, 10);
+	if (end == s || errno || *s == '-')
+		return false;
+	switch (*end) {
+	case 'k': case 'K': x <<= 10; end++; break;
+	case 'm': case 'M': x <<= 20; end++; break;
+	case 'g': case 'G': x <<= 30; end++; break;
+	default: break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	*v = x;
+	return *end == '\0';
 }
 
 int nrr_get_uvar(const uint8_t **pp, const uint8_t *end, uint64_t *v)

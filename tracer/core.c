@@ -189,7 +189,7 @@ static const char *const env_keep[] = {
 	"TORCH_NCCL_", "TORCHELASTIC_RUN_ID",
 };
 
-bool nrr_env_kept(const char *name, size_t len)
+static bool env_kept(const char *name, size_t len)
 {
 	for (size_t i = 0; i < sizeof(env_keep) / sizeof(env_keep[0]); i++) {
 		size_t k = strlen(env_keep[i]);
@@ -231,7 +231,7 @@ static bool value_is_secret(const char *v)
 	return alpha && digit;
 }
 
-int nrr_env_redact(const char *name, size_t namelen, const char *value, char *out, size_t outlen)
+static int env_redact(const char *name, size_t namelen, const char *value, char *out, size_t outlen)
 {
 	if (name_is_secret(name, namelen) || value_is_secret(value))
 		return snprintf(out, outlen, "<redacted>");
@@ -271,11 +271,21 @@ static void buf_add(struct buf *b, const char *fmt, ...)
 	}
 }
 
+static ssize_t read_file(const char *path, char *buf, size_t len)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = syscall(SYS_read, fd, buf, len);
+	syscall(SYS_close, fd);
+	return n;
+}
+
 /* cmdline with NULs turned into spaces (text up to 2 KiB) */
 static void add_cmdline(struct buf *b)
 {
 	char cmd[2048];
-	ssize_t n = nrr_read_file("/proc/self/cmdline", cmd, sizeof(cmd) - 1);
+	ssize_t n = read_file("/proc/self/cmdline", cmd, sizeof(cmd) - 1);
 	if (n <= 0)
 		return;
 	while (n > 0 && cmd[n - 1] == '\0')
@@ -314,7 +324,7 @@ static void build_meta(struct buf *b)
 		buf_add(b, "clock.synced=%d\nclock.esterror_us=%ld\nclock.maxerror_us=%ld\n",
 			st != TIME_ERROR && !(tx.status & STA_UNSYNC), tx.esterror, tx.maxerror);
 	char boot[64];
-	n = nrr_read_file("/proc/sys/kernel/random/boot_id", boot, sizeof(boot) - 1);
+	n = read_file("/proc/sys/kernel/random/boot_id", boot, sizeof(boot) - 1);
 	if (n > 0) {
 		while (n > 0 && (boot[n - 1] == '\n'))
 			n--;
@@ -322,10 +332,10 @@ static void build_meta(struct buf *b)
 	}
 	for (char **e = environ; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
-		if (!eq || !nrr_env_kept(*e, (size_t)(eq - *e)))
+		if (!eq || !env_kept(*e, (size_t)(eq - *e)))
 			continue;
 		char v[1024];
-		nrr_env_redact(*e, (size_t)(eq - *e), eq + 1, v, sizeof(v));
+		env_redact(*e, (size_t)(eq - *e), eq + 1, v, sizeof(v));
 		for (char *p = v; *p; p++)
 			if (*p == '\n')
 				*p = ' ';
@@ -419,11 +429,6 @@ int nrr_trace_dump(int timeout_ms)
 	return nrr_writer_dump(w, timeout_ms);
 }
 
-bool nrr_trace_ring_mode(void)
-{
-	return cfg.ring != 0;
-}
-
 static void atfork_child(void)
 {
 	nrr_writer *w = atomic_load(&g_w);
@@ -437,42 +442,15 @@ static void atfork_child(void)
 	nrr_trace_child_forked();
 }
 
-ssize_t nrr_read_file(const char *path, char *buf, size_t len)
-{
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = syscall(SYS_read, fd, buf, len);
-	syscall(SYS_close, fd);
-	return n;
-}
 
 /* ------------------------------------------------------------- start-up */
-
-static size_t parse_size(const char *s, bool *ok)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	*ok = end != s && !errno;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	*ok = *ok && *end == '\0';
-	return (size_t)v;
-}
 
 /* @return 0, or -1 with a message on stderr (tracing stays off) */
 static int configure(const char *dir)
 {
 	const char *mode = getenv("NCCLRR_MODE"), *backend = getenv("NCCLRR_BACKEND");
 	const char *payload = getenv("NCCLRR_PAYLOAD"), *wd = getenv("NCCLRR_WATCHDOG");
-	bool ok = true;
+	uint64_t v;
 	snprintf(cfg.dir, sizeof(cfg.dir), "%s", dir);
 	if (gethostname(cfg.host, sizeof(cfg.host) - 1) || !cfg.host[0])
 		snprintf(cfg.host, sizeof(cfg.host), "localhost");
@@ -481,10 +459,11 @@ static int configure(const char *dir)
 			*p = '_';
 	snprintf(cfg.mode_text, sizeof(cfg.mode_text), "full");
 	if (mode && *mode && strcmp(mode, "full")) {
-		if (strncmp(mode, "ring:", 5) || !(cfg.ring = parse_size(mode + 5, &ok)) || !ok) {
+		if (strncmp(mode, "ring:", 5) || !nrr_parse_size(mode + 5, &v) || !v) {
 			fprintf(stderr, "ncclrr: Cannot trace: NCCLRR_MODE=%s: want full or ring:SIZE (e.g. ring:64M)\n", mode);
 			return -1;
 		}
+		cfg.ring = (size_t)v;
 		snprintf(cfg.mode_text, sizeof(cfg.mode_text), "ring:%zu", cfg.ring);
 	}
 	cfg.backend = NRR_BACKEND_NATIVE;
@@ -501,13 +480,12 @@ static int configure(const char *dir)
 		cfg.backend = NRR_BACKEND_LTTNG;
 	}
 	if (payload && *payload) {
-		size_t p = parse_size(payload, &ok);
-		if (!ok || p > NRR_BYTES_CAP_DEFAULT) {
+		if (!nrr_parse_size(payload, &v) || v > NRR_BYTES_CAP_DEFAULT) {
 			fprintf(stderr, "ncclrr: Cannot trace: NCCLRR_PAYLOAD=%s: want 0..%u bytes\n", payload,
 				NRR_BYTES_CAP_DEFAULT);
 			return -1;
 		}
-		nrr_payload_cap = p;
+		nrr_payload_cap = (size_t)v;
 	}
 	if (wd && *wd) {
 		char *end;

@@ -24,10 +24,6 @@ bool nrr_trace_busy(void);
 void nrr_trace_finish(void);
 void nrr_trace_reopen(void);
 int nrr_trace_dump(int timeout_ms);
-bool nrr_trace_ring_mode(void);
-bool nrr_env_kept(const char *name, size_t len);
-int nrr_env_redact(const char *name, size_t namelen, const char *value, char *out, size_t outlen);
-ssize_t nrr_read_file(const char *path, char *buf, size_t len);
 int nrr_launcher_rank(const char **src);
 
 /* hooks_dl.c */
