@@ -248,25 +248,37 @@ __asm__(
  * wrapper, not the real function. */
 static uintptr_t self_lo, self_hi;
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+/* The loaded object holding an address: its whole range (first to last
+ * PT_LOAD segment) and whether it is libnccl. */
+struct find_obj {
+	uintptr_t addr, lo, hi;
+	bool found, nccl;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 {
-	uintptr_t me = (uintptr_t)data;
+	struct find_obj *f = data;
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
-		if (info->dlpi_phdr[i].p_type != PT_LOAD)
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
 			continue;
-		uintptr_t a = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
 		if (a < lo)
 			lo = a;
-		if (a + info->dlpi_phdr[i].p_memsz > hi)
-			hi = a + info->dlpi_phdr[i].p_memsz;
+		if (a + ph->p_memsz > hi)
+			hi = a + ph->p_memsz;
 	}
-	if (me >= lo && me < hi) {
-		self_lo = lo;
-		self_hi = hi;
-		return 1;
-	}
-	return 0;
+	if (f->addr < lo || f->addr >= hi)
+		return 0;
+	f->found = true;
+	f->lo = lo;
+	f->hi = hi;
+	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+	base = base ? base + 1 : info->dlpi_name;
+	f->nccl = base && !strncmp(base, "libnccl", 7) && strncmp(base, "libnccl-net", 11) &&
+		  strncmp(base, "libnccl-profiler", 16);
+	return 1;
 }
 
 static bool is_self(const void *p)
@@ -343,31 +355,6 @@ static struct range {
 } ranges[NRANGES];
 static _Atomic unsigned nranges;
 
-struct find_obj {
-	uintptr_t addr, lo, hi;
-	bool found, nccl;
-};
-
-static int find_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct find_obj *f = data;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type != PT_LOAD || f->addr < a || f->addr >= a + ph->p_memsz)
-			continue;
-		f->found = true;
-		f->lo = a;
-		f->hi = a + ph->p_memsz;
-		const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
-		base = base ? base + 1 : info->dlpi_name;
-		f->nccl = base && !strncmp(base, "libnccl", 7) && strncmp(base, "libnccl-net", 11) &&
-			  strncmp(base, "libnccl-profiler", 16);
-		return 1;
-	}
-	return 0;
-}
-
 bool nrr_caller_is_nccl(const void *addr)
 {
 	uintptr_t a = (uintptr_t)addr;
@@ -396,7 +383,10 @@ bool nrr_caller_is_nccl(const void *addr)
 __attribute__((constructor)) static void dl_init(void)
 {
 	real_dl_init();
-	dl_iterate_phdr(find_self, (void *)(uintptr_t)&nrr_hooks_init);
+	struct find_obj me = { .addr = (uintptr_t)&nrr_hooks_init };
+	dl_iterate_phdr(find_object, &me);
+	self_lo = me.lo;
+	self_hi = me.hi;
 }
 
 void nrr_hooks_init(void)
