@@ -47,7 +47,7 @@ case $case_ in
 counts)
 	# every rank's trace has the driver and NVML calls the fake runtime served, API by API
 	mkdir -p "$tmp/stats"
-	NCCLRR_FAKE_STATS="$tmp/stats/%r" record "$tmp/t" "$tmp/log"
+	NCCL_DEBUG=WARN NCCLRR_FAKE_STATS="$tmp/stats/%r" record "$tmp/t" "$tmp/log"
 	rc=$?
 	[ $rc -eq 0 ] || { fail "the job exited $rc"; tail -20 "$tmp/log"; }
 	n=$(ls "$tmp"/t/*.nrt | wc -l)
@@ -77,6 +77,8 @@ counts)
 		for a in ncclGetVersion ncclGetUniqueId ncclCommInitRank; do
 			grep -q "$a(" "$tmp/dump5" || fail "rank 5: no $a"
 		done
+		# NCCL's own WARN lines, as LOG events on the rank's timeline
+		grep -c 'log\[2\] .* NCCL WARN ' "$tmp/dump5" >/dev/null || fail "rank 5: NCCL's WARN lines are not in the trace"
 		# NCCL's static CUDA runtime reached the driver through cuGetProcAddress: recorded
 		n=$(calls 5 cuGetProcAddress_v2 "$tmp/t")
 		[ "${n:-0}" -gt 100 ] || fail "rank 5: $n cuGetProcAddress_v2 calls (NCCL's runtime makes hundreds)"
