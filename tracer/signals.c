@@ -68,6 +68,22 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
+/* Our handler for @sig in the kernel, with the program's mask. */
+static int arm(int sig, const sigset_t *mask)
+{
+	struct sigaction mine = { .sa_sigaction = handler, .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART };
+	mine.sa_mask = *mask;
+	return real_sigaction(sig, &mine, NULL);
+}
+
+static bool resolve_real(void)
+{
+	if (!real_sigaction)
+		real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))nrr_real_dlsym(RTLD_NEXT,
+												     "sigaction");
+	return real_sigaction != NULL;
+}
+
 static void install(int sig)
 {
 	struct sigaction cur;
@@ -76,18 +92,14 @@ static void install(int sig)
 	if (cur.sa_handler == SIG_IGN && sig != SIGUSR1)
 		return;   /* ignored by whoever started us: stays ignored, not ours */
 	user[sig] = cur;
-	struct sigaction mine = { .sa_sigaction = handler, .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART };
-	mine.sa_mask = cur.sa_mask;
-	if (real_sigaction(sig, &mine, NULL) == 0)
+	if (arm(sig, &cur.sa_mask) == 0)
 		owned[sig] = true;
 }
 
 void nrr_signals_init(bool ring_mode)
 {
 	ring = ring_mode;
-	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))nrr_real_dlsym(RTLD_NEXT,
-												     "sigaction");
-	if (!real_sigaction)
+	if (!resolve_real())
 		return;
 	for (size_t i = 0; i < sizeof(owned_fatal) / sizeof(owned_fatal[0]); i++)
 		install(owned_fatal[i]);
@@ -97,13 +109,9 @@ void nrr_signals_init(bool ring_mode)
 
 NRR_HOOK int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (!real_sigaction) {
-		real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))nrr_real_dlsym(RTLD_NEXT,
-													     "sigaction");
-		if (!real_sigaction) {
-			errno = ENOSYS;
-			return -1;
-		}
+	if (!resolve_real()) {
+		errno = ENOSYS;
+		return -1;
 	}
 	if (sig <= 0 || sig >= NSIG || !owned[sig])
 		return real_sigaction(sig, act, old);
@@ -111,10 +119,7 @@ NRR_HOOK int sigaction(int sig, const struct sigaction *act, struct sigaction *o
 		*old = user[sig];
 	if (act) {
 		user[sig] = *act;
-		/* the kernel keeps our handler, with the program's mask */
-		struct sigaction mine = { .sa_sigaction = handler, .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART };
-		mine.sa_mask = act->sa_mask;
-		real_sigaction(sig, &mine, NULL);
+		arm(sig, &act->sa_mask);   /* the kernel keeps our handler, with the program's mask */
 	}
 	return 0;
 }
