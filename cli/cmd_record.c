@@ -120,11 +120,14 @@ static int run_quiet(char *const argv[], char *out, size_t outlen)
 	close(pipefd[1]);
 	size_t n = 0;
 	ssize_t k;
-	char sink[512];
-	while ((k = read(pipefd[0], out && n < outlen - 1 ? out + n : sink,
-			 out && n < outlen - 1 ? outlen - 1 - n : sizeof(sink))) > 0)
-		if (out && n < outlen - 1)
-			n += (size_t)k;
+	char chunk[512];
+	while ((k = read(pipefd[0], chunk, sizeof(chunk))) > 0) {   /* all of it: the helper must not block */
+		size_t keep = out && n + 1 < outlen ? outlen - 1 - n : 0;
+		keep = (size_t)k < keep ? (size_t)k : keep;
+		if (keep)
+			memcpy(out + n, chunk, keep);
+		n += keep;
+	}
 	if (out)
 		out[n] = '\0';
 	close(pipefd[0]);
