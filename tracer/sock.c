@@ -135,6 +135,8 @@ static void mark(int fd)
 	e->role = 0;
 	e->type = 0;
 	e->hs_len = 0;
+	free(e->rpc);   /* a descriptor closed behind our back (not through close) */
+	e->rpc = NULL;
 	e->owner = my_tid();
 	atomic_store_explicit(&e->is_sock, 1, memory_order_release);
 }
