@@ -9,6 +9,7 @@
 #include "callfmt.h"
 #include "cmds.h"
 #include "inputs.h"
+#include "progress.h"
 
 const char cmd_dump_usage[] =
 	"Usage: ncclrr dump [OPTIONS] FILE|DIR...\n"
@@ -122,7 +123,10 @@ int cmd_dump(int argc, char **argv)
 	const nrr_call *call;
 	size_t ri;
 	char who[300];
+	struct nrr_progress prog;
+	nrr_progress_init(&prog, "dump", &in);
 	while ((rc = nrr_merge_next(m, &call, &ri)) == 0) {
+		nrr_progress_note(&prog, ri, call->chunk_offset);
 		double t = (double)(int64_t)(nrr_reader_wall(in.r[ri], nrr_call_key(call)) - in.base_wall) / 1e9;
 		if (t < from)
 			continue;
@@ -137,6 +141,7 @@ int cmd_dump(int argc, char **argv)
 		if (putchar('\n') == EOF)
 			break;
 	}
+	nrr_progress_end(&prog);
 	int ret = NRR_EXIT_OK;
 	if (rc != NRR_EEOF && rc != 0) {
 		fflush(stdout);

@@ -7,6 +7,7 @@
 #include "callfmt.h"
 #include "cmds.h"
 #include "inputs.h"
+#include "progress.h"
 
 const char cmd_stats_usage[] =
 	"Usage: ncclrr stats [OPTIONS] FILE|DIR...\n"
@@ -142,6 +143,8 @@ int cmd_stats(int argc, char **argv)
 	int ret = NRR_EXIT_OK;
 	struct api_stat *tot = NULL;
 	size_t ntot = 0;
+	struct nrr_progress prog;
+	nrr_progress_init(&prog, "stats", &in);
 	for (size_t i = 0; i < in.n && ret == NRR_EXIT_OK; i++) {
 		const nrr_schema *s = nrr_reader_schema(in.r[i]);
 		uint32_t nf = nrr_schema_nfns(s);
@@ -165,6 +168,7 @@ int cmd_stats(int argc, char **argv)
 		}
 		const nrr_call *call;
 		while ((rc = nrr_merge_next(m, &call, NULL)) == 0) {
+			nrr_progress_note(&prog, i, call->chunk_offset);
 			if (call->kind == NRR_CALL_LOG)
 				st[0].calls++;
 			else
@@ -184,6 +188,7 @@ int cmd_stats(int argc, char **argv)
 		print_table(title, st, nf + 1, top);
 		free(st);
 	}
+	nrr_progress_end(&prog);
 	if (ret == NRR_EXIT_OK && in.n > 1)
 		print_table("TOTAL", tot, ntot, top);
 	free(tot);

@@ -17,7 +17,7 @@ check() { # name, condition result
 
 "$ncclrr" --help >"$tmp/out" 2>&1; check "ncclrr --help" $?
 "$ncclrr" --version | grep -q '^ncclrr [0-9]'; check "ncclrr --version" $?
-for cmd in dump stats; do
+for cmd in dump stats record run diff bisect hang export; do
 	"$ncclrr" "$cmd" --help | grep -q "^Usage: ncclrr $cmd"; check "$cmd --help" $?
 	"$ncclrr" "$cmd" --version | grep -q "^ncclrr $cmd "; check "$cmd --version" $?
 done
@@ -82,6 +82,11 @@ head -c 100 /bin/sh >"$tmp/foreign.nrt"
 [ $r -eq 2 ] && grep -q 'not an ncclrr trace' "$tmp/err"; check "foreign file: bad magic message" $?
 : >"$tmp/zero.nrt"
 "$ncclrr" stats "$tmp/zero.nrt" >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] && grep -q 'shorter than' "$tmp/err"; check "empty file message" $?
+
+# progress line: only on a terminal (or forced), on stderr, never in the output
+NCCLRR_PROGRESS=1 "$ncclrr" stats "$golden" >"$tmp/stats2.txt" 2>"$tmp/err"
+grep -q 'ncclrr stats: reading traces' "$tmp/err" && cmp -s "$tmp/stats.txt" "$tmp/stats2.txt"; check "forced progress line on stderr only" $?
+"$ncclrr" dump "$golden" 2>"$tmp/err" >/dev/null; [ ! -s "$tmp/err" ]; check "no progress line when stderr is not a terminal" $?
 
 echo "cli: $pass passed, $fails failed"
 [ "$fails" -eq 0 ]
