@@ -366,6 +366,44 @@ out:
 	return ret;
 }
 
+/* What attempt @no printed last: its last @nl lines other than `ncclrr
+ * run`'s per-rank exit summary, and that summary's last line. */
+static void print_log_tail(const struct bisect *b, int no, int nl)
+{
+	char log[PATH_MAX + 32];
+	snprintf(log, sizeof(log), "%s/attempt-%02d.log", b->workdir, no);
+	FILE *f = fopen(log, "r");
+	if (!f)
+		return;
+	char *lines[16] = { 0 }, *summary = NULL;
+	size_t cap = 0, n = 0;
+	char *l = NULL;
+	ssize_t len;
+	if (nl > 16)
+		nl = 16;
+	while ((len = getline(&l, &cap, f)) > 0) {
+		if (l[len - 1] == '\n')
+			l[len - 1] = '\0';
+		if (strncmp(l, "ncclrr run: ", 12) == 0) {
+			free(summary);
+			summary = strdup(l);
+			continue;
+		}
+		free(lines[n % (size_t)nl]);
+		lines[n++ % (size_t)nl] = strdup(l);
+	}
+	free(l);
+	fclose(f);
+	printf("attempt %d printed last:\n", no);
+	for (size_t i = n > (size_t)nl ? n - (size_t)nl : 0; i < n; i++)
+		printf("  %s\n", lines[i % (size_t)nl] ? lines[i % (size_t)nl] : "");
+	if (summary)
+		printf("  %s\n", summary);
+	for (int i = 0; i < nl; i++)
+		free(lines[i]);
+	free(summary);
+}
+
 static int ddmin_test(const size_t *subset, size_t k, void *ctx)
 {
 	struct bisect *b = ctx;
@@ -614,8 +652,8 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 		goto restore;
 	}
 	if (rg == 1) {
-		printf("the good configuration fails when re-run: nothing to search (see %s/attempt-01.log)\n",
-		       b.workdir);
+		printf("the good configuration fails when re-run: nothing to search\n");
+		print_log_tail(&b, 1, 3);
 		free(mask);
 		ret = NRR_EXIT_USAGE;
 		goto restore;
@@ -652,6 +690,8 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 			first_bad = &b.att[i];
 	free(mmask);
 	ret = NRR_EXIT_DIFF;
+	if (first_bad)
+		print_log_tail(&b, first_bad->no, 3);
 	if (first_bad && b.last_pass >= 0) {
 		const struct attempt *lg = &b.att[b.last_pass];
 		printf("\nncclrr diff of attempt %d (the last that passed) against attempt %d (the first that failed "
