@@ -1,11 +1,98 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_bisect.c - `ncclrr bisect` (being written). */
+/* cmd_bisect.c - `ncclrr bisect`: options only; the work is in
+ * analyzer/bisect.c. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bisect.h"
 #include "cmds.h"
 
-const char cmd_bisect_usage[] = "Usage: ncclrr bisect ...\n";
+const char cmd_bisect_usage[] =
+"Usage: ncclrr bisect --good A --bad B [--timeout S] [--workdir DIR] [--keep]\n"
+"                     [--topo FILE] [--dry-run] -- PROGRAM [ARGS]\n"
+"\n"
+"Find the smallest set of differences between a good run A and a bad run B\n"
+"(each a run directory or trace file recorded under 'ncclrr run') that still\n"
+"makes PROGRAM fail. The differences are those of 'ncclrr diff' in the\n"
+"environment (NCCL_* and the other variables the tracer keeps) and in the\n"
+"cluster file; others (NCCL version, number of ranks, values that differ\n"
+"between ranks) are listed as not searched. Each attempt re-runs PROGRAM on the\n"
+"fake cluster with A's configuration plus some of B's differences:\n"
+"  ncclrr record -o DIR/attempt-NN -q -- ncclrr run --topo T -np N --timeout S\n"
+"      [--env K=V]... [--unset K]... -- PROGRAM [ARGS]\n"
+"and fails when its exit status is not 0 (a timeout included). A's environment\n"
+"is set with --env where runinfo keeps a settable value; NCCL_* variables of\n"
+"this shell that A did not have are unset. The search is delta debugging\n"
+"(ddmin): the result is 1-minimal, removing any one of its differences makes\n"
+"the run pass. Outcomes are cached per subset.\n"
+"\n"
+"Options:\n"
+"  --good A          the run that worked (required)\n"
+"  --bad B           the run that failed (required)\n"
+"  --timeout S       seconds per attempt (default 120); a run that takes longer\n"
+"                    is killed and counts as failing\n"
+"  --workdir DIR     keep the attempts (traces and output) in DIR (created if\n"
+"                    needed; must not hold an earlier bisect's attempts)\n"
+"  --keep            keep the temporary directory used without --workdir\n"
+"  --topo FILE       A's cluster file, when the path recorded in A is gone\n"
+"  -n, --dry-run     list the differences that would be searched, run nothing\n"
+"                    (exit 1 when there are some, 0 when none)\n"
+"  -h, --help        this text;  --version  the version\n"
+"\n"
+"Output: the differences searched, one line per attempt (the changes applied,\n"
+"pass or fail, seconds), the minimal failing set, then 'ncclrr diff' of the\n"
+"last attempt that passed against the first that failed with the minimal set.\n"
+"\n"
+"Exit status: 1 a minimal failing set was found; 0 the bad configuration does\n"
+"not fail when re-run; 2 bad usage, unreadable traces, or the good\n"
+"configuration fails when re-run; 130 interrupted.\n"
+"\n"
+"Example:\n"
+"  ncclrr bisect --good runs/monday --bad runs/tuesday -- ./conn_setup --no-nccl\n";
 
 int cmd_bisect(int argc, char **argv)
 {
-	fprintf(stderr, "ncclrr bisect: not built yet\n");
-	return NRR_EXIT_USAGE;
+	static const struct option opts[] = {
+		{ "good", required_argument, NULL, 'g' },
+		{ "bad", required_argument, NULL, 'b' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "workdir", required_argument, NULL, 'w' },
+		{ "keep", no_argument, NULL, 'k' },
+		{ "topo", required_argument, NULL, 'T' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct nrr_bisect_opts o = { .timeout_s = 120 };
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:n", opts, NULL)) != -1) {
+		switch (c) {
+		case 'g': o.good = optarg; break;
+		case 'b': o.bad = optarg; break;
+		case 'w': o.workdir = optarg; break;
+		case 'k': o.keep = true; break;
+		case 'T': o.topo = optarg; break;
+		case 'n': o.dry_run = true; break;
+		case 't': {
+			char *e;
+			o.timeout_s = strtod(optarg, &e);
+			if (e == optarg || *e || !(o.timeout_s > 0) || o.timeout_s > 1e6)
+				return nrr_cli_usage_error("bisect", "--timeout needs a positive number of seconds, not '%s'",
+							   optarg);
+			break;
+		}
+		case ':':
+			return nrr_cli_usage_error("bisect", "%s needs a value", argv[optind - 1]);
+		default:
+			return nrr_cli_usage_error("bisect", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (!o.good || !o.bad)
+		return nrr_cli_usage_error("bisect", "both --good A and --bad B are required");
+	if (optind >= argc)
+		return nrr_cli_usage_error("bisect", "no program given: ncclrr bisect --good A --bad B -- PROGRAM [ARGS]");
+	o.argv = argv + optind;
+	return nrr_bisect_main(&o);
 }

@@ -45,6 +45,13 @@ check "one NCCL_COMM_ID for all ranks" $?
 n=$(grep -c 'topo-file-ok' "$tmp/out"); [ "$n" -eq 16 ]; check "NCCL_TOPO_FILE written for every rank ($n)" $?
 must "LD_LIBRARY_PATH has the fake dir first" '^\[15\] ldpath-ok' "$tmp/out"
 must "--env" '^\[5\] foo=bar' "$tmp/out"
+FOO=inherited "$ncclrr" run --topo "$t1" -np 2 --env FOO=bar --unset FOO --unset NCCL_SOCKET_IFNAME -- "$tmp/env.sh" \
+	>"$tmp/out_unset" 2>/dev/null
+must "--unset removes a variable set by --env or inherited" '^\[1\] foo=$' "$tmp/out_unset"
+must "--unset removes a variable ncclrr run sets" '^\[0\] comm=127.0.0.1:[0-9]* if= topo=/' "$tmp/out_unset"
+"$ncclrr" run --topo "$t1" --unset A=B -- true 2>"$tmp/err_unset"
+[ $? -eq 2 ]; check "--unset K=V is a usage error" $?
+must "--unset K=V says why" "--unset needs a variable name, not 'A=B'" "$tmp/err_unset"
 must "stderr prefixed and kept on stderr" '^\[7\] err line' "$tmp/err"
 ! grep -q 'err line' "$tmp/out"; check "stderr not on stdout" $?
 must "partial last line flushed" '^\[2\] no newline$' "$tmp/out"

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* bisect.h - `ncclrr bisect`: search the environment and topology
+ * differences between a good and a bad run for the smallest set that still
+ * makes the program fail, by re-running it on the fake cluster. */
+#ifndef NCCLRR_ANALYZER_BISECT_H
+#define NCCLRR_ANALYZER_BISECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Delta debugging (Zeller's ddmin) over @n changes: @test(subset, k, ctx)
+ * says whether the good configuration plus the k changes listed (sorted
+ * indices) fails (1), passes (0) or could not be tried (-1: stop).  The
+ * caller has checked that all n fail and none pass.  On return @min holds
+ * a 1-minimal failing subset (removing any one change makes it pass) and
+ * *@nmin its size.  @return 0, or -1 when a test returned -1 or on ENOMEM. */
+int nrr_ddmin(size_t n, int (*test)(const size_t *subset, size_t k, void *ctx), void *ctx, size_t *min,
+	      size_t *nmin);
+
+struct nrr_bisect_opts {
+	const char *good, *bad;   /* trace file or run directory each */
+	const char *workdir;      /* NULL: a temporary directory */
+	bool keep;                /* keep the temporary directory */
+	double timeout_s;         /* per attempt */
+	const char *topo;         /* cluster file of the good run, when its own is gone */
+	bool dry_run;             /* list the differences, run nothing */
+	char *const *argv;        /* the program and its arguments, NULL-terminated */
+};
+
+/* The whole command; @return its exit status (0 bad does not fail, 1 a
+ * minimal failing set found, 2 usage or setup error, 130 interrupted;
+ * dry run: 1 when there are differences to search, else 0). */
+int nrr_bisect_main(const struct nrr_bisect_opts *o);
+
+#endif
