@@ -10,8 +10,8 @@
 #include "nrr_launch.h"
 
 const char cmd_run_usage[] =
-"Usage: ncclrr run --topo FILE [-np N] [--timeout S] [--env K=V]... [--] PROGRAM [ARGS]\n"
-"       ncclrr run --topo FILE [--wrap] [--comm-id HOST:PORT] [--env K=V]... [--] PROGRAM [ARGS]\n"
+"Usage: ncclrr run --topo FILE [-np N] [--timeout S] [--env K=V]... [--unset K]... [--] PROGRAM [ARGS]\n"
+"       ncclrr run --topo FILE [--wrap] [--comm-id HOST:PORT] [--env K=V]... [--unset K]... [--] PROGRAM [ARGS]\n"
 "\n"
 "Run PROGRAM as the ranks of the virtual cluster described by FILE (a topo/\n"
 "cluster file), every rank a process on this machine on its own virtual host,\n"
@@ -27,6 +27,8 @@ const char cmd_run_usage[] =
 "                       last line each printed and where each thread was blocked\n"
 "  --env K=V            set K=V for every rank, after (and over) all the\n"
 "                       variables below; may be repeated\n"
+"  --unset K            remove K from every rank's environment, whether inherited,\n"
+"                       set by ncclrr run (below) or by --env; may be repeated\n"
 "  --comm-id HOST:PORT  NCCL_COMM_ID to use (default: 127.0.0.1 and a free port)\n"
 "  --wrap               wrapper mode: set up this one process as a rank of an\n"
 "                       outer launcher and exec PROGRAM (see below)\n"
@@ -78,10 +80,14 @@ int cmd_run(int argc, char **argv)
 	int np = 0, wrap = 0;
 	double timeout = 0;
 	char **user_env = calloc((size_t)argc + 1, sizeof(char *));
-	size_t n_env = 0;
+	char **unset_env = calloc((size_t)argc + 1, sizeof(char *));
+	size_t n_env = 0, n_unset = 0;
 	int i, ret = NRR_EXIT_USAGE;
-	if (!user_env)
+	if (!user_env || !unset_env) {
+		free(user_env);
+		free(unset_env);
 		return NRR_EXIT_USAGE;
+	}
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -132,6 +138,13 @@ int cmd_run(int argc, char **argv)
 				goto end;
 			}
 			user_env[n_env++] = (char *)val;
+		} else if (OPT("--unset")) {
+			NEED_VAL();
+			if (!*val || strchr(val, '=')) {
+				ret = nrr_cli_usage_error("run", "--unset needs a variable name, not '%s'", val);
+				goto end;
+			}
+			unset_env[n_unset++] = (char *)val;
 		} else if (OPT("--comm-id")) {
 			NEED_VAL();
 			comm_id = val;
@@ -190,6 +203,8 @@ int cmd_run(int argc, char **argv)
 		.comm_id = comm_id,
 		.user_env = user_env,
 		.n_user_env = n_env,
+		.unset_env = unset_env,
+		.n_unset_env = n_unset,
 		.argv = argv + i,
 		.out = stdout,
 		.err = stderr,
@@ -199,5 +214,6 @@ int cmd_run(int argc, char **argv)
 	nrr_cluster_free(&cluster);
 end:
 	free(user_env);
+	free(unset_env);
 	return ret;
 }

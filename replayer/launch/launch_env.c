@@ -207,6 +207,12 @@ int nrr_launch_rank_env(struct nrr_env *e, const struct nrr_rank_env *r)
 		if (urc < 0)
 			return urc;
 	}
+	for (size_t i = 0; i < r->n_unset_env; i++) {
+		const char *k = r->unset_env[i];
+		if (!*k || strchr(k, '='))
+			return -EINVAL;
+		nrr_env_unset(e, k);
+	}
 	return 0;
 }
 

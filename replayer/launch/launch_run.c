@@ -548,6 +548,8 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		re.fake_libdir = o->fake_libdir;
 		re.user_env = o->user_env;
 		re.n_user_env = o->n_user_env;
+		re.unset_env = o->unset_env;
+		re.n_unset_env = o->n_unset_env;
 		struct nrr_env env;
 		if (nrr_env_init(&env, environ) < 0 || nrr_launch_rank_env(&env, &re) < 0) {
 			fprintf(report, "ncclrr run: cannot build the environment of rank %d\n", r);
@@ -791,6 +793,8 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 	re.fake_libdir = o->fake_libdir;
 	re.user_env = o->user_env;
 	re.n_user_env = o->n_user_env;
+	re.unset_env = o->unset_env;
+	re.n_unset_env = o->n_unset_env;
 	struct nrr_env env;
 	if (nrr_env_init(&env, environ) < 0 || nrr_launch_rank_env(&env, &re) < 0) {
 		fprintf(report, "ncclrr run: cannot build the environment of rank %d\n", rank);

@@ -70,13 +70,17 @@ struct nrr_rank_env {
 	const char *socket_ifname; /* -> NCCL_SOCKET_IFNAME (NULL: "lo") */
 	char *const *user_env;     /* "K=V" set last, overriding everything */
 	size_t n_user_env;
+	char *const *unset_env;    /* names removed after everything else */
+	size_t n_unset_env;
 };
 
 /* Add to @e everything a rank needs: NCCLRR_TOPO, NCCLRR_HOST,
  * NCCLRR_RANK, NCCLRR_NRANKS, NCCLRR_LOCAL_RANK, NCCLRR_LOCAL_SIZE, RANK,
  * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NCCL_HOSTID, NCCL_COMM_ID,
  * NCCL_SOCKET_IFNAME, NCCL_TOPO_FILE, LD_LIBRARY_PATH, then the user's
- * variables. @return -EINVAL for a malformed user variable. */
+ * variables, then removes the names in unset_env (inherited, set by us or
+ * by the user alike). @return -EINVAL for a malformed user variable or an
+ * unset name that is empty or holds '='. */
 int nrr_launch_rank_env(struct nrr_env *e, const struct nrr_rank_env *r);
 
 /* Wrapper mode: find this process's rank and world size from an existing
@@ -135,6 +139,8 @@ struct nrr_launch_opts {
 	const char *comm_id;       /* NULL: pick a free loopback port */
 	char *const *user_env;
 	size_t n_user_env;
+	char *const *unset_env;    /* names removed from every rank's environment */
+	size_t n_unset_env;
 	char *const *argv;         /* program and arguments, NULL-terminated */
 	FILE *out, *err;           /* where rank lines go (stdout, stderr) */
 	FILE *report;              /* summary and timeout report (stderr) */

@@ -79,6 +79,23 @@ static void test_env(void)
 	re.n_user_env = 1;
 	CHECK(nrr_launch_rank_env(&e, &re) == 0 && strcmp(nrr_env_get(&e, "NCCL_SOCKET_IFNAME"), "eth0") == 0,
 	      "--env overrides NCCL_SOCKET_IFNAME");
+	/* --unset: removes an inherited variable, one ncclrr sets and one the
+	 * user set, after everything else */
+	char *unset[] = { "PATH", "NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "NOT_THERE" };
+	re.user_env = user;
+	re.n_user_env = 1;
+	re.unset_env = unset;
+	re.n_unset_env = 4;
+	CHECK(nrr_launch_rank_env(&e, &re) == 0, "rank env with unset");
+	CHECK(!nrr_env_get(&e, "PATH") && !nrr_env_get(&e, "NCCL_SOCKET_IFNAME") && !nrr_env_get(&e, "NCCL_DEBUG"),
+	      "--unset removes inherited, ncclrr's and the user's variables");
+	CHECK(nrr_env_get(&e, "NCCLRR_RANK") != NULL, "--unset leaves the rest");
+	char *badunset[] = { "A=B" };
+	re.unset_env = badunset;
+	re.n_unset_env = 1;
+	CHECK(nrr_launch_rank_env(&e, &re) == -EINVAL, "bad --unset");
+	re.unset_env = NULL;
+	re.n_unset_env = 0;
 	char *bad[] = { "NOVALUE" };
 	re.user_env = bad;
 	CHECK(nrr_launch_rank_env(&e, &re) == -EINVAL, "bad --env");

@@ -25,6 +25,11 @@
  * A rank whose import fails still answers its peers, so the others end.
  *
  * usage: conn_setup [--no-nccl]
+ * NCCL_SOCKET_IFNAME picks the interface whose IPv4 address this rank's
+ * listener binds to, as NCCL's bootstrap does: a comma list of name
+ * prefixes, '^' first to exclude them, '=' first to match names exactly;
+ * unset, any interface but docker* and lo, then lo.  No match: "Bootstrap
+ * : no socket interface found" and exit 1 before the bootstrap.
  * CONN_SETUP_STALL=R: rank R prints its pid on stderr and stops before the
  * bootstrap (a hang for the others: rank 0 waits in accept, the rest in
  * recv), until killed.
@@ -32,6 +37,8 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -587,12 +594,54 @@ static void nccl_steps(void)
 		n.CommDestroy(comm);
 }
 
+/* does @name match the NCCL_SOCKET_IFNAME-style @list (after '^'/'=')? */
+static bool if_listed(const char *name, const char *list, bool exact)
+{
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+		size_t k = strcspn(p, ":");  /* "eth0:port" names eth0 */
+		if (k < n)
+			n = k;
+		if (n && (exact ? strlen(name) == n && !strncmp(name, p, n) : !strncmp(name, p, n)))
+			return true;
+		p += strcspn(p, ",");
+		if (*p)
+			p++;
+	}
+	return false;
+}
+
+/* the first up IPv4 interface that @spec selects; -1 if none */
+static int if_pick(const char *spec, struct in_addr *addr)
+{
+	struct ifaddrs *ifs, *i;
+	bool neg = spec[0] == '^', exact = spec[neg] == '=';
+	const char *list = spec + neg + exact;
+	int rc = -1;
+	if (getifaddrs(&ifs))
+		return -1;
+	for (i = ifs; i && rc; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+		    if_listed(i->ifa_name, list, exact) != neg) {
+			*addr = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+			rc = 0;
+		}
+	freeifaddrs(ifs);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	bool use_nccl = !(argc > 1 && !strcmp(argv[1], "--no-nccl"));
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (wl_job_from_env(&job) < 0)
 		return 2;
+	const char *ifname = getenv("NCCL_SOCKET_IFNAME");
+	struct in_addr ifaddr;
+	if (ifname ? if_pick(ifname, &ifaddr) : (if_pick("^docker,lo", &ifaddr) && if_pick("lo", &ifaddr))) {
+		fprintf(stderr, "rank %d: Bootstrap : no socket interface found\n", job.rank);
+		return 1;
+	}
 	const char *h = getenv("NCCLRR_HOST");
 	struct peer me = { .proxy = { .sin_family = AF_INET }, .host = h ? atoi(h) : 0 };
 	char busid[64] = "";
@@ -602,7 +651,7 @@ int main(int argc, char **argv)
 	nvml_steps(busid);
 	verbs_steps();
 
-	inet_pton(AF_INET, "127.0.0.1", &me.proxy.sin_addr);
+	me.proxy.sin_addr = ifaddr;
 	int lfd = listen_on(&me.proxy);
 	int ufd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_un ua;
