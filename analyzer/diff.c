@@ -27,12 +27,7 @@
 #include "callfmt.h"
 #include "cmds.h"
 #include "diff.h"
-#if __has_include("runinfo.h")
 #include "runinfo.h"
-#define HAVE_RUNINFO 1
-#else
-#define HAVE_RUNINFO 0
-#endif
 
 #define MAX_CONTEXT 32
 #define CONFIRM 3          /* tokens after a resync point that must agree */
@@ -1038,10 +1033,8 @@ static void json_pair(FILE *f, struct pair *pr, struct lines *L)
 /* ---------------------------------------------------------- config */
 
 struct config {
-#if HAVE_RUNINFO
 	struct nrr_runinfo a, b;
 	struct nrr_runinfo_change *ch;
-#endif
 	size_t n;
 	bool have;
 };
@@ -1049,7 +1042,6 @@ struct config {
 static int config_read(struct config *c, struct nrr_inputs *ia, struct nrr_inputs *ib)
 {
 	memset(c, 0, sizeof(*c));
-#if HAVE_RUNINFO
 	char err[512];
 	if (nrr_runinfo_read(&c->a, ia->r, ia->n, err, sizeof(err))) {
 		fprintf(stderr, "ncclrr diff: run A: %s\n", err);
@@ -1068,24 +1060,20 @@ static int config_read(struct config *c, struct nrr_inputs *ia, struct nrr_input
 		return -1;
 	}
 	c->have = true;
-#endif
 	return 0;
 }
 
 static void config_free(struct config *c)
 {
-#if HAVE_RUNINFO
 	if (c->have) {
 		free(c->ch);
 		nrr_runinfo_free(&c->a);
 		nrr_runinfo_free(&c->b);
 	}
-#endif
 }
 
 static void config_text(FILE *f, const struct config *c)
 {
-#if HAVE_RUNINFO
 	if (!c->have)
 		return;
 	if (!c->n) {
@@ -1111,16 +1099,11 @@ static void config_text(FILE *f, const struct config *c)
 			fputs("absent", f);
 		fputc('\n', f);
 	}
-#else
-	(void)f;
-	(void)c;
-#endif
 }
 
 static void config_json(FILE *f, const struct config *c)
 {
 	fputs("\"config\": [", f);
-#if HAVE_RUNINFO
 	for (size_t i = 0; c->have && i < c->n; i++) {
 		const struct nrr_runinfo_change *x = &c->ch[i];
 		fputs(i ? ", {\"key\": " : "{\"key\": ", f);
@@ -1135,9 +1118,6 @@ static void config_json(FILE *f, const struct config *c)
 		jstr(f, x->b);
 		fputc('}', f);
 	}
-#else
-	(void)c;
-#endif
 	fputs("]", f);
 }
 
@@ -1210,8 +1190,7 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 		jstr(out, ia->n ? nrr_reader_path(ia->r[0]) : NULL);
 		fputs(", \"b\": ", out);
 		jstr(out, ib->n ? nrr_reader_path(ib->r[0]) : NULL);
-		fprintf(out, ", \"same\": %s, \"config_compared\": %s, ", differ ? "false" : "true",
-			HAVE_RUNINFO ? "true" : "false");
+		fprintf(out, ", \"same\": %s, ", differ ? "false" : "true");
 		config_json(out, &cfg);
 		fprintf(out, ", \"processes_a\": %zu, \"processes_b\": %zu, \"calls_compared\": %llu, \"divergences\": [",
 			ia->n, ib->n, (unsigned long long)x.compared);
