@@ -68,6 +68,7 @@ struct tok {
 	const nrr_fn_schema *fn;
 	uint8_t phase;
 	bool failed, taken;
+	bool transient;   /* failed the way a retried connection attempt fails */
 };
 
 struct side {
@@ -284,6 +285,20 @@ static bool soft_result(const nrr_call *c)
 	}
 }
 
+/* Socket failures that NCCL (and most programs) answer by trying again. */
+static bool transient_failure(const nrr_call *c)
+{
+	if (c->fn->ret != NRR_RET_ERRNO || c->result != -1)
+		return false;
+	switch (c->err) {
+	case ECONNREFUSED: case ECONNRESET: case ECONNABORTED: case ETIMEDOUT: case EADDRINUSE:
+	case EADDRNOTAVAIL: case EHOSTUNREACH: case ENETUNREACH: case ENOENT: case EPIPE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static uint64_t hash_result(uint64_t h, const struct fninfo *fi, const nrr_call *c)
 {
 	switch (c->fn->ret) {
@@ -341,6 +356,7 @@ static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
 	t->fn = c->fn;
 	t->phase = c->phase;
 	t->failed = failed;
+	t->transient = failed && transient_failure(c);
 	t->taken = false;
 	return true;
 }
@@ -437,15 +453,19 @@ static bool in_window(struct side *s, uint64_t h)
 	return false;
 }
 
-/* Is x[0..i) a failed attempt that was retried: it holds a failure, and
- * every call of it failed, is an enter, or is seen again in @y? And do
- * the calls from x[i] on agree with y's? */
+/* Is x[0..i) a failed attempt that was retried: it holds a failure, every
+ * failure in it is one a connection attempt is retried after (refused,
+ * reset, timed out: a CUDA or NCCL error never is), and every other call
+ * of it is an enter or is seen again in @y?  And do the calls from x[i] on
+ * agree with y's? */
 static bool retried(struct side *x, size_t i, struct side *y)
 {
 	bool fail = false;
 	for (size_t k = 0; k < i; k++) {
 		struct tok *t = at(x, k);
 		if (t->taken)
+			return false;
+		if (t->failed && !t->transient)
 			return false;
 		if (t->failed)
 			fail = true;
