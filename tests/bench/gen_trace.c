@@ -121,7 +121,7 @@ static int write_rank(const char *dir, bool b, int rank, int nranks, long iters)
 				    .sin_addr.s_addr = htonl(0x7f000001) };
 	(void)peer;
 	for (long it = 0; it < iters; it++) {
-		size_t plen = 256 + (size_t)(it % 4) * 256;
+		size_t plen = 64 + (size_t)(it % 4) * 128;
 		payload[0] = (uint8_t)it;   /* contents vary, as a real payload's do */
 		call(&m, "cuDeviceGetAttribute", 0, 0, A(U("attrib", 16), U("dev", rank % 8)), A(U("pi", 132)), 40, false);
 		call(&m, "send", (int64_t)plen, 0, A(U("sockfd", fd), B("buf", payload, plen), U("len", plen), U("flags", 0x4000)),
