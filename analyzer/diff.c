@@ -453,23 +453,31 @@ static bool in_window(struct side *s, uint64_t h)
 	return false;
 }
 
-/* Is x[0..i) a failed attempt that was retried: it holds a failure, every
- * failure in it is one a connection attempt is retried after (refused,
- * reset, timed out: a CUDA or NCCL error never is), and every other call
- * of it is an enter or is seen again in @y?  And do the calls from x[i] on
- * agree with y's? */
+/* Is x[0..i) a failed attempt that was retried?  It must hold a failure of
+ * the call found again at x[i], every failure in it must be one a
+ * connection attempt is retried after (refused, reset, timed out: a CUDA,
+ * NCCL or NVML error never is), and every other call of it must be an
+ * enter, a socket call that moves no data (closing and making the socket
+ * again), or a call seen in @y's window.  And the calls from x[i] on must
+ * agree with y's. */
 static bool retried(struct side *x, size_t i, struct side *y)
 {
 	bool fail = false;
+	const char *again = at(x, i)->fn->name;
 	for (size_t k = 0; k < i; k++) {
 		struct tok *t = at(x, k);
 		if (t->taken)
 			return false;
 		if (t->failed && !t->transient)
 			return false;
-		if (t->failed)
-			fail = true;
-		else if (t->phase != NRR_PHASE_ENTER && !in_window(y, t->h))
+		if (t->failed) {
+			fail |= strcmp(t->fn->name, again) == 0;
+			continue;
+		}
+		if (t->phase == NRR_PHASE_ENTER || in_window(y, t->h))
+			continue;
+		struct fninfo *fi = fninfo_of(x->p, t->fn);
+		if (!fi || fi->data || !t->fn->domain || strcmp(t->fn->domain, "socket") != 0)
 			return false;
 	}
 	if (!fail)

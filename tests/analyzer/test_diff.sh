@@ -7,6 +7,9 @@
 #   env    clean vs a run with one more variable: reported as configuration
 #   json   --json of the fault pair parses and says the same
 #   bad    a truncated trace and bad usage: exit 2 with the file named
+#   align  generated runs (tests/bench/gen_trace) where B reorders calls,
+#          retries a refused connection and polls a different number of
+#          times: the same; with a failure late on rank 2: that call
 set -u
 CASE=$1 NCCLRR=$2 SRCDIR=$3 WL=$4
 CONN="$WL/conn_setup"
@@ -106,6 +109,19 @@ bad)
 	grep -q -- '--context wants' "$T/out" || fail "bad --context not explained"
 	run_diff 2 "$T/a" "$T/nonexistent"
 	grep -q "nonexistent" "$T/out" || fail "missing run not named"
+	;;
+align)
+	GEN="$WL/../bench/gen_trace"
+	[ -x "$GEN" ] || { echo "SKIP: $GEN not built"; exit 77; }
+	"$GEN" "$T/a" "$T/b" 4 300 same || fail "gen_trace"
+	run_diff 0 "$T/a" "$T/b"
+	grep -q '^Calls: no divergence (4 processes in A, 4 in B, [0-9]* calls compared)' "$T/out" || fail "no 'no divergence' line"
+	run_diff 0 "$T/b" "$T/a"
+	"$GEN" "$T/c" "$T/d" 4 300 late || fail "gen_trace"
+	run_diff 1 "$T/c" "$T/d"
+	grep -q '^Calls: 1 of 4 processes diverge' "$T/out" || fail "not exactly one diverging rank"
+	grep -q '^rank 2 thread 1 .*: call #[0-9]* in A, #[0-9]* in B: cuMemImportFromShareableHandle (handle, result differs)' \
+		"$T/out" || fail "rank 2's late failure is not the divergence"
 	;;
 *) echo "unknown case $CASE"; exit 2 ;;
 esac

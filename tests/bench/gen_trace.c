@@ -8,10 +8,14 @@
  * cuMem import, and a socket poll; the proxy thread polls a CQ and
  * receives.  The two runs differ in what a diff must ignore (pids,
  * pointers, handles, fds, ports, timestamps) and, in B only, in one late
- * call: rank NRANKS/2 fails its cuMemImportFromShareableHandle at 90% of
- * the iterations.  Calls are encoded from the built-in schema by name.
+ * call (unless MODE is "same"): rank NRANKS/2 fails its
+ * cuMemImportFromShareableHandle at 90% of the iterations.  B also has
+ * what a diff must tolerate: on odd iterations the attribute query and the
+ * send come in the other order, every 50th iteration's connection is
+ * refused once and retried, and polls take a different number of tries.
+ * Calls are encoded from the built-in schema by name.
  *
- * usage: gen_trace DIR_A DIR_B NRANKS ITERATIONS
+ * usage: gen_trace DIR_A DIR_B NRANKS ITERATIONS [late|same]
  */
 #include <errno.h>
 #include <stdio.h>
@@ -85,7 +89,7 @@ static void call(struct gen *g, const char *name, int64_t result, int err, const
 	nrr_leave_end(g->t, put_args(p, f, NRR_DIR_OUT, out), notready);
 }
 
-static int write_rank(const char *dir, bool b, int rank, int nranks, long iters)
+static int write_rank(const char *dir, bool b, int rank, int nranks, long iters, bool fail)
 {
 	char path[4096], meta[512];
 	uint32_t pid = (b ? 20000u : 10000u) + (uint32_t)rank;
@@ -112,20 +116,36 @@ static int write_rank(const char *dir, bool b, int rank, int nranks, long iters)
 	if (!m.t || !px.t)
 		return 1;
 	uint64_t ptr = (b ? 0x7f3000000000ull : 0x7f9000000000ull) + ((uint64_t)rank << 24);
-	long fail_at = b && rank == nranks / 2 ? iters * 9 / 10 : -1;
+	long fail_at = fail && b && rank == nranks / 2 ? iters * 9 / 10 : -1;
 	uint8_t payload[1024];
 	for (size_t i = 0; i < sizeof(payload); i++)
 		payload[i] = (uint8_t)(i * 7 + rank + (b ? 1 : 0));
 	int fd = b ? 40 : 30;
 	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(b ? 41000 : 52000)),
 				    .sin_addr.s_addr = htonl(0x7f000001) };
-	(void)peer;
 	for (long it = 0; it < iters; it++) {
 		size_t plen = 64 + (size_t)(it % 4) * 128;
 		payload[0] = (uint8_t)it;   /* contents vary, as a real payload's do */
-		call(&m, "cuDeviceGetAttribute", 0, 0, A(U("attrib", 16), U("dev", rank % 8)), A(U("pi", 132)), 40, false);
+		if (it % 50 == 0) {   /* a connection; B's first try is refused */
+			int tries = b ? 2 : 1;
+			for (int k = 0; k < tries; k++) {
+				bool refused = k + 1 < tries;
+				call(&m, "socket", fd + 4 + k, 0, A(U("domain", AF_INET), U("type", 1), U("protocol", 0)), NONE,
+				     3000, false);
+				call(&m, "connect", refused ? -1 : 0, refused ? ECONNREFUSED : 0,
+				     A(U("sockfd", fd + 4 + k), B("addr", &peer, sizeof(peer)), U("addrlen", sizeof(peer))), NONE,
+				     20000, false);
+				if (refused)
+					call(&m, "close", 0, 0, A(U("fd", fd + 4 + k)), NONE, 1000, false);
+			}
+		}
+		bool swap = b && (it & 1);
+		if (!swap)
+			call(&m, "cuDeviceGetAttribute", 0, 0, A(U("attrib", 16), U("dev", rank % 8)), A(U("pi", 132)), 40, false);
 		call(&m, "send", (int64_t)plen, 0, A(U("sockfd", fd), B("buf", payload, plen), U("len", plen), U("flags", 0x4000)),
 		     NONE, 3000, false);
+		if (swap)
+			call(&m, "cuDeviceGetAttribute", 0, 0, A(U("attrib", 16), U("dev", rank % 8)), A(U("pi", 132)), 40, false);
 		call(&m, "recv", (int64_t)plen, 0, A(U("sockfd", fd + 1), U("len", plen), U("flags", 0)),
 		     A(B("buf", payload, plen)), 5000, false);
 		uint64_t stream = ptr + 0x1000;
@@ -157,10 +177,11 @@ static int write_rank(const char *dir, bool b, int rank, int nranks, long iters)
 
 int main(int argc, char **argv)
 {
-	if (argc != 5) {
-		fprintf(stderr, "usage: gen_trace DIR_A DIR_B NRANKS ITERATIONS\n");
+	if (argc != 5 && !(argc == 6 && (strcmp(argv[5], "late") == 0 || strcmp(argv[5], "same") == 0))) {
+		fprintf(stderr, "usage: gen_trace DIR_A DIR_B NRANKS ITERATIONS [late|same]\n");
 		return 2;
 	}
+	bool fail = argc == 5 || strcmp(argv[5], "late") == 0;
 	int nranks = atoi(argv[3]);
 	long iters = atol(argv[4]);
 	if (nranks < 1 || iters < 1) {
@@ -176,7 +197,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		for (int r = 0; r < nranks; r++)
-			if (write_rank(argv[1 + d], d == 1, r, nranks, iters))
+			if (write_rank(argv[1 + d], d == 1, r, nranks, iters, fail))
 				return 1;
 	}
 	return 0;
