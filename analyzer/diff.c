@@ -80,6 +80,7 @@ struct side {
 	bool eof;
 	int err;
 	uint64_t last_wall;
+	uint64_t last_tok;   /* wall time of the last token taken */
 };
 
 enum dkind { D_CALL, D_A_ENDS, D_B_ENDS, D_THREAD_A, D_THREAD_B, D_PROC_A, D_PROC_B };
@@ -352,7 +353,7 @@ static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
 		h = hash_result(h, fi, c);
 	t->h = h;
 	t->seq = c->seq;
-	t->wall = nrr_reader_wall(p->r, nrr_call_key(c));
+	t->wall = nrr_reader_wall(p->r, c->ts);   /* when the call started */
 	t->fn = c->fn;
 	t->phase = c->phase;
 	t->failed = failed;
@@ -379,6 +380,7 @@ static void settle(struct side *s)
 
 static void pop(struct side *s)
 {
+	s->last_tok = at(s, 0)->wall;
 	s->head = (s->head + 1) % s->cap;
 	s->n--;
 	settle(s);
@@ -570,8 +572,9 @@ static int align(struct ctx *x, struct proc *pa, uint32_t sa, struct proc *pb, u
 			d->ta = *at(&A, 0);
 		if (B.n)
 			d->tb = *at(&B, 0);
-		d->t_a = (A.n ? d->ta.wall : A.last_wall) - pa->in->base_wall;
-		d->t_b = (B.n ? d->tb.wall : B.last_wall) - pb->in->base_wall;
+		/* a side that ended diverged after its last call */
+		d->t_a = (A.n ? d->ta.wall : A.last_tok ? A.last_tok : A.last_wall) - pa->in->base_wall;
+		d->t_b = (B.n ? d->tb.wall : B.last_tok ? B.last_tok : B.last_wall) - pb->in->base_wall;
 		fill(&A, ctxn + 1);
 		fill(&B, ctxn + 1);
 		for (size_t k = 1; k < A.n && d->naft_a < ctxn; k++)
@@ -707,6 +710,14 @@ static uint64_t first_wall(const struct proc *p)
 	return best == UINT64_MAX ? p->in->base_wall : best;
 }
 
+/* When a divergence happened, to order them across threads and ranks: the
+ * earlier of its times in the two runs (in the run where it shows first,
+ * its consequences on other ranks come later). */
+static uint64_t when_of(const struct divg *d)
+{
+	return d->t_a < d->t_b ? d->t_a : d->t_b;
+}
+
 /* Compare the threads of one process pair; keep the earliest divergence. */
 static int diff_pair(struct ctx *x, struct pair *pr)
 {
@@ -741,7 +752,7 @@ static int diff_pair(struct ctx *x, struct pair *pr)
 		d.thread_no = t + 1;
 		if (!d.found)
 			continue;
-		uint64_t when = d.t_a > d.t_b ? d.t_a : d.t_b;
+		uint64_t when = when_of(&d);
 		if (!have || when < best) {
 			if (have)
 				pr->other_threads++;
@@ -851,6 +862,10 @@ static char *what_differs(struct pair *pr)
 			}
 			for (uint16_t i = 0; fa && fb && i < a->fn->nargs && i < b->fn->nargs && i < NRR_MAX_ARGS; i++) {
 				bool pa = a->present & (1u << i), pb = b->present & (1u << i);
+				bool open = a->phase == NRR_PHASE_ENTER || a->phase == NRR_PHASE_INFLIGHT ||
+					    b->phase == NRR_PHASE_ENTER || b->phase == NRR_PHASE_INFLIGHT;
+				if (open && a->fn->args[i].dir == NRR_DIR_OUT)
+					continue;
 				if (!pa && !pb)
 					continue;
 				uint64_t ha = pa ? hash_arg(1, fa->cls[i], &a->fn->args[i], &a->args[i]) : 0;
@@ -1205,7 +1220,7 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 		struct divg *d = &pairs[i].d;
 		if (!d->found)
 			continue;
-		uint64_t when = d->t_a > d->t_b ? d->t_a : d->t_b;
+		uint64_t when = when_of(d);
 		if (!ndiv || when < best) {
 			best = when;
 			first = i;
