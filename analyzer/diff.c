@@ -1,0 +1,1295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * diff.c - `ncclrr diff`: compare two runs rank by rank, call by call.
+ *
+ * Processes are paired by their metadata rank (then their NCCL rank, then
+ * for processes without one, like the `ncclrr run` launcher, by executable
+ * name and order), threads by order of first call.  Each thread pair is
+ * streamed through two cursors; every call becomes a token whose hash
+ * covers only what decides behaviour: the function, and each argument
+ * normalized by its schema format (pointers, handles and descriptors
+ * reduce to null / valid / invalid, socket addresses lose their port,
+ * temporary paths their random parts, payloads keep their length), and the
+ * result under the function's return convention.  Calls that only say
+ * "not yet" (polls that did not fail, EAGAIN / EINTR / EINPROGRESS,
+ * CUDA_ERROR_NOT_READY, ncclInProgress) and log lines are not compared.
+ * A window of tokens per side lets the alignment accept calls that came in
+ * another order (each found in the other side's window) and failed
+ * attempts that were retried.  Memory: two cursors and two windows.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include "callfmt.h"
+#include "cmds.h"
+#include "diff.h"
+#include "runinfo.h"
+
+#define MAX_CONTEXT 32
+#define CONFIRM 3          /* tokens after a resync point that must agree */
+#define SCAN_LIMIT 50000000ull /* events re-read at most to print one call */
+
+/* How an argument is compared. */
+enum cls {
+	CL_VAL,    /* value as recorded */
+	CL_ID,     /* pointer / handle / fd / pid: only null, valid, invalid */
+	CL_STR,    /* text; temporary paths lose their random parts */
+	CL_LEN,    /* bytes: length only (payloads, random ids) */
+	CL_BYTES,  /* bytes: length and content */
+	CL_SADDR,  /* socket address without its port */
+};
+
+struct fninfo {
+	bool ready;
+	bool data;      /* has a byte buffer: an errno-style result is a count */
+	uint64_t name_h;
+	uint8_t cls[NRR_MAX_ARGS];
+};
+
+struct proc {
+	struct nrr_inputs *in;
+	size_t idx;
+	nrr_reader *r;
+	char *key;          /* pairing key */
+	char *label;        /* "rank 3", "ncclrr #1" */
+	long rank;          /* for sorting; LONG_MAX without one */
+	struct fninfo *fi;
+	uint32_t nfns;
+	uint32_t *streams;  /* stream indices in order of first call */
+	uint32_t nstreams;
+};
+
+struct tok {
+	uint64_t h, seq, wall;
+	const nrr_fn_schema *fn;
+	uint8_t phase;
+	bool failed, taken;
+	bool transient;   /* failed the way a retried connection attempt fails */
+};
+
+struct side {
+	struct proc *p;
+	uint32_t stream, tid;
+	nrr_cursor *c;
+	struct tok *ring;
+	size_t cap, head, n;
+	bool eof;
+	int err;
+	uint64_t last_wall;
+	uint64_t last_tok;   /* wall time of the last token taken */
+};
+
+enum dkind { D_CALL, D_A_ENDS, D_B_ENDS, D_THREAD_A, D_THREAD_B, D_PROC_A, D_PROC_B };
+
+struct divg {
+	bool found;
+	enum dkind kind;
+	uint32_t thread_no, stream_a, stream_b, tid_a, tid_b;
+	struct tok ta, tb;
+	struct tok hist[MAX_CONTEXT];
+	size_t nhist;
+	struct tok aft_a[MAX_CONTEXT], aft_b[MAX_CONTEXT];
+	size_t naft_a, naft_b;
+	uint64_t t_a, t_b;   /* ns since each run's start */
+};
+
+struct pair {
+	struct proc *a, *b;
+	struct divg d;
+	size_t other_threads;  /* further threads that diverge */
+};
+
+struct ctx {
+	const struct nrr_diff_opts *o;
+	struct nrr_inputs *ia, *ib;
+	uint64_t compared;
+	int err;               /* a reader error was printed */
+};
+
+/* ------------------------------------------------------------ hashing */
+
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t n)
+{
+	uint64_t f = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		f = (f ^ p[i]) * 0x100000001b3ull;
+	return mix(h, f ^ n);
+}
+
+static bool is_alnum(uint8_t ch)
+{
+	return (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z');
+}
+
+/* Text where runs of letters and digits that hold a digit (pids, ports,
+ * counters) or that are a six character mkstemp suffix count as one '*'. */
+static uint64_t hash_fuzzy(uint64_t h, const uint8_t *p, size_t n)
+{
+	uint64_t f = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n;) {
+		if (!is_alnum(p[i])) {
+			f = (f ^ p[i]) * 0x100000001b3ull;
+			i++;
+			continue;
+		}
+		size_t j = i;
+		bool digit = false;
+		while (j < n && is_alnum(p[j])) {
+			digit |= p[j] >= '0' && p[j] <= '9';
+			j++;
+		}
+		bool mkstemp = j - i == 6 && i > 0 && p[i - 1] == '.';
+		if (digit || mkstemp) {
+			f = (f ^ '*') * 0x100000001b3ull;
+		} else {
+			for (size_t k = i; k < j; k++)
+				f = (f ^ p[k]) * 0x100000001b3ull;
+		}
+		i = j;
+	}
+	return mix(h, f);
+}
+
+static bool has_prefix(const uint8_t *p, size_t n, const char *pre)
+{
+	size_t l = strlen(pre);
+	return n >= l && memcmp(p, pre, l) == 0;
+}
+
+static uint64_t hash_str(uint64_t h, const uint8_t *p, size_t n)
+{
+	if (has_prefix(p, n, "/tmp/") || has_prefix(p, n, "/dev/shm/") || has_prefix(p, n, "/var/tmp/") ||
+	    has_prefix(p, n, "/run/"))
+		return hash_fuzzy(h, p, n);
+	return hash_bytes(h, p, n);
+}
+
+static uint64_t hash_saddr(uint64_t h, const nrr_value *v)
+{
+	sa_family_t fam;
+	if (v->len < sizeof(fam))
+		return mix(h, v->total);
+	memcpy(&fam, v->p, sizeof(fam));
+	h = mix(h, fam);
+	if (fam == AF_INET && v->len >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in in;
+		memcpy(&in, v->p, sizeof(in));
+		return mix(h, in.sin_addr.s_addr);
+	}
+	if (fam == AF_INET6 && v->len >= sizeof(struct sockaddr_in6)) {
+		struct sockaddr_in6 in6;
+		memcpy(&in6, v->p, sizeof(in6));
+		return hash_bytes(h, in6.sin6_addr.s6_addr, 16);
+	}
+	if (fam == AF_UNIX)
+		return hash_fuzzy(h, v->p + sizeof(fam), v->len - sizeof(fam));
+	return hash_bytes(h, v->p, v->len);
+}
+
+static bool name_is_id(const char *name)
+{
+	size_t l = strlen(name);
+	static const char *const tails[] = { "fd", "pid", "tid" };
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		size_t t = strlen(tails[i]);
+		if (l >= t && strcasecmp(name + l - t, tails[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool payload_domain(const char *d)
+{
+	return d && (strcmp(d, "socket") == 0 || strcmp(d, "proxy") == 0 || strcmp(d, "net") == 0);
+}
+
+static void fninfo_init(struct fninfo *fi, const nrr_fn_schema *fn)
+{
+	fi->name_h = hash_bytes(0, (const uint8_t *)fn->name, strlen(fn->name));
+	for (uint16_t i = 0; i < fn->nargs && i < NRR_MAX_ARGS; i++) {
+		const nrr_arg_schema *a = &fn->args[i];
+		uint8_t c = CL_VAL;
+		switch (a->fmt) {
+		case NRR_FMT_X:
+		case NRR_FMT_HANDLE:
+		case NRR_FMT_FD:
+			c = CL_ID;
+			break;
+		case NRR_FMT_U:
+		case NRR_FMT_I:
+			c = name_is_id(a->name) ? CL_ID : CL_VAL;
+			break;
+		case NRR_FMT_STR:
+			c = CL_STR;
+			break;
+		case NRR_FMT_SOCKADDR:
+			c = CL_SADDR;
+			break;
+		case NRR_FMT_BYTES:
+			fi->data = true;
+			c = payload_domain(fn->domain) || strcasestr(a->name, "handle") || strcasestr(a->name, "uniqueid")
+				    ? CL_LEN : CL_BYTES;
+			break;
+		default:
+			break;
+		}
+		fi->cls[i] = c;
+	}
+	fi->ready = true;
+}
+
+static uint64_t hash_arg(uint64_t h, uint8_t cls, const nrr_arg_schema *a, const nrr_value *v)
+{
+	switch (cls) {
+	case CL_ID: {
+		int64_t s = a->wire == NRR_WIRE_S ? (int64_t)v->u : 0;
+		return mix(h, v->u == 0 ? 0 : s < 0 ? 2 : 1);
+	}
+	case CL_STR:
+		return hash_str(mix(h, v->total), v->p, v->len);
+	case CL_LEN:
+		return mix(h, v->total);
+	case CL_BYTES:
+		return hash_bytes(mix(h, v->total), v->p, v->len);
+	case CL_SADDR:
+		return hash_saddr(h, v);
+	default:
+		return mix(h, v->u);
+	}
+}
+
+static bool soft_result(const nrr_call *c)
+{
+	switch (c->fn->ret) {
+	case NRR_RET_CURESULT:
+	case NRR_RET_CUDART:
+		return c->result == 600;
+	case NRR_RET_NCCL:
+		return c->result == 7;
+	case NRR_RET_ERRNO:
+		return c->result == -1;
+	case NRR_RET_POSERR:
+		return c->result != 0;
+	default:
+		return false;
+	}
+}
+
+/* Socket failures that NCCL (and most programs) answer by trying again. */
+static bool transient_failure(const nrr_call *c)
+{
+	if (c->fn->ret != NRR_RET_ERRNO || c->result != -1)
+		return false;
+	switch (c->err) {
+	case ECONNREFUSED: case ECONNRESET: case ECONNABORTED: case ETIMEDOUT: case EADDRINUSE:
+	case EADDRNOTAVAIL: case EHOSTUNREACH: case ENETUNREACH: case ENOENT: case EPIPE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static uint64_t hash_result(uint64_t h, const struct fninfo *fi, const nrr_call *c)
+{
+	switch (c->fn->ret) {
+	case NRR_RET_VOID:
+		return h;
+	case NRR_RET_ERRNO:
+		if (c->result < 0)
+			return mix(mix(h, 0xe1), c->err);
+		return mix(h, fi->data ? (uint64_t)c->result : 0);
+	case NRR_RET_PTR:
+		return c->result ? mix(h, 1) : mix(mix(h, 0), c->err);
+	default:
+		return mix(h, (uint64_t)c->result);
+	}
+}
+
+static struct fninfo *fninfo_of(struct proc *p, const nrr_fn_schema *fn)
+{
+	if (fn->id > p->nfns)
+		return NULL;
+	struct fninfo *fi = &p->fi[fn->id];
+	if (!fi->ready)
+		fninfo_init(fi, fn);
+	return fi;
+}
+
+/* @return true and fill @t when @c is compared at all. */
+static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
+{
+	if (c->kind != NRR_CALL || !c->fn)
+		return false;
+	bool complete = c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_RESUME;
+	bool failed = complete && nrr_call_failed(c);
+	if ((c->fn->flags & NRR_FN_POLL) && c->phase != NRR_PHASE_INFLIGHT && !failed)
+		return false;
+	if (complete && !failed && soft_result(c))
+		return false;
+	struct fninfo *fi = fninfo_of(p, c->fn);
+	if (!fi)
+		return false;
+	uint64_t h = mix(fi->name_h, complete ? 2 : c->phase == NRR_PHASE_ENTER ? 1 : 3);
+	for (uint16_t i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++) {
+		const nrr_arg_schema *a = &c->fn->args[i];
+		if (!(c->present & (1u << i)))
+			continue;
+		if (!complete && a->dir == NRR_DIR_OUT)
+			continue;
+		h = hash_arg(mix(h, i), fi->cls[i], a, &c->args[i]);
+	}
+	if (complete)
+		h = hash_result(h, fi, c);
+	t->h = h;
+	t->seq = c->seq;
+	t->wall = nrr_reader_wall(p->r, c->ts);   /* when the call started */
+	t->fn = c->fn;
+	t->phase = c->phase;
+	t->failed = failed;
+	t->transient = failed && transient_failure(c);
+	t->taken = false;
+	return true;
+}
+
+/* ---------------------------------------------------------- windows */
+
+static struct tok *at(struct side *s, size_t k)
+{
+	return &s->ring[(s->head + k) % s->cap];
+}
+
+/* Drop taken tokens from the head. */
+static void settle(struct side *s)
+{
+	while (s->n && at(s, 0)->taken) {
+		s->head = (s->head + 1) % s->cap;
+		s->n--;
+	}
+}
+
+static void pop(struct side *s)
+{
+	s->last_tok = at(s, 0)->wall;
+	s->head = (s->head + 1) % s->cap;
+	s->n--;
+	settle(s);
+}
+
+/* Read until @k tokens are held (or the stream ends). */
+static void fill(struct side *s, size_t k)
+{
+	if (k > s->cap)
+		k = s->cap;
+	while (s->n < k && !s->eof) {
+		const nrr_call *c;
+		int rc = nrr_cursor_next(s->c, &c);
+		if (rc) {
+			s->eof = true;
+			if (rc != NRR_EEOF)
+				s->err = rc;
+			break;
+		}
+		uint64_t w = nrr_reader_wall(s->p->r, nrr_call_key(c));
+		if (w > s->last_wall)
+			s->last_wall = w;
+		struct tok t;
+		if (tokenize(s->p, c, &t)) {
+			*at(s, s->n) = t;
+			s->n++;
+		}
+	}
+}
+
+static int side_open(struct side *s, struct proc *p, uint32_t stream, size_t cap)
+{
+	memset(s, 0, sizeof(*s));
+	s->p = p;
+	s->stream = stream;
+	s->tid = nrr_reader_stream(p->r, stream)->tid;
+	s->cap = cap;
+	s->ring = calloc(cap, sizeof(*s->ring));
+	if (!s->ring)
+		return -ENOMEM;
+	int rc = nrr_cursor_open(&s->c, p->r, stream);
+	if (rc) {
+		free(s->ring);
+		s->ring = NULL;
+	}
+	return rc;
+}
+
+static void side_close(struct side *s)
+{
+	if (s->c)
+		nrr_cursor_close(s->c);
+	free(s->ring);
+	s->c = NULL;
+	s->ring = NULL;
+}
+
+/* Index of the first untaken token in [from, limit) of @s with hash @h, or 0. */
+static size_t find(struct side *s, size_t from, size_t limit, uint64_t h)
+{
+	for (size_t k = from; k < limit && k < s->n; k++)
+		if (!at(s, k)->taken && at(s, k)->h == h)
+			return k;
+	return 0;
+}
+
+static bool in_window(struct side *s, uint64_t h)
+{
+	for (size_t k = 0; k < s->n; k++)
+		if (at(s, k)->h == h)
+			return true;
+	return false;
+}
+
+/* Is x[0..i) a failed attempt that was retried?  It must hold a failure of
+ * the call found again at x[i], every failure in it must be one a
+ * connection attempt is retried after (refused, reset, timed out: a CUDA,
+ * NCCL or NVML error never is), and every other call of it must be an
+ * enter, a socket call that moves no data (closing and making the socket
+ * again), or a call seen in @y's window.  And the calls from x[i] on must
+ * agree with y's. */
+static bool retried(struct side *x, size_t i, struct side *y)
+{
+	bool fail = false;
+	const char *again = at(x, i)->fn->name;
+	for (size_t k = 0; k < i; k++) {
+		struct tok *t = at(x, k);
+		if (t->taken)
+			return false;
+		if (t->failed && !t->transient)
+			return false;
+		if (t->failed) {
+			fail |= strcmp(t->fn->name, again) == 0;
+			continue;
+		}
+		if (t->phase == NRR_PHASE_ENTER || in_window(y, t->h))
+			continue;
+		struct fninfo *fi = fninfo_of(x->p, t->fn);
+		if (!fi || fi->data || !t->fn->domain || strcmp(t->fn->domain, "socket") != 0)
+			return false;
+	}
+	if (!fail)
+		return false;
+	for (size_t k = 1; k <= CONFIRM && i + k < x->n && k < y->n; k++)
+		if (at(x, i + k)->h != at(y, k)->h)
+			return false;
+	return true;
+}
+
+static size_t resync(struct side *x, struct side *y)
+{
+	for (size_t i = 1; i < x->n; i++)
+		if (!at(x, i)->taken && at(x, i)->h == at(y, 0)->h && retried(x, i, y))
+			return i;
+	return 0;
+}
+
+static void push_hist(struct divg *d, size_t max, const struct tok *t)
+{
+	if (!max)
+		return;
+	if (d->nhist == max) {
+		memmove(d->hist, d->hist + 1, (max - 1) * sizeof(d->hist[0]));
+		d->nhist--;
+	}
+	d->hist[d->nhist++] = *t;
+}
+
+/* Align one thread pair; fills @d when they diverge. @return 0 or a
+ * reader error (printed). */
+static int align(struct ctx *x, struct proc *pa, uint32_t sa, struct proc *pb, uint32_t sb, struct divg *d)
+{
+	struct side A, B;
+	size_t w = x->o->window;
+	size_t ctxn = x->o->context;
+	int rc = side_open(&A, pa, sa, w);
+	if (rc)
+		return rc;
+	rc = side_open(&B, pb, sb, w);
+	if (rc) {
+		side_close(&A);
+		return rc;
+	}
+	memset(d, 0, sizeof(*d));
+	for (;;) {
+		fill(&A, 1);
+		fill(&B, 1);
+		if (A.err || B.err)
+			break;
+		if (!A.n && !B.n)
+			break;
+		if (A.n && B.n && at(&A, 0)->h == at(&B, 0)->h) {
+			push_hist(d, ctxn, at(&A, 0));
+			pop(&A);
+			pop(&B);
+			x->compared++;
+			continue;
+		}
+		fill(&A, w);
+		fill(&B, w);
+		if (A.err || B.err)
+			break;
+		if (A.n && B.n) {
+			/* the same calls in another order */
+			size_t j = find(&B, 1, w, at(&A, 0)->h);
+			if (j && find(&A, 1, w, at(&B, 0)->h)) {
+				at(&B, j)->taken = true;
+				push_hist(d, ctxn, at(&A, 0));
+				pop(&A);
+				x->compared++;
+				continue;
+			}
+			/* a failed attempt that was retried */
+			size_t ia = resync(&A, &B), ib = resync(&B, &A);
+			if (ia && (!ib || ia <= ib)) {
+				while (ia--)
+					pop(&A);
+				continue;
+			}
+			if (ib) {
+				while (ib--)
+					pop(&B);
+				continue;
+			}
+		}
+		d->found = true;
+		d->kind = !A.n ? D_A_ENDS : !B.n ? D_B_ENDS : D_CALL;
+		if (A.n)
+			d->ta = *at(&A, 0);
+		if (B.n)
+			d->tb = *at(&B, 0);
+		/* a side that ended diverged after its last call */
+		d->t_a = (A.n ? d->ta.wall : A.last_tok ? A.last_tok : A.last_wall) - pa->in->base_wall;
+		d->t_b = (B.n ? d->tb.wall : B.last_tok ? B.last_tok : B.last_wall) - pb->in->base_wall;
+		fill(&A, ctxn + 1);
+		fill(&B, ctxn + 1);
+		for (size_t k = 1; k < A.n && d->naft_a < ctxn; k++)
+			if (!at(&A, k)->taken)
+				d->aft_a[d->naft_a++] = *at(&A, k);
+		for (size_t k = 1; k < B.n && d->naft_b < ctxn; k++)
+			if (!at(&B, k)->taken)
+				d->aft_b[d->naft_b++] = *at(&B, k);
+		break;
+	}
+	d->stream_a = sa;
+	d->stream_b = sb;
+	d->tid_a = A.tid;
+	d->tid_b = B.tid;
+	rc = 0;
+	if (A.err || B.err) {
+		struct side *e = A.err ? &A : &B;
+		nrr_print_diag("diff", nrr_cursor_diag(e->c));
+		rc = e->err;
+	}
+	side_close(&A);
+	side_close(&B);
+	return rc;
+}
+
+/* ---------------------------------------------------------- processes */
+
+static int cmp_stream(const void *x, const void *y, void *arg)
+{
+	nrr_reader *r = arg;
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	const nrr_stream_info *sa = nrr_reader_stream(r, a), *sb = nrr_reader_stream(r, b);
+	if (sa->first_ts != sb->first_ts)
+		return sa->first_ts < sb->first_ts ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static int proc_init(struct proc *p, struct nrr_inputs *in, size_t i)
+{
+	memset(p, 0, sizeof(*p));
+	p->in = in;
+	p->idx = i;
+	p->r = in->r[i];
+	p->rank = 0x7fffffffL;
+	/* nrr_reader_meta() answers in one buffer: use each value at once */
+	const char *v;
+	int n;
+	if ((v = nrr_reader_meta(p->r, "rank"))) {
+		n = asprintf(&p->key, "rank=%s", v);
+		p->rank = strtol(v, NULL, 10);
+	} else if ((v = nrr_reader_meta(p->r, "nccl_rank"))) {
+		n = asprintf(&p->key, "nccl_rank=%s", v);
+		p->rank = strtol(v, NULL, 10);
+	} else {
+		v = nrr_reader_meta(p->r, "exe");
+		n = asprintf(&p->key, "exe=%s", v ? base_name(v) : "?");
+	}
+	if (n < 0)
+		return -ENOMEM;
+	const nrr_schema *s = nrr_reader_schema(p->r);
+	p->nfns = nrr_schema_nfns(s);
+	p->fi = calloc(p->nfns + 1, sizeof(*p->fi));
+	p->nstreams = nrr_reader_info(p->r)->nstreams;
+	p->streams = calloc(p->nstreams + 1, sizeof(*p->streams));
+	if (!p->fi || !p->streams)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < p->nstreams; k++)
+		p->streams[k] = k;
+	qsort_r(p->streams, p->nstreams, sizeof(*p->streams), cmp_stream, p->r);
+	return 0;
+}
+
+/* Make keys unique within a run ("exe=ncclrr#1") and set labels. */
+static int proc_keys(struct proc *ps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t dup = 0;
+		for (size_t j = 0; j < i; j++)
+			if (strncmp(ps[j].key, ps[i].key, strlen(ps[i].key)) == 0 &&
+			    (ps[j].key[strlen(ps[i].key)] == 0 || ps[j].key[strlen(ps[i].key)] == '#'))
+				dup++;
+		if (dup) {
+			char *k;
+			if (asprintf(&k, "%s#%zu", ps[i].key, dup) < 0)
+				return -ENOMEM;
+			free(ps[i].key);
+			ps[i].key = k;
+		}
+		const char *eq = strchr(ps[i].key, '=');
+		int rc = strncmp(ps[i].key, "rank=", 5) == 0 ? asprintf(&ps[i].label, "rank %s", eq + 1)
+			 : strncmp(ps[i].key, "nccl_rank=", 10) == 0 ? asprintf(&ps[i].label, "nccl rank %s", eq + 1)
+			 : asprintf(&ps[i].label, "process %s", eq + 1);
+		if (rc < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void proc_free(struct proc *p)
+{
+	free(p->key);
+	free(p->label);
+	free(p->fi);
+	free(p->streams);
+}
+
+static int cmp_pair(const void *x, const void *y)
+{
+	const struct pair *a = x, *b = y;
+	const struct proc *pa = a->a ? a->a : a->b, *pb = b->a ? b->a : b->b;
+	if (pa->rank != pb->rank)
+		return pa->rank < pb->rank ? -1 : 1;
+	return strcmp(pa->key, pb->key);
+}
+
+static uint64_t first_wall(const struct proc *p)
+{
+	uint64_t best = UINT64_MAX;
+	for (uint32_t i = 0; i < p->nstreams; i++) {
+		const nrr_stream_info *s = nrr_reader_stream(p->r, i);
+		if (s->records) {
+			uint64_t w = nrr_reader_wall(p->r, s->first_ts);
+			if (w < best)
+				best = w;
+		}
+	}
+	return best == UINT64_MAX ? p->in->base_wall : best;
+}
+
+/* When a divergence happened, to order them across threads and ranks: the
+ * earlier of its times in the two runs (in the run where it shows first,
+ * its consequences on other ranks come later). */
+static uint64_t when_of(const struct divg *d)
+{
+	return d->t_a < d->t_b ? d->t_a : d->t_b;
+}
+
+/* Compare the threads of one process pair; keep the earliest divergence. */
+static int diff_pair(struct ctx *x, struct pair *pr)
+{
+	memset(&pr->d, 0, sizeof(pr->d));
+	if (!pr->a || !pr->b) {
+		struct proc *p = pr->a ? pr->a : pr->b;
+		pr->d.found = true;
+		pr->d.kind = pr->a ? D_PROC_A : D_PROC_B;
+		pr->d.t_a = pr->d.t_b = first_wall(p) - p->in->base_wall;
+		return 0;
+	}
+	uint32_t n = pr->a->nstreams > pr->b->nstreams ? pr->a->nstreams : pr->b->nstreams;
+	bool have = false;
+	uint64_t best = 0;
+	for (uint32_t t = 0; t < n; t++) {
+		struct divg d;
+		if (t >= pr->a->nstreams || t >= pr->b->nstreams) {
+			bool ina = t < pr->a->nstreams;
+			struct proc *p = ina ? pr->a : pr->b;
+			uint32_t s = p->streams[t];
+			memset(&d, 0, sizeof(d));
+			d.found = true;
+			d.kind = ina ? D_THREAD_A : D_THREAD_B;
+			d.stream_a = d.stream_b = s;
+			d.tid_a = d.tid_b = nrr_reader_stream(p->r, s)->tid;
+			d.t_a = d.t_b = nrr_reader_wall(p->r, nrr_reader_stream(p->r, s)->first_ts) - p->in->base_wall;
+		} else {
+			int rc = align(x, pr->a, pr->a->streams[t], pr->b, pr->b->streams[t], &d);
+			if (rc)
+				return rc;
+		}
+		d.thread_no = t + 1;
+		if (!d.found)
+			continue;
+		uint64_t when = when_of(&d);
+		if (!have || when < best) {
+			if (have)
+				pr->other_threads++;
+			pr->d = d;
+			best = when;
+			have = true;
+		} else {
+			pr->other_threads++;
+		}
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------- reporting */
+
+/* Format the events of @toks (in stream order) of @p's @stream, one
+ * malloc'ed line each (NULL where not found). */
+static void load_lines(struct proc *p, uint32_t stream, const struct tok *toks, size_t n, char **lines)
+{
+	for (size_t k = 0; k < n; k++)
+		lines[k] = NULL;
+	if (!n)
+		return;
+	nrr_cursor *c;
+	if (nrr_cursor_open(&c, p->r, stream))
+		return;
+	uint64_t s = toks[0].seq;
+	for (size_t k = 1; k < n; k++)
+		if (toks[k].seq < s)
+			s = toks[k].seq;
+	if (toks[0].phase == NRR_PHASE_INFLIGHT && s > 1)
+		s--;
+	if (nrr_cursor_seek(c, s) && nrr_cursor_seek(c, 1)) {
+		nrr_cursor_close(c);
+		return;
+	}
+	const char *host = nrr_reader_meta(p->r, "host");
+	char who[300];
+	snprintf(who, sizeof(who), "%s:%u/%u", host ? host : "?", nrr_reader_info(p->r)->pid,
+		 nrr_reader_stream(p->r, stream)->tid);
+	const nrr_call *call;
+	size_t k = 0;
+	uint64_t scanned = 0;
+	while (k < n && scanned++ < SCAN_LIMIT && nrr_cursor_next(c, &call) == 0) {
+		for (size_t j = k; j < n; j++) {
+			if (call->kind != NRR_CALL || call->seq != toks[j].seq || call->phase != toks[j].phase)
+				continue;
+			char *buf = NULL;
+			size_t len = 0;
+			FILE *f = open_memstream(&buf, &len);
+			if (f) {
+				double t = (double)(int64_t)(nrr_reader_wall(p->r, nrr_call_key(call)) - p->in->base_wall) / 1e9;
+				nrr_format_call(f, call, t, who);
+				fclose(f);
+				lines[j] = buf;
+			}
+			if (j == k)
+				while (k < n && lines[k])
+					k++;
+			break;
+		}
+	}
+	nrr_cursor_close(c);
+}
+
+/* Find the event of @t on @stream; the cursor stays open in *@cp. */
+static const nrr_call *find_call(struct proc *p, uint32_t stream, const struct tok *t, nrr_cursor **cp)
+{
+	*cp = NULL;
+	if (nrr_cursor_open(cp, p->r, stream))
+		return NULL;
+	uint64_t s = t->phase == NRR_PHASE_INFLIGHT && t->seq > 1 ? t->seq - 1 : t->seq;
+	if (nrr_cursor_seek(*cp, s))
+		return NULL;
+	const nrr_call *c;
+	uint64_t scanned = 0;
+	while (scanned++ < SCAN_LIMIT && nrr_cursor_next(*cp, &c) == 0)
+		if (c->kind == NRR_CALL && c->seq == t->seq && c->phase == t->phase)
+			return c;
+	return NULL;
+}
+
+/* What differs between the two diverging calls, as "result, size". */
+static char *what_differs(struct pair *pr)
+{
+	struct divg *d = &pr->d;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	nrr_cursor *ca, *cb;
+	const nrr_call *a = find_call(pr->a, d->stream_a, &d->ta, &ca);
+	const nrr_call *b = a ? find_call(pr->b, d->stream_b, &d->tb, &cb) : (cb = NULL, NULL);
+	const char *sep = "";
+	if (a && b) {
+		if (strcmp(a->fn->name, b->fn->name) != 0) {
+			fputs("function", f);
+		} else {
+			struct fninfo *fa = fninfo_of(pr->a, a->fn), *fb = fninfo_of(pr->b, b->fn);
+			if ((a->phase == NRR_PHASE_INFLIGHT) != (b->phase == NRR_PHASE_INFLIGHT)) {
+				fputs("completion (one never returned)", f);
+				sep = ", ";
+			} else if (a->phase != b->phase) {
+				fputs("nesting", f);
+				sep = ", ";
+			}
+			for (uint16_t i = 0; fa && fb && i < a->fn->nargs && i < b->fn->nargs && i < NRR_MAX_ARGS; i++) {
+				bool pa = a->present & (1u << i), pb = b->present & (1u << i);
+				bool open = a->phase == NRR_PHASE_ENTER || a->phase == NRR_PHASE_INFLIGHT ||
+					    b->phase == NRR_PHASE_ENTER || b->phase == NRR_PHASE_INFLIGHT;
+				if (open && a->fn->args[i].dir == NRR_DIR_OUT)
+					continue;
+				if (!pa && !pb)
+					continue;
+				uint64_t ha = pa ? hash_arg(1, fa->cls[i], &a->fn->args[i], &a->args[i]) : 0;
+				uint64_t hb = pb ? hash_arg(1, fb->cls[i], &b->fn->args[i], &b->args[i]) : 0;
+				if (ha != hb) {
+					fprintf(f, "%s%s", sep, a->fn->args[i].name);
+					sep = ", ";
+				}
+			}
+			bool ca_done = a->phase == NRR_PHASE_CALL || a->phase == NRR_PHASE_RESUME;
+			bool cb_done = b->phase == NRR_PHASE_CALL || b->phase == NRR_PHASE_RESUME;
+			if (fa && fb && ca_done && cb_done && hash_result(1, fa, a) != hash_result(1, fb, b))
+				fprintf(f, "%sresult", sep);
+		}
+	}
+	if (ca)
+		nrr_cursor_close(ca);
+	if (cb)
+		nrr_cursor_close(cb);
+	fclose(f);
+	if (buf && !*buf) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void jstr(FILE *f, const char *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static const char *kind_text(enum dkind k)
+{
+	switch (k) {
+	case D_CALL: return "call";
+	case D_A_ENDS: return "A ends";
+	case D_B_ENDS: return "B ends";
+	case D_THREAD_A: return "thread only in A";
+	case D_THREAD_B: return "thread only in B";
+	case D_PROC_A: return "process only in A";
+	case D_PROC_B: return "process only in B";
+	}
+	return "?";
+}
+
+static const char *kind_json(enum dkind k)
+{
+	static const char *const n[] = { "call", "a_ends", "b_ends", "thread_only_in_a", "thread_only_in_b",
+					 "process_only_in_a", "process_only_in_b" };
+	return n[k];
+}
+
+struct lines {
+	char *hist[MAX_CONTEXT], *a[MAX_CONTEXT + 1], *b[MAX_CONTEXT + 1];
+	char *what;
+};
+
+static void lines_load(struct pair *pr, struct lines *L)
+{
+	struct divg *d = &pr->d;
+	memset(L, 0, sizeof(*L));
+	if (!pr->a || !pr->b || d->kind == D_THREAD_A || d->kind == D_THREAD_B)
+		return;
+	struct tok ta[MAX_CONTEXT + 1], tb[MAX_CONTEXT + 1];
+	size_t na = 0, nb = 0;
+	if (d->kind != D_A_ENDS)
+		ta[na++] = d->ta;
+	for (size_t k = 0; k < d->naft_a; k++)
+		ta[na++] = d->aft_a[k];
+	if (d->kind != D_B_ENDS)
+		tb[nb++] = d->tb;
+	for (size_t k = 0; k < d->naft_b; k++)
+		tb[nb++] = d->aft_b[k];
+	load_lines(pr->a, d->stream_a, d->hist, d->nhist, L->hist);
+	load_lines(pr->a, d->stream_a, ta, na, L->a);
+	load_lines(pr->b, d->stream_b, tb, nb, L->b);
+	if (d->kind == D_CALL)
+		L->what = what_differs(pr);
+}
+
+static void lines_free(struct lines *L)
+{
+	for (size_t k = 0; k < MAX_CONTEXT; k++)
+		free(L->hist[k]);
+	for (size_t k = 0; k <= MAX_CONTEXT; k++) {
+		free(L->a[k]);
+		free(L->b[k]);
+	}
+	free(L->what);
+}
+
+static const char *api_of(const struct divg *d)
+{
+	if (d->kind == D_CALL || d->kind == D_B_ENDS)
+		return d->ta.fn ? d->ta.fn->name : NULL;
+	if (d->kind == D_A_ENDS)
+		return d->tb.fn ? d->tb.fn->name : NULL;
+	return NULL;
+}
+
+static void text_pair(FILE *f, struct pair *pr, struct lines *L)
+{
+	struct divg *d = &pr->d;
+	const char *label = (pr->a ? pr->a : pr->b)->label;
+	switch (d->kind) {
+	case D_PROC_A:
+	case D_PROC_B:
+		fprintf(f, "%s: only in %s (%s)\n", label, d->kind == D_PROC_A ? "A" : "B",
+			nrr_reader_path((pr->a ? pr->a : pr->b)->r));
+		return;
+	case D_THREAD_A:
+	case D_THREAD_B:
+		fprintf(f, "%s thread %u: only in %s (tid %u, first call at +%.6f s)\n", label, d->thread_no,
+			d->kind == D_THREAD_A ? "A" : "B", d->tid_a, d->t_a / 1e9);
+		return;
+	default:
+		break;
+	}
+	fprintf(f, "%s thread %u (tid %u in A, %u in B): ", label, d->thread_no, d->tid_a, d->tid_b);
+	if (d->kind == D_CALL)
+		fprintf(f, "call #%llu in A, #%llu in B: %s", (unsigned long long)d->ta.seq, (unsigned long long)d->tb.seq,
+			d->ta.fn->name);
+	else if (d->kind == D_A_ENDS)
+		fprintf(f, "A ends, B goes on with call #%llu %s", (unsigned long long)d->tb.seq, d->tb.fn->name);
+	else
+		fprintf(f, "B ends, A goes on with call #%llu %s", (unsigned long long)d->ta.seq, d->ta.fn->name);
+	if (L->what)
+		fprintf(f, " (%s differs)", L->what);
+	fprintf(f, " at +%.6f s in A, +%.6f s in B\n", d->t_a / 1e9, d->t_b / 1e9);
+	for (size_t k = 0; k < d->nhist; k++)
+		if (L->hist[k])
+			fprintf(f, "    = %s\n", L->hist[k]);
+	size_t na = (d->kind != D_A_ENDS) + d->naft_a, nb = (d->kind != D_B_ENDS) + d->naft_b;
+	if (d->kind == D_A_ENDS)
+		fputs("  A>  (no more calls)\n", f);
+	for (size_t k = 0; k < na; k++)
+		if (L->a[k])
+			fprintf(f, "  A%s %s\n", k == 0 && d->kind != D_A_ENDS ? ">" : " ", L->a[k]);
+	if (d->kind == D_B_ENDS)
+		fputs("  B>  (no more calls)\n", f);
+	for (size_t k = 0; k < nb; k++)
+		if (L->b[k])
+			fprintf(f, "  B%s %s\n", k == 0 && d->kind != D_B_ENDS ? ">" : " ", L->b[k]);
+	if (pr->other_threads)
+		fprintf(f, "  (%zu more thread%s of %s diverge later)\n", pr->other_threads, pr->other_threads > 1 ? "s" : "",
+			label);
+}
+
+static void json_lines(FILE *f, const char *name, char **l, size_t n)
+{
+	fprintf(f, ", \"%s\": [", name);
+	const char *sep = "";
+	for (size_t k = 0; k < n; k++) {
+		if (!l[k])
+			continue;
+		fputs(sep, f);
+		jstr(f, l[k]);
+		sep = ", ";
+	}
+	fputc(']', f);
+}
+
+static void json_pair(FILE *f, struct pair *pr, struct lines *L)
+{
+	struct divg *d = &pr->d;
+	const struct proc *p = pr->a ? pr->a : pr->b;
+	fputs("{\"process\": ", f);
+	jstr(f, p->label);
+	fputs(", \"rank\": ", f);
+	if (p->rank != 0x7fffffffL)
+		fprintf(f, "%ld", p->rank);
+	else
+		fputs("null", f);
+	fprintf(f, ", \"kind\": \"%s\", \"thread\": %u, \"tid_a\": %u, \"tid_b\": %u", kind_json(d->kind),
+		d->thread_no, d->tid_a, d->tid_b);
+	fputs(", \"api\": ", f);
+	jstr(f, api_of(d));
+	if (d->kind == D_CALL || d->kind == D_B_ENDS)
+		fprintf(f, ", \"seq_a\": %llu", (unsigned long long)d->ta.seq);
+	if (d->kind == D_CALL || d->kind == D_A_ENDS)
+		fprintf(f, ", \"seq_b\": %llu", (unsigned long long)d->tb.seq);
+	fprintf(f, ", \"t_a\": %.9f, \"t_b\": %.9f, \"differs\": ", d->t_a / 1e9, d->t_b / 1e9);
+	jstr(f, L->what);
+	fputs(", \"call_a\": ", f);
+	jstr(f, d->kind != D_A_ENDS ? L->a[0] : NULL);
+	fputs(", \"call_b\": ", f);
+	jstr(f, d->kind != D_B_ENDS ? L->b[0] : NULL);
+	json_lines(f, "before", L->hist, d->nhist);
+	json_lines(f, "after_a", L->a + (d->kind != D_A_ENDS), d->naft_a);
+	json_lines(f, "after_b", L->b + (d->kind != D_B_ENDS), d->naft_b);
+	fprintf(f, ", \"other_threads\": %zu}", pr->other_threads);
+}
+
+/* ---------------------------------------------------------- config */
+
+struct config {
+	struct nrr_runinfo a, b;
+	struct nrr_runinfo_change *ch;
+	size_t n;
+	bool have;
+};
+
+static int config_read(struct config *c, struct nrr_inputs *ia, struct nrr_inputs *ib)
+{
+	memset(c, 0, sizeof(*c));
+	char err[512];
+	if (nrr_runinfo_read(&c->a, ia->r, ia->n, err, sizeof(err))) {
+		fprintf(stderr, "ncclrr diff: run A: %s\n", err);
+		return -1;
+	}
+	if (nrr_runinfo_read(&c->b, ib->r, ib->n, err, sizeof(err))) {
+		fprintf(stderr, "ncclrr diff: run B: %s\n", err);
+		nrr_runinfo_free(&c->a);
+		return -1;
+	}
+	c->n = nrr_runinfo_diff(&c->a, &c->b, &c->ch);
+	if (c->n == (size_t)-1) {
+		fprintf(stderr, "ncclrr diff: out of memory\n");
+		nrr_runinfo_free(&c->a);
+		nrr_runinfo_free(&c->b);
+		return -1;
+	}
+	c->have = true;
+	return 0;
+}
+
+static void config_free(struct config *c)
+{
+	if (c->have) {
+		free(c->ch);
+		nrr_runinfo_free(&c->a);
+		nrr_runinfo_free(&c->b);
+	}
+}
+
+static void config_text(FILE *f, const struct config *c)
+{
+	if (!c->have)
+		return;
+	if (!c->n) {
+		fputs("Configuration: no difference\n", f);
+		return;
+	}
+	fprintf(f, "Configuration: %zu difference%s\n", c->n, c->n > 1 ? "s" : "");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct nrr_runinfo_change *x = &c->ch[i];
+		if (x->rank < 0)
+			fprintf(f, "  %s (every rank): ", x->key);
+		else
+			fprintf(f, "  %s (rank %d): ", x->key, x->rank);
+		fputs("A ", f);
+		if (x->a)
+			fprintf(f, "'%s'", x->a);
+		else
+			fputs("absent", f);
+		fputs(", B ", f);
+		if (x->b)
+			fprintf(f, "'%s'", x->b);
+		else
+			fputs("absent", f);
+		fputc('\n', f);
+	}
+}
+
+static void config_json(FILE *f, const struct config *c)
+{
+	fputs("\"config\": [", f);
+	for (size_t i = 0; c->have && i < c->n; i++) {
+		const struct nrr_runinfo_change *x = &c->ch[i];
+		fputs(i ? ", {\"key\": " : "{\"key\": ", f);
+		jstr(f, x->key);
+		if (x->rank < 0)
+			fputs(", \"rank\": null", f);
+		else
+			fprintf(f, ", \"rank\": %d", x->rank);
+		fputs(", \"a\": ", f);
+		jstr(f, x->a);
+		fputs(", \"b\": ", f);
+		jstr(f, x->b);
+		fputc('}', f);
+	}
+	fputs("]", f);
+}
+
+/* ---------------------------------------------------------- driver */
+
+static int procs_open(struct nrr_inputs *in, struct proc **out)
+{
+	struct proc *ps = calloc(in->n + 1, sizeof(*ps));
+	if (!ps)
+		return -ENOMEM;
+	*out = ps;
+	for (size_t i = 0; i < in->n; i++)
+		if (proc_init(&ps[i], in, i))
+			return -ENOMEM;
+	return proc_keys(ps, in->n);
+}
+
+int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nrr_inputs *ib, FILE *out)
+{
+	struct ctx x = { .o = o, .ia = ia, .ib = ib };
+	struct proc *pa = NULL, *pb = NULL;
+	struct pair *pairs = NULL;
+	size_t np = 0;
+	int ret = NRR_EXIT_USAGE;
+	struct config cfg;
+	if (config_read(&cfg, ia, ib))
+		return NRR_EXIT_USAGE;
+	if (procs_open(ia, &pa) || procs_open(ib, &pb) || !(pairs = calloc(ia->n + ib->n + 1, sizeof(*pairs)))) {
+		fprintf(stderr, "ncclrr diff: out of memory\n");
+		goto out;
+	}
+	bool *used = calloc(ib->n + 1, sizeof(*used));
+	if (!used)
+		goto out;
+	for (size_t i = 0; i < ia->n; i++) {
+		pairs[np].a = &pa[i];
+		for (size_t j = 0; j < ib->n; j++) {
+			if (!used[j] && strcmp(pa[i].key, pb[j].key) == 0) {
+				used[j] = true;
+				pairs[np].b = &pb[j];
+				break;
+			}
+		}
+		np++;
+	}
+	for (size_t j = 0; j < ib->n; j++)
+		if (!used[j])
+			pairs[np++].b = &pb[j];
+	free(used);
+	qsort(pairs, np, sizeof(*pairs), cmp_pair);
+
+	size_t ndiv = 0, first = 0;
+	uint64_t best = 0;
+	for (size_t i = 0; i < np; i++) {
+		if (diff_pair(&x, &pairs[i]))
+			goto out;
+		struct divg *d = &pairs[i].d;
+		if (!d->found)
+			continue;
+		uint64_t when = when_of(d);
+		if (!ndiv || when < best) {
+			best = when;
+			first = i;
+		}
+		ndiv++;
+	}
+	bool differ = ndiv || cfg.n;
+	if (o->json) {
+		fputs("{\"a\": ", out);
+		jstr(out, ia->n ? nrr_reader_path(ia->r[0]) : NULL);
+		fputs(", \"b\": ", out);
+		jstr(out, ib->n ? nrr_reader_path(ib->r[0]) : NULL);
+		fprintf(out, ", \"same\": %s, ", differ ? "false" : "true");
+		config_json(out, &cfg);
+		fprintf(out, ", \"processes_a\": %zu, \"processes_b\": %zu, \"calls_compared\": %llu, \"divergences\": [",
+			ia->n, ib->n, (unsigned long long)x.compared);
+		const char *sep = "";
+		for (size_t i = 0; i < np; i++) {
+			if (!pairs[i].d.found)
+				continue;
+			struct lines L;
+			lines_load(&pairs[i], &L);
+			fputs(sep, out);
+			json_pair(out, &pairs[i], &L);
+			lines_free(&L);
+			sep = ", ";
+		}
+		fputs("], \"earliest\": ", out);
+		if (ndiv) {
+			struct lines L;
+			lines_load(&pairs[first], &L);
+			json_pair(out, &pairs[first], &L);
+			lines_free(&L);
+		} else {
+			fputs("null", out);
+		}
+		fputs("}\n", out);
+	} else {
+		config_text(out, &cfg);
+		if (!ndiv) {
+			fprintf(out, "Calls: no divergence (%zu processes in A, %zu in B, %llu calls compared)\n", ia->n, ib->n,
+				(unsigned long long)x.compared);
+		} else {
+			fprintf(out, "Calls: %zu of %zu processes diverge; first divergence of each:\n", ndiv, np);
+			for (size_t i = 0; i < np; i++) {
+				if (!pairs[i].d.found)
+					continue;
+				struct lines L;
+				lines_load(&pairs[i], &L);
+				text_pair(out, &pairs[i], &L);
+				lines_free(&L);
+			}
+			struct divg *d = &pairs[first].d;
+			const struct proc *p = pairs[first].a ? pairs[first].a : pairs[first].b;
+			const char *api = api_of(d);
+			fprintf(out, "Earliest across ranks: %s thread %u, %s%s%s at +%.6f s in A, +%.6f s in B\n", p->label,
+				d->thread_no, kind_text(d->kind), api ? ": " : "", api ? api : "", d->t_a / 1e9,
+				d->t_b / 1e9);
+		}
+	}
+	ret = differ ? NRR_EXIT_DIFF : NRR_EXIT_OK;
+out:
+	for (size_t i = 0; pa && i < ia->n; i++)
+		proc_free(&pa[i]);
+	for (size_t i = 0; pb && i < ib->n; i++)
+		proc_free(&pb[i]);
+	free(pa);
+	free(pb);
+	free(pairs);
+	config_free(&cfg);
+	return ret;
+}

@@ -1,0 +1,134 @@
+#!/bin/sh
+# test_diff.sh CASE NCCLRR SRCDIR WORKLOADS_DIR - `ncclrr diff` on runs of
+# conn_setup recorded live on the fake cluster.
+#   same   two clean runs agree (ports, pids, pointers, fds differ)
+#   fault  clean vs an injected cuMemImportFromShareableHandle failure on
+#          rank 3: that call is the first and earliest divergence
+#   env    clean vs a run with one more variable: reported as configuration
+#   json   --json of the fault pair parses and says the same
+#   bad    a truncated trace and bad usage: exit 2 with the file named
+#   align  generated runs (tests/bench/gen_trace) where B reorders calls,
+#          retries a refused connection and polls a different number of
+#          times: the same; with a failure late on rank 2: that call
+set -u
+CASE=$1 NCCLRR=$2 SRCDIR=$3 WL=$4
+CONN="$WL/conn_setup"
+[ -x "$CONN" ] || { echo "SKIP: $CONN not built"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/ncclrr-test-diff.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; [ -f "$T/out" ] && sed 's/^/  | /' "$T/out" | head -60; exit 1; }
+
+# rec DIR [run options...]
+rec() {
+	d=$1; shift
+	"$NCCLRR" record -o "$T/$d" -q -- "$NCCLRR" run --topo "$SRCDIR/topo/2node_16gpu.xml" --timeout 60 "$@" \
+		-- "$CONN" --no-nccl >"$T/$d.log" 2>&1 || { cat "$T/$d.log"; fail "recording $d"; }
+}
+rec_fault() {
+	NCCLRR_FAULT=cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE \
+		"$NCCLRR" record -o "$T/$1" -q -- "$NCCLRR" run --topo "$SRCDIR/topo/2node_16gpu.xml" --timeout 60 \
+		-- "$CONN" --no-nccl >"$T/$1.log" 2>&1
+	ls "$T/$1"/*.nrt >/dev/null 2>&1 || { cat "$T/$1.log"; fail "recording $1"; }
+}
+# diff EXPECTED-RC ARGS...
+run_diff() {
+	want=$1; shift
+	"$NCCLRR" diff "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	cat "$T/err" >>"$T/out"
+	[ "$rc" = "$want" ] || fail "ncclrr diff $* exited $rc, wanted $want"
+}
+
+case $CASE in
+same)
+	rec a; rec b
+	run_diff 0 "$T/a" "$T/b"
+	grep -q '^Configuration: no difference' "$T/out" || fail "configuration differences between two clean runs"
+	grep -q '^Calls: no divergence (17 processes in A, 17 in B, [1-9][0-9]* calls compared)' "$T/out" ||
+		fail "no 'no divergence' line over 17 processes"
+	run_diff 0 "$T/b" "$T/a"
+	# one file against itself, and against another rank's file: differ
+	f0=$(ls "$T/a"/*.nrt | sed -n 2p); f1=$(ls "$T/a"/*.nrt | sed -n 3p)
+	run_diff 0 "$f0" "$f0"
+	run_diff 1 "$f0" "$f1"
+	;;
+fault)
+	rec a; rec_fault f
+	run_diff 1 "$T/a" "$T/f"
+	grep -q "^  env.NCCLRR_FAULT (every rank): A absent, B 'cuMemImportFromShareableHandle:rank=3" "$T/out" ||
+		fail "the fault switch is not reported as a configuration difference"
+	first=$(grep -m1 -E '^(rank|process|nccl rank) ' "$T/out")
+	echo "$first" | grep -q '^rank 3 thread 1 .*: cuMemImportFromShareableHandle (.*result.* differs)' ||
+		fail "first divergence is not rank 3's cuMemImportFromShareableHandle result: $first"
+	grep -q '^  B> .* cuMemImportFromShareableHandle(.*= CUDA_ERROR_INVALID_VALUE (1)' "$T/out" ||
+		fail "B's failing call is not shown"
+	grep -q '^  A> .* cuMemImportFromShareableHandle(.*= CUDA_SUCCESS (0)' "$T/out" || fail "A's call is not shown"
+	[ "$(grep -c '^    = ' "$T/out")" -ge 3 ] || fail "fewer than 3 calls of context before"
+	grep -q '^Earliest across ranks: rank 3 thread 1, call: cuMemImportFromShareableHandle' "$T/out" ||
+		fail "earliest across ranks is not rank 3's import"
+	run_diff 1 --context 0 "$T/a" "$T/f"
+	[ "$(grep -c '^    = ' "$T/out")" = 0 ] || fail "--context 0 still shows context"
+	;;
+env)
+	rec a; rec e --env NCCL_DEBUG=INFO
+	run_diff 1 "$T/a" "$T/e"
+	sed -n 2p "$T/out" | grep -q "^  env.NCCL_DEBUG (every rank): A absent, B 'INFO'" ||
+		fail "env.NCCL_DEBUG is not the configuration difference reported first"
+	head -1 "$T/out" | grep -q '^Configuration: 1 difference$' || fail "not exactly one configuration difference"
+	;;
+json)
+	rec a; rec_fault f
+	run_diff 1 --json "$T/a" "$T/f"
+	python3 - "$T/out" <<'PY' || fail "JSON does not say the same"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["same"] is False
+assert any(c["key"] == "env.NCCLRR_FAULT" and c["a"] is None and c["b"].startswith("cuMemImport") for c in d["config"]), d["config"]
+e = d["earliest"]
+assert e["rank"] == 3 and e["kind"] == "call" and e["api"] == "cuMemImportFromShareableHandle", e
+assert "result" in e["differs"] and "CUDA_ERROR_INVALID_VALUE" in e["call_b"] and "CUDA_SUCCESS" in e["call_a"], e
+assert len(e["before"]) == 3, e
+assert d["divergences"][0]["rank"] == 3, d["divergences"][0]
+PY
+	python3 -m json.tool "$T/out" >/dev/null || fail "python3 -m json.tool rejects the output"
+	rec b
+	run_diff 0 --json "$T/a" "$T/b"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["same"] and not d["divergences"] and d["earliest"] is None' \
+		"$T/out" || fail "JSON of two clean runs is not 'same'"
+	;;
+bad)
+	rec a
+	cp -r "$T/a" "$T/t"
+	f=$(ls "$T/t"/*.nrt | sed -n 4p)
+	head -c 40 "$f" >"$T/x" && mv "$T/x" "$f"
+	run_diff 2 "$T/a" "$T/t"
+	grep -q "file=$f" "$T/out" || fail "the truncated file is not named"
+	# a changed byte in the middle of a file: the checksum names the file
+	rm -rf "$T/t"; cp -r "$T/a" "$T/t"
+	f=$(ls -S "$T/t"/*.nrt | head -1)
+	python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[len(b)//2]^=0xff; open(p,"wb").write(b)' "$f"
+	run_diff 2 "$T/a" "$T/t"
+	grep -q "file=$f offset=[0-9]*: .*checksum" "$T/out" || fail "the damaged file and offset are not named"
+	run_diff 2 "$T/a"
+	grep -q 'wants two runs' "$T/out" || fail "one argument: no usage message"
+	run_diff 2 --context x "$T/a" "$T/a"
+	grep -q -- '--context wants' "$T/out" || fail "bad --context not explained"
+	run_diff 2 "$T/a" "$T/nonexistent"
+	grep -q "nonexistent" "$T/out" || fail "missing run not named"
+	;;
+align)
+	GEN="$WL/../bench/gen_trace"
+	[ -x "$GEN" ] || { echo "SKIP: $GEN not built"; exit 77; }
+	"$GEN" "$T/a" "$T/b" 4 300 same || fail "gen_trace"
+	run_diff 0 "$T/a" "$T/b"
+	grep -q '^Calls: no divergence (4 processes in A, 4 in B, [0-9]* calls compared)' "$T/out" || fail "no 'no divergence' line"
+	run_diff 0 "$T/b" "$T/a"
+	"$GEN" "$T/c" "$T/d" 4 300 late || fail "gen_trace"
+	run_diff 1 "$T/c" "$T/d"
+	grep -q '^Calls: 1 of 4 processes diverge' "$T/out" || fail "not exactly one diverging rank"
+	grep -q '^rank 2 thread 1 .*: call #[0-9]* in A, #[0-9]* in B: cuMemImportFromShareableHandle (handle, result differs)' \
+		"$T/out" || fail "rank 2's late failure is not the divergence"
+	;;
+*) echo "unknown case $CASE"; exit 2 ;;
+esac
+echo "PASS: diff $CASE"
