@@ -424,6 +424,15 @@ static int reader_init(nrr_reader *r, nrr_diag *d)
 		}
 		free(text);
 	}
+	/* where the trace ends (a dump's or close's end_ts): in-flight calls
+	 * ran at least until then */
+	const char *end = nrr_reader_meta(r, "end_ts");
+	if (end) {
+		char *e;
+		unsigned long long v = strtoull(end, &e, 10);
+		if (e != end && !*e)
+			r->info.end_ts = v;
+	}
 	rc = build_streams(r);
 	if (rc)
 		return diag_set(d, r, 0, rc, "out of memory");
@@ -740,7 +749,10 @@ static void eof_event(nrr_cursor *c, const nrr_call **out)
 	struct rframe *f = &c->stack[--c->depth];
 	f->call.phase = NRR_PHASE_INFLIGHT;
 	f->call.done = false;
-	f->call.dur = c->clock > f->call.ts ? c->clock - f->call.ts : 0;  /* so far */
+	/* so far: until the end of the trace (end_ts) when the file says it,
+	 * else until the stream's last record */
+	uint64_t until = c->clock > c->r->info.end_ts ? c->clock : c->r->info.end_ts;
+	f->call.dur = until > f->call.ts ? until - f->call.ts : 0;
 	*out = &f->call;
 }
 

@@ -14,7 +14,9 @@
  * process that makes none leaves no file), so a forked child opens its
  * own.  The file is completed at exit(), _exit() and before an exec (the
  * new image opens <host>-<pid>-1.nrt); fatal signals and, in ring mode,
- * SIGUSR1 write it out (signals.c).  If it cannot be written the tracer
+ * SIGUSR1 write it out (signals.c).  The file says how the process ended
+ * (metadata `end`: "exit STATUS", "signal NAME", "exec"; end_ts: when).
+ * If it cannot be written the tracer
  * says so once and the program runs on untraced.
  */
 #include <errno.h>
@@ -359,8 +361,21 @@ static void writer_failed(void)
 	nrr_trace_backend = NRR_BACKEND_OFF;
 }
 
+/* exit() and a return from main: the status, before the destructor
+ * completes the file (registered once per process image, at the first
+ * writer: atexit functions registered then run before the libraries'
+ * destructors) */
+static void on_exit_status(int status, void *arg)
+{
+	(void)arg;
+	nrr_trace_end_exit(status);
+}
+
 static void open_writer(void)
 {
+	static bool exit_hooked;   /* inherited by forked children, as on_exit's list is */
+	if (!exit_hooked)
+		exit_hooked = on_exit(on_exit_status, NULL) == 0;
 	struct buf meta = { 0 };
 	build_meta(&meta);
 	nrr_writer_opts o = {
@@ -419,6 +434,20 @@ void nrr_trace_reopen(void)
 		return;
 	g_generation++;
 	g_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+}
+
+void nrr_trace_end_note(const char *text, bool keep)
+{
+	nrr_writer *w = atomic_load(&g_w);
+	if (w && getpid() == g_pid)
+		nrr_writer_set_end(w, text, keep);
+}
+
+void nrr_trace_end_exit(int status)
+{
+	char text[32];
+	snprintf(text, sizeof(text), "exit %d", status);
+	nrr_trace_end_note(text, false);
 }
 
 int nrr_trace_dump(int timeout_ms)
@@ -514,6 +543,7 @@ __attribute__((constructor)) static void nrr_trace_init(void)
 
 __attribute__((destructor)) static void nrr_trace_fini(void)
 {
+	nrr_trace_end_note("exit", true);   /* the status, if on_exit_status did not say */
 	nrr_trace_finish();
 	nrr_trace_backend = NRR_BACKEND_OFF;
 }
