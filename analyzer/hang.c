@@ -130,6 +130,7 @@ struct flight {
 	char addr[ADDR_MAX];
 	int pollfd[MAX_POLLFD];
 	int npoll;
+	bool at_cut;           /* returned after the job was stopped: in flight then */
 };
 
 struct hstream {
@@ -157,7 +158,8 @@ struct hproc {
 	const char *who, *path;
 	char argv0[128];
 	char end_how[96];      /* metadata end, or "" */
-	bool exited;           /* end_how is exit or exec */
+	bool exited;           /* end_how is exit or exec, before the job was stopped */
+	bool in_teardown;      /* ended when (or after) the job was stopped */
 	uint64_t end_wall;
 	uint64_t last_wall;    /* last completed call: its leave time */
 	uint32_t last_stream;
@@ -198,6 +200,12 @@ struct nrr_hang {
 	char root_addr[ADDR_MAX];
 	int root_owner;        /* node listening at the bootstrap root, or -1 */
 	uint64_t base_wall, job_end;
+	/* when the job was stopped from outside (the first of the last burst
+	 * of SIGTERM/SIGINT/SIGHUP ends), UINT64_MAX if it was not: the state
+	 * analyzed is the one at that instant, so that what the stop itself
+	 * caused (a peer's socket closing, an exit on EOF) does not hide the
+	 * hang */
+	uint64_t cut;
 	struct hedge *e;
 	size_t ne, ce;
 	struct cause *c;
@@ -394,15 +402,17 @@ static int on_proxy(struct hproc *p, const nrr_call *c, const struct fninfo *fi,
 	return 0;
 }
 
-static void flight_set(struct flight *f, const nrr_call *c, const struct fninfo *fi, const nrr_reader *r)
+static void flight_set(struct flight *f, const nrr_call *c, const struct fninfo *fi, const nrr_reader *r, uint64_t dur,
+		       bool at_cut)
 {
 	free(f->text);
 	memset(f, 0, sizeof(*f));
 	f->text = call_text(c, false);
 	f->cat = fi->cat;
 	f->kind = fi->kind;
+	f->at_cut = at_cut;
 	f->wall = nrr_reader_wall(r, c->ts);
-	f->dur = c->dur;
+	f->dur = dur;
 	f->seq = c->seq;
 	f->depth = c->depth;
 	f->fd = arg_int(c, fi->a_fd, -1);
@@ -410,6 +420,18 @@ static void flight_set(struct flight *f, const nrr_call *c, const struct fninfo 
 		arg_text(c, fi->a_addr, f->addr, sizeof(f->addr));
 	if (fi->kind == F_POLL)
 		f->npoll = pollfds(c, fi->a_fds, f->pollfd);
+}
+
+/* a call in flight at the end (or when the job was stopped): innermost
+ * and outermost per thread */
+static void flight_add(struct hstream *st, const nrr_call *c, const struct fninfo *fi, const nrr_reader *r, uint64_t dur,
+		       bool at_cut)
+{
+	if (!st->ninflight || c->depth >= st->inner.depth)
+		flight_set(&st->inner, c, fi, r, dur, at_cut);
+	if (!st->ninflight || c->depth <= st->outer.depth)
+		flight_set(&st->outer, c, fi, r, dur, at_cut);
+	st->ninflight++;
 }
 
 static void on_done(struct hproc *p, struct hstream *st, const nrr_call *c, const struct fninfo *fi,
@@ -514,8 +536,8 @@ static int read_proc(struct nrr_hang *h, size_t i)
 	snprintf(p->argv0, sizeof(p->argv0), "%s", argv ? argv : "?");
 	const char *end = nrr_reader_meta(r, "end");
 	snprintf(p->end_how, sizeof(p->end_how), "%s", end ? end : "");
-	p->exited = end && (!strncmp(end, "exit", 4) || !strcmp(end, "exec"));
 	uint64_t last = info->end_ts ? nrr_reader_wall(r, info->end_ts) : 0;
+	uint64_t cut = h->cut;
 
 	nrr_merge *m;
 	int rc = nrr_merge_open(&m, &h->in->r[i], 1);
@@ -532,17 +554,18 @@ static int read_proc(struct nrr_hang *h, size_t i)
 			continue;
 		const struct fninfo *fi = &tab[c->fn->id];
 		struct hstream *st = &p->st[c->stream];
+		uint64_t enter = nrr_reader_wall(r, c->ts), leave = enter + c->dur;
+		if (enter > cut)
+			continue;   /* after the job was stopped */
 		switch (c->phase) {
 		case NRR_PHASE_INFLIGHT:
-			if (st->ninflight == 0)
-				flight_set(&st->inner, c, fi, r);
-			else
-				flight_set(&st->outer, c, fi, r);
-			st->ninflight++;
+			flight_add(st, c, fi, r, c->dur, false);
 			break;
 		case NRR_PHASE_CALL:
 		case NRR_PHASE_RESUME:
-			if (c->done) {
+			if (c->done && leave > cut && !((c->fn->flags & NRR_FN_POLL) && poll_notready(c))) {
+				flight_add(st, c, fi, r, cut - enter, true);   /* it returned because of the stop */
+			} else if (c->done) {
 				if (fi->kind == F_SOCKINFO)
 					rc = on_sockinfo(p, c, fi);
 				else if (fi->kind == F_CLOSE) {
@@ -571,6 +594,8 @@ static int read_proc(struct nrr_hang *h, size_t i)
 	}
 	nrr_merge_close(m);
 	p->end_wall = last;
+	p->in_teardown = cut != UINT64_MAX && last >= cut;
+	p->exited = end && (!strncmp(end, "exit", 4) || !strcmp(end, "exec")) && !p->in_teardown;
 	if (p->last_seq)
 		p->last_text = call_at(r, p->last_stream, p->last_seq);
 	return 0;
@@ -749,6 +774,8 @@ static int edges_fd(struct nrr_hang *h, size_t i, int fd, const char *cat)
 	if (s->role == 1)
 		return edges_accept(h, i, s, !strcmp(cat, "poll") ? "poll" : "accept");
 	int to = peer_of(h, i, s);
+	if (to < 0 && is_root(h, s->peer))
+		to = node_of_rank(h, 0);   /* the bootstrap root's owner, traced or not */
 	static const char *const types[] = { "", ", bootstrap", ", proxy", ", NET/Socket", ", NET/IB", ", RAS" };
 	return add_edge(h, (int)i, to, cat, s->peer, "%s on fd %d (%s -> %s%s)%s", cat, fd, s->local, s->peer,
 			s->type < 6 ? types[s->type] : "", to < 0 ? ": no traced process owns the peer address" : "");
@@ -846,16 +873,19 @@ static int classify_node(const struct nrr_hang *h, int n)
 	if ((size_t)n >= h->np)
 		return C_MISSING;
 	const struct hproc *p = &h->p[n];
+	uint64_t ref = h->cut != UINT64_MAX ? h->cut : h->job_end;
 	if (p->waiting)
 		return C_OUTSIDE;
 	if (!strncmp(p->end_how, "signal ", 7)) {
 		const char *sig = p->end_how + 7;
 		bool timeout_kill = !strcmp(sig, "SIGTERM") || !strcmp(sig, "SIGINT") || !strcmp(sig, "SIGHUP");
-		return !timeout_kill || p->end_wall + EARLY_NS < h->job_end ? C_DIED : C_STUCK;
+		return !timeout_kill || p->end_wall + EARLY_NS < ref ? C_DIED : C_STUCK;
 	}
 	if (p->exited)
 		return C_EXITED;
-	return p->end_wall + EARLY_NOEND_NS < h->job_end ? C_DIED : C_STUCK;
+	if (p->in_teardown)
+		return C_STUCK;
+	return p->end_wall + EARLY_NOEND_NS < ref ? C_DIED : C_STUCK;
 }
 
 static void rank_list(const struct nrr_hang *h, const int *nodes, size_t n, char *buf, size_t len);
@@ -902,7 +932,7 @@ static char *describe(const struct nrr_hang *h, int n, int cls)
 		for (size_t i = 0; i < h->ne && !e; i++)
 			if (h->e[i].from == n)
 				e = &h->e[i];
-		fprintf(f, "%s waits %s, on nothing the traces show", lb, e ? e->detail : "");
+		fprintf(f, "%s waits in %s, on nothing the traces show", lb, e ? e->detail : "?");
 		break;
 	}
 	default:
@@ -1138,6 +1168,39 @@ static char *chain(struct nrr_hang *h)
 	return s;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* When the job was stopped from outside: the ends by SIGTERM, SIGINT or
+ * SIGHUP (a launcher's timeout, a scheduler, ^C) come in one burst at the
+ * end; its first is the instant.  From the metadata only. */
+static uint64_t teardown(const struct nrr_hang *h)
+{
+	uint64_t *t = calloc(h->np + 1, sizeof(*t)), cut = UINT64_MAX;
+	size_t n = 0;
+	if (!t)
+		return cut;
+	for (size_t i = 0; i < h->np; i++) {
+		nrr_reader *r = h->in->r[i];
+		const char *end = nrr_reader_meta(r, "end");
+		uint64_t ts = nrr_reader_info(r)->end_ts;
+		if (end && ts && (!strcmp(end, "signal SIGTERM") || !strcmp(end, "signal SIGINT") || !strcmp(end, "signal SIGHUP")))
+			t[n++] = nrr_reader_wall(r, ts);
+	}
+	if (n) {
+		qsort(t, n, sizeof(*t), cmp_u64);
+		size_t j = n - 1;
+		while (j > 0 && t[j] - t[j - 1] < EARLY_NS)
+			j--;
+		cut = t[j];
+	}
+	free(t);
+	return cut;
+}
+
 int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 {
 	struct nrr_hang *h = calloc(1, sizeof(*h));
@@ -1152,6 +1215,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 		free(h);
 		return NRR_EXIT_USAGE;
 	}
+	h->cut = teardown(h);
 	for (size_t i = 0; i < h->np; i++) {
 		int rc = read_proc(h, i);
 		if (rc) {
@@ -1264,6 +1328,8 @@ static void print_proc(FILE *f, const struct nrr_hang *h, const struct hproc *p)
 				fprintf(f, "[%s] ", st->inner.cat);
 			fprintf(f, "%s since %.6f s, for ", st->inner.text ? st->inner.text : "?", rel(h, st->inner.wall));
 			put_for(f, st->inner.dur);
+			if (st->inner.at_cut)
+				fprintf(f, " (when the job was stopped; it returned after)");
 			fputc('\n', f);
 			if (st->ninflight > 1) {
 				fprintf(f, "      outermost of %u: %s since %.6f s, for ", st->ninflight, st->outer.text ? st->outer.text : "?",
@@ -1298,6 +1364,9 @@ void nrr_hang_print_text(FILE *f, const struct nrr_hang *h)
 	if (h->root_addr[0])
 		fprintf(f, "; bootstrap root %s (NCCL_COMM_ID)", h->root_addr);
 	fputc('\n', f);
+	if (h->cut != UINT64_MAX)
+		fprintf(f, "The job was stopped at %.6f s (SIGTERM, SIGINT or SIGHUP): the state at that instant is analyzed.\n",
+			rel(h, h->cut));
 	if (!h->found) {
 		fprintf(f, "No hang: no traced process waits at the end of its trace.\n");
 	} else {
@@ -1386,6 +1455,11 @@ void nrr_hang_print_json(FILE *f, const struct nrr_hang *h)
 		json_str(f, h->root_addr);
 	else
 		fputs("null", f);
+	fputs(",\n  \"stopped_at_s\": ", f);
+	if (h->cut != UINT64_MAX)
+		fprintf(f, "%.6f", rel(h, h->cut));
+	else
+		fputs("null", f);
 	fputs(",\n  \"root_rank\": ", f);
 	if (nrr_hang_root_rank(h) >= 0)
 		fprintf(f, "%d", nrr_hang_root_rank(h));
@@ -1466,7 +1540,8 @@ void nrr_hang_print_json(FILE *f, const struct nrr_hang *h)
 						json_str(f, fl[j]->cat);
 					else
 						fputs("null", f);
-					fprintf(f, ", \"since_s\": %.6f, \"for_s\": %.6f}", rel(h, fl[j]->wall), fl[j]->dur / 1e9);
+					fprintf(f, ", \"since_s\": %.6f, \"for_s\": %.6f, \"returned_after_stop\": %s}", rel(h, fl[j]->wall),
+						fl[j]->dur / 1e9, fl[j]->at_cut ? "true" : "false");
 				}
 				fprintf(f, ", \"in_flight\": %u", st->ninflight);
 			}

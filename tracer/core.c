@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -413,6 +414,8 @@ static void open_writer(void)
 /* Complete the file (index and trailer) while other threads may still run:
  * before exit, _exit and exec.  Not in a vfork child (it shares our memory
  * and the parent goes on recording). */
+static _Atomic pid_t g_finishing;   /* the thread completing the file, 0: none */
+
 void nrr_trace_finish(void)
 {
 	nrr_writer *w = atomic_load(&g_w);
@@ -420,9 +423,22 @@ void nrr_trace_finish(void)
 		return;
 	int saved = errno;
 	int backend = nrr_trace_backend;
+	/* a SIGTERM now would end the process with the file half written:
+	 * this thread holds it back until the file is complete, and a handler
+	 * running on another thread waits for it (nrr_trace_dump) */
+	sigset_t stop, old;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	atomic_store(&g_finishing, (pid_t)syscall(SYS_gettid));
 	nrr_trace_backend = NRR_BACKEND_OFF;
 	atomic_store(&g_w, NULL);
 	nrr_writer_finish(w);
+	atomic_store(&g_finishing, 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	nrr_trace_backend = backend;
 	errno = saved;
 }
@@ -453,6 +469,14 @@ void nrr_trace_end_exit(int status)
 int nrr_trace_dump(int timeout_ms)
 {
 	nrr_writer *w = atomic_load(&g_w);
+	pid_t fin = atomic_load(&g_finishing);
+	if (!w && fin && fin != (pid_t)syscall(SYS_gettid)) {
+		/* another thread is completing the file (exit): let it finish */
+		struct timespec ten_ms = { 0, 10000000 };
+		for (int waited = 0; waited < timeout_ms && atomic_load(&g_finishing); waited += 10)
+			nanosleep(&ten_ms, NULL);
+		return 0;
+	}
 	if (!w || getpid() != g_pid)
 		return -ENOENT;
 	return nrr_writer_dump(w, timeout_ms);
