@@ -334,6 +334,9 @@ typedef struct nrr_file_info {
 	uint64_t dropped_offset;
 	uint32_t nstreams;
 	uint64_t file_size;
+	uint64_t meta_lost_offset; /* a later metadata chunk was damaged and
+			       * skipped (its keys are missing): its offset,
+			       * 0 when none was */
 	uint64_t end_ts;      /* writer clock when the trace was last written out
 			       * (meta end_ts: a dump, a provisional tail or
 			       * close); 0 when the file does not say */

@@ -411,8 +411,11 @@ static int reader_init(nrr_reader *r, nrr_diag *d)
 		char *text;
 		size_t len;
 		nrr_diag md;
-		if (load_small_chunk(r, r->late_meta[i], NRR_CHUNK_META, &text, &len, &md) < 0)
+		if (load_small_chunk(r, r->late_meta[i], NRR_CHUNK_META, &text, &len, &md) < 0) {
+			if (!r->info.meta_lost_offset)
+				r->info.meta_lost_offset = r->late_meta[i];
 			continue;
+		}
 		char *m = realloc(r->meta, r->meta_len + len + 2);
 		if (m) {
 			if (r->meta_len && m[r->meta_len - 1] != '\n')
