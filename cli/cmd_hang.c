@@ -32,7 +32,6 @@ const char cmd_hang_usage[] =
 	"  --json           one JSON document on stdout instead of text\n"
 	"  --dot FILE       also write the wait-for graph as Graphviz to FILE, and\n"
 	"                   FILE.svg when `dot` is on PATH\n"
-	"  --rank R[,R...]  read only the traces of these ranks\n"
 	"  -h, --help       this text\n"
 	"      --version    print the version\n"
 	"\n"
@@ -66,19 +65,17 @@ int cmd_hang(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "dot", required_argument, NULL, 'd' },
-		{ "rank", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool json = false;
-	const char *dot = NULL, *ranks = NULL;
+	const char *dot = NULL;
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
 		case 'd': dot = optarg; break;
-		case 'r': ranks = optarg; break;
 		case ':':
 			return nrr_cli_usage_error("hang", "option '%s' wants a value", argv[optind - 1]);
 		default:
@@ -86,7 +83,7 @@ int cmd_hang(int argc, char **argv)
 		}
 	}
 	struct nrr_inputs in;
-	int rc = nrr_inputs_open(&in, "hang", argv + optind, argc - optind, ranks);
+	int rc = nrr_inputs_open(&in, "hang", argv + optind, argc - optind, NULL);
 	if (rc)
 		return rc;
 	struct nrr_hang *h;
