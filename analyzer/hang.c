@@ -841,30 +841,69 @@ static bool waiting_node(const struct nrr_hang *h, int n)
 	return n >= 0 && (size_t)n < h->np && h->p[n].waiting;
 }
 
-/* a node whose waits lead nowhere else in the graph */
-static bool terminal(const struct nrr_hang *h, int n)
+/* The graph's edges to known nodes, by source (adj) and by target (radj):
+ * CSR arrays of edge indices. */
+struct graph {
+	size_t *off, *roff;
+	int *adj, *radj;
+	bool *term;   /* waits lead nowhere else in the graph */
+};
+
+static void graph_free(struct graph *g)
 {
-	if (!waiting_node(h, n))
-		return true;
+	free(g->off), free(g->roff), free(g->adj), free(g->radj), free(g->term);
+}
+
+static int graph_build(const struct nrr_hang *h, struct graph *g)
+{
+	size_t n = nnodes(h);
+	g->off = calloc(n + 2, sizeof(*g->off));
+	g->roff = calloc(n + 2, sizeof(*g->roff));
+	g->adj = calloc(h->ne + 1, sizeof(*g->adj));
+	g->radj = calloc(h->ne + 1, sizeof(*g->radj));
+	g->term = calloc(n + 1, sizeof(*g->term));
+	size_t *fill = calloc(n + 2, sizeof(*fill)), *rfill = calloc(n + 2, sizeof(*rfill));
+	if (!g->off || !g->roff || !g->adj || !g->radj || !g->term || !fill || !rfill) {
+		free(fill), free(rfill);
+		graph_free(g);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < h->ne; i++)
-		if (h->e[i].from == n && h->e[i].to >= 0)
-			return false;
-	return true;
+		if (h->e[i].to >= 0) {
+			g->off[h->e[i].from + 1]++;
+			g->roff[h->e[i].to + 1]++;
+		}
+	for (size_t u = 0; u < n; u++) {
+		g->off[u + 1] += g->off[u];
+		g->roff[u + 1] += g->roff[u];
+	}
+	for (size_t i = 0; i < h->ne; i++)
+		if (h->e[i].to >= 0) {
+			size_t f = (size_t)h->e[i].from, t = (size_t)h->e[i].to;
+			g->adj[g->off[f] + fill[f]++] = (int)i;
+			g->radj[g->roff[t] + rfill[t]++] = (int)i;
+		}
+	for (size_t u = 0; u < n; u++)
+		g->term[u] = !waiting_node(h, (int)u) || g->off[u] == g->off[u + 1];
+	free(fill), free(rfill);
+	return 0;
 }
 
 /* mark in @seen every node reachable from @n (n included) */
-static void reach(const struct nrr_hang *h, int n, bool *seen, int *stack)
+static void reach(const struct nrr_hang *h, const struct graph *g, int n, bool *seen, int *stack)
 {
 	size_t sp = 0;
 	stack[sp++] = n;
 	seen[n] = true;
 	while (sp) {
 		int u = stack[--sp];
-		for (size_t i = 0; i < h->ne; i++)
-			if (h->e[i].from == u && h->e[i].to >= 0 && !seen[h->e[i].to]) {
-				seen[h->e[i].to] = true;
-				stack[sp++] = h->e[i].to;
+		for (size_t k = g->off[u]; k < g->off[u + 1]; k++) {
+			int t = h->e[g->adj[k]].to;
+			if (!seen[t]) {
+				seen[t] = true;
+				stack[sp++] = t;
 			}
+		}
 	}
 }
 
@@ -889,6 +928,7 @@ static int classify_node(const struct nrr_hang *h, int n)
 }
 
 static void rank_list(const struct nrr_hang *h, const int *nodes, size_t n, char *buf, size_t len);
+static int cmp_int(const void *a, const void *b);
 
 static char *describe(const struct nrr_hang *h, int n, int cls)
 {
@@ -962,27 +1002,27 @@ static int cmp_cause(const void *a, const void *b)
 	return x->node - y->node;
 }
 
-static int find_causes(struct nrr_hang *h)
+static int find_causes(struct nrr_hang *h, const struct graph *g)
 {
 	size_t n = nnodes(h);
-	bool *seen = calloc(n + 1, sizeof(*seen));
-	int *stack = calloc(n + 1, sizeof(*stack));
-	int *score = calloc(n + 1, sizeof(*score));
+	bool *seen = calloc(n + 1, sizeof(*seen)), *back = calloc(n + 1, sizeof(*back));
+	bool *in_cycle = calloc(n + 1, sizeof(*in_cycle));
+	int *stack = calloc(n + 1, sizeof(*stack)), *score = calloc(n + 1, sizeof(*score));
+	int *mem = calloc(n + 1, sizeof(*mem));
 	bool *cyc = calloc(n + 1, sizeof(*cyc));
 	h->c = calloc(n + 1, sizeof(*h->c));
-	if (!seen || !stack || !score || !cyc || !h->c) {
-		free(seen), free(stack), free(score), free(cyc);
-		return -ENOMEM;
-	}
+	int rc = -ENOMEM;
+	if (!seen || !back || !in_cycle || !stack || !score || !mem || !cyc || !h->c)
+		goto out;
 	/* each waiting node credits the terminal nodes it leads to */
 	for (size_t w = 0; w < h->np; w++) {
 		if (!h->p[w].waiting)
 			continue;
 		memset(seen, 0, n * sizeof(*seen));
-		reach(h, (int)w, seen, stack);
+		reach(h, g, (int)w, seen, stack);
 		bool any = false;
 		for (size_t t = 0; t < n; t++)
-			if (seen[t] && terminal(h, (int)t)) {
+			if (seen[t] && g->term[t]) {
 				score[t]++;
 				any = true;
 			}
@@ -990,48 +1030,44 @@ static int find_causes(struct nrr_hang *h)
 			cyc[w] = true;   /* only waiting nodes ahead: a cycle */
 	}
 	for (size_t t = 0; t < n; t++) {
-		if (!score[t] || !terminal(h, (int)t))
+		if (!score[t] || !g->term[t])
 			continue;
 		int cls = classify_node(h, (int)t);
-		/* a terminal waiter counts itself; what others wait on comes first */
 		h->c[h->nc++] = (struct cause){ (int)t, cls, score[t], describe(h, (int)t, cls) };
 	}
-	/* cycles: one cause per cycle, named by its lowest node */
+	/* cycles: one cause per cycle (the nodes that reach w and that w
+	 * reaches), named by its lowest node */
 	for (size_t w = 0; w < h->np; w++) {
-		if (!cyc[w])
+		if (!cyc[w] || in_cycle[w])
 			continue;
 		memset(seen, 0, n * sizeof(*seen));
-		reach(h, (int)w, seen, stack);
-		int *mem = calloc(n + 1, sizeof(*mem));
+		reach(h, g, (int)w, seen, stack);
 		size_t nm = 0;
-		bool *back = calloc(n + 1, sizeof(*back));
-		if (!mem || !back) {
-			free(mem), free(back);
-			continue;
-		}
 		for (size_t u = 0; u < n; u++) {
 			if (!seen[u])
 				continue;
 			memset(back, 0, n * sizeof(*back));
-			reach(h, (int)u, back, stack);
-			if (back[w])
+			reach(h, g, (int)u, back, stack);
+			if (back[w]) {
 				mem[nm++] = (int)u;
+				in_cycle[u] = true;
+			}
 		}
-		free(back);
-		if (nm && (size_t)mem[0] == w) {   /* w is the lowest of its cycle */
-			char list[512], lb[64];
-			rank_list(h, mem, nm, list, sizeof(list));
-			char *s = NULL;
-			if (asprintf(&s, "%s wait on each other (a cycle, starting at %s): nothing outside them can end it", list,
-				     node_label(h, (int)w, lb, sizeof(lb))) < 0)
-				s = NULL;
-			h->c[h->nc++] = (struct cause){ (int)w, C_CYCLE, (int)nm, s };
-		}
-		free(mem);
+		if (nm < 2 && !(nm == 1 && g->off[w] < g->off[w + 1]))
+			continue;
+		char list[512], lb[64];
+		rank_list(h, mem, nm, list, sizeof(list));
+		char *s = NULL;
+		if (asprintf(&s, "%s wait on each other (a cycle, through %s): nothing outside them can end it", list,
+			     node_label(h, mem[0], lb, sizeof(lb))) < 0)
+			s = NULL;
+		h->c[h->nc++] = (struct cause){ mem[0], C_CYCLE, (int)nm, s };
 	}
-	free(seen), free(stack), free(score), free(cyc);
 	qsort(h->c, h->nc, sizeof(*h->c), cmp_cause);
-	return 0;
+	rc = 0;
+out:
+	free(seen), free(back), free(in_cycle), free(stack), free(score), free(mem), free(cyc);
+	return rc;
 }
 
 /* "rank 3", "ranks 1-4,6-15", "ranks 1,2 and pid 77" */
@@ -1045,12 +1081,7 @@ static void rank_list(const struct nrr_hang *h, const int *nodes, size_t n, char
 	for (size_t i = 0; i < n; i++)
 		if (node_rank(h, nodes[i]) >= 0)
 			r[nr++] = node_rank(h, nodes[i]);
-	for (size_t i = 1; i < nr; i++)   /* insertion sort: short lists */
-		for (size_t j = i; j > 0 && r[j - 1] > r[j]; j--) {
-			int t = r[j];
-			r[j] = r[j - 1];
-			r[j - 1] = t;
-		}
+	qsort(r, nr, sizeof(*r), cmp_int);
 	if (nr)
 		off += (size_t)snprintf(buf + off, len - off, "%s ", nr > 1 ? "ranks" : "rank");
 	for (size_t i = 0; i < nr && off < len; i++) {
@@ -1071,20 +1102,53 @@ static void rank_list(const struct nrr_hang *h, const int *nodes, size_t n, char
 	free(r);
 }
 
+/* How node @u waits towards the root (its edges to nodes one level
+ * closer): "in accept at ADDR for rank 5", built once per node. */
+static char *wait_key(const struct nrr_hang *h, const struct graph *g, const int *level, int u, int *tg)
+{
+	const struct hedge *e0 = NULL;
+	size_t nt = 0;
+	for (size_t k = g->off[u]; k < g->off[u + 1]; k++) {
+		const struct hedge *e = &h->e[g->adj[k]];
+		if (level[e->to] != level[u] - 1)
+			continue;
+		if (!e0)
+			e0 = e;
+		if (e->cat == e0->cat)
+			tg[nt++] = e->to;
+	}
+	if (!e0)
+		return NULL;
+	char tl[1024];
+	rank_list(h, tg, nt, tl, sizeof(tl));
+	char *key = NULL;
+	int rc;
+	if (!strcmp(e0->cat, "accept") || !strcmp(e0->cat, "poll"))
+		rc = asprintf(&key, "in %s at %s for %s", e0->cat, e0->addr, tl);
+	else if (!strcmp(e0->cat, "connect"))
+		rc = asprintf(&key, "in connect to %s for %s", e0->addr, tl);
+	else if (!strcmp(e0->cat, "proxy"))
+		rc = asprintf(&key, "for a proxy answer from %s", tl);
+	else
+		rc = asprintf(&key, "in %s for %s", e0->cat, tl);
+	return rc < 0 ? NULL : key;
+}
+
 /* The chain towards the top cause: waiters grouped by level (distance to
- * the root) and by what they wait in, farthest first. */
-static char *chain(struct nrr_hang *h)
+ * the root) and by how they wait, farthest first. */
+static char *chain(struct nrr_hang *h, const struct graph *g)
 {
 	size_t n = nnodes(h);
 	int *level = malloc((n + 1) * sizeof(*level));
 	int *queue = malloc((n + 1) * sizeof(*queue));
 	int *grp = malloc((n + 1) * sizeof(*grp));
+	char **key = calloc(n + 1, sizeof(*key));
 	bool *done = calloc(n + 1, sizeof(*done));
 	char *s = NULL;
 	size_t sz = 0;
 	FILE *f = open_memstream(&s, &sz);
-	if (!level || !queue || !grp || !done || !f) {
-		free(level), free(queue), free(grp), free(done);
+	if (!level || !queue || !grp || !key || !done || !f) {
+		free(level), free(queue), free(grp), free(key), free(done);
 		if (f)
 			fclose(f);
 		free(s);
@@ -1099,73 +1163,48 @@ static char *chain(struct nrr_hang *h)
 	int maxl = 0;
 	while (qh < qt) {
 		int u = queue[qh++];
-		for (size_t i = 0; i < h->ne; i++)
-			if (h->e[i].to == u && level[h->e[i].from] < 0) {
-				level[h->e[i].from] = level[u] + 1;
-				if (level[u] + 1 > maxl)
-					maxl = level[u] + 1;
-				queue[qt++] = h->e[i].from;
+		for (size_t k = g->roff[u]; k < g->roff[u + 1]; k++) {
+			int v = h->e[g->radj[k]].from;
+			if (level[v] < 0) {
+				level[v] = level[u] + 1;
+				if (level[v] > maxl)
+					maxl = level[v];
+				queue[qt++] = v;
 			}
+		}
 	}
+	for (size_t u = 0; u < n; u++)
+		if (level[u] > 0)
+			key[u] = wait_key(h, g, level, (int)u, grp);
 	bool first = true;
 	for (int l = maxl; l >= 1; l--) {
-		memset(done, 0, n * sizeof(*done));
 		for (size_t u = 0; u < n; u++) {
-			if (level[u] != l || done[u])
+			if (level[u] != l || done[u] || !key[u])
 				continue;
-			/* what u waits in, for whom (the nodes one level closer) */
-			char what[512], key[512];
-			const struct hedge *e0 = NULL;
-			int tg[64];
-			size_t nt = 0;
-			for (size_t i = 0; i < h->ne; i++)
-				if (h->e[i].from == (int)u && h->e[i].to >= 0 && level[h->e[i].to] == l - 1) {
-					if (!e0)
-						e0 = &h->e[i];
-					if (h->e[i].cat == e0->cat && nt < 64)
-						tg[nt++] = h->e[i].to;
-				}
-			if (!e0)
-				continue;
-			char tl[256];
-			rank_list(h, tg, nt, tl, sizeof(tl));
-			if (!strcmp(e0->cat, "accept") || !strcmp(e0->cat, "poll") || !strcmp(e0->cat, "connect"))
-				snprintf(key, sizeof(key), "in %s %s %s for %s", e0->cat, !strcmp(e0->cat, "connect") ? "to" : "at",
-					 e0->addr, tl);
-			else if (!strcmp(e0->cat, "proxy"))
-				snprintf(key, sizeof(key), "for a proxy answer from %s", tl);
-			else
-				snprintf(key, sizeof(key), "in %s for %s", e0->cat, tl);
-			/* every node of this level waiting the same way */
 			size_t ng = 0;
-			for (size_t v = u; v < n; v++) {
-				if (level[v] != l || done[v])
-					continue;
-				const struct hedge *e1 = NULL;
-				int tg1[64];
-				size_t nt1 = 0;
-				for (size_t i = 0; i < h->ne; i++)
-					if (h->e[i].from == (int)v && h->e[i].to >= 0 && level[h->e[i].to] == l - 1) {
-						if (!e1)
-							e1 = &h->e[i];
-						if (h->e[i].cat == e1->cat && nt1 < 64)
-							tg1[nt1++] = h->e[i].to;
-					}
-				if (!e1 || e1->cat != e0->cat || strcmp(e1->addr, e0->addr) != 0 || nt1 != nt ||
-				    memcmp(tg1, tg, nt * sizeof(int)))
-					continue;
-				done[v] = true;
-				grp[ng++] = (int)v;
-			}
+			for (size_t v = u; v < n; v++)
+				if (level[v] == l && !done[v] && key[v] && !strcmp(key[v], key[u])) {
+					done[v] = true;
+					grp[ng++] = (int)v;
+				}
+			char what[1024];
 			rank_list(h, grp, ng, what, sizeof(what));
-			fprintf(f, "%s%s %s %s", first ? "" : "; ", what, ng > 1 ? "wait" : "waits", key);
+			fprintf(f, "%s%s %s %s", first ? "" : "; ", what, ng > 1 ? "wait" : "waits", key[u]);
 			first = false;
 		}
 	}
 	fprintf(f, "%s%s", first ? "" : "; ", c->text ? c->text : "");
 	fclose(f);
-	free(level), free(queue), free(grp), free(done);
+	for (size_t u = 0; u < n; u++)
+		free(key[u]);
+	free(level), free(queue), free(grp), free(key), free(done);
 	return s;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -1244,19 +1283,22 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 				if (h->p[i].socks[k].role == 1 && is_root(h, h->p[i].socks[k].local))
 					h->root_owner = (int)i;
 	}
-	if (build_edges(h) || find_causes(h)) {
+	struct graph g = { 0 };
+	if (build_edges(h) || graph_build(h, &g) || find_causes(h, &g)) {
 		fprintf(stderr, "ncclrr hang: out of memory\n");
+		graph_free(&g);
 		nrr_hang_free(h);
 		return NRR_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < h->np; i++)
 		h->found |= h->p[i].waiting;
 	if (h->found && h->nc)
-		h->summary = chain(h);
+		h->summary = chain(h, &g);
 	else if (h->found)
 		h->summary = strdup("ranks wait, but the traces do not say on what");
 	else
 		h->summary = strdup("no hang: no traced process waits at the end of its trace");
+	graph_free(&g);
 	*out = h;
 	return 0;
 }
