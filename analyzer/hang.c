@@ -1055,12 +1055,43 @@ static int find_causes(struct nrr_hang *h, const struct graph *g)
 		}
 		if (nm < 2 && !(nm == 1 && g->off[w] < g->off[w + 1]))
 			continue;
-		char list[512], lb[64];
+		/* one way round, from the lowest member: each to a member not
+		 * yet passed, back to the start last */
+		char list[512];
 		rank_list(h, mem, nm, list, sizeof(list));
 		char *s = NULL;
-		if (asprintf(&s, "%s wait on each other (a cycle, through %s): nothing outside them can end it", list,
-			     node_label(h, mem[0], lb, sizeof(lb))) < 0)
-			s = NULL;
+		size_t sz = 0;
+		FILE *f = open_memstream(&s, &sz);
+		if (!f)
+			continue;
+		fprintf(f, "%s wait on each other: ", list);
+		memset(back, 0, n * sizeof(*back));
+		int u = mem[0];
+		for (size_t step = 0; step < nm; step++) {
+			back[u] = true;
+			const struct hedge *next = NULL, *home = NULL;
+			for (size_t k = g->off[u]; k < g->off[u + 1]; k++) {
+				const struct hedge *e = &h->e[g->adj[k]];
+				if (!in_cycle[e->to] || !seen[e->to])
+					continue;
+				if (!back[e->to] && !next)
+					next = e;
+				if (e->to == mem[0] && !home)
+					home = e;
+			}
+			if (!next)
+				next = home;
+			if (!next)
+				break;
+			char a[64], b[64];
+			fprintf(f, "%s%s waits in %s for %s", step ? ", " : "", node_label(h, u, a, sizeof(a)), next->cat,
+				node_label(h, next->to, b, sizeof(b)));
+			u = next->to;
+			if (u == mem[0])
+				break;
+		}
+		fprintf(f, " (a cycle: nothing outside it can end it)");
+		fclose(f);
 		h->c[h->nc++] = (struct cause){ mem[0], C_CYCLE, (int)nm, s };
 	}
 	qsort(h->c, h->nc, sizeof(*h->c), cmp_cause);
@@ -1160,6 +1191,24 @@ static char *chain(struct nrr_hang *h, const struct graph *g)
 	size_t qh = 0, qt = 0;
 	level[c->node] = 0;
 	queue[qt++] = c->node;
+	if (c->cls == C_CYCLE) {   /* the cause's text walks the cycle: start from all of it */
+		bool *on = calloc(n + 1, sizeof(*on)), *back = calloc(n + 1, sizeof(*back));
+		int *stack = calloc(n + 1, sizeof(*stack));
+		if (on && back && stack) {
+			reach(h, g, c->node, on, stack);
+			for (size_t u = 0; u < n; u++) {
+				if (!on[u] || (int)u == c->node)
+					continue;
+				memset(back, 0, n * sizeof(*back));
+				reach(h, g, (int)u, back, stack);
+				if (back[c->node]) {
+					level[u] = 0;
+					queue[qt++] = (int)u;
+				}
+			}
+		}
+		free(on), free(back), free(stack);
+	}
 	int maxl = 0;
 	while (qh < qt) {
 		int u = queue[qh++];

@@ -4,7 +4,8 @@
 # rank stalled before its bootstrap, one dying mid-connect, one trace
 # removed; a clean run; damaged input.
 # usage: test_hang.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR
-# CASE: stall | died | clean | missing | json | dot | bad
+# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale
+# (cycle and scale: jobs written by hang_gen, built next to this test)
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -175,6 +176,32 @@ EOF
 	hang --dot "$tmp/nodir/x.dot" "$tmp/t"
 	expect_rc 2
 	grep -q "Cannot write --dot file=$tmp/nodir/x.dot" "$tmp/err" || fail "no message for an unwritable --dot file"
+	;;
+cycle)
+	# ranks 0-4, each in recv on its connection to the next: nobody outside the cycle
+	gen=$(dirname "$wl")/analyzer/hang_gen
+	mkdir "$tmp/t"
+	"$gen" "$tmp/t" cycle 5 || fail "hang_gen failed"
+	hang "$tmp/t"
+	expect_rc 1
+	expect "HANG, root cause: rank 0 (cycle)"
+	expect "Chain: ranks 0-4 wait on each other: rank 0 waits in recv for rank 1, rank 1 waits in recv for rank 2, rank 2 waits in recv for rank 3, rank 3 waits in recv for rank 4, rank 4 waits in recv for rank 0 (a cycle"
+	;;
+scale)
+	# 1024 ranks: rank 777 never connects to the bootstrap root
+	gen=$(dirname "$wl")/analyzer/hang_gen
+	mkdir "$tmp/t"
+	"$gen" "$tmp/t" scale 1024 777 || fail "hang_gen failed"
+	hang --json "$tmp/t"
+	expect_rc 1
+	python3 - "$tmp/out" <<'EOF' || fail "the JSON does not name rank 777 with 1023 ranks waiting"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["root_causes"][0]
+assert d["root_rank"] == 777 and c["kind"] == "stuck" and c["waiting"] == 1023, c
+assert d["summary"].startswith("ranks 1-776,778-1023 wait in recv for rank 0; rank 0 waits in accept at 127.0.0.1:29500 for rank 777; rank 777 never connected"), d["summary"]
+assert len(d["edges"]) == 1023
+EOF
 	;;
 *)
 	echo "unknown case $case_"
