@@ -810,14 +810,16 @@ static int build_edges(struct nrr_hang *h)
 					for (int j = 0; j < f->npoll && !rc; j++)
 						rc = edges_fd(h, i, f->pollfd[j], "poll");
 				else
-					rc = add_edge(h, (int)i, -1, f->cat, NULL, "in %s", f->text ? f->text : f->cat);
+					rc = add_edge(h, (int)i, -1, f->cat, NULL, "in %s: %s since %.6f s", f->cat,
+						      f->text ? f->text : "?", rel(h, f->wall));
 			} else if (st->run_fn) {
 				p->waiting = true;
 				if (st->run_npoll)
 					for (int j = 0; j < st->run_npoll && !rc; j++)
 						rc = edges_fd(h, i, st->run_pollfd[j], "poll");
 				else
-					rc = add_edge(h, (int)i, -1, st->run_fn->name, NULL, "polling %s", st->run_fn->name);
+					rc = add_edge(h, (int)i, -1, st->run_fn->name, NULL, "polling %s since %.6f s, %llu times",
+						      st->run_fn->name, rel(h, st->run_since), (unsigned long long)st->run_n);
 			} else if (st->cr_trailing) {
 				p->waiting = true;
 				rc = edges_connect(h, i, st->cr_addr, "retrying connect to");
@@ -972,7 +974,7 @@ static char *describe(const struct nrr_hang *h, int n, int cls)
 		for (size_t i = 0; i < h->ne && !e; i++)
 			if (h->e[i].from == n)
 				e = &h->e[i];
-		fprintf(f, "%s waits in %s, on nothing the traces show", lb, e ? e->detail : "?");
+		fprintf(f, "%s waits on nothing the traces show (%s)", lb, e ? e->detail : "?");
 		break;
 	}
 	default:
@@ -981,8 +983,11 @@ static char *describe(const struct nrr_hang *h, int n, int cls)
 	if (p->last_text)
 		fprintf(f, ": its last call was %s at %.6f s", p->last_text, rel(h, p->last_wall));
 	else
-		fprintf(f, ": it made no traced call");
-	if (fl && fl->text) {
+		fprintf(f, ": it completed no traced call");
+	if (fl && fl->text && cls == C_OUTSIDE) {
+		fprintf(f, "; in flight for ");
+		put_for(f, fl->dur);
+	} else if (fl && fl->text) {
 		fprintf(f, "; in flight: %s since %.6f s, for ", fl->text, rel(h, fl->wall));
 		put_for(f, fl->dur);
 	} else if (cls != C_OUTSIDE) {
@@ -1139,13 +1144,14 @@ static char *wait_key(const struct nrr_hang *h, const struct graph *g, const int
 {
 	const struct hedge *e0 = NULL;
 	size_t nt = 0;
+	for (size_t k = g->off[u]; k < g->off[u + 1]; k++) {   /* an unanswered proxy request says most */
+		const struct hedge *e = &h->e[g->adj[k]];
+		if (level[e->to] == level[u] - 1 && (!e0 || (!strcmp(e->cat, "proxy") && strcmp(e0->cat, "proxy"))))
+			e0 = e;
+	}
 	for (size_t k = g->off[u]; k < g->off[u + 1]; k++) {
 		const struct hedge *e = &h->e[g->adj[k]];
-		if (level[e->to] != level[u] - 1)
-			continue;
-		if (!e0)
-			e0 = e;
-		if (e->cat == e0->cat)
+		if (e0 && level[e->to] == level[u] - 1 && e->cat == e0->cat)
 			tg[nt++] = e->to;
 	}
 	if (!e0)

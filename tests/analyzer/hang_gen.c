@@ -7,10 +7,15 @@
  *                 rank (i+1)%N: a cycle, nothing outside it;
  *   scale N K:    a bootstrap of N ranks at 127.0.0.1:29500: rank 0 in
  *                 accept, every other rank connected and in recv, except
- *                 rank K, alive with nothing in flight (never connected).
+ *                 rank K, alive with nothing in flight (never connected);
+ *   mixed:        4 ranks: rank 0 asked rank 1's proxy for an fd
+ *                 (ncclProxyRequest GetFd, opId 0x42) and waits in recv for
+ *                 the answer; rank 1 is stuck in cuStreamSynchronize; rank 2
+ *                 polls ibv_poll_cq ("not ready") 1000 times up to the end;
+ *                 rank 3 exited 0 (end=exit 0).
  * Every file: metadata host, pid, rank, env.NCCLRR_NRANKS, env.NCCL_COMM_ID;
  * no `end` key (the processes were still running when written).
- * usage: hang_gen DIR cycle N | hang_gen DIR scale N K
+ * usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -57,6 +62,7 @@ static void enter(nrr_tls *t, const char *fname, const struct val *v, size_t nv)
 /* LEAVE of the innermost open call, out-args zero / empty. */
 static void leave(nrr_tls *t, const char *fname, int64_t result)
 {
+	bool notready = !strcmp(fname, "ibv_poll_cq") && result == 0;
 	const nrr_fn_schema *fn = nrr_schema_fn_by_name(nrr_builtin(), fname);
 	uint8_t *p = nrr_leave_begin(t, result, 0, 256);
 	for (unsigned a = 0; a < fn->nargs; a++) {
@@ -68,7 +74,7 @@ static void leave(nrr_tls *t, const char *fname, int64_t result)
 		else
 			p = nrr_put_uvar(p, 0);
 	}
-	nrr_leave_end(t, p, false);
+	nrr_leave_end(t, p, notready);
 }
 
 static struct sockaddr_in addr(int port)
@@ -111,10 +117,50 @@ static nrr_writer *open_rank(const char *dir, int rank, int n)
 	return w;
 }
 
+static int mixed(const char *dir)
+{
+	for (int r = 0; r < 4; r++) {
+		nrr_writer *w = open_rank(dir, r, 4);
+		nrr_tls *t = nrr_writer_thread(w);
+		if (r == 0) {
+			sock_info(t, 9, 2, 2, 21000, 31001);
+			uint64_t req = 7;
+			struct val v[] = { { "fd", 9, NULL, 0 }, { "type", 9, NULL, 0 }, { "opId", 0x42, NULL, 0 },
+					   { "req", 0, &req, sizeof(req) } };
+			enter(t, "ncclProxyRequest", v, 4);
+			leave(t, "ncclProxyRequest", 0);
+			blocked(t, "recv", 9);
+		} else if (r == 1) {
+			sock_info(t, 6, 1, 0, 31001, 0);
+			sock_info(t, 12, 3, 2, 31001, 21000);
+			struct val v[] = { { "hStream", 0x5000, NULL, 0 } };
+			enter(t, "cuStreamSynchronize", v, 1);
+		} else if (r == 2) {
+			struct val v[] = { { "cq", 0x7000, NULL, 0 }, { "num_entries", 4, NULL, 0 } };
+			for (int i = 0; i < 1000; i++) {
+				enter(t, "ibv_poll_cq", v, 2);
+				leave(t, "ibv_poll_cq", 0);
+			}
+		} else {
+			struct val v[] = { { "domain", 2, NULL, 0 } };
+			enter(t, "socket", v, 1);
+			leave(t, "socket", 7);
+			nrr_writer_set_end(w, "exit 0", false);
+		}
+		if (nrr_writer_close(w)) {
+			fprintf(stderr, "hang_gen: cannot write rank %d\n", r);
+			return 2;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[2], "mixed"))
+		return mixed(argv[1]);
 	if (argc < 4) {
-		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K\n");
+		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed\n");
 		return 2;
 	}
 	const char *dir = argv[1];

@@ -4,7 +4,7 @@
 # rank stalled before its bootstrap, one dying mid-connect, one trace
 # removed; a clean run; damaged input.
 # usage: test_hang.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR
-# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale
+# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed
 # (cycle and scale: jobs written by hang_gen, built next to this test)
 set -uo pipefail
 case_=$1
@@ -202,6 +202,23 @@ assert d["root_rank"] == 777 and c["kind"] == "stuck" and c["waiting"] == 1023, 
 assert d["summary"].startswith("ranks 1-776,778-1023 wait in recv for rank 0; rank 0 waits in accept at 127.0.0.1:29500 for rank 777; rank 777 never connected"), d["summary"]
 assert len(d["edges"]) == 1023
 EOF
+	;;
+mixed)
+	# an unanswered proxy request, a rank in cuStreamSynchronize, one polling ibv_poll_cq, one exited
+	gen=$(dirname "$wl")/analyzer/hang_gen
+	mkdir "$tmp/t"
+	"$gen" "$tmp/t" mixed || fail "hang_gen failed"
+	hang "$tmp/t"
+	expect_rc 1
+	expect "HANG, root cause: rank 1 (waits outside the traces)"
+	expect "Chain: rank 0 waits for a proxy answer from rank 1; rank 1 waits on nothing the traces show (in stream/event synchronize: cuStreamSynchronize(hStream=0x5000)"
+	expect "2. [waits outside the traces, 1 waiting] rank 2 waits on nothing the traces show (polling ibv_poll_cq since"
+	expect "polling ibv_poll_cq since"
+	grep -qE "thread [0-9]+: polling ibv_poll_cq since [0-9.]+ s, 1000 times" "$tmp/out" || fail "the polling run is not counted"
+	expect "proxy request ncclProxyMsgGetFd (opId 0x42) on fd 9 unanswered since"
+	expect "rank 0 -> rank 1: an answer to proxy request ncclProxyMsgGetFd (opId 0x42) on fd 9"
+	grep -q "^  rank 3 (.*): ended; trace ended at .* by exit 0" "$tmp/out" || fail "rank 3 is not shown as ended by exit 0"
+	grep -q "rank 3 ->" "$tmp/out" && fail "rank 3 exited but is in the graph"
 	;;
 *)
 	echo "unknown case $case_"
