@@ -139,6 +139,7 @@ struct hstream {
 	unsigned ninflight;
 	/* trailing polling run: coalesced "not ready" answers */
 	const nrr_fn_schema *run_fn;
+	uint8_t run_kind;
 	uint64_t run_since, run_last, run_n;
 	int run_fd, run_pollfd[MAX_POLLFD], run_npoll;
 	/* trailing connect retry loop */
@@ -327,6 +328,16 @@ static bool poll_notready(const nrr_call *c)
 	}
 }
 
+/* a "not ready" answer: a polling call's (coalesced by the writer), or a
+ * non-blocking socket's EAGAIN (NCCL's sockets spin so) */
+static bool notready(const nrr_call *c, const struct fninfo *fi)
+{
+	if (c->fn->flags & NRR_FN_POLL)
+		return poll_notready(c);
+	return (fi->kind == F_RECV || fi->kind == F_SEND || fi->kind == F_ACCEPT) && c->result == -1 &&
+	       (c->err == EAGAIN || c->err == EWOULDBLOCK);
+}
+
 /* ------------------------------------------------------------ reading */
 
 static struct sockrec *sock_open(struct hproc *p, int fd)
@@ -440,9 +451,10 @@ static void on_done(struct hproc *p, struct hstream *st, const nrr_call *c, cons
 	uint64_t wall = nrr_reader_wall(r, c->ts);
 	uint64_t leave = wall + c->dur + c->repeat_ns;
 	/* polling run */
-	if ((c->fn->flags & NRR_FN_POLL) && poll_notready(c)) {
-		if (st->run_fn != c->fn) {
+	if (notready(c, fi)) {
+		if (st->run_fn != c->fn || (fi->a_fd >= 0 && arg_int(c, fi->a_fd, -1) != st->run_fd)) {
 			st->run_fn = c->fn;
+			st->run_kind = fi->kind;
 			st->run_since = wall;
 			st->run_n = 0;
 			st->run_fd = arg_int(c, fi->a_fd, -1);
@@ -563,7 +575,7 @@ static int read_proc(struct nrr_hang *h, size_t i)
 			break;
 		case NRR_PHASE_CALL:
 		case NRR_PHASE_RESUME:
-			if (c->done && leave > cut && !((c->fn->flags & NRR_FN_POLL) && poll_notready(c))) {
+			if (c->done && leave > cut && !notready(c, fi)) {
 				flight_add(st, c, fi, r, cut - enter, true);   /* it returned because of the stop */
 			} else if (c->done) {
 				if (fi->kind == F_SOCKINFO)
@@ -713,7 +725,7 @@ static int add_edge(struct nrr_hang *h, int from, int to, const char *cat, const
 static int add_edge(struct nrr_hang *h, int from, int to, const char *cat, const char *addr, const char *fmt, ...)
 {
 	for (size_t i = 0; i < h->ne; i++)
-		if (h->e[i].from == from && h->e[i].to == to && h->e[i].cat == cat)
+		if (h->e[i].from == from && h->e[i].to == to && !strcmp(h->e[i].cat, cat))
 			return 0;
 	if (h->ne == h->ce) {
 		size_t n = h->ce ? h->ce * 2 : 64;
@@ -740,7 +752,7 @@ static int add_edge(struct nrr_hang *h, int from, int to, const char *cat, const
 static int edges_accept(struct nrr_hang *h, size_t i, const struct sockrec *l, const char *cat)
 {
 	if (!is_root(h, l->local) || h->nranks <= 0)
-		return add_edge(h, (int)i, -1, cat, l->local, "%s on the listener at %s: who should connect is not in the traces",
+		return add_edge(h, (int)i, -1, cat, l->local, "%s: waits for a connection on %s (who should connect is not in the traces)",
 				cat, l->local);
 	/* the bootstrap root: every other rank of the job connects once */
 	int rc = 0, nmiss = 0;
@@ -814,7 +826,9 @@ static int build_edges(struct nrr_hang *h)
 						      f->text ? f->text : "?", rel(h, f->wall));
 			} else if (st->run_fn) {
 				p->waiting = true;
-				if (st->run_npoll)
+				if (st->run_kind == F_RECV || st->run_kind == F_SEND || st->run_kind == F_ACCEPT)
+					rc = edges_fd(h, i, st->run_fd, st->run_kind == F_RECV ? "recv" : st->run_kind == F_SEND ? "send" : "accept");
+				else if (st->run_npoll)
 					for (int j = 0; j < st->run_npoll && !rc; j++)
 						rc = edges_fd(h, i, st->run_pollfd[j], "poll");
 				else
@@ -948,10 +962,12 @@ static char *describe(const struct nrr_hang *h, int n, int cls)
 		return s;
 	}
 	const struct hproc *p = &h->p[n];
-	const struct flight *fl = NULL;
+	const struct flight *fl = NULL, *outer = NULL;
 	for (uint32_t k = 0; k < p->nst && !fl; k++)
-		if (p->st[k].ninflight)
+		if (p->st[k].ninflight) {
 			fl = &p->st[k].inner;
+			outer = p->st[k].ninflight > 1 ? &p->st[k].outer : NULL;
+		}
 	switch (cls) {
 	case C_DIED:
 		if (p->end_how[0])
@@ -990,6 +1006,8 @@ static char *describe(const struct nrr_hang *h, int n, int cls)
 	} else if (fl && fl->text) {
 		fprintf(f, "; in flight: %s since %.6f s, for ", fl->text, rel(h, fl->wall));
 		put_for(f, fl->dur);
+		if (outer && outer->text)   /* e.g. the NCCL call (communicator, split) it is in */
+			fprintf(f, ", inside %s since %.6f s", outer->text, rel(h, outer->wall));
 	} else if (cls != C_OUTSIDE) {
 		fprintf(f, " and it has nothing in flight");
 	}
@@ -1151,7 +1169,7 @@ static char *wait_key(const struct nrr_hang *h, const struct graph *g, const int
 	}
 	for (size_t k = g->off[u]; k < g->off[u + 1]; k++) {
 		const struct hedge *e = &h->e[g->adj[k]];
-		if (e0 && level[e->to] == level[u] - 1 && e->cat == e0->cat)
+		if (e0 && level[e->to] == level[u] - 1 && !strcmp(e->cat, e0->cat))
 			tg[nt++] = e->to;
 	}
 	if (!e0)

@@ -8,16 +8,18 @@
  *   scale N K:    a bootstrap of N ranks at 127.0.0.1:29500: rank 0 in
  *                 accept, every other rank connected and in recv, except
  *                 rank K, alive with nothing in flight (never connected);
- *   mixed:        4 ranks: rank 0 asked rank 1's proxy for an fd
+ *   mixed:        5 ranks: rank 0 asked rank 1's proxy for an fd
  *                 (ncclProxyRequest GetFd, opId 0x42) and waits in recv for
  *                 the answer; rank 1 is stuck in cuStreamSynchronize; rank 2
  *                 polls ibv_poll_cq ("not ready") 1000 times up to the end;
- *                 rank 3 exited 0 (end=exit 0).
+ *                 rank 3 exited 0 (end=exit 0); rank 4 spins on a
+ *                 non-blocking recv (EAGAIN, 500 times) from rank 1.
  * Every file: metadata host, pid, rank, env.NCCLRR_NRANKS, env.NCCL_COMM_ID;
  * no `end` key (the processes were still running when written).
  * usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,8 +121,8 @@ static nrr_writer *open_rank(const char *dir, int rank, int n)
 
 static int mixed(const char *dir)
 {
-	for (int r = 0; r < 4; r++) {
-		nrr_writer *w = open_rank(dir, r, 4);
+	for (int r = 0; r < 5; r++) {
+		nrr_writer *w = open_rank(dir, r, 5);
 		nrr_tls *t = nrr_writer_thread(w);
 		if (r == 0) {
 			sock_info(t, 9, 2, 2, 21000, 31001);
@@ -133,6 +135,7 @@ static int mixed(const char *dir)
 		} else if (r == 1) {
 			sock_info(t, 6, 1, 0, 31001, 0);
 			sock_info(t, 12, 3, 2, 31001, 21000);
+			sock_info(t, 13, 3, 3, 31001, 22004);
 			struct val v[] = { { "hStream", 0x5000, NULL, 0 } };
 			enter(t, "cuStreamSynchronize", v, 1);
 		} else if (r == 2) {
@@ -141,11 +144,20 @@ static int mixed(const char *dir)
 				enter(t, "ibv_poll_cq", v, 2);
 				leave(t, "ibv_poll_cq", 0);
 			}
-		} else {
+		} else if (r == 3) {
 			struct val v[] = { { "domain", 2, NULL, 0 } };
 			enter(t, "socket", v, 1);
 			leave(t, "socket", 7);
 			nrr_writer_set_end(w, "exit 0", false);
+		} else {
+			sock_info(t, 8, 2, 3, 22004, 31001);
+			struct val v[] = { { "sockfd", 8, NULL, 0 }, { "len", 64, NULL, 0 } };
+			for (int i = 0; i < 500; i++) {
+				enter(t, "recv", v, 2);
+				uint8_t *p = nrr_leave_begin(t, -1, EAGAIN, 64);
+				p = nrr_put_bytes(p, "", 0, 0);
+				nrr_leave_end(t, p, false);
+			}
 		}
 		if (nrr_writer_close(w)) {
 			fprintf(stderr, "hang_gen: cannot write rank %d\n", r);

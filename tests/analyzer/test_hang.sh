@@ -204,14 +204,18 @@ assert len(d["edges"]) == 1023
 EOF
 	;;
 mixed)
-	# an unanswered proxy request, a rank in cuStreamSynchronize, one polling ibv_poll_cq, one exited
+	# an unanswered proxy request, a rank in cuStreamSynchronize, one polling ibv_poll_cq, one exited,
+	# one spinning on a non-blocking recv
 	gen=$(dirname "$wl")/analyzer/hang_gen
 	mkdir "$tmp/t"
 	"$gen" "$tmp/t" mixed || fail "hang_gen failed"
 	hang "$tmp/t"
 	expect_rc 1
 	expect "HANG, root cause: rank 1 (waits outside the traces)"
-	expect "Chain: rank 0 waits for a proxy answer from rank 1; rank 1 waits on nothing the traces show (in stream/event synchronize: cuStreamSynchronize(hStream=0x5000)"
+	expect "Chain: rank 0 waits for a proxy answer from rank 1; rank 4 waits in recv for rank 1; rank 1 waits on nothing the traces show (in stream/event synchronize: cuStreamSynchronize(hStream=0x5000)"
+	expect "1. [waits outside the traces, 3 waiting] rank 1"
+	grep -qE "thread [0-9]+: polling recv since [0-9.]+ s, 500 times" "$tmp/out" || fail "the EAGAIN recv spin is not a polling run"
+	expect "rank 4 -> rank 1: recv on fd 8 (127.0.0.1:22004 -> 127.0.0.1:31001, NET/Socket)"
 	expect "2. [waits outside the traces, 1 waiting] rank 2 waits on nothing the traces show (polling ibv_poll_cq since"
 	expect "polling ibv_poll_cq since"
 	grep -qE "thread [0-9]+: polling ibv_poll_cq since [0-9.]+ s, 1000 times" "$tmp/out" || fail "the polling run is not counted"
