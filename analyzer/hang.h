@@ -24,7 +24,8 @@
 
 struct nrr_hang;
 
-/* Analyze the opened inputs.  @return 0 and *@out (free with
+/* Analyze the opened inputs (keep them open until nrr_hang_free: the
+ * result points at their names).  @return 0 and *@out (free with
  * nrr_hang_free), or NRR_EXIT_USAGE after printing the reader's error
  * ("ncclrr hang: Cannot read trace: file=… offset=…: …"). */
 int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out);
