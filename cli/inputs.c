@@ -174,6 +174,9 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 		else if (fi->index_rebuilt)
 			fprintf(stderr, "ncclrr %s: warning: file=%s: no index at the end (writer did not finish); rebuilt it by scanning\n",
 				cmd, list[i]);
+		if (fi->meta_lost_offset)
+			fprintf(stderr, "ncclrr %s: warning: file=%s: damaged metadata chunk at offset %llu skipped (keys learnt while running, e.g. the rank or how the trace ended, may be missing)\n",
+				cmd, list[i], (unsigned long long)fi->meta_lost_offset);
 		const char *host = nrr_reader_meta(r, "host");
 		if (asprintf(&in->who[in->n], "%s:%u", host ? host : "?", fi->pid) < 0) {
 			rc = NRR_EXIT_USAGE;

@@ -230,6 +230,11 @@ void nrr_writer_abandon(nrr_writer *w);
  * @return 0, or -ETIMEDOUT.
  */
 int nrr_writer_dump(nrr_writer *w, int timeout_ms);
+/* Say how the trace ends ("exit 0", "signal SIGABRT", "exec"): written as
+ * the metadata key `end` (with `end_ts`, the time) at the next dump and at
+ * close.  A later call replaces the text unless @keep and one is set.
+ * Async-signal-safe. @return 1 when set, 0 when kept. */
+int nrr_writer_set_end(nrr_writer *w, const char *text, bool keep);
 /* Add "key=value\n" metadata lines learnt while running (e.g. the NCCL
  * rank).  Later values of a key override earlier ones.  Not
  * async-signal-safe. @return 0 or -errno. */
@@ -329,6 +334,12 @@ typedef struct nrr_file_info {
 	uint64_t dropped_offset;
 	uint32_t nstreams;
 	uint64_t file_size;
+	uint64_t meta_lost_offset; /* a later metadata chunk was damaged and
+			       * skipped (its keys are missing): its offset,
+			       * 0 when none was */
+	uint64_t end_ts;      /* writer clock when the trace was last written out
+			       * (meta end_ts: a dump, a provisional tail or
+			       * close); 0 when the file does not say */
 } nrr_file_info;
 
 /* Open a trace.  A damaged tail is not an error: complete chunks are kept
@@ -382,7 +393,9 @@ typedef struct nrr_call {
 	uint64_t seq;          /* per stream call number, from 1 */
 	uint64_t ts;           /* enter time, writer clock ns */
 	uint64_t dur;          /* ns inside the call (PHASE_INFLIGHT: until the
-				* stream's last record) */
+				* end of the trace, info.end_ts, or the
+				* stream's last record when that is later or
+				* the file has no end_ts) */
 	uint64_t repeat;       /* identical calls coalesced after this one */
 	uint64_t repeat_ns;    /* time those took in total */
 	int64_t result;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,66 @@ struct nrr_reader {
 	struct stream *streams;
 	uint32_t nstreams;
 };
+
+/* Readers of files with the same schema text (every trace of a job) share
+ * one parsed schema: a thousand ranks' traces open at once cost one. */
+struct schema_ent {
+	struct schema_ent *next;
+	char *text;
+	size_t len;
+	nrr_schema *s;
+	unsigned refs;
+};
+static struct schema_ent *schemas;
+static pthread_mutex_t schemas_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int schema_get(nrr_schema **out, const char *text, size_t len, nrr_diag *sd)
+{
+	pthread_mutex_lock(&schemas_lock);
+	for (struct schema_ent *e = schemas; e; e = e->next)
+		if (e->len == len && !memcmp(e->text, text, len)) {
+			e->refs++;
+			*out = e->s;
+			pthread_mutex_unlock(&schemas_lock);
+			return 0;
+		}
+	int rc = nrr_schema_parse(out, text, len, sd);
+	struct schema_ent *e = rc ? NULL : calloc(1, sizeof(*e));
+	if (e && (e->text = malloc(len + 1))) {
+		memcpy(e->text, text, len);
+		e->len = len;
+		e->s = *out;
+		e->refs = 1;
+		e->next = schemas;
+		schemas = e;
+	} else {
+		free(e);   /* not shared: this reader frees it (schema_put finds no entry) */
+	}
+	pthread_mutex_unlock(&schemas_lock);
+	return rc;
+}
+
+static void schema_put(nrr_schema *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&schemas_lock);
+	for (struct schema_ent **pe = &schemas; *pe; pe = &(*pe)->next) {
+		struct schema_ent *e = *pe;
+		if (e->s != s)
+			continue;
+		if (--e->refs == 0) {
+			*pe = e->next;
+			free(e->text);
+			free(e);
+			nrr_schema_free(s);
+		}
+		pthread_mutex_unlock(&schemas_lock);
+		return;
+	}
+	pthread_mutex_unlock(&schemas_lock);
+	nrr_schema_free(s);
+}
 
 static int diag_set(nrr_diag *d, const nrr_reader *r, uint64_t off, int code, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
@@ -389,7 +450,7 @@ static int reader_init(nrr_reader *r, nrr_diag *d)
 	off += (uint64_t)rc;
 	nrr_diag sd;
 	memset(&sd, 0, sizeof(sd));
-	rc = nrr_schema_parse(&r->schema, schema_text, schema_len, &sd);
+	rc = schema_get(&r->schema, schema_text, schema_len, &sd);
 	free(schema_text);
 	if (rc)
 		return diag_set(d, r, fh.header_size, rc, "%s", sd.msg);
@@ -411,8 +472,11 @@ static int reader_init(nrr_reader *r, nrr_diag *d)
 		char *text;
 		size_t len;
 		nrr_diag md;
-		if (load_small_chunk(r, r->late_meta[i], NRR_CHUNK_META, &text, &len, &md) < 0)
+		if (load_small_chunk(r, r->late_meta[i], NRR_CHUNK_META, &text, &len, &md) < 0) {
+			if (!r->info.meta_lost_offset)
+				r->info.meta_lost_offset = r->late_meta[i];
 			continue;
+		}
 		char *m = realloc(r->meta, r->meta_len + len + 2);
 		if (m) {
 			if (r->meta_len && m[r->meta_len - 1] != '\n')
@@ -423,6 +487,15 @@ static int reader_init(nrr_reader *r, nrr_diag *d)
 			m[r->meta_len] = 0;
 		}
 		free(text);
+	}
+	/* where the trace ends (a dump's or close's end_ts): in-flight calls
+	 * ran at least until then */
+	const char *end = nrr_reader_meta(r, "end_ts");
+	if (end) {
+		char *e;
+		unsigned long long v = strtoull(end, &e, 10);
+		if (e != end && !*e)
+			r->info.end_ts = v;
 	}
 	rc = build_streams(r);
 	if (rc)
@@ -494,7 +567,7 @@ void nrr_reader_close(nrr_reader *r)
 		return;
 	if (r->fd >= 0)
 		close(r->fd);
-	nrr_schema_free(r->schema);
+	schema_put(r->schema);
 	free(r->meta);
 	free(r->late_meta);
 	free(r->chunks);
@@ -740,7 +813,10 @@ static void eof_event(nrr_cursor *c, const nrr_call **out)
 	struct rframe *f = &c->stack[--c->depth];
 	f->call.phase = NRR_PHASE_INFLIGHT;
 	f->call.done = false;
-	f->call.dur = c->clock > f->call.ts ? c->clock - f->call.ts : 0;  /* so far */
+	/* so far: until the end of the trace (end_ts) when the file says it,
+	 * else until the stream's last record */
+	uint64_t until = c->clock > c->r->info.end_ts ? c->clock : c->r->info.end_ts;
+	f->call.dur = until > f->call.ts ? until - f->call.ts : 0;
 	*out = &f->call;
 }
 

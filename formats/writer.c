@@ -160,6 +160,10 @@ struct nrr_writer {
 	bool tail_dirty;            /* a dump tail follows data_end: cut it first */
 	char *meta_extra;           /* metadata added while running */
 	size_t meta_extra_len;
+	/* how the trace ended (nrr_writer_set_end): written with end_ts at
+	 * every dump and at close, see end_meta() */
+	char end_note[96];
+	_Atomic uint32_t end_len;
 	_Atomic uint32_t dump_req, dump_done;
 	uint64_t watchdog_ns, watch_last, hang_at;
 	uint64_t sync_ns, sync_last, sync_mark;   /* full mode: provisional tail (sync_tail) */
@@ -1001,6 +1005,37 @@ static void snapshot(nrr_writer *w, nrr_tls *t)
 	free(copy);
 }
 
+/* The end of the trace as the tail's metadata: end_ts (this writer's clock
+ * now: the trace covers the process up to here) and, once the process is
+ * ending, end=<how> (FORMAT.md "How a trace ended").  Not for converters,
+ * whose clock is the source's. */
+static void end_meta(nrr_writer *w)
+{
+	if (w->manual)
+		return;
+	char text[160];
+	uint32_t n = atomic_load(&w->end_len);
+	int len = snprintf(text, sizeof(text), "end_ts=%llu\n", (unsigned long long)now_ns(w));
+	if (n && n < sizeof(w->end_note) && len > 0)
+		len += snprintf(text + len, sizeof(text) - (size_t)len, "end=%.*s\n", (int)n, w->end_note);
+	if (len > 0 && (size_t)len < sizeof(text))
+		emit_chunk(w, NRR_CHUNK_META, NRR_STREAM_NONE, 0, 0, 0, 0, text, (size_t)len);
+}
+
+int nrr_writer_set_end(nrr_writer *w, const char *text, bool keep)
+{
+	if (!w || (keep && atomic_load(&w->end_len)))
+		return 0;
+	/* plain stores, then the length: safe in a signal handler; the
+	 * compression thread reads the note after the length */
+	uint32_t n = 0;
+	atomic_store(&w->end_len, 0);
+	for (; text && text[n] && n < sizeof(w->end_note) - 1; n++)
+		w->end_note[n] = text[n] == '\n' ? ' ' : text[n];
+	atomic_store(&w->end_len, n);
+	return 1;
+}
+
 /*
  * Write a complete, readable file now: the flight recorder's chunks (ring
  * mode), the metadata learnt while running, what every thread has
@@ -1042,6 +1077,7 @@ static void dump(nrr_writer *w)
 	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
 		if (!t->dead)
 			snapshot(w, t);
+	end_meta(w);
 	write_index(w);
 out:
 	w->off = start;
@@ -1157,6 +1193,7 @@ static int close_impl(nrr_writer *w, bool free_all)
 		for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
 			if (!t->dead)
 				snapshot(w, t);
+		end_meta(w);
 		rc = write_index(w);
 		pthread_mutex_unlock(&w->io_lock);
 	}

@@ -14,13 +14,16 @@
  * process that makes none leaves no file), so a forked child opens its
  * own.  The file is completed at exit(), _exit() and before an exec (the
  * new image opens <host>-<pid>-1.nrt); fatal signals and, in ring mode,
- * SIGUSR1 write it out (signals.c).  If it cannot be written the tracer
+ * SIGUSR1 write it out (signals.c).  The file says how the process ended
+ * (metadata `end`: "exit STATUS", "signal NAME", "exec"; end_ts: when).
+ * If it cannot be written the tracer
  * says so once and the program runs on untraced.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -359,8 +362,21 @@ static void writer_failed(void)
 	nrr_trace_backend = NRR_BACKEND_OFF;
 }
 
+/* exit() and a return from main: the status, before the destructor
+ * completes the file (registered once per process image, at the first
+ * writer: atexit functions registered then run before the libraries'
+ * destructors) */
+static void on_exit_status(int status, void *arg)
+{
+	(void)arg;
+	nrr_trace_end_exit(status);
+}
+
 static void open_writer(void)
 {
+	static bool exit_hooked;   /* inherited by forked children, as on_exit's list is */
+	if (!exit_hooked)
+		exit_hooked = on_exit(on_exit_status, NULL) == 0;
 	struct buf meta = { 0 };
 	build_meta(&meta);
 	nrr_writer_opts o = {
@@ -398,6 +414,8 @@ static void open_writer(void)
 /* Complete the file (index and trailer) while other threads may still run:
  * before exit, _exit and exec.  Not in a vfork child (it shares our memory
  * and the parent goes on recording). */
+static _Atomic pid_t g_finishing;   /* the thread completing the file, 0: none */
+
 void nrr_trace_finish(void)
 {
 	nrr_writer *w = atomic_load(&g_w);
@@ -405,9 +423,22 @@ void nrr_trace_finish(void)
 		return;
 	int saved = errno;
 	int backend = nrr_trace_backend;
+	/* a SIGTERM now would end the process with the file half written:
+	 * this thread holds it back until the file is complete, and a handler
+	 * running on another thread waits for it (nrr_trace_dump) */
+	sigset_t stop, old;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	atomic_store(&g_finishing, (pid_t)syscall(SYS_gettid));
 	nrr_trace_backend = NRR_BACKEND_OFF;
 	atomic_store(&g_w, NULL);
 	nrr_writer_finish(w);
+	atomic_store(&g_finishing, 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	nrr_trace_backend = backend;
 	errno = saved;
 }
@@ -421,9 +452,31 @@ void nrr_trace_reopen(void)
 	g_once = (pthread_once_t)PTHREAD_ONCE_INIT;
 }
 
+void nrr_trace_end_note(const char *text, bool keep)
+{
+	nrr_writer *w = atomic_load(&g_w);
+	if (w && getpid() == g_pid)
+		nrr_writer_set_end(w, text, keep);
+}
+
+void nrr_trace_end_exit(int status)
+{
+	char text[32];
+	snprintf(text, sizeof(text), "exit %d", status);
+	nrr_trace_end_note(text, false);
+}
+
 int nrr_trace_dump(int timeout_ms)
 {
 	nrr_writer *w = atomic_load(&g_w);
+	pid_t fin = atomic_load(&g_finishing);
+	if (!w && fin && fin != (pid_t)syscall(SYS_gettid)) {
+		/* another thread is completing the file (exit): let it finish */
+		struct timespec ten_ms = { 0, 10000000 };
+		for (int waited = 0; waited < timeout_ms && atomic_load(&g_finishing); waited += 10)
+			nanosleep(&ten_ms, NULL);
+		return 0;
+	}
 	if (!w || getpid() != g_pid)
 		return -ENOENT;
 	return nrr_writer_dump(w, timeout_ms);
@@ -514,6 +567,7 @@ __attribute__((constructor)) static void nrr_trace_init(void)
 
 __attribute__((destructor)) static void nrr_trace_fini(void)
 {
+	nrr_trace_end_note("exit", true);   /* the status, if on_exit_status did not say */
 	nrr_trace_finish();
 	nrr_trace_backend = NRR_BACKEND_OFF;
 }

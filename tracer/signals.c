@@ -16,6 +16,9 @@
  *
  * exec*() completes the trace first (the new image starts a new file);
  * _exit() and _Exit() complete it as exit() does (destructor in core.c).
+ * The trace says how it ended (metadata `end`, FORMAT.md): "signal NAME"
+ * when the default action of a fatal signal ends the process, "exec",
+ * "exit STATUS" (core.c).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -59,9 +62,42 @@ static void forward(int sig, siginfo_t *si, void *uc)
 		ua->sa_handler = SIG_DFL;
 }
 
+/* "signal SIGABRT" for the trace's end note, without stdio (this runs in
+ * a signal handler) */
+static void end_by_signal(int sig)
+{
+	static const struct {
+		int sig;
+		const char *name;
+	} names[] = { { SIGSEGV, "SIGSEGV" }, { SIGBUS, "SIGBUS" }, { SIGABRT, "SIGABRT" }, { SIGTERM, "SIGTERM" } };
+	char text[32] = "signal ";
+	size_t n = 7;
+	const char *name = NULL;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].sig == sig)
+			name = names[i].name;
+	if (name) {
+		for (; *name && n < sizeof(text) - 1; name++)
+			text[n++] = *name;
+	} else {   /* "signal N" */
+		char d[12];
+		size_t k = 0;
+		for (unsigned v = (unsigned)sig; k == 0 || v; v /= 10)
+			d[k++] = (char)('0' + v % 10);
+		while (k && n < sizeof(text) - 1)
+			text[n++] = d[--k];
+	}
+	text[n] = '\0';
+	nrr_trace_end_note(text, false);
+}
+
 static void handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
+	/* the default action ends the process: the trace says so (a program's
+	 * own handler may go on, and its exit says how it ends) */
+	if (user[sig].sa_handler == SIG_DFL && !(sig == SIGUSR1 && ring))
+		end_by_signal(sig);
 	/* a fatal signal: wait for the data to be on disk; SIGUSR1: ask only */
 	nrr_trace_dump(sig == SIGUSR1 ? 0 : 5000);
 	forward(sig, si, uc);
@@ -151,6 +187,7 @@ NRR_HOOK sighandler_t signal(int sig, sighandler_t h)
  * program goes on and records into a new file. */
 #define EXEC(call)                                 \
 	do {                                       \
+		nrr_trace_end_note("exec", false); \
 		nrr_trace_finish();                \
 		int r_ = (call);                   \
 		int e_ = errno;                    \
@@ -266,6 +303,7 @@ NRR_HOOK int execle(const char *path, const char *arg, ...)
 
 NRR_HOOK void _exit(int status)
 {
+	nrr_trace_end_exit(status);
 	nrr_trace_finish();
 	static void (*real)(int);
 	if (!real)

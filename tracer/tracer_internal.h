@@ -24,6 +24,11 @@ bool nrr_trace_busy(void);
 void nrr_trace_finish(void);
 void nrr_trace_reopen(void);
 int nrr_trace_dump(int timeout_ms);
+/* How the trace ends (metadata `end`): async-signal-safe; @keep: not over
+ * a note already given. */
+void nrr_trace_end_note(const char *text, bool keep);
+/* "exit STATUS" (not async-signal-safe) */
+void nrr_trace_end_exit(int status);
 int nrr_launcher_rank(const char **src);
 
 /* hooks_dl.c */

@@ -83,7 +83,8 @@ static long read_all(const uint8_t *buf, size_t len, int *code, uint64_t *off)
 		*off = d.offset;
 		return -1;
 	}
-	last_lossy = nrr_reader_info(r)->index_rebuilt || nrr_reader_info(r)->dropped_bytes;
+	last_lossy = nrr_reader_info(r)->index_rebuilt || nrr_reader_info(r)->dropped_bytes ||
+		     nrr_reader_info(r)->meta_lost_offset;
 	long n = 0;
 	FILE *null = fopen("/dev/null", "w");
 	nrr_merge *m;

@@ -193,6 +193,59 @@ static void one_run(const char *path, unsigned chunks, unsigned extra_us)
 		torn_tail(path, (uint64_t)sb.st_size, good, &s);
 }
 
+/* A process killed while a call is in flight, its trace written out first
+ * (as the tracer's SIGTERM handler does): the call ran until the trace
+ * ended (end_ts), not until its own enter record, the stream's last. */
+static void inflight_until_end(const char *path)
+{
+	int pfd[2];
+	CHECK_FATAL(pipe(pfd) == 0, "pipe");
+	unlink(path);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		nrr_writer *w;
+		nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1 };
+		if (nrr_writer_open(&w, path, &o))
+			_exit(3);
+		nrr_tls *t = nrr_writer_thread(w);
+		uint8_t *p = nrr_enter_begin(t, 1, 2 * NRR_VAR_MAX + 60);
+		p = nrr_put_uvar(p, 7);
+		p = nrr_put_bytes(p, "x", 1, 64);
+		nrr_enter_end(t, p);   /* ... and it never returns */
+		usleep(300000);
+		nrr_writer_set_end(w, "signal SIGTERM", false);
+		nrr_writer_set_end(w, "exit 0", true);   /* kept: one is set */
+		if (nrr_writer_dump(w, 5000) || write(pfd[1], "r", 1) != 1)
+			_exit(4);
+		pause();
+	}
+	close(pfd[1]);
+	char c;
+	CHECK_FATAL(read(pfd[0], &c, 1) == 1, "child never dumped");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(pfd[0]);
+	nrr_reader *r;
+	nrr_diag d;
+	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open the dumped trace: %s", d.msg);
+	const char *end = nrr_reader_meta(r, "end");
+	CHECK(end && !strcmp(end, "signal SIGTERM"), "end=%s, want signal SIGTERM", end ? end : "(none)");
+	CHECK(nrr_reader_info(r)->end_ts != 0, "end_ts in the metadata");
+	nrr_cursor *cur;
+	CHECK_FATAL(nrr_cursor_open(&cur, r, 0) == 0, "cursor");
+	const nrr_call *call;
+	int rc = nrr_cursor_next(cur, &call);
+	CHECK(rc == 0 && call->phase == NRR_PHASE_INFLIGHT && call->seq == 1, "the call is in flight at the end");
+	if (rc == 0) {
+		CHECK(call->dur >= 300000000u, "in flight for %llu ns, want at least the 300 ms to the end of the trace",
+		      (unsigned long long)call->dur);
+		CHECK(call->ts + call->dur == nrr_reader_info(r)->end_ts, "in flight until end_ts");
+	}
+	nrr_cursor_close(cur);
+	nrr_reader_close(r);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/nrr-crash-XXXXXX";
@@ -204,6 +257,7 @@ int main(void)
 	for (unsigned i = 0; i < 4; i++)
 		for (unsigned j = 0; j < 4; j++)
 			one_run(path, chunks[i], delay[j]);
+	inflight_until_end(path);
 	unlink(path);
 	CHECK(torn_runs > 0 && torn_dropped == torn_runs, "every torn tail was reported (%d of %d)", torn_dropped, torn_runs);
 	return check_done("crash_recovery");

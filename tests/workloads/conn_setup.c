@@ -33,6 +33,10 @@
  * CONN_SETUP_STALL=R: rank R prints its pid on stderr and stops before the
  * bootstrap (a hang for the others: rank 0 waits in accept, the rest in
  * recv), until killed.
+ * CONN_SETUP_DIE=R: rank R dies mid-connect: it makes its bootstrap socket
+ * and calls abort() before connecting (rank 0: before listening), so the
+ * others wait for it (rank 0 in accept, the rest in recv; if R is 0, the
+ * rest retry their connect).
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -381,6 +385,12 @@ static int bootstrap(struct peer *all, const struct peer *me)
 	memcpy(host, id, (size_t)(colon - id));
 	host[colon - id] = '\0';
 	struct sockaddr_in root = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1)) };
+	const char *die = getenv("CONN_SETUP_DIE");
+	if (die && *die && atoi(die) == job.rank) {
+		fprintf(stderr, "rank %d: pid %d dies mid-connect\n", job.rank, (int)getpid());
+		(void)socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		abort();
+	}
 	if (inet_pton(AF_INET, host, &root.sin_addr) != 1) {
 		FAIL("NCCL_COMM_ID=%s: not an IPv4 address", id);
 		return -1;

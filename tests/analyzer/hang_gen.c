@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hang_gen - writes the traces of a hung job that no workload here makes,
+ * with the format library and the built-in schema, for `ncclrr hang`'s
+ * tests (tests/analyzer/test_hang.sh):
+ *   cycle N:      ranks 0..N-1, rank i blocked in recv on a connection to
+ *                 rank (i+1)%N: a cycle, nothing outside it;
+ *   scale N K:    a bootstrap of N ranks at 127.0.0.1:29500: rank 0 in
+ *                 accept, every other rank connected and in recv, except
+ *                 rank K, alive with nothing in flight (never connected);
+ *   mixed:        5 ranks: rank 0 asked rank 1's proxy for an fd
+ *                 (ncclProxyRequest GetFd, opId 0x42) and waits in recv for
+ *                 the answer; rank 1 is stuck in cuStreamSynchronize; rank 2
+ *                 polls ibv_poll_cq ("not ready") 1000 times up to the end;
+ *                 rank 3 exited 0 (end=exit 0); rank 4 spins on a
+ *                 non-blocking recv (EAGAIN, 500 times) from rank 1.
+ * Every file: metadata host, pid, rank, env.NCCLRR_NRANKS, env.NCCL_COMM_ID;
+ * no `end` key (the processes were still running when written).
+ * usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrt.h"
+
+struct val {
+	const char *name;
+	int64_t i;
+	const void *p;
+	size_t len;
+};
+
+/* Record an ENTER of @fname with the in-args found in @v (others zero). */
+static void enter(nrr_tls *t, const char *fname, const struct val *v, size_t nv)
+{
+	const nrr_fn_schema *fn = nrr_schema_fn_by_name(nrr_builtin(), fname);
+	if (!fn) {
+		fprintf(stderr, "hang_gen: no %s in the schema\n", fname);
+		exit(2);
+	}
+	uint8_t *p = nrr_enter_begin(t, fn->id, 512);
+	for (unsigned a = 0; a < fn->nargs; a++) {
+		const nrr_arg_schema *as = &fn->args[a];
+		if (!(as->dir & NRR_DIR_IN))
+			continue;
+		const struct val *x = NULL;
+		for (size_t k = 0; k < nv; k++)
+			if (!strcmp(v[k].name, as->name))
+				x = &v[k];
+		if (as->wire == NRR_WIRE_B)
+			p = nrr_put_bytes(p, x ? x->p : "", x ? x->len : 0, 256);
+		else if (as->wire == NRR_WIRE_S)
+			p = nrr_put_svar(p, x ? x->i : 0);
+		else
+			p = nrr_put_uvar(p, x ? (uint64_t)x->i : 0);
+	}
+	nrr_enter_end(t, p);
+}
+
+/* LEAVE of the innermost open call, out-args zero / empty. */
+static void leave(nrr_tls *t, const char *fname, int64_t result)
+{
+	bool notready = !strcmp(fname, "ibv_poll_cq") && result == 0;
+	const nrr_fn_schema *fn = nrr_schema_fn_by_name(nrr_builtin(), fname);
+	uint8_t *p = nrr_leave_begin(t, result, 0, 256);
+	for (unsigned a = 0; a < fn->nargs; a++) {
+		const nrr_arg_schema *as = &fn->args[a];
+		if (!(as->dir & NRR_DIR_OUT))
+			continue;
+		if (as->wire == NRR_WIRE_B)
+			p = nrr_put_bytes(p, "", 0, 0);
+		else
+			p = nrr_put_uvar(p, 0);
+	}
+	nrr_leave_end(t, p, notready);
+}
+
+static struct sockaddr_in addr(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	return a;
+}
+
+/* sock_info(fd, role, type, tid, local, peer) as the tracer records it */
+static void sock_info(nrr_tls *t, int fd, int role, int type, int lport, int pport)
+{
+	struct sockaddr_in l = addr(lport), p = addr(pport);
+	struct val v[] = { { "fd", fd, NULL, 0 }, { "role", role, NULL, 0 }, { "type", type, NULL, 0 },
+			   { "owner_tid", 1, NULL, 0 }, { "local", 0, &l, sizeof(l) },
+			   { "peer", 0, &p, pport ? sizeof(p) : 0 } };
+	enter(t, "sock_info", v, 6);
+	leave(t, "sock_info", 0);
+}
+
+static void blocked(nrr_tls *t, const char *fname, int fd)
+{
+	struct val v[] = { { "sockfd", fd, NULL, 0 }, { "len", 320, NULL, 0 } };
+	enter(t, fname, v, 2);   /* never returns */
+}
+
+static nrr_writer *open_rank(const char *dir, int rank, int n)
+{
+	char path[4096], meta[512];
+	snprintf(path, sizeof(path), "%s/gen-%05d.nrt", dir, rank);
+	int len = snprintf(meta, sizeof(meta), "host=gen\npid=%d\nrank=%d\nenv.NCCLRR_NRANKS=%d\nenv.NCCL_COMM_ID=127.0.0.1:29500\n",
+			   1000 + rank, rank, n);
+	nrr_writer_opts o = { .schema = nrr_builtin_schema, .schema_len = nrr_builtin_schema_len, .meta = meta,
+			      .meta_len = (size_t)len };
+	nrr_writer *w;
+	if (nrr_writer_open(&w, path, &o)) {
+		fprintf(stderr, "hang_gen: cannot create %s\n", path);
+		exit(2);
+	}
+	return w;
+}
+
+static int mixed(const char *dir)
+{
+	for (int r = 0; r < 5; r++) {
+		nrr_writer *w = open_rank(dir, r, 5);
+		nrr_tls *t = nrr_writer_thread(w);
+		if (r == 0) {
+			sock_info(t, 9, 2, 2, 21000, 31001);
+			uint64_t req = 7;
+			struct val v[] = { { "fd", 9, NULL, 0 }, { "type", 9, NULL, 0 }, { "opId", 0x42, NULL, 0 },
+					   { "req", 0, &req, sizeof(req) } };
+			enter(t, "ncclProxyRequest", v, 4);
+			leave(t, "ncclProxyRequest", 0);
+			blocked(t, "recv", 9);
+		} else if (r == 1) {
+			sock_info(t, 6, 1, 0, 31001, 0);
+			sock_info(t, 12, 3, 2, 31001, 21000);
+			sock_info(t, 13, 3, 3, 31001, 22004);
+			struct val v[] = { { "hStream", 0x5000, NULL, 0 } };
+			enter(t, "cuStreamSynchronize", v, 1);
+		} else if (r == 2) {
+			struct val v[] = { { "cq", 0x7000, NULL, 0 }, { "num_entries", 4, NULL, 0 } };
+			for (int i = 0; i < 1000; i++) {
+				enter(t, "ibv_poll_cq", v, 2);
+				leave(t, "ibv_poll_cq", 0);
+			}
+		} else if (r == 3) {
+			struct val v[] = { { "domain", 2, NULL, 0 } };
+			enter(t, "socket", v, 1);
+			leave(t, "socket", 7);
+			nrr_writer_set_end(w, "exit 0", false);
+		} else {
+			sock_info(t, 8, 2, 3, 22004, 31001);
+			struct val v[] = { { "sockfd", 8, NULL, 0 }, { "len", 64, NULL, 0 } };
+			for (int i = 0; i < 500; i++) {
+				enter(t, "recv", v, 2);
+				uint8_t *p = nrr_leave_begin(t, -1, EAGAIN, 64);
+				p = nrr_put_bytes(p, "", 0, 0);
+				nrr_leave_end(t, p, false);
+			}
+		}
+		if (nrr_writer_close(w)) {
+			fprintf(stderr, "hang_gen: cannot write rank %d\n", r);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[2], "mixed"))
+		return mixed(argv[1]);
+	if (argc < 4) {
+		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed\n");
+		return 2;
+	}
+	const char *dir = argv[1];
+	int n = atoi(argv[3]), k = argc > 4 ? atoi(argv[4]) : -1;
+	bool cycle = !strcmp(argv[2], "cycle");
+	if (n < 2 || (!cycle && (k <= 0 || k >= n))) {
+		fprintf(stderr, "hang_gen: bad arguments\n");
+		return 2;
+	}
+	for (int i = 0; i < n; i++) {
+		int r = cycle || i < k ? i : i + 1 < n ? i + 1 : k;   /* scale: rank K is written last */
+		nrr_writer *w = open_rank(dir, r, n);
+		nrr_tls *t = nrr_writer_thread(w);
+		if (cycle) {
+			/* connected to the next rank (port 30000+next), accepted the previous one */
+			sock_info(t, 10, 2, 2, 20000 + r, 30000 + (r + 1) % n);
+			int prev = (r + n - 1) % n;
+			sock_info(t, 11, 3, 2, 30000 + r, 20000 + prev);
+			blocked(t, "recv", 10);
+		} else if (r == 0) {
+			sock_info(t, 5, 1, 0, 29500, 0);
+			for (int j = 1; j < n; j++)
+				if (j != k)
+					sock_info(t, 100 + j, 3, 1, 29500, 40000 + j);
+			blocked(t, "accept", 5);
+		} else if (r != k) {
+			sock_info(t, 8, 2, 1, 40000 + r, 29500);
+			blocked(t, "recv", 8);
+		} else {
+			struct val v[] = { { "domain", 2, NULL, 0 } };
+			enter(t, "socket", v, 1);
+			leave(t, "socket", 7);
+		}
+		if (nrr_writer_close(w)) {
+			fprintf(stderr, "hang_gen: cannot write rank %d\n", r);
+			return 2;
+		}
+	}
+	return 0;
+}
