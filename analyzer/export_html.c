@@ -29,6 +29,7 @@ static const char *const dom_name[NDOM] = { "nccl", "cuda_driver", "cuda_runtime
 static const char *const dom_color[NDOM] = { "#9c755f", "#4e79a7", "#76b7b2", "#59a14f", "#edc948",
 					     "#b07aa1", "#bab0ac", "#f28e2b", "#888888" };
 #define ERR_COLOR "#e00000"
+#define COMMON_ERR_COLOR "#f2a7a7"
 
 static int dom_of(const nrr_call *c)
 {
@@ -44,8 +45,29 @@ struct bin {
 	uint64_t busy[NDOM];
 };
 
+/* A kind of failure (API = result) and on how many processes it happened:
+ * one seen on most ranks is a probe or a retry the program expects
+ * (cuGetProcAddress of a missing symbol, connect before the peer listens);
+ * the rare ones are what the diagnosis leads with. */
+#define MAXSIG 512
+#define ROWSIG 16
+struct sig {
+	char txt[200];
+	size_t nrows;
+	size_t last_row;        /* +1; 0: none */
+};
+
+struct rowerr {
+	int sig;                /* index in html.sigs, -1: table full */
+	int64_t t;
+	char txt[300];
+};
+
 struct row {
 	size_t reader;
+	struct rowerr err[ROWSIG];
+	int nerr;
+	int64_t warn_t[8];
 	uint64_t calls, errors, warns;
 	bool has_err;
 	int64_t err_t;
@@ -55,7 +77,7 @@ struct row {
 	char infl[600];
 	int ninfl;
 	int nwarn;
-	char warn[3][240];
+	char warn[8][240];
 	/* pass 2 */
 	struct bin bin[2];
 	long last_err_x;
@@ -72,6 +94,8 @@ struct html {
 	double scale;           /* px per ns */
 	int rh;                 /* row height */
 	FILE *layer[3];         /* depth 0, nested, errors + in flight */
+	struct sig sigs[MAXSIG];
+	int nsigs;
 	uint64_t nrects;
 };
 
@@ -130,6 +154,52 @@ static void call_txt(struct html *h, const nrr_call *c, char *b, size_t n)
 }
 
 /* ---------------------------------------------------------------- pass 1 */
+static int sig_of(struct html *h, const char *txt, bool add)
+{
+	for (int i = 0; i < h->nsigs; i++)
+		if (!strcmp(h->sigs[i].txt, txt))
+			return i;
+	if (!add || h->nsigs == MAXSIG)
+		return -1;
+	snprintf(h->sigs[h->nsigs].txt, sizeof(h->sigs[0].txt), "%s", txt);
+	return h->nsigs++;
+}
+
+/* Whether failures of kind @sig are rare enough to lead the diagnosis. */
+static bool notable(const struct html *h, int sig)
+{
+	size_t n = sig < 0 ? 1 : h->sigs[sig].nrows;
+	return h->nrows < 3 || n * 2 <= h->nrows;
+}
+
+static void note_err(struct html *h, size_t row, const char *txt, int64_t ts)
+{
+	struct row *w = &h->rows[row];
+	int s = sig_of(h, txt, true);
+	if (s >= 0 && h->sigs[s].last_row != row + 1) {
+		h->sigs[s].last_row = row + 1;
+		h->sigs[s].nrows++;
+	}
+	for (int i = 0; i < w->nerr; i++)
+		if (w->err[i].sig == s && s >= 0)
+			return;
+	if (w->nerr == ROWSIG)
+		return;
+	w->err[w->nerr].sig = s;
+	w->err[w->nerr].t = ts;
+	snprintf(w->err[w->nerr].txt, sizeof(w->err[0].txt), "%s", txt);
+	w->nerr++;
+}
+
+/* The row's first failure of a rare kind, or NULL. */
+static const struct rowerr *first_notable(const struct html *h, const struct row *w)
+{
+	for (int i = 0; i < w->nerr; i++)
+		if (notable(h, w->err[i].sig))
+			return &w->err[i];
+	return NULL;
+}
+
 static void scan(struct html *h, size_t ri, const nrr_call *c)
 {
 	struct row *w = &h->rows[h->row_of[ri]];
@@ -143,7 +213,8 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 		if (!memmem(c->log, n, "WARN", 4))
 			return;
 		w->warns++;
-		if (w->has_err && w->nwarn < 3) {
+		if (w->has_err && w->nwarn < 8) {
+			w->warn_t[w->nwarn] = key;
 			snprintf(w->warn[w->nwarn++], sizeof(w->warn[0]), "%.*s", (int)(n > 230 ? 230 : n), c->log);
 		}
 		return;
@@ -173,11 +244,14 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 	}
 	if (nrr_call_failed(c)) {
 		w->errors++;
+		char txt[300];
+		call_txt(h, c, txt, sizeof(txt));
 		if (!w->has_err || ts < w->err_t) {
 			w->has_err = true;
 			w->err_t = ts;
-			call_txt(h, c, w->err_txt, sizeof(w->err_txt));
+			snprintf(w->err_txt, sizeof(w->err_txt), "%s", txt);
 		}
+		note_err(h, h->row_of[ri], txt, ts);
 	}
 }
 
@@ -244,14 +318,17 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 			char txt[300];
 			w->last_err_x = px;
 			call_txt(h, c, txt, sizeof(txt));
+			bool rare = notable(h, sig_of(h, txt, false));
 			fmt_t(tb, sizeof(tb), ts);
-			fprintf(h->layer[2],
-				"<rect class=\"error\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"" ERR_COLOR "\"><title>",
-				LABEL_W + x0, y, x1 - x0 < 3 ? 3 : x1 - x0, h->rh);
-			esc(h->layer[2], h->procs[ri].name, sizeof(h->procs[ri].name));
-			fputs(": ", h->layer[2]);
-			escs(h->layer[2], txt);
-			fprintf(h->layer[2], " at %s</title></rect>\n", tb);
+			fprintf(h->layer[rare ? 2 : 1],
+				"<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"><title>",
+				rare ? "error" : "error-common", LABEL_W + x0, y, x1 - x0 < 3 ? 3 : x1 - x0, h->rh,
+				rare ? ERR_COLOR : COMMON_ERR_COLOR);
+			FILE *lf = h->layer[rare ? 2 : 1];
+			esc(lf, h->procs[ri].name, sizeof(h->procs[ri].name));
+			fputs(": ", lf);
+			escs(lf, txt);
+			fprintf(lf, " at %s%s</title></rect>\n", tb, rare ? "" : " (fails like this on most ranks)");
 			h->nrects++;
 		}
 		return;
@@ -312,14 +389,16 @@ static void put_header(struct html *h, FILE *f)
 	gmtime_r(&s, &tm);
 	strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
 	fmt_t(dur, sizeof(dur), h->end);
-	const char *cmd = NULL, *ver = NULL;
+	const char *cmd = NULL, *ver = NULL, *v;
+	char cmdb[1024] = "", verb[128] = "";
 	size_t nranked = 0;
 	long lo = -1, hi = -1;
 	for (size_t i = 0; i < in->n; i++) {
-		if (!cmd && !h->procs[i].ranked)
-			cmd = nrr_reader_meta(in->r[i], "argv");
-		if (!ver)
-			ver = nrr_reader_meta(in->r[i], "nccl_version");
+		/* nrr_reader_meta() answers in one buffer: copy */
+		if (!cmd && !h->procs[i].ranked && (v = nrr_reader_meta(in->r[i], "argv")))
+			cmd = strncpy(cmdb, v, sizeof(cmdb) - 1);
+		if (!ver && (v = nrr_reader_meta(in->r[i], "nccl_version")))
+			ver = strncpy(verb, v, sizeof(verb) - 1);
 		if (h->procs[i].ranked) {
 			nranked++;
 			if (lo < 0 || h->procs[i].rank < lo)
@@ -329,18 +408,22 @@ static void put_header(struct html *h, FILE *f)
 		}
 	}
 	for (size_t i = 0; i < in->n && !cmd; i++)
-		cmd = nrr_reader_meta(in->r[i], "argv");
+		if ((v = nrr_reader_meta(in->r[i], "argv")))
+			cmd = strncpy(cmdb, v, sizeof(cmdb) - 1);
 	fputs("<h1>ncclrr report</h1>\n<dl class=\"run\">\n<dt>hosts</dt><dd>", f);
 	size_t nh = 0;
 	for (size_t i = 0; i < in->n; i++) {
-		const char *host = nrr_reader_meta(in->r[i], "host");
+		char host[256];
+		if (!(v = nrr_reader_meta(in->r[i], "host")))
+			continue;
+		snprintf(host, sizeof(host), "%s", v);
 		bool seen = false;
-		for (size_t j = 0; j < i && host; j++) {
+		for (size_t j = 0; j < i; j++) {
 			const char *o = nrr_reader_meta(in->r[j], "host");
 			if (o && !strcmp(o, host))
 				seen = true;
 		}
-		if (!host || seen)
+		if (seen)
 			continue;
 		if (nh < 8) {
 			fputs(nh ? ", " : "", f);
@@ -411,6 +494,7 @@ static void put_legend(FILE *f)
 	for (int i = 0; i < NDOM; i++)
 		fprintf(f, "<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>", dom_color[i], dom_name[i]);
 	fputs("<span><i class=\"sw\" style=\"background:" ERR_COLOR "\"></i>failed call</span>"
+	      "<span><i class=\"sw\" style=\"background:" COMMON_ERR_COLOR "\"></i>failure seen on most ranks (probe, retry)</span>"
 	      "<span><svg width=\"14\" height=\"14\"><rect x=\"1\" y=\"1\" width=\"12\" height=\"12\" fill=\"url(#hatch)\" stroke=\"#333\"/></svg> in flight at the end</span>"
 	      "</p>\n", f);
 }
@@ -423,7 +507,7 @@ static void put_table(struct html *h, FILE *f)
 		struct row *w = &h->rows[r];
 		size_t ri = w->reader;
 		char t[40];
-		fprintf(f, "<tr class=\"rank-row%s\" id=\"row-%ld\"><td>", w->has_err ? " err" : "", h->procs[ri].pid);
+		fprintf(f, "<tr class=\"rank-row%s\" id=\"row-%ld\"><td>", first_notable(h, w) ? " err" : "", h->procs[ri].pid);
 		if (h->procs[ri].ranked)
 			fprintf(f, "%ld", h->procs[ri].rank);
 		else
@@ -432,10 +516,15 @@ static void put_table(struct html *h, FILE *f)
 		escs(f, h->in->who[ri]);
 		fprintf(f, "</td><td class=\"num\">%llu</td><td class=\"num\">%llu</td><td class=\"mono\">",
 			(unsigned long long)w->calls, (unsigned long long)w->errors);
-		if (w->has_err) {
+		const struct rowerr *ne = first_notable(h, w);
+		if (ne) {
+			fmt_t(t, sizeof(t), ne->t);
+			escs(f, ne->txt);
+			fprintf(f, " at %s", t);
+		} else if (w->has_err) {
 			fmt_t(t, sizeof(t), w->err_t);
 			escs(f, w->err_txt);
-			fprintf(f, " at %s", t);
+			fprintf(f, " at %s (fails like this on most ranks)", t);
 		}
 		fputs("</td><td class=\"mono\">", f);
 		if (w->last_txt[0]) {
@@ -450,10 +539,15 @@ static void put_table(struct html *h, FILE *f)
 	fputs("</tbody></table>\n", f);
 }
 
+struct noted {
+	const struct row *w;
+	const struct rowerr *e;
+};
+
 static int cmp_err(const void *a, const void *b)
 {
-	const struct row *x = *(const struct row *const *)a, *y = *(const struct row *const *)b;
-	return x->err_t < y->err_t ? -1 : x->err_t > y->err_t;
+	const struct noted *x = a, *y = b;
+	return x->e->t < y->e->t ? -1 : x->e->t > y->e->t;
 }
 
 /*
@@ -466,10 +560,11 @@ static void html_diagnosis(FILE *f, struct nrr_inputs *in, struct html *h, const
 {
 	fputs("<h2>Diagnosis</h2>\n<section class=\"diagnosis\">\n", f);
 	size_t nerr = 0, ninfl = 0;
-	struct row **e = calloc(h->nrows ? h->nrows : 1, sizeof(*e));
+	struct noted *e = calloc(h->nrows ? h->nrows : 1, sizeof(*e));
 	for (size_t r = 0; r < h->nrows; r++) {
-		if (h->rows[r].has_err && e)
-			e[nerr++] = &h->rows[r];
+		const struct rowerr *ne = first_notable(h, &h->rows[r]);
+		if (ne && e)
+			e[nerr++] = (struct noted){ &h->rows[r], ne };
 		if (h->rows[r].ninfl)
 			ninfl++;
 	}
@@ -479,18 +574,21 @@ static void html_diagnosis(FILE *f, struct nrr_inputs *in, struct html *h, const
 			in->n);
 		for (size_t i = 0; i < nerr && i < 20; i++) {
 			char t[40];
-			size_t ri = e[i]->reader;
-			fmt_t(t, sizeof(t), e[i]->err_t);
+			const struct row *w = e[i].w;
+			size_t ri = w->reader;
+			fmt_t(t, sizeof(t), e[i].e->t);
 			fprintf(f, "<li>%s: <b>", t);
 			escs(f, h->procs[ri].name);
 			fputs("</b>: <code>", f);
-			escs(f, e[i]->err_txt);
+			escs(f, e[i].e->txt);
 			fputs("</code>", f);
-			if (e[i]->errors > 1)
-				fprintf(f, " (%llu failing calls in all)", (unsigned long long)e[i]->errors);
-			for (int k = 0; k < e[i]->nwarn; k++) {
+			int shown = 0;
+			for (int k = 0; k < w->nwarn && shown < 3; k++) {
+				if (w->warn_t[k] < e[i].e->t)
+					continue;
+				shown++;
 				fputs("<div class=\"warn\">", f);
-				escs(f, e[i]->warn[k]);
+				escs(f, w->warn[k]);
 				fputs("</div>", f);
 			}
 			fputs("</li>\n", f);
@@ -516,8 +614,23 @@ static void html_diagnosis(FILE *f, struct nrr_inputs *in, struct html *h, const
 			fprintf(f, "<li>... and %zu more (see the table)</li>\n", ninfl - 20);
 		fputs("</ul>\n", f);
 	}
+	size_t ncommon = 0;
+	for (int i = 0; i < h->nsigs; i++)
+		if (!notable(h, i))
+			ncommon++;
+	if (ncommon) {
+		fputs("<h3>Failures seen on most ranks (probes and retries the program expects)</h3>\n<ul class=\"common\">\n", f);
+		for (int i = 0; i < h->nsigs; i++)
+			if (!notable(h, i)) {
+				fputs("<li><code>", f);
+				escs(f, h->sigs[i].txt);
+				fprintf(f, "</code> on %zu of %zu processes</li>\n", h->sigs[i].nrows, h->nrows);
+			}
+		fputs("</ul>\n", f);
+	}
 	if (!nerr && !ninfl)
-		fputs("<p>No call failed and no call was in flight at the end of the trace.</p>\n", f);
+		fprintf(f, "<p>No rare failure and no call in flight at the end of the trace%s.</p>\n",
+			ncommon ? " (only the common failures above)" : "");
 	if (extra && (extra->title || extra->text || extra->svg)) {
 		fputs("<h3>", f);
 		escs(f, extra->title ? extra->title : "Analysis");
