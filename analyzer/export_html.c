@@ -59,6 +59,8 @@ struct sig {
 
 struct rowerr {
 	int sig;                /* index in html.sigs, -1: table full */
+	const nrr_fn_schema *fn;
+	bool recovered;         /* a later call of the same function succeeded */
 	int64_t t;
 	char txt[300];
 };
@@ -165,14 +167,14 @@ static int sig_of(struct html *h, const char *txt, bool add)
 	return h->nsigs++;
 }
 
-/* Whether failures of kind @sig are rare enough to lead the diagnosis. */
+/* Whether failures of kind @sig are rare across processes. */
 static bool notable(const struct html *h, int sig)
 {
 	size_t n = sig < 0 ? 1 : h->sigs[sig].nrows;
 	return h->nrows < 3 || n * 2 <= h->nrows;
 }
 
-static void note_err(struct html *h, size_t row, const char *txt, int64_t ts)
+static void note_err(struct html *h, size_t row, const nrr_fn_schema *fn, const char *txt, int64_t ts)
 {
 	struct row *w = &h->rows[row];
 	int s = sig_of(h, txt, true);
@@ -181,23 +183,44 @@ static void note_err(struct html *h, size_t row, const char *txt, int64_t ts)
 		h->sigs[s].nrows++;
 	}
 	for (int i = 0; i < w->nerr; i++)
-		if (w->err[i].sig == s && s >= 0)
+		if (w->err[i].sig == s && s >= 0) {
+			if (w->err[i].recovered) {
+				/* failed again after a success: this one counts */
+				w->err[i].recovered = false;
+				w->err[i].t = ts;
+			}
 			return;
+		}
 	if (w->nerr == ROWSIG)
 		return;
+	w->err[w->nerr].fn = fn;
+	w->err[w->nerr].recovered = false;
 	w->err[w->nerr].sig = s;
 	w->err[w->nerr].t = ts;
 	snprintf(w->err[w->nerr].txt, sizeof(w->err[0].txt), "%s", txt);
 	w->nerr++;
 }
 
-/* The row's first failure of a rare kind, or NULL. */
+/* The row's earliest failure that it did not recover from (a later call
+ * of the same function succeeding) and that is rare across processes. */
 static const struct rowerr *first_notable(const struct html *h, const struct row *w)
 {
+	const struct rowerr *best = NULL;
 	for (int i = 0; i < w->nerr; i++)
-		if (notable(h, w->err[i].sig))
-			return &w->err[i];
-	return NULL;
+		if (!w->err[i].recovered && notable(h, w->err[i].sig) && (!best || w->err[i].t < best->t))
+			best = &w->err[i];
+	return best;
+}
+
+/* Whether failure kind @sig leads the diagnosis of some row. */
+static bool sig_leads(const struct html *h, int sig)
+{
+	for (size_t r = 0; r < h->nrows; r++) {
+		const struct rowerr *e = first_notable(h, &h->rows[r]);
+		if (e && e->sig == sig)
+			return true;
+	}
+	return false;
 }
 
 static void scan(struct html *h, size_t ri, const nrr_call *c)
@@ -251,7 +274,11 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 			w->err_t = ts;
 			snprintf(w->err_txt, sizeof(w->err_txt), "%s", txt);
 		}
-		note_err(h, h->row_of[ri], txt, ts);
+		note_err(h, h->row_of[ri], c->fn, txt, ts);
+	} else {
+		for (int i = 0; i < w->nerr; i++)
+			if (w->err[i].fn == c->fn)
+				w->err[i].recovered = true;
 	}
 }
 
@@ -318,7 +345,9 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 			char txt[300];
 			w->last_err_x = px;
 			call_txt(h, c, txt, sizeof(txt));
-			bool rare = notable(h, sig_of(h, txt, false));
+			int sg = sig_of(h, txt, false);
+			const struct rowerr *ne = first_notable(h, w);
+			bool rare = ne && ne->sig == sg;
 			fmt_t(tb, sizeof(tb), ts);
 			fprintf(h->layer[rare ? 2 : 1],
 				"<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"><title>",
@@ -328,7 +357,7 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 			esc(lf, h->procs[ri].name, sizeof(h->procs[ri].name));
 			fputs(": ", lf);
 			escs(lf, txt);
-			fprintf(lf, " at %s%s</title></rect>\n", tb, rare ? "" : " (fails like this on most ranks)");
+			fprintf(lf, " at %s%s</title></rect>\n", tb, rare ? "" : " (recovered, or fails like this on most ranks)");
 			h->nrects++;
 		}
 		return;
@@ -494,7 +523,7 @@ static void put_legend(FILE *f)
 	for (int i = 0; i < NDOM; i++)
 		fprintf(f, "<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>", dom_color[i], dom_name[i]);
 	fputs("<span><i class=\"sw\" style=\"background:" ERR_COLOR "\"></i>failed call</span>"
-	      "<span><i class=\"sw\" style=\"background:" COMMON_ERR_COLOR "\"></i>failure seen on most ranks (probe, retry)</span>"
+	      "<span><i class=\"sw\" style=\"background:" COMMON_ERR_COLOR "\"></i>failure recovered from or common to most ranks</span>"
 	      "<span><svg width=\"14\" height=\"14\"><rect x=\"1\" y=\"1\" width=\"12\" height=\"12\" fill=\"url(#hatch)\" stroke=\"#333\"/></svg> in flight at the end</span>"
 	      "</p>\n", f);
 }
@@ -524,7 +553,7 @@ static void put_table(struct html *h, FILE *f)
 		} else if (w->has_err) {
 			fmt_t(t, sizeof(t), w->err_t);
 			escs(f, w->err_txt);
-			fprintf(f, " at %s (fails like this on most ranks)", t);
+			fprintf(f, " at %s (recovered, or common to most ranks)", t);
 		}
 		fputs("</td><td class=\"mono\">", f);
 		if (w->last_txt[0]) {
@@ -615,22 +644,24 @@ static void html_diagnosis(FILE *f, struct nrr_inputs *in, struct html *h, const
 		fputs("</ul>\n", f);
 	}
 	size_t ncommon = 0;
-	for (int i = 0; i < h->nsigs; i++)
-		if (!notable(h, i))
+	bool *lead = calloc((size_t)h->nsigs + 1, sizeof(*lead));
+	for (int i = 0; i < h->nsigs && lead; i++)
+		if (!(lead[i] = sig_leads(h, i)))
 			ncommon++;
 	if (ncommon) {
-		fputs("<h3>Failures seen on most ranks (probes and retries the program expects)</h3>\n<ul class=\"common\">\n", f);
+		fputs("<h3>Other failures (probes, retries that later succeeded, or common to most ranks)</h3>\n<ul class=\"common\">\n", f);
 		for (int i = 0; i < h->nsigs; i++)
-			if (!notable(h, i)) {
+			if (!lead[i]) {
 				fputs("<li><code>", f);
 				escs(f, h->sigs[i].txt);
 				fprintf(f, "</code> on %zu of %zu processes</li>\n", h->sigs[i].nrows, h->nrows);
 			}
 		fputs("</ul>\n", f);
 	}
+	free(lead);
 	if (!nerr && !ninfl)
-		fprintf(f, "<p>No rare failure and no call in flight at the end of the trace%s.</p>\n",
-			ncommon ? " (only the common failures above)" : "");
+		fprintf(f, "<p>No lasting failure and no call in flight at the end of the trace%s.</p>\n",
+			ncommon ? " (only the failures above)" : "");
 	if (extra && (extra->title || extra->text || extra->svg)) {
 		fputs("<h3>", f);
 		escs(f, extra->title ? extra->title : "Analysis");
