@@ -682,8 +682,13 @@ static int cmp_row(const void *a, const void *b, void *arg)
 {
 	const struct nrr_export_proc *p = arg;
 	const struct row *x = a, *y = b;
-	long u = p[x->reader].pid, v = p[y->reader].pid;
-	return u < v ? -1 : u > v;
+	/* ranks in order (a rank seen twice: by file), unranked processes last */
+	const struct nrr_export_proc *a1 = &p[x->reader], *b1 = &p[y->reader];
+	if (a1->ranked != b1->ranked)
+		return a1->ranked ? -1 : 1;
+	if (a1->ranked && a1->rank != b1->rank)
+		return a1->rank < b1->rank ? -1 : 1;
+	return x->reader < y->reader ? -1 : x->reader > y->reader;
 }
 
 static int run_pass(struct html *h, int pass, char *err, size_t errlen)
