@@ -346,8 +346,10 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 			w->last_err_x = px;
 			call_txt(h, c, txt, sizeof(txt));
 			int sg = sig_of(h, txt, false);
-			const struct rowerr *ne = first_notable(h, w);
-			bool rare = ne && ne->sig == sg;
+			bool rare = false;
+			for (int i = 0; i < w->nerr; i++)
+				if (w->err[i].sig == sg && sg >= 0)
+					rare = !w->err[i].recovered && notable(h, sg);
 			fmt_t(tb, sizeof(tb), ts);
 			fprintf(h->layer[rare ? 2 : 1],
 				"<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"><title>",
