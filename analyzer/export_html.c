@@ -63,13 +63,16 @@ struct rowerr {
 	bool recovered;         /* a later call of the same function succeeded */
 	int64_t t;
 	char txt[300];
+	int nwarn;              /* NCCL WARN lines logged after it */
+	int64_t warn_t[3];
+	char warn[3][200];
 };
 
 struct row {
 	size_t reader;
 	struct rowerr err[ROWSIG];
 	int nerr;
-	int64_t warn_t[8];
+
 	uint64_t calls, errors, warns;
 	bool has_err;
 	int64_t err_t;
@@ -78,8 +81,7 @@ struct row {
 	int64_t last_t;
 	char infl[600];
 	int ninfl;
-	int nwarn;
-	char warn[8][240];
+
 	/* pass 2 */
 	struct bin bin[2];
 	long last_err_x;
@@ -188,12 +190,14 @@ static void note_err(struct html *h, size_t row, const nrr_fn_schema *fn, const 
 				/* failed again after a success: this one counts */
 				w->err[i].recovered = false;
 				w->err[i].t = ts;
+				w->err[i].nwarn = 0;
 			}
 			return;
 		}
 	if (w->nerr == ROWSIG)
 		return;
 	w->err[w->nerr].fn = fn;
+	w->err[w->nerr].nwarn = 0;
 	w->err[w->nerr].recovered = false;
 	w->err[w->nerr].sig = s;
 	w->err[w->nerr].t = ts;
@@ -212,14 +216,15 @@ static const struct rowerr *first_notable(const struct html *h, const struct row
 	return best;
 }
 
-/* Whether failure kind @sig leads the diagnosis of some row. */
+/* Whether failure kind @sig matters on some row (listed in the chain). */
 static bool sig_leads(const struct html *h, int sig)
 {
-	for (size_t r = 0; r < h->nrows; r++) {
-		const struct rowerr *e = first_notable(h, &h->rows[r]);
-		if (e && e->sig == sig)
-			return true;
-	}
+	if (!notable(h, sig))
+		return false;
+	for (size_t r = 0; r < h->nrows; r++)
+		for (int i = 0; i < h->rows[r].nerr; i++)
+			if (h->rows[r].err[i].sig == sig && !h->rows[r].err[i].recovered)
+				return true;
 	return false;
 }
 
@@ -236,9 +241,12 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 		if (!memmem(c->log, n, "WARN", 4))
 			return;
 		w->warns++;
-		if (w->has_err && w->nwarn < 8) {
-			w->warn_t[w->nwarn] = key;
-			snprintf(w->warn[w->nwarn++], sizeof(w->warn[0]), "%.*s", (int)(n > 230 ? 230 : n), c->log);
+		for (int i = 0; i < w->nerr; i++) {
+			struct rowerr *e = &w->err[i];
+			if (e->recovered || e->nwarn == 3 || key < e->t)
+				continue;
+			e->warn_t[e->nwarn] = key;
+			snprintf(e->warn[e->nwarn++], sizeof(e->warn[0]), "%.*s", (int)(n > 190 ? 190 : n), c->log);
 		}
 		return;
 	}
@@ -269,12 +277,14 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 		w->errors++;
 		char txt[300];
 		call_txt(h, c, txt, sizeof(txt));
-		if (!w->has_err || ts < w->err_t) {
+		/* a failure counts from when it was returned: an enclosing
+		 * call fails after the nested call that made it fail */
+		if (!w->has_err || end < w->err_t) {
 			w->has_err = true;
-			w->err_t = ts;
+			w->err_t = end;
 			snprintf(w->err_txt, sizeof(w->err_txt), "%s", txt);
 		}
-		note_err(h, h->row_of[ri], c->fn, txt, ts);
+		note_err(h, h->row_of[ri], c->fn, txt, end);
 	} else {
 		for (int i = 0; i < w->nerr; i++)
 			if (w->err[i].fn == c->fn)
@@ -573,12 +583,18 @@ static void put_table(struct html *h, FILE *f)
 struct noted {
 	const struct row *w;
 	const struct rowerr *e;
+	int64_t next;           /* time of the row's next listed failure */
 };
 
 static int cmp_err(const void *a, const void *b)
 {
 	const struct noted *x = a, *y = b;
 	return x->e->t < y->e->t ? -1 : x->e->t > y->e->t;
+}
+
+static bool lasting(const struct html *h, const struct rowerr *e)
+{
+	return !e->recovered && notable(h, e->sig);
 }
 
 /*
@@ -590,20 +606,31 @@ static int cmp_err(const void *a, const void *b)
 static void html_diagnosis(FILE *f, struct nrr_inputs *in, struct html *h, const struct nrr_html_extra *extra)
 {
 	fputs("<h2>Diagnosis</h2>\n<section class=\"diagnosis\">\n", f);
-	size_t nerr = 0, ninfl = 0;
-	struct noted *e = calloc(h->nrows ? h->nrows : 1, sizeof(*e));
+	size_t nerr = 0, ninfl = 0, nrowerr = 0;
+	/* every failure that matters (not recovered from, rare across
+	 * processes) of every row, in the order they were returned */
+	struct noted *e = calloc(h->nrows * ROWSIG + 1, sizeof(*e));
 	for (size_t r = 0; r < h->nrows; r++) {
-		const struct rowerr *ne = first_notable(h, &h->rows[r]);
-		if (ne && e)
-			e[nerr++] = (struct noted){ &h->rows[r], ne };
-		if (h->rows[r].ninfl)
+		const struct row *w = &h->rows[r];
+		if (first_notable(h, w))
+			nrowerr++;
+		for (int i = 0; i < w->nerr && e; i++)
+			if (lasting(h, &w->err[i]))
+				e[nerr++] = (struct noted){ w, &w->err[i], INT64_MAX };
+		if (w->ninfl)
 			ninfl++;
 	}
 	if (nerr && e) {
 		qsort(e, nerr, sizeof(*e), cmp_err);
-		fprintf(f, "<h3>Failing calls, earliest first (%zu of %zu processes)</h3>\n<ol class=\"chain\">\n", nerr,
+		for (size_t i = 0; i < nerr; i++)
+			for (size_t j = i + 1; j < nerr; j++)
+				if (e[j].w == e[i].w) {
+					e[i].next = e[j].e->t;
+					break;
+				}
+		fprintf(f, "<h3>Failing calls, earliest first (%zu processes of %zu)</h3>\n<ol class=\"chain\">\n", nrowerr,
 			in->n);
-		for (size_t i = 0; i < nerr && i < 20; i++) {
+		for (size_t i = 0; i < nerr && i < 30; i++) {
 			char t[40];
 			const struct row *w = e[i].w;
 			size_t ri = w->reader;
@@ -614,18 +641,18 @@ static void html_diagnosis(FILE *f, struct nrr_inputs *in, struct html *h, const
 			escs(f, e[i].e->txt);
 			fputs("</code>", f);
 			int shown = 0;
-			for (int k = 0; k < w->nwarn && shown < 3; k++) {
-				if (w->warn_t[k] < e[i].e->t)
+			for (int k = 0; k < e[i].e->nwarn && shown < 3; k++) {
+				if (e[i].e->warn_t[k] >= e[i].next)
 					continue;
 				shown++;
 				fputs("<div class=\"warn\">", f);
-				escs(f, w->warn[k]);
+				escs(f, e[i].e->warn[k]);
 				fputs("</div>", f);
 			}
 			fputs("</li>\n", f);
 		}
-		if (nerr > 20)
-			fprintf(f, "<li>... and %zu more processes with failing calls (see the table)</li>\n", nerr - 20);
+		if (nerr > 30)
+			fprintf(f, "<li>... and %zu more failing calls (see the table)</li>\n", nerr - 30);
 		fputs("</ol>\n", f);
 	}
 	if (ninfl) {

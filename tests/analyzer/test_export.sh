@@ -131,6 +131,23 @@ print("chrome ok: %d flows %r" % (len(fl), dict(kinds)))
 PY
 	;;
 html)
+	# the golden sample: the chain in the order the failures were returned
+	# (the nested import before the init it broke), the WARN line after
+	# it, the recv in flight hatched to the end, the retried connect apart
+	"$NCCLRR" export --html "$T/s.html" "$SRC/traces/sample_init.nrt" || fail "export --html of the sample exited $?"
+	python3 - "$T/s.html" <<'PY' || fail "sample report"
+import re, sys
+t = open(sys.argv[1], encoding="utf-8").read()
+d = t[t.index('class="diagnosis"'):]
+chain = re.search(r'<ol class="chain">(.*?)</ol>', d, re.S).group(1)
+items = re.findall(r'<li>(.*?)</li>', chain, re.S)
+assert len(items) == 2, items
+assert "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE" in items[0] and "NCCL WARN Cuda failure 1" in items[0], items[0]
+assert "ncclCommInitRank = ncclInternalError" in items[1], items[1]
+assert re.search(r'<ul class="inflight">\s*<li><b>rank 0 [^<]*</b>: <code>recv \(since', d), "in-flight recv"
+assert re.search(r'<ul class="common">\s*<li><code>connect = -1 ECONNREFUSED', d), "retried connect"
+assert re.search(r'<rect class="inflight" [^>]*fill="url\(#hatch\)"', t), "hatched in-flight mark"
+PY
 	command -v chromium >/dev/null || { echo "SKIP: Debian chromium is not installed (apt-get install chromium)"; exit 77; }
 	record_fault
 	"$NCCLRR" export --html "$T/r.html" "$T/run" || fail "export --html exited $?"
