@@ -190,7 +190,17 @@ static void put_args(struct chrome *x, FILE *f, const nrr_call *c, bool failed, 
 		nrr_sbuf_reset(&x->sb);
 		nrr_format_value(x->sb.f, a, &c->args[i]);
 		const char *s = nrr_sbuf_str(&x->sb, &len);
-		fprintf(f, ",\"%s%s\":", reserved(a->name) ? "arg_" : "", a->name);
+		/* names come from the trace's schema: escaped like any text */
+		if (reserved(a->name)) {
+			char k[96];
+			snprintf(k, sizeof(k), "arg_%s", a->name);
+			fputc(',', f);
+			nrr_json_str(f, k, strlen(k));
+		} else {
+			fputc(',', f);
+			nrr_json_str(f, a->name, strlen(a->name));
+		}
+		fputc(':', f);
 		nrr_json_str(f, s, len);
 	}
 	if (c->done && c->fn->ret != NRR_RET_VOID) {
@@ -504,9 +514,12 @@ static void on_call(struct chrome *x, size_t ri, const nrr_call *c)
 		x->end = end;
 	bool failed = nrr_call_failed(c);
 	ev_sep(x);
-	fprintf(x->f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",%s\"pid\":%ld,\"tid\":%u,\"ts\":",
-		c->fn->domain ? c->fn->domain : "other", c->fn->name, failed ? "\"cname\":\"terrible\"," : "", pid,
-		c->tid);
+	const char *cat = c->fn->domain ? c->fn->domain : "other";
+	fputs("{\"ph\":\"X\",\"cat\":", x->f);
+	nrr_json_str(x->f, cat, strlen(cat));
+	fputs(",\"name\":", x->f);
+	nrr_json_str(x->f, c->fn->name, strlen(c->fn->name));
+	fprintf(x->f, ",%s\"pid\":%ld,\"tid\":%u,\"ts\":", failed ? "\"cname\":\"terrible\"," : "", pid, c->tid);
 	nrr_put_us(x->f, self.ts);
 	fputs(",\"dur\":", x->f);
 	nrr_put_us(x->f, (int64_t)self.dur);
@@ -526,8 +539,10 @@ static void on_call(struct chrome *x, size_t ri, const nrr_call *c)
 		nrr_put_us(x->f, self.ts + (int64_t)c->dur);
 		fputs(",\"name\":", x->f);
 		nrr_json_str(x->f, s, len);
-		fprintf(x->f, ",\"args\":{\"rank\":\"%s\",\"seq\":%llu}}", x->in->rank[ri] ? x->in->rank[ri] : "",
-			(unsigned long long)c->seq);
+		const char *rk = x->in->rank[ri] ? x->in->rank[ri] : "";
+		fputs(",\"args\":{\"rank\":", x->f);
+		nrr_json_str(x->f, rk, strlen(rk));
+		fprintf(x->f, ",\"seq\":%llu}}", (unsigned long long)c->seq);
 		x->nerrors++;
 	}
 	flows(x, ri, c, &self);
@@ -608,8 +623,12 @@ int nrr_export_chrome(struct nrr_inputs *in, const char *path, char *err, size_t
 		struct inflight *e = &x.infl[i];
 		int64_t dur = x.end - e->at.ts;
 		ev_sep(&x);
-		fprintf(x.f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"cname\":\"yellow\",\"pid\":%ld,\"tid\":%u,\"ts\":",
-			e->cat ? e->cat : "other", e->name ? e->name : "?", e->at.pid, e->at.tid);
+		const char *cat = e->cat ? e->cat : "other", *name = e->name ? e->name : "?";
+		fputs("{\"ph\":\"X\",\"cat\":", x.f);
+		nrr_json_str(x.f, cat, strlen(cat));
+		fputs(",\"name\":", x.f);
+		nrr_json_str(x.f, name, strlen(name));
+		fprintf(x.f, ",\"cname\":\"yellow\",\"pid\":%ld,\"tid\":%u,\"ts\":", e->at.pid, e->at.tid);
 		nrr_put_us(x.f, e->at.ts);
 		fputs(",\"dur\":", x.f);
 		nrr_put_us(x.f, dur < 0 ? 0 : dur);

@@ -345,7 +345,9 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 			"<rect class=\"inflight\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"1\"><title>",
 			LABEL_W + x0, y + 0.5, x1 - x0 < 2 ? 2 : x1 - x0, h->rh > 2 ? h->rh - 1 : 1);
 		esc(h->layer[2], h->procs[ri].name, sizeof(h->procs[ri].name));
-		fprintf(h->layer[2], ": %s in flight at the end (since %s)</title></rect>\n", c->fn->name, tb);
+		fputs(": ", h->layer[2]);
+		escs(h->layer[2], c->fn->name);
+		fprintf(h->layer[2], " in flight at the end (since %s)</title></rect>\n", tb);
 		h->nrects++;
 		return;
 	}
@@ -385,7 +387,9 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 			LABEL_W + x0, ly, x1 - x0, lh, dom_color[d]);
 		if (x1 - x0 >= 4) {
 			fmt_t(tb, sizeof(tb), end - ts);
-			fprintf(h->layer[layer], "<title>%s %s</title>", c->fn->name, tb);
+			fputs("<title>", h->layer[layer]);
+			escs(h->layer[layer], c->fn->name);
+			fprintf(h->layer[layer], " %s</title>", tb);
 		}
 		fputs("</rect>\n", h->layer[layer]);
 		h->nrects++;
