@@ -1,0 +1,660 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export_chrome.c - `ncclrr export --chrome`: Chrome / Perfetto trace-event
+ * JSON (object format), written while the merged calls are read.
+ *
+ * Tracks: pid = NCCL rank (unranked processes above every rank), tid = the
+ * traced thread.  Calls are complete slices ("X"); failing calls are
+ * coloured "terrible" and get an instant "error" event; log lines are
+ * instant events; calls in flight at the end run to the end of the trace.
+ *
+ * Flow arrows ("s" -> "f", bound to the enclosing slice):
+ *  - connect -> accept: the sock_info records of both ends name the same
+ *    pair of addresses (connect: local=client peer=server; accept:
+ *    local=server peer=client).
+ *  - cuMem export -> import, the way NCCL's proxy hands out buffers: a
+ *    client asks a peer's proxy over a proxy connection
+ *    (ncclProxyRequest type ncclProxyMsgGetFd); the proxy exports the
+ *    buffer (cuMemExportToShareableHandle -> fd N) and passes fd N with
+ *    sendmsg(SCM_RIGHTS); the client's recvmsg gets fd M and imports it
+ *    (cuMemImportFromShareableHandle osHandle=fd:M).  The n-th GetFd of a
+ *    connection on the server side is the n-th on the client side, so
+ *    (connection addresses, n) names one transfer on both sides,
+ *    whatever order the ranks' events come in.
+ * Memory: per open socket and per unmatched transfer, not per call.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "callfmt.h"
+#include "cmds.h"
+#include "export.h"
+
+/* ------------------------------------------------------- a small map */
+struct sref {
+	long pid;
+	uint32_t tid;
+	int64_t ts;   /* ns since the start of the listing */
+	uint64_t dur;
+};
+
+struct ent {
+	struct ent *next;
+	uint64_t hash;
+	uint32_t klen;
+	bool has_a, has_b;
+	struct sref a, b;      /* rendezvous: a = source, b = destination */
+	int64_t fd;            /* last connect/accept: its fd */
+	uint32_t ngetfd;       /* socket: GetFd requests seen on it */
+	uint32_t connlen;
+	uint8_t conn[264];     /* socket: server||client address bytes */
+	uint8_t key[];
+};
+
+struct map {
+	struct ent **b;
+	size_t nb, n;
+};
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static struct ent *map_get(struct map *m, const void *key, size_t klen, bool create)
+{
+	uint64_t h = hash_bytes(key, klen);
+	if (m->nb) {
+		for (struct ent *e = m->b[h & (m->nb - 1)]; e; e = e->next)
+			if (e->hash == h && e->klen == klen && memcmp(e->key, key, klen) == 0)
+				return e;
+	}
+	if (!create)
+		return NULL;
+	if (m->n >= m->nb) {
+		size_t nb = m->nb ? m->nb * 2 : 256;
+		struct ent **b = calloc(nb, sizeof(*b));
+		if (!b)
+			return NULL;
+		for (size_t i = 0; i < m->nb; i++)
+			for (struct ent *e = m->b[i], *nx; e; e = nx) {
+				nx = e->next;
+				e->next = b[e->hash & (nb - 1)];
+				b[e->hash & (nb - 1)] = e;
+			}
+		free(m->b);
+		m->b = b;
+		m->nb = nb;
+	}
+	struct ent *e = calloc(1, sizeof(*e) + klen);
+	if (!e)
+		return NULL;
+	e->hash = h;
+	e->klen = (uint32_t)klen;
+	memcpy(e->key, key, klen);
+	e->next = m->b[h & (m->nb - 1)];
+	m->b[h & (m->nb - 1)] = e;
+	m->n++;
+	return e;
+}
+
+static void map_del(struct map *m, struct ent *d)
+{
+	if (!m->nb)
+		return;
+	for (struct ent **pp = &m->b[d->hash & (m->nb - 1)]; *pp; pp = &(*pp)->next)
+		if (*pp == d) {
+			*pp = d->next;
+			free(d);
+			m->n--;
+			return;
+		}
+}
+
+static void map_free(struct map *m)
+{
+	for (size_t i = 0; i < m->nb; i++)
+		for (struct ent *e = m->b[i], *nx; e; e = nx) {
+			nx = e->next;
+			free(e);
+		}
+	free(m->b);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Keys: a tag byte, the reader index and whatever names the thing. */
+struct key {
+	uint8_t b[300];
+	size_t n;
+};
+
+static void key_init(struct key *k, char tag, size_t reader)
+{
+	k->b[0] = (uint8_t)tag;
+	memcpy(k->b + 1, &reader, sizeof(reader));
+	k->n = 1 + sizeof(reader);
+}
+
+static void key_add(struct key *k, const void *p, size_t n)
+{
+	if (n > sizeof(k->b) - k->n)
+		n = sizeof(k->b) - k->n;
+	memcpy(k->b + k->n, p, n);
+	k->n += n;
+}
+
+/* ------------------------------------------------------- the writer */
+struct inflight {
+	struct sref at;
+	char *name, *cat, *args;   /* args: JSON object text */
+};
+
+struct chrome {
+	FILE *f;
+	struct nrr_inputs *in;
+	struct nrr_export_proc *procs;
+	struct nrr_sbuf sb;
+	struct map m;
+	uint64_t nevents, nslices, nerrors, nflows_conn, nflows_ipc;
+	uint64_t flow_id;
+	int64_t end;            /* latest time seen, ns since the start */
+	struct inflight *infl;
+	size_t ninfl, capinfl;
+};
+
+static void ev_sep(struct chrome *x)
+{
+	fputs(x->nevents++ ? ",\n" : "\n", x->f);
+}
+
+static bool reserved(const char *n)
+{
+	return !strcmp(n, "result") || !strcmp(n, "error") || !strcmp(n, "repeat") || !strcmp(n, "repeat_us") ||
+	       !strcmp(n, "inflight") || !strcmp(n, "seq") || !strcmp(n, "errno");
+}
+
+/* The args object of a call: each recorded arg formatted as dump does. */
+static void put_args(struct chrome *x, FILE *f, const nrr_call *c, bool failed, int64_t dur_extra)
+{
+	fputc('{', f);
+	fprintf(f, "\"seq\":%llu", (unsigned long long)c->seq);
+	for (unsigned i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++) {
+		const nrr_arg_schema *a = &c->fn->args[i];
+		if (!(c->present >> i & 1))
+			continue;
+		size_t len;
+		nrr_sbuf_reset(&x->sb);
+		nrr_format_value(x->sb.f, a, &c->args[i]);
+		const char *s = nrr_sbuf_str(&x->sb, &len);
+		/* names come from the trace's schema: escaped like any text */
+		if (reserved(a->name)) {
+			char k[96];
+			snprintf(k, sizeof(k), "arg_%s", a->name);
+			fputc(',', f);
+			nrr_json_str(f, k, strlen(k));
+		} else {
+			fputc(',', f);
+			nrr_json_str(f, a->name, strlen(a->name));
+		}
+		fputc(':', f);
+		nrr_json_str(f, s, len);
+	}
+	if (c->done && c->fn->ret != NRR_RET_VOID) {
+		size_t len;
+		nrr_sbuf_reset(&x->sb);
+		nrr_format_result(x->sb.f, c);
+		const char *s = nrr_sbuf_str(&x->sb, &len);
+		fputs(",\"result\":", f);
+		nrr_json_str(f, s, len);
+		if (failed) {
+			fputs(",\"error\":", f);
+			nrr_json_str(f, s, len);
+		}
+	}
+	if (c->repeat) {
+		fprintf(f, ",\"repeat\":%llu,\"repeat_us\":", (unsigned long long)c->repeat);
+		nrr_put_us(f, (int64_t)c->repeat_ns);
+	}
+	if (!c->done)
+		fputs(",\"inflight\":true", f);
+	(void)dur_extra;
+	fputc('}', f);
+}
+
+static void put_flow(struct chrome *x, const char *name, const struct sref *from, const struct sref *to)
+{
+	uint64_t id = ++x->flow_id;
+	const struct sref *r[2] = { from, to };
+	for (int i = 0; i < 2; i++) {
+		ev_sep(x);
+		fprintf(x->f, "{\"ph\":\"%s\",\"id\":%llu,\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"%s\",\"pid\":%ld,\"tid\":%u,\"ts\":",
+			i ? "f" : "s", (unsigned long long)id, name, r[i]->pid, r[i]->tid);
+		/* inside the slice, so that "e" binds to it */
+		nrr_put_us(x->f, r[i]->ts + (int64_t)(r[i]->dur / 2));
+		fputc('}', x->f);
+	}
+}
+
+/* Rendezvous of the two ends of a flow under @k; emits when both known. */
+static void meet(struct chrome *x, const struct key *k, bool src, const struct sref *r, const char *name)
+{
+	struct ent *e = map_get(&x->m, k->b, k->n, true);
+	if (!e)
+		return;
+	if (src) {
+		e->a = *r;
+		e->has_a = true;
+	} else {
+		e->b = *r;
+		e->has_b = true;
+	}
+	if (e->has_a && e->has_b) {
+		put_flow(x, name, &e->a, &e->b);
+		if (!strcmp(name, "connect"))
+			x->nflows_conn++;
+		else
+			x->nflows_ipc++;
+		map_del(&x->m, e);
+	}
+}
+
+/* fds passed in a recorded msghdr (formats/api/custom.c layout). */
+static int msghdr_fds(const nrr_value *v, int64_t *fds, int max)
+{
+	const uint8_t *p = v->p, *end = v->p + v->len;
+	uint64_t iovlen, len, head;
+	if (!p || nrr_get_uvar(&p, end, &iovlen) || nrr_get_uvar(&p, end, &len) || nrr_get_uvar(&p, end, &head) ||
+	    head > (uint64_t)(end - p))
+		return 0;
+	p += head;
+	if (p >= end)
+		return 0;
+	int n = *p++, k = 0;
+	for (int i = 0; i < n && k < max; i++) {
+		int64_t fd;
+		if (nrr_get_svar(&p, end, &fd))
+			break;
+		fds[k++] = fd;
+	}
+	return k;
+}
+
+static void sock_key(struct key *k, size_t ri, int64_t fd)
+{
+	key_init(k, 'F', ri);
+	key_add(k, &fd, sizeof(fd));
+}
+
+/* Follow the socket and IPC calls of a completed call for the flows. */
+static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct sref *self)
+{
+	const char *n = c->fn->name;
+	struct key k;
+	const nrr_value *v;
+	int64_t fds[16];
+	if (!strcmp(n, "connect") || !strcmp(n, "accept") || !strcmp(n, "accept4")) {
+		/* remember the call so that its sock_info binds the arrow to it */
+		int64_t fd = n[0] == 'c' ? ((v = nrr_call_arg(c, "sockfd", NULL)) ? (int64_t)v->u : -1) : c->result;
+		key_init(&k, 'L', ri);
+		key_add(&k, &c->tid, sizeof(c->tid));
+		struct ent *e = map_get(&x->m, k.b, k.n, true);
+		if (e) {
+			e->fd = fd;
+			e->a = *self;
+		}
+	} else if (!strcmp(n, "sock_info")) {
+		int il, ip;
+		const nrr_value *role = nrr_call_arg(c, "role", NULL), *fdv = nrr_call_arg(c, "fd", NULL);
+		const nrr_value *loc = nrr_call_arg(c, "local", &il), *peer = nrr_call_arg(c, "peer", &ip);
+		if (!role || !fdv || !loc || !peer || !loc->len || !peer->len || (role->u != 2 && role->u != 3))
+			return;
+		bool isconn = role->u == 2;
+		const nrr_value *srv = isconn ? peer : loc, *cli = isconn ? loc : peer;
+		uint8_t conn[264];
+		uint32_t l1 = srv->len > 128 ? 128 : srv->len, l2 = cli->len > 128 ? 128 : cli->len;
+		conn[0] = (uint8_t)l1;
+		memcpy(conn + 1, srv->p, l1);
+		conn[1 + l1] = (uint8_t)l2;
+		memcpy(conn + 2 + l1, cli->p, l2);
+		uint32_t clen = 2 + l1 + l2;
+		/* the socket, for the GetFd requests made on it */
+		sock_key(&k, ri, (int64_t)fdv->u);
+		struct ent *s = map_get(&x->m, k.b, k.n, true);
+		if (!s)
+			return;
+		bool fresh = s->connlen != clen || memcmp(s->conn, conn, clen) != 0;
+		if (!fresh)
+			return;   /* the second sock_info of the socket (type learnt) */
+		s->connlen = clen;
+		memcpy(s->conn, conn, clen);
+		s->ngetfd = 0;
+		s->fd = isconn ? 2 : 3;
+		/* the connect / accept call that made it */
+		struct sref at = *self;
+		key_init(&k, 'L', ri);
+		key_add(&k, &c->tid, sizeof(c->tid));
+		struct ent *l = map_get(&x->m, k.b, k.n, false);
+		if (l && l->fd == (int64_t)fdv->u)
+			at = l->a;
+		key_init(&k, 'C', 0);
+		key_add(&k, conn, clen);
+		meet(x, &k, isconn, &at, "connect");
+	} else if (!strcmp(n, "ncclProxyRequest")) {
+		const nrr_value *t = nrr_call_arg(c, "type", NULL), *fdv = nrr_call_arg(c, "fd", NULL);
+		if (!t || !fdv || t->u != 9 /* ncclProxyMsgGetFd */)
+			return;
+		sock_key(&k, ri, (int64_t)fdv->u);
+		struct ent *s = map_get(&x->m, k.b, k.n, false);
+		if (!s || !s->connlen)
+			return;
+		s->ngetfd++;
+		/* this thread's next fd passing belongs to this request */
+		key_init(&k, 'G', ri);
+		key_add(&k, &c->tid, sizeof(c->tid));
+		struct ent *g = map_get(&x->m, k.b, k.n, true);
+		if (g) {
+			g->connlen = s->connlen;
+			memcpy(g->conn, s->conn, s->connlen);
+			g->ngetfd = s->ngetfd;
+			g->fd = s->fd;   /* 2: we asked (client), 3: we serve */
+		}
+	} else if (!strcmp(n, "cuMemExportToShareableHandle")) {
+		if (nrr_call_failed(c) || !(v = nrr_call_arg(c, "shareableHandle", NULL)))
+			return;
+		key_init(&k, 'E', ri);
+		int64_t fd = (int64_t)v->u;
+		key_add(&k, &fd, sizeof(fd));
+		struct ent *e = map_get(&x->m, k.b, k.n, true);
+		if (e)
+			e->a = *self;
+	} else if (!strcmp(n, "sendmsg") || !strcmp(n, "recvmsg")) {
+		bool send = n[0] == 's';
+		if (nrr_call_failed(c) || !(v = nrr_call_arg(c, "msg", NULL)))
+			return;
+		int nf = msghdr_fds(v, fds, 16);
+		if (!nf)
+			return;
+		key_init(&k, 'G', ri);
+		key_add(&k, &c->tid, sizeof(c->tid));
+		struct ent *g = map_get(&x->m, k.b, k.n, false);
+		if (!g || g->fd != (send ? 3 : 2))
+			return;
+		struct key t;
+		key_init(&t, 'X', 0);
+		key_add(&t, g->conn, g->connlen);
+		key_add(&t, &g->ngetfd, sizeof(g->ngetfd));
+		map_del(&x->m, g);
+		for (int i = 0; i < nf; i++) {
+			struct key tk = t;
+			int32_t idx = i;
+			key_add(&tk, &idx, sizeof(idx));
+			if (send) {
+				key_init(&k, 'E', ri);
+				key_add(&k, &fds[i], sizeof(fds[i]));
+				struct ent *e = map_get(&x->m, k.b, k.n, false);
+				if (e) {
+					meet(x, &tk, true, &e->a, "cuMem export->import");
+					map_del(&x->m, e);
+				}
+			} else {
+				/* fd M of this process now names transfer tk */
+				key_init(&k, 'R', ri);
+				key_add(&k, &fds[i], sizeof(fds[i]));
+				struct ent *r = map_get(&x->m, k.b, k.n, true);
+				if (r) {
+					r->connlen = (uint32_t)(tk.n < sizeof(r->conn) ? tk.n : sizeof(r->conn));
+					memcpy(r->conn, tk.b, r->connlen);
+				}
+			}
+		}
+	} else if (!strcmp(n, "cuMemImportFromShareableHandle")) {
+		if (!(v = nrr_call_arg(c, "osHandle", NULL)))
+			return;
+		int64_t fd = (int64_t)v->u;
+		key_init(&k, 'R', ri);
+		key_add(&k, &fd, sizeof(fd));
+		struct ent *r = map_get(&x->m, k.b, k.n, false);
+		if (!r)
+			return;
+		struct key tk;
+		memcpy(tk.b, r->conn, r->connlen);
+		tk.n = r->connlen;
+		map_del(&x->m, r);
+		meet(x, &tk, false, self, "cuMem export->import");
+	} else if (!strcmp(n, "close")) {
+		if (!(v = nrr_call_arg(c, "fd", NULL)))
+			return;
+		int64_t fd = (int64_t)v->u;
+		sock_key(&k, ri, fd);
+		struct ent *s = map_get(&x->m, k.b, k.n, false);
+		if (s)
+			map_del(&x->m, s);
+		key_init(&k, 'E', ri);
+		key_add(&k, &fd, sizeof(fd));
+		if ((s = map_get(&x->m, k.b, k.n, false)))
+			map_del(&x->m, s);
+	}
+}
+
+static void thread_meta(struct chrome *x, size_t ri, uint32_t tid)
+{
+	struct key k;
+	key_init(&k, 'T', ri);
+	key_add(&k, &tid, sizeof(tid));
+	if (map_get(&x->m, k.b, k.n, false))
+		return;
+	map_get(&x->m, k.b, k.n, true);
+	const nrr_file_info *fi = nrr_reader_info(x->in->r[ri]);
+	ev_sep(x);
+	fprintf(x->f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%ld,\"tid\":%u,\"args\":{\"name\":\"%s %u\"}}",
+		x->procs[ri].pid, tid, tid == fi->pid ? "main" : "thread", tid);
+}
+
+static int64_t rel(struct chrome *x, size_t ri, uint64_t ts)
+{
+	return (int64_t)(nrr_reader_wall(x->in->r[ri], ts) - x->in->base_wall);
+}
+
+static void on_call(struct chrome *x, size_t ri, const nrr_call *c)
+{
+	long pid = x->procs[ri].pid;
+	int64_t key = rel(x, ri, nrr_call_key(c));
+	if (key > x->end)
+		x->end = key;
+	thread_meta(x, ri, c->tid);
+	if (c->kind == NRR_CALL_LOG) {
+		uint32_t n = c->log_len;
+		while (n && (c->log[n - 1] == '\n' || c->log[n - 1] == '\r'))
+			n--;
+		bool warn = memmem(c->log, n, "WARN", 4) != NULL;
+		ev_sep(x);
+		fprintf(x->f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"log\",%s\"pid\":%ld,\"tid\":%u,\"ts\":",
+			warn ? "\"cname\":\"bad\"," : "", pid, c->tid);
+		nrr_put_us(x->f, key);
+		fputs(",\"name\":", x->f);
+		nrr_json_str(x->f, c->log, n > 80 ? 80 : n);
+		fprintf(x->f, ",\"args\":{\"level\":%u,\"text\":", c->log_level);
+		nrr_json_str(x->f, c->log, n);
+		fputs("}}", x->f);
+		return;
+	}
+	if (c->phase == NRR_PHASE_ENTER || !c->fn)
+		return;
+	struct sref self = { pid, c->tid, rel(x, ri, c->ts), c->dur + c->repeat_ns };
+	if (c->phase == NRR_PHASE_INFLIGHT) {
+		/* written at the end, when the end of the whole trace is known */
+		if (x->ninfl == x->capinfl) {
+			size_t cap = x->capinfl ? x->capinfl * 2 : 64;
+			struct inflight *p = realloc(x->infl, cap * sizeof(*p));
+			if (!p)
+				return;
+			x->infl = p;
+			x->capinfl = cap;
+		}
+		char *args = NULL;
+		size_t alen = 0;
+		FILE *m = open_memstream(&args, &alen);
+		if (!m)
+			return;
+		put_args(x, m, c, false, 0);
+		fclose(m);
+		struct inflight *e = &x->infl[x->ninfl++];
+		e->at = self;
+		e->name = strdup(c->fn->name);
+		e->cat = strdup(c->fn->domain ? c->fn->domain : "other");
+		e->args = args;
+		return;
+	}
+	int64_t end = self.ts + (int64_t)self.dur;
+	if (end > x->end)
+		x->end = end;
+	bool failed = nrr_call_failed(c);
+	ev_sep(x);
+	const char *cat = c->fn->domain ? c->fn->domain : "other";
+	fputs("{\"ph\":\"X\",\"cat\":", x->f);
+	nrr_json_str(x->f, cat, strlen(cat));
+	fputs(",\"name\":", x->f);
+	nrr_json_str(x->f, c->fn->name, strlen(c->fn->name));
+	fprintf(x->f, ",%s\"pid\":%ld,\"tid\":%u,\"ts\":", failed ? "\"cname\":\"terrible\"," : "", pid, c->tid);
+	nrr_put_us(x->f, self.ts);
+	fputs(",\"dur\":", x->f);
+	nrr_put_us(x->f, (int64_t)self.dur);
+	fputs(",\"args\":", x->f);
+	put_args(x, x->f, c, failed, 0);
+	fputc('}', x->f);
+	x->nslices++;
+	if (failed) {
+		size_t len;
+		nrr_sbuf_reset(&x->sb);
+		fprintf(x->sb.f, "error: %s = ", c->fn->name);
+		nrr_format_result(x->sb.f, c);
+		const char *s = nrr_sbuf_str(&x->sb, &len);
+		ev_sep(x);
+		fprintf(x->f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"error\",\"cname\":\"terrible\",\"pid\":%ld,\"tid\":%u,\"ts\":",
+			pid, c->tid);
+		nrr_put_us(x->f, self.ts + (int64_t)c->dur);
+		fputs(",\"name\":", x->f);
+		nrr_json_str(x->f, s, len);
+		const char *rk = x->in->rank[ri] ? x->in->rank[ri] : "";
+		fputs(",\"args\":{\"rank\":", x->f);
+		nrr_json_str(x->f, rk, strlen(rk));
+		fprintf(x->f, ",\"seq\":%llu}}", (unsigned long long)c->seq);
+		x->nerrors++;
+	}
+	flows(x, ri, c, &self);
+}
+
+static void put_meta(struct chrome *x)
+{
+	FILE *f = x->f;
+	fputs("\"metadata\":{\"generator\":\"ncclrr export\",\"start_wall_ns\":", f);
+	fprintf(f, "%llu,\"duration_us\":", (unsigned long long)x->in->base_wall);
+	nrr_put_us(f, x->end);
+	fprintf(f, ",\"processes\":%zu,\"slices\":%llu,\"errors\":%llu,\"flows_connect\":%llu,\"flows_ipc\":%llu",
+		x->in->n, (unsigned long long)x->nslices, (unsigned long long)x->nerrors,
+		(unsigned long long)x->nflows_conn, (unsigned long long)x->nflows_ipc);
+	const char *v = NULL;
+	for (size_t i = 0; i < x->in->n && !v; i++)
+		v = nrr_reader_meta(x->in->r[i], "nccl_version");
+	if (v) {
+		fputs(",\"nccl_version\":", f);
+		nrr_json_str(f, v, strlen(v));
+	}
+	fputs(",\"files\":[", f);
+	for (size_t i = 0; i < x->in->n; i++) {
+		const char *p = nrr_reader_path(x->in->r[i]);
+		fprintf(f, "%s{\"pid\":%ld,\"name\":", i ? "," : "", x->procs[i].pid);
+		nrr_json_str(f, x->procs[i].name, strlen(x->procs[i].name));
+		fputs(",\"path\":", f);
+		nrr_json_str(f, p, strlen(p));
+		fputc('}', f);
+	}
+	fputs("]}", f);
+}
+
+int nrr_export_chrome(struct nrr_inputs *in, const char *path, char *err, size_t errlen)
+{
+	struct chrome x = { .in = in };
+	int ret = NRR_EXIT_OK;
+	bool to_stdout = !strcmp(path, "-");
+	x.f = to_stdout ? stdout : fopen(path, "w");
+	if (!x.f) {
+		snprintf(err, errlen, "cannot create file=%s: %s", path, strerror(errno));
+		return NRR_EXIT_USAGE;
+	}
+	x.procs = nrr_export_procs(in);
+	nrr_merge *m = NULL;
+	int rc;
+	if (!x.procs || nrr_sbuf_open(&x.sb)) {
+		snprintf(err, errlen, "out of memory");
+		ret = NRR_EXIT_USAGE;
+		goto out;
+	}
+	if ((rc = nrr_merge_open(&m, in->r, in->n))) {
+		snprintf(err, errlen, "%s", nrr_strerror(rc));
+		ret = NRR_EXIT_USAGE;
+		goto out;
+	}
+	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", x.f);
+	for (size_t i = 0; i < in->n; i++) {
+		ev_sep(&x);
+		fprintf(x.f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%ld,\"tid\":0,\"args\":{\"name\":", x.procs[i].pid);
+		nrr_json_str(x.f, x.procs[i].name, strlen(x.procs[i].name));
+		fputs("}}", x.f);
+		ev_sep(&x);
+		fprintf(x.f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%ld,\"tid\":0,\"args\":{\"sort_index\":%ld}}",
+			x.procs[i].pid, x.procs[i].pid);
+	}
+	const nrr_call *c;
+	size_t ri;
+	while ((rc = nrr_merge_next(m, &c, &ri)) == 0)
+		on_call(&x, ri, c);
+	if (rc != NRR_EEOF) {
+		char buf[1200];
+		nrr_diag_format(nrr_merge_diag(m), buf, sizeof(buf));
+		snprintf(err, errlen, "%s", buf);
+		ret = NRR_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < x.ninfl; i++) {
+		struct inflight *e = &x.infl[i];
+		int64_t dur = x.end - e->at.ts;
+		ev_sep(&x);
+		const char *cat = e->cat ? e->cat : "other", *name = e->name ? e->name : "?";
+		fputs("{\"ph\":\"X\",\"cat\":", x.f);
+		nrr_json_str(x.f, cat, strlen(cat));
+		fputs(",\"name\":", x.f);
+		nrr_json_str(x.f, name, strlen(name));
+		fprintf(x.f, ",\"cname\":\"yellow\",\"pid\":%ld,\"tid\":%u,\"ts\":", e->at.pid, e->at.tid);
+		nrr_put_us(x.f, e->at.ts);
+		fputs(",\"dur\":", x.f);
+		nrr_put_us(x.f, dur < 0 ? 0 : dur);
+		fprintf(x.f, ",\"args\":%s}", e->args ? e->args : "{}");
+		x.nslices++;
+		free(e->name);
+		free(e->cat);
+		free(e->args);
+	}
+	fputs("\n],\n", x.f);
+	put_meta(&x);
+	fputs("}\n", x.f);
+out:
+	if (m)
+		nrr_merge_close(m);
+	nrr_sbuf_close(&x.sb);
+	map_free(&x.m);
+	free(x.infl);
+	free(x.procs);
+	if (ret == NRR_EXIT_OK && (fflush(x.f) == EOF || ferror(x.f))) {
+		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
+		ret = NRR_EXIT_USAGE;
+	}
+	if (!to_stdout && fclose(x.f) == EOF && ret == NRR_EXIT_OK) {
+		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
+		ret = NRR_EXIT_USAGE;
+	}
+	return ret;
+}

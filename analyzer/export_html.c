@@ -1,0 +1,858 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export_html.c - `ncclrr export --html`: one self-contained page (inline
+ * CSS and SVG, no script, no external reference): the run, a timeline of
+ * every rank, a status table per rank and a diagnosis.
+ *
+ * Two passes over the merged calls: the first counts and finds errors,
+ * in-flight calls and the end of the trace; the second draws.  Calls
+ * shorter than a pixel are summed into one-pixel bins per row (coloured
+ * by the domain that took most of the bin), so the SVG grows with rows x
+ * width, not with the number of calls.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "callfmt.h"
+#include "cmds.h"
+#include "export.h"
+
+#define PLOT_W 1100     /* px of the time axis */
+#define LABEL_W 170
+#define AXIS_H 28
+#define NDOM 9
+
+static const char *const dom_name[NDOM] = { "nccl", "cuda_driver", "cuda_runtime", "nvml", "verbs",
+					    "socket", "net", "proxy", "other" };
+static const char *const dom_color[NDOM] = { "#9c755f", "#4e79a7", "#76b7b2", "#59a14f", "#edc948",
+					     "#b07aa1", "#bab0ac", "#f28e2b", "#888888" };
+#define ERR_COLOR "#e00000"
+#define COMMON_ERR_COLOR "#f2a7a7"
+
+static int dom_of(const nrr_call *c)
+{
+	const char *d = c->fn ? c->fn->domain : NULL;
+	for (int i = 0; d && i < NDOM - 1; i++)
+		if (!strcmp(d, dom_name[i]))
+			return i;
+	return NDOM - 1;
+}
+
+struct bin {
+	long x;                 /* pixel, -1: none */
+	uint64_t busy[NDOM];
+};
+
+/* A kind of failure (API = result) and on how many processes it happened:
+ * one seen on most ranks is a probe or a retry the program expects
+ * (cuGetProcAddress of a missing symbol, connect before the peer listens);
+ * the rare ones are what the diagnosis leads with. */
+#define MAXSIG 512
+#define ROWSIG 16
+struct sig {
+	char txt[200];
+	size_t nrows;
+	size_t last_row;        /* +1; 0: none */
+};
+
+struct rowerr {
+	int sig;                /* index in html.sigs, -1: table full */
+	const nrr_fn_schema *fn;
+	bool recovered;         /* a later call of the same function succeeded */
+	int64_t t;
+	char txt[300];
+	int nwarn;              /* NCCL WARN lines logged after it */
+	int64_t warn_t[3];
+	char warn[3][200];
+};
+
+struct row {
+	size_t reader;
+	struct rowerr err[ROWSIG];
+	int nerr;
+
+	uint64_t calls, errors, warns;
+	bool has_err;
+	int64_t err_t;
+	char err_txt[300];
+	char last_txt[300];
+	int64_t last_t;
+	char infl[600];
+	int ninfl;
+
+	/* pass 2 */
+	struct bin bin[2];
+	long last_err_x;
+};
+
+struct html {
+	struct nrr_inputs *in;
+	struct nrr_export_proc *procs;
+	struct row *rows;
+	size_t *row_of;         /* reader -> row */
+	size_t nrows;
+	int64_t end;            /* ns since the start */
+	struct nrr_sbuf sb;
+	double scale;           /* px per ns */
+	int rh;                 /* row height */
+	FILE *layer[3];         /* depth 0, nested, errors + in flight */
+	struct sig sigs[MAXSIG];
+	int nsigs;
+	uint64_t nrects;
+};
+
+static void esc(FILE *f, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n && s[i]; i++) {
+		switch (s[i]) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default:
+			if ((unsigned char)s[i] < 0x20 && s[i] != '\n' && s[i] != '\t')
+				fputc('?', f);
+			else
+				fputc(s[i], f);
+		}
+	}
+}
+
+static void escs(FILE *f, const char *s)
+{
+	esc(f, s, strlen(s));
+}
+
+static void fmt_t(char *b, size_t n, int64_t ns)
+{
+	double v = (double)ns;
+	if (ns < 0)
+		v = -v;
+	if (v < 1e3)
+		snprintf(b, n, "%s%.0f ns", ns < 0 ? "-" : "", v);
+	else if (v < 1e6)
+		snprintf(b, n, "%s%.3g us", ns < 0 ? "-" : "", v / 1e3);
+	else if (v < 1e9)
+		snprintf(b, n, "%s%.4g ms", ns < 0 ? "-" : "", v / 1e6);
+	else
+		snprintf(b, n, "%s%.4g s", ns < 0 ? "-" : "", v / 1e9);
+}
+
+static int64_t rel(struct html *h, size_t ri, uint64_t ts)
+{
+	return (int64_t)(nrr_reader_wall(h->in->r[ri], ts) - h->in->base_wall);
+}
+
+/* "API = RESULT" of a call into @b. */
+static void call_txt(struct html *h, const nrr_call *c, char *b, size_t n)
+{
+	nrr_sbuf_reset(&h->sb);
+	fputs(c->fn->name, h->sb.f);
+	if (c->done && c->fn->ret != NRR_RET_VOID) {
+		fputs(" = ", h->sb.f);
+		nrr_format_result(h->sb.f, c);
+	}
+	snprintf(b, n, "%s", nrr_sbuf_str(&h->sb, NULL));
+}
+
+/* ---------------------------------------------------------------- pass 1 */
+static int sig_of(struct html *h, const char *txt, bool add)
+{
+	for (int i = 0; i < h->nsigs; i++)
+		if (!strcmp(h->sigs[i].txt, txt))
+			return i;
+	if (!add || h->nsigs == MAXSIG)
+		return -1;
+	snprintf(h->sigs[h->nsigs].txt, sizeof(h->sigs[0].txt), "%s", txt);
+	return h->nsigs++;
+}
+
+/* Whether failures of kind @sig are rare across processes. */
+static bool notable(const struct html *h, int sig)
+{
+	size_t n = sig < 0 ? 1 : h->sigs[sig].nrows;
+	return h->nrows < 3 || n * 2 <= h->nrows;
+}
+
+static void note_err(struct html *h, size_t row, const nrr_fn_schema *fn, const char *txt, int64_t ts)
+{
+	struct row *w = &h->rows[row];
+	int s = sig_of(h, txt, true);
+	if (s >= 0 && h->sigs[s].last_row != row + 1) {
+		h->sigs[s].last_row = row + 1;
+		h->sigs[s].nrows++;
+	}
+	for (int i = 0; i < w->nerr; i++)
+		if (w->err[i].sig == s && s >= 0) {
+			if (w->err[i].recovered) {
+				/* failed again after a success: this one counts */
+				w->err[i].recovered = false;
+				w->err[i].t = ts;
+				w->err[i].nwarn = 0;
+			}
+			return;
+		}
+	if (w->nerr == ROWSIG)
+		return;
+	w->err[w->nerr].fn = fn;
+	w->err[w->nerr].nwarn = 0;
+	w->err[w->nerr].recovered = false;
+	w->err[w->nerr].sig = s;
+	w->err[w->nerr].t = ts;
+	snprintf(w->err[w->nerr].txt, sizeof(w->err[0].txt), "%s", txt);
+	w->nerr++;
+}
+
+/* The row's earliest failure that it did not recover from (a later call
+ * of the same function succeeding) and that is rare across processes. */
+static const struct rowerr *first_notable(const struct html *h, const struct row *w)
+{
+	const struct rowerr *best = NULL;
+	for (int i = 0; i < w->nerr; i++)
+		if (!w->err[i].recovered && notable(h, w->err[i].sig) && (!best || w->err[i].t < best->t))
+			best = &w->err[i];
+	return best;
+}
+
+/* Whether failure kind @sig matters on some row (listed in the chain). */
+static bool sig_leads(const struct html *h, int sig)
+{
+	if (!notable(h, sig))
+		return false;
+	for (size_t r = 0; r < h->nrows; r++)
+		for (int i = 0; i < h->rows[r].nerr; i++)
+			if (h->rows[r].err[i].sig == sig && !h->rows[r].err[i].recovered)
+				return true;
+	return false;
+}
+
+static void scan(struct html *h, size_t ri, const nrr_call *c)
+{
+	struct row *w = &h->rows[h->row_of[ri]];
+	int64_t key = rel(h, ri, nrr_call_key(c));
+	if (key > h->end)
+		h->end = key;
+	if (c->kind == NRR_CALL_LOG) {
+		uint32_t n = c->log_len;
+		while (n && (c->log[n - 1] == '\n' || c->log[n - 1] == '\r'))
+			n--;
+		if (!memmem(c->log, n, "WARN", 4))
+			return;
+		w->warns++;
+		for (int i = 0; i < w->nerr; i++) {
+			struct rowerr *e = &w->err[i];
+			if (e->recovered || e->nwarn == 3 || key < e->t)
+				continue;
+			e->warn_t[e->nwarn] = key;
+			snprintf(e->warn[e->nwarn++], sizeof(e->warn[0]), "%.*s", (int)(n > 190 ? 190 : n), c->log);
+		}
+		return;
+	}
+	if (c->phase == NRR_PHASE_ENTER || !c->fn)
+		return;
+	char t[40];
+	if (c->phase == NRR_PHASE_INFLIGHT) {
+		int64_t ts = rel(h, ri, c->ts);
+		size_t l = strlen(w->infl);
+		fmt_t(t, sizeof(t), ts);
+		if (w->ninfl < 4 && l < sizeof(w->infl) - 1)
+			snprintf(w->infl + l, sizeof(w->infl) - l, "%s%s (since %s)", l ? "; " : "", c->fn->name, t);
+		else if (w->ninfl == 4 && l < sizeof(w->infl) - 8)
+			snprintf(w->infl + l, sizeof(w->infl) - l, "; ...");
+		w->ninfl++;
+		w->calls++;
+		return;
+	}
+	w->calls++;
+	int64_t ts = rel(h, ri, c->ts), end = ts + (int64_t)(c->dur + c->repeat_ns);
+	if (end > h->end)
+		h->end = end;
+	if (end >= w->last_t) {
+		w->last_t = end;
+		call_txt(h, c, w->last_txt, sizeof(w->last_txt));
+	}
+	if (nrr_call_failed(c)) {
+		w->errors++;
+		char txt[300];
+		call_txt(h, c, txt, sizeof(txt));
+		/* a failure counts from when it was returned: an enclosing
+		 * call fails after the nested call that made it fail */
+		if (!w->has_err || end < w->err_t) {
+			w->has_err = true;
+			w->err_t = end;
+			snprintf(w->err_txt, sizeof(w->err_txt), "%s", txt);
+		}
+		note_err(h, h->row_of[ri], c->fn, txt, end);
+	} else {
+		for (int i = 0; i < w->nerr; i++)
+			if (w->err[i].fn == c->fn)
+				w->err[i].recovered = true;
+	}
+}
+
+/* ---------------------------------------------------------------- pass 2 */
+static double row_y(struct html *h, size_t row)
+{
+	return AXIS_H + (double)row * h->rh;
+}
+
+static void flush_bin(struct html *h, size_t row, int layer)
+{
+	struct bin *b = &h->rows[row].bin[layer];
+	if (b->x < 0)
+		return;
+	int best = 0;
+	uint64_t tot = 0;
+	for (int i = 0; i < NDOM; i++) {
+		tot += b->busy[i];
+		if (b->busy[i] > b->busy[best])
+			best = i;
+	}
+	double y = row_y(h, row), hh = h->rh;
+	if (layer) {
+		y += h->rh * 0.45;
+		hh = h->rh * 0.55;
+	}
+	fprintf(h->layer[layer], "<rect x=\"%ld\" y=\"%.1f\" width=\"1\" height=\"%.1f\" fill=\"%s\"/>\n",
+		LABEL_W + b->x, y, hh, dom_color[best]);
+	h->nrects++;
+	(void)tot;
+	memset(b->busy, 0, sizeof(b->busy));
+	b->x = -1;
+}
+
+static void draw(struct html *h, size_t ri, const nrr_call *c)
+{
+	if (c->kind != NRR_CALL || c->phase == NRR_PHASE_ENTER || !c->fn)
+		return;
+	size_t row = h->row_of[ri];
+	struct row *w = &h->rows[row];
+	int64_t ts = rel(h, ri, c->ts);
+	int64_t end = c->phase == NRR_PHASE_INFLIGHT ? h->end : ts + (int64_t)(c->dur + c->repeat_ns);
+	double x0 = (double)ts * h->scale, x1 = (double)end * h->scale;
+	if (x0 < 0)
+		x0 = 0;
+	if (x1 > PLOT_W)
+		x1 = PLOT_W;
+	int d = dom_of(c);
+	double y = row_y(h, row);
+	char tb[40];
+	if (c->phase == NRR_PHASE_INFLIGHT) {
+		fmt_t(tb, sizeof(tb), ts);
+		fprintf(h->layer[2],
+			"<rect class=\"inflight\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"1\"><title>",
+			LABEL_W + x0, y + 0.5, x1 - x0 < 2 ? 2 : x1 - x0, h->rh > 2 ? h->rh - 1 : 1);
+		esc(h->layer[2], h->procs[ri].name, sizeof(h->procs[ri].name));
+		fputs(": ", h->layer[2]);
+		escs(h->layer[2], c->fn->name);
+		fprintf(h->layer[2], " in flight at the end (since %s)</title></rect>\n", tb);
+		h->nrects++;
+		return;
+	}
+	if (nrr_call_failed(c)) {
+		long px = (long)x0;
+		if (px != w->last_err_x) {
+			char txt[300];
+			w->last_err_x = px;
+			call_txt(h, c, txt, sizeof(txt));
+			int sg = sig_of(h, txt, false);
+			bool rare = false;
+			for (int i = 0; i < w->nerr; i++)
+				if (w->err[i].sig == sg && sg >= 0)
+					rare = !w->err[i].recovered && notable(h, sg);
+			fmt_t(tb, sizeof(tb), ts);
+			fprintf(h->layer[rare ? 2 : 1],
+				"<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"><title>",
+				rare ? "error" : "error-common", LABEL_W + x0, y, x1 - x0 < 3 ? 3 : x1 - x0, h->rh,
+				rare ? ERR_COLOR : COMMON_ERR_COLOR);
+			FILE *lf = h->layer[rare ? 2 : 1];
+			esc(lf, h->procs[ri].name, sizeof(h->procs[ri].name));
+			fputs(": ", lf);
+			escs(lf, txt);
+			fprintf(lf, " at %s%s</title></rect>\n", tb, rare ? "" : " (recovered, or fails like this on most ranks)");
+			h->nrects++;
+		}
+		return;
+	}
+	int layer = c->depth ? 1 : 0;
+	double ly = y, lh = h->rh;
+	if (layer) {
+		ly += h->rh * 0.45;
+		lh = h->rh * 0.55;
+	}
+	if (x1 - x0 >= 1.0) {
+		fprintf(h->layer[layer], "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">",
+			LABEL_W + x0, ly, x1 - x0, lh, dom_color[d]);
+		if (x1 - x0 >= 4) {
+			fmt_t(tb, sizeof(tb), end - ts);
+			fputs("<title>", h->layer[layer]);
+			escs(h->layer[layer], c->fn->name);
+			fprintf(h->layer[layer], " %s</title>", tb);
+		}
+		fputs("</rect>\n", h->layer[layer]);
+		h->nrects++;
+		return;
+	}
+	struct bin *b = &w->bin[layer];
+	long px = (long)x0;
+	if (px >= PLOT_W)
+		px = PLOT_W - 1;
+	if (b->x >= 0 && px < b->x) {
+		/* an enclosing call delivered at its end: its own pixel */
+		fprintf(h->layer[layer], "<rect x=\"%ld\" y=\"%.1f\" width=\"1\" height=\"%.1f\" fill=\"%s\"/>\n",
+			LABEL_W + px, ly, lh, dom_color[d]);
+		h->nrects++;
+		return;
+	}
+	if (px != b->x)
+		flush_bin(h, row, layer);
+	b->x = px;
+	b->busy[d] += c->dur + c->repeat_ns + 1;
+}
+
+/* ---------------------------------------------------------------- page */
+static const char css[] =
+	"body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#222;background:#fff}"
+	"h1{font-size:20px;margin:0 0 8px}h2{font-size:17px;margin:20px 0 6px}"
+	"dl.run{display:grid;grid-template-columns:max-content auto;gap:2px 12px;margin:0}"
+	"dl.run dt{font-weight:600}dl.run dd{margin:0;font-family:monospace}"
+	"table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}"
+	"th{background:#f0f0f0}tr.err td{background:#fde8e8}td.num{text-align:right}"
+	"td.mono,pre{font-family:monospace}.legend span{display:inline-block;margin-right:14px}"
+	".sw{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle;border:1px solid #666}"
+	"ol.chain li{margin-bottom:6px}.warn{color:#8a4b00;font-family:monospace;margin-left:18px}"
+	"svg text{font:11px monospace;fill:#222}";
+
+static void put_header(struct html *h, FILE *f)
+{
+	struct nrr_inputs *in = h->in;
+	char buf[64], dur[40];
+	time_t s = (time_t)(in->base_wall / 1000000000ull);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	fmt_t(dur, sizeof(dur), h->end);
+	const char *cmd = NULL, *ver = NULL, *v;
+	char cmdb[1024] = "", verb[128] = "";
+	size_t nranked = 0;
+	long lo = -1, hi = -1;
+	for (size_t i = 0; i < in->n; i++) {
+		/* nrr_reader_meta() answers in one buffer: copy */
+		if (!cmd && !h->procs[i].ranked && (v = nrr_reader_meta(in->r[i], "argv")))
+			cmd = strncpy(cmdb, v, sizeof(cmdb) - 1);
+		if (!ver && (v = nrr_reader_meta(in->r[i], "nccl_version")))
+			ver = strncpy(verb, v, sizeof(verb) - 1);
+		if (h->procs[i].ranked) {
+			nranked++;
+			if (lo < 0 || h->procs[i].rank < lo)
+				lo = h->procs[i].rank;
+			if (h->procs[i].rank > hi)
+				hi = h->procs[i].rank;
+		}
+	}
+	for (size_t i = 0; i < in->n && !cmd; i++)
+		if ((v = nrr_reader_meta(in->r[i], "argv")))
+			cmd = strncpy(cmdb, v, sizeof(cmdb) - 1);
+	fputs("<h1>ncclrr report</h1>\n<dl class=\"run\">\n<dt>hosts</dt><dd>", f);
+	size_t nh = 0;
+	for (size_t i = 0; i < in->n; i++) {
+		char host[256];
+		if (!(v = nrr_reader_meta(in->r[i], "host")))
+			continue;
+		snprintf(host, sizeof(host), "%s", v);
+		bool seen = false;
+		for (size_t j = 0; j < i; j++) {
+			const char *o = nrr_reader_meta(in->r[j], "host");
+			if (o && !strcmp(o, host))
+				seen = true;
+		}
+		if (seen)
+			continue;
+		if (nh < 8) {
+			fputs(nh ? ", " : "", f);
+			escs(f, host);
+		}
+		nh++;
+	}
+	if (nh > 8)
+		fprintf(f, " (+%zu more)", nh - 8);
+	fprintf(f, " (%zu)</dd>\n<dt>ranks</dt><dd>%zu", nh, nranked);
+	if (nranked)
+		fprintf(f, " (%ld-%ld)", lo, hi);
+	fprintf(f, ", %zu traced processes</dd>\n<dt>nccl_version</dt><dd>", in->n);
+	escs(f, ver ? ver : "(not recorded)");
+	fputs("</dd>\n<dt>command</dt><dd>", f);
+	escs(f, cmd ? cmd : "(not recorded)");
+	fprintf(f, "</dd>\n<dt>start</dt><dd>%s</dd>\n<dt>duration</dt><dd>%s</dd>\n</dl>\n", buf, dur);
+}
+
+static void put_axis(struct html *h, FILE *f)
+{
+	/* a tick step of 1, 2 or 5 x 10^k ns giving at most 10 ticks */
+	int64_t step = 1;
+	static const int mul[3] = { 2, 5, 10 };
+	for (int64_t base = 1; step * 10 < h->end; base *= 10)
+		for (int i = 0; i < 3 && step * 10 < h->end; i++)
+			step = base * mul[i];
+	double bottom = row_y(h, h->nrows);
+	for (int64_t t = 0; t <= h->end; t += step) {
+		double x = LABEL_W + (double)t * h->scale;
+		char b[40];
+		fmt_t(b, sizeof(b), t);
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ccc\"/>"
+			   "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+			x, AXIS_H - 6, x, bottom, x, AXIS_H - 10, b);
+	}
+}
+
+static void put_labels(struct html *h, FILE *f)
+{
+	/* label every row when there is room, else every k-th */
+	size_t every = h->rh >= 10 ? 1 : (size_t)(12 / h->rh + 1);
+	for (size_t r = 0; r < h->nrows; r++) {
+		size_t ri = h->rows[r].reader;
+		double y = row_y(h, r);
+		fprintf(f, "<g class=\"tl-row\"%s", h->procs[ri].ranked ? " data-rank=\"" : "");
+		if (h->procs[ri].ranked)
+			fprintf(f, "%ld\"", h->procs[ri].rank);
+		fprintf(f, "><rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>", LABEL_W, y, PLOT_W, h->rh,
+			r % 2 ? "#f7f7f7" : "#ffffff");
+		if (r % every == 0) {
+			fprintf(f, "<text x=\"4\" y=\"%.1f\">", y + (h->rh < 12 ? h->rh : 12) - 1);
+			if (h->procs[ri].ranked)
+				fprintf(f, "rank %ld", h->procs[ri].rank);
+			else
+				esc(f, h->procs[ri].name, 22);
+			fputs("</text>", f);
+		}
+		fputs("<title>", f);
+		escs(f, h->procs[ri].name);
+		fputs("</title></g>\n", f);
+	}
+}
+
+static void put_legend(FILE *f)
+{
+	fputs("<p class=\"legend\">", f);
+	for (int i = 0; i < NDOM; i++)
+		fprintf(f, "<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>", dom_color[i], dom_name[i]);
+	fputs("<span><i class=\"sw\" style=\"background:" ERR_COLOR "\"></i>failed call</span>"
+	      "<span><i class=\"sw\" style=\"background:" COMMON_ERR_COLOR "\"></i>failure recovered from or common to most ranks</span>"
+	      "<span><svg width=\"14\" height=\"14\"><rect x=\"1\" y=\"1\" width=\"12\" height=\"12\" fill=\"url(#hatch)\" stroke=\"#333\"/></svg> in flight at the end</span>"
+	      "</p>\n", f);
+}
+
+static void put_table(struct html *h, FILE *f)
+{
+	fputs("<h2>Ranks</h2>\n<table class=\"status\">\n<thead><tr><th>rank</th><th>host:pid</th><th>calls</th>"
+	      "<th>errors</th><th>first error</th><th>last call</th><th>in flight at end</th></tr></thead>\n<tbody>\n", f);
+	for (size_t r = 0; r < h->nrows; r++) {
+		struct row *w = &h->rows[r];
+		size_t ri = w->reader;
+		char t[40];
+		fprintf(f, "<tr class=\"rank-row%s\" id=\"row-%ld\"><td>", first_notable(h, w) ? " err" : "", h->procs[ri].pid);
+		if (h->procs[ri].ranked)
+			fprintf(f, "%ld", h->procs[ri].rank);
+		else
+			fputs("-", f);
+		fputs("</td><td class=\"mono\">", f);
+		escs(f, h->in->who[ri]);
+		fprintf(f, "</td><td class=\"num\">%llu</td><td class=\"num\">%llu</td><td class=\"mono\">",
+			(unsigned long long)w->calls, (unsigned long long)w->errors);
+		const struct rowerr *ne = first_notable(h, w);
+		if (ne) {
+			fmt_t(t, sizeof(t), ne->t);
+			escs(f, ne->txt);
+			fprintf(f, " at %s", t);
+		} else if (w->has_err) {
+			fmt_t(t, sizeof(t), w->err_t);
+			escs(f, w->err_txt);
+			fprintf(f, " at %s (recovered, or common to most ranks)", t);
+		}
+		fputs("</td><td class=\"mono\">", f);
+		if (w->last_txt[0]) {
+			fmt_t(t, sizeof(t), w->last_t);
+			escs(f, w->last_txt);
+			fprintf(f, " (ends %s)", t);
+		}
+		fputs("</td><td class=\"mono\">", f);
+		escs(f, w->infl);
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</tbody></table>\n", f);
+}
+
+struct noted {
+	const struct row *w;
+	const struct rowerr *e;
+	int64_t next;           /* time of the row's next listed failure */
+};
+
+static int cmp_err(const void *a, const void *b)
+{
+	const struct noted *x = a, *y = b;
+	return x->e->t < y->e->t ? -1 : x->e->t > y->e->t;
+}
+
+static bool lasting(const struct html *h, const struct rowerr *e)
+{
+	return !e->recovered && notable(h, e->sig);
+}
+
+/*
+ * The diagnosis.  Today: the earliest failing call of each rank in time
+ * order (with the NCCL WARN lines that rank logged after it) and the calls
+ * in flight at the end.  @extra adds another analysis (e.g. the hang
+ * wait-for graph): a title, preformatted text and an inline SVG.
+ */
+static void html_diagnosis(FILE *f, struct nrr_inputs *in, struct html *h, const struct nrr_html_extra *extra)
+{
+	fputs("<h2>Diagnosis</h2>\n<section class=\"diagnosis\">\n", f);
+	size_t nerr = 0, ninfl = 0, nrowerr = 0;
+	/* every failure that matters (not recovered from, rare across
+	 * processes) of every row, in the order they were returned */
+	struct noted *e = calloc(h->nrows * ROWSIG + 1, sizeof(*e));
+	for (size_t r = 0; r < h->nrows; r++) {
+		const struct row *w = &h->rows[r];
+		if (first_notable(h, w))
+			nrowerr++;
+		for (int i = 0; i < w->nerr && e; i++)
+			if (lasting(h, &w->err[i]))
+				e[nerr++] = (struct noted){ w, &w->err[i], INT64_MAX };
+		if (w->ninfl)
+			ninfl++;
+	}
+	if (nerr && e) {
+		qsort(e, nerr, sizeof(*e), cmp_err);
+		for (size_t i = 0; i < nerr; i++)
+			for (size_t j = i + 1; j < nerr; j++)
+				if (e[j].w == e[i].w) {
+					e[i].next = e[j].e->t;
+					break;
+				}
+		fprintf(f, "<h3>Failing calls, earliest first (%zu processes of %zu)</h3>\n<ol class=\"chain\">\n", nrowerr,
+			in->n);
+		for (size_t i = 0; i < nerr && i < 30; i++) {
+			char t[40];
+			const struct row *w = e[i].w;
+			size_t ri = w->reader;
+			fmt_t(t, sizeof(t), e[i].e->t);
+			fprintf(f, "<li>%s: <b>", t);
+			escs(f, h->procs[ri].name);
+			fputs("</b>: <code>", f);
+			escs(f, e[i].e->txt);
+			fputs("</code>", f);
+			int shown = 0;
+			for (int k = 0; k < e[i].e->nwarn && shown < 3; k++) {
+				if (e[i].e->warn_t[k] >= e[i].next)
+					continue;
+				shown++;
+				fputs("<div class=\"warn\">", f);
+				escs(f, e[i].e->warn[k]);
+				fputs("</div>", f);
+			}
+			fputs("</li>\n", f);
+		}
+		if (nerr > 30)
+			fprintf(f, "<li>... and %zu more failing calls (see the table)</li>\n", nerr - 30);
+		fputs("</ol>\n", f);
+	}
+	if (ninfl) {
+		fprintf(f, "<h3>Calls in flight at the end (%zu processes)</h3>\n<ul class=\"inflight\">\n", ninfl);
+		size_t k = 0;
+		for (size_t r = 0; r < h->nrows && k < 20; r++) {
+			if (!h->rows[r].ninfl)
+				continue;
+			k++;
+			fputs("<li><b>", f);
+			escs(f, h->procs[h->rows[r].reader].name);
+			fputs("</b>: <code>", f);
+			escs(f, h->rows[r].infl);
+			fputs("</code></li>\n", f);
+		}
+		if (ninfl > 20)
+			fprintf(f, "<li>... and %zu more (see the table)</li>\n", ninfl - 20);
+		fputs("</ul>\n", f);
+	}
+	size_t ncommon = 0;
+	bool *lead = calloc((size_t)h->nsigs + 1, sizeof(*lead));
+	for (int i = 0; i < h->nsigs && lead; i++)
+		if (!(lead[i] = sig_leads(h, i)))
+			ncommon++;
+	if (ncommon) {
+		fputs("<h3>Other failures (probes, retries that later succeeded, or common to most ranks)</h3>\n<ul class=\"common\">\n", f);
+		for (int i = 0; i < h->nsigs; i++)
+			if (!lead[i]) {
+				fputs("<li><code>", f);
+				escs(f, h->sigs[i].txt);
+				fprintf(f, "</code> on %zu of %zu processes</li>\n", h->sigs[i].nrows, h->nrows);
+			}
+		fputs("</ul>\n", f);
+	}
+	free(lead);
+	if (!nerr && !ninfl)
+		fprintf(f, "<p>No lasting failure and no call in flight at the end of the trace%s.</p>\n",
+			ncommon ? " (only the failures above)" : "");
+	if (extra && (extra->title || extra->text || extra->svg)) {
+		fputs("<h3>", f);
+		escs(f, extra->title ? extra->title : "Analysis");
+		fputs("</h3>\n", f);
+		if (extra->text) {
+			fputs("<pre>", f);
+			escs(f, extra->text);
+			fputs("</pre>\n", f);
+		}
+		if (extra->svg)
+			fputs(extra->svg, f);   /* trusted: made by ncclrr */
+	}
+	fputs("</section>\n", f);
+	free(e);
+}
+
+static int cmp_row(const void *a, const void *b, void *arg)
+{
+	const struct nrr_export_proc *p = arg;
+	const struct row *x = a, *y = b;
+	/* ranks in order (a rank seen twice: by file), unranked processes last */
+	const struct nrr_export_proc *a1 = &p[x->reader], *b1 = &p[y->reader];
+	if (a1->ranked != b1->ranked)
+		return a1->ranked ? -1 : 1;
+	if (a1->ranked && a1->rank != b1->rank)
+		return a1->rank < b1->rank ? -1 : 1;
+	return x->reader < y->reader ? -1 : x->reader > y->reader;
+}
+
+static int run_pass(struct html *h, int pass, char *err, size_t errlen)
+{
+	nrr_merge *m;
+	int rc = nrr_merge_open(&m, h->in->r, h->in->n);
+	if (rc) {
+		snprintf(err, errlen, "%s", nrr_strerror(rc));
+		return NRR_EXIT_USAGE;
+	}
+	const nrr_call *c;
+	size_t ri;
+	while ((rc = nrr_merge_next(m, &c, &ri)) == 0) {
+		if (pass == 1)
+			scan(h, ri, c);
+		else
+			draw(h, ri, c);
+	}
+	int ret = 0;
+	if (rc != NRR_EEOF) {
+		char buf[1200];
+		nrr_diag_format(nrr_merge_diag(m), buf, sizeof(buf));
+		snprintf(err, errlen, "%s", buf);
+		ret = NRR_EXIT_USAGE;
+	}
+	nrr_merge_close(m);
+	return ret;
+}
+
+static int copy_layer(FILE *to, FILE *from)
+{
+	char buf[65536];
+	size_t n;
+	rewind(from);
+	while ((n = fread(buf, 1, sizeof(buf), from)) > 0)
+		if (fwrite(buf, 1, n, to) != n)
+			return -1;
+	return ferror(from) ? -1 : 0;
+}
+
+int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_html_extra *extra, char *err,
+		    size_t errlen)
+{
+	struct html h = { .in = in, .nrows = in->n };
+	int ret = NRR_EXIT_OK;
+	FILE *f = NULL;
+	h.procs = nrr_export_procs(in);
+	h.rows = calloc(in->n ? in->n : 1, sizeof(*h.rows));
+	h.row_of = calloc(in->n ? in->n : 1, sizeof(*h.row_of));
+	if (!h.procs || !h.rows || !h.row_of || nrr_sbuf_open(&h.sb)) {
+		snprintf(err, errlen, "out of memory");
+		ret = NRR_EXIT_USAGE;
+		goto out;
+	}
+	for (size_t i = 0; i < in->n; i++)
+		h.rows[i].reader = i;
+	qsort_r(h.rows, h.nrows, sizeof(*h.rows), cmp_row, h.procs);
+	for (size_t r = 0; r < h.nrows; r++) {
+		h.row_of[h.rows[r].reader] = r;
+		h.rows[r].bin[0].x = h.rows[r].bin[1].x = -1;
+		h.rows[r].last_err_x = -1;
+	}
+	if ((ret = run_pass(&h, 1, err, errlen)))
+		goto out;
+	if (h.end < 1)
+		h.end = 1;
+	h.scale = (double)PLOT_W / (double)h.end;
+	h.rh = h.nrows ? (int)(800 / h.nrows) : 18;
+	h.rh = h.rh > 18 ? 18 : h.rh < 1 ? 1 : h.rh;
+
+	f = fopen(path, "w");
+	if (!f) {
+		snprintf(err, errlen, "cannot create file=%s: %s", path, strerror(errno));
+		ret = NRR_EXIT_USAGE;
+		goto out;
+	}
+	for (int i = 1; i < 3; i++)
+		if (!(h.layer[i] = tmpfile())) {
+			snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
+			ret = NRR_EXIT_USAGE;
+			goto out;
+		}
+	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>ncclrr report</title>\n<style>", f);
+	fputs(css, f);
+	fputs("</style></head><body>\n", f);
+	put_header(&h, f);
+	fputs("<h2>Timeline</h2>\n", f);
+	put_legend(f);
+	int width = LABEL_W + PLOT_W + 10;
+	double height = row_y(&h, h.nrows) + 6;
+	fprintf(f, "<svg class=\"timeline\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\">\n", width, height, width,
+		height);
+	fputs("<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+	      "<rect width=\"6\" height=\"6\" fill=\"#ffe9a8\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#555\" stroke-width=\"2\"/>"
+	      "</pattern></defs>\n", f);
+	put_labels(&h, f);
+	put_axis(&h, f);
+	h.layer[0] = f;
+	fputs("<g class=\"calls\">\n", f);
+	if ((ret = run_pass(&h, 2, err, errlen)))
+		goto out;
+	for (size_t r = 0; r < h.nrows; r++)
+		for (int l = 0; l < 2; l++)
+			flush_bin(&h, r, l);
+	fputs("</g>\n<g class=\"nested\">\n", f);
+	if (copy_layer(f, h.layer[1]))
+		goto werr;
+	fputs("</g>\n<g class=\"marks\">\n", f);
+	if (copy_layer(f, h.layer[2]))
+		goto werr;
+	fputs("</g>\n</svg>\n", f);
+	put_table(&h, f);
+	html_diagnosis(f, in, &h, extra);
+	fputs("<p><small>Written by ncclrr export from ", f);
+	fprintf(f, "%zu trace files.</small></p>\n</body></html>\n", in->n);
+	if (fflush(f) == EOF || ferror(f)) {
+werr:
+		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
+		ret = NRR_EXIT_USAGE;
+	}
+out:
+	for (int i = 1; i < 3; i++)
+		if (h.layer[i])
+			fclose(h.layer[i]);
+	if (f && fclose(f) == EOF && !ret) {
+		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
+		ret = NRR_EXIT_USAGE;
+	}
+	nrr_sbuf_close(&h.sb);
+	free(h.procs);
+	free(h.rows);
+	free(h.row_of);
+	return ret;
+}

@@ -1,0 +1,253 @@
+#!/bin/bash
+# test_export.sh CASE NCCLRR SRCDIR WORKLOADS_DIR - `ncclrr export`.
+#   chrome:   a fault run of conn_setup (rank 3's cuMem import fails) as
+#             Chrome trace-event JSON, checked event by event in python
+#   html:     the same run as an HTML report, loaded in headless Chromium
+#             (screenshot decoded and looked at, DOM counted)
+#   badinput: missing / corrupt traces, missing options, unwritable output
+set -u
+CASE=$1 NCCLRR=$2 SRC=$3 WL=$4
+T=$(mktemp -d "${TMPDIR:-/tmp}/test_export.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL ($CASE): $*" >&2; exit 1; }
+
+record_fault() {
+	NCCLRR_FAULT=cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE \
+		"$NCCLRR" record -o "$T/run" -q -- "$NCCLRR" run --topo "$SRC/topo/2node_16gpu.xml" --timeout 60 \
+		-- "$WL/conn_setup" --no-nccl >"$T/run.out" 2>&1
+	ls "$T/run"/*.nrt >/dev/null 2>&1 || { cat "$T/run.out"; fail "recording produced no trace"; }
+	grep -q "injecting CUDA_ERROR_INVALID_VALUE" "$T/run.out" || { cat "$T/run.out"; fail "fault was not injected"; }
+}
+
+case $CASE in
+chrome)
+	record_fault
+	"$NCCLRR" export --chrome "$T/t.json" "$T/run" || fail "export --chrome exited $?"
+	# the number of calls dump lists: every line but '<unfinished ...>'
+	# halves of nested calls and log lines (a coalesced repeat is one call)
+	ncalls=$("$NCCLRR" dump "$T/run" | grep -v ' <unfinished \.\.\.>$' | grep -vc ' log\[')
+	"$NCCLRR" export --chrome "$T/s.json" "$SRC/traces/sample_init.nrt" || fail "export of the sample exited $?"
+	nsample=$("$NCCLRR" dump "$SRC/traces/sample_init.nrt" | grep -v ' <unfinished \.\.\.>$' | grep -vc ' log\[')
+	nlog=$("$NCCLRR" dump "$SRC/traces/sample_init.nrt" | grep -c ' log\[')
+	python3 - "$T/t.json" "$ncalls" "$T/s.json" "$nsample" "$nlog" <<'PY' || fail "trace-event JSON check"
+import json, sys, collections
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    assert isinstance(d, dict) and isinstance(d.get("traceEvents"), list), "not the JSON object format"
+    assert d.get("displayTimeUnit") == "ns"
+    need = {"X": ("name", "cat", "ts", "dur", "pid", "tid"), "i": ("name", "ts", "pid", "tid", "s"),
+            "M": ("name", "pid", "args"), "s": ("id", "name", "cat", "ts", "pid", "tid"),
+            "f": ("id", "name", "cat", "ts", "pid", "tid")}
+    for e in d["traceEvents"]:
+        assert e.get("ph") in need, "unexpected phase %r" % e
+        for k in need[e["ph"]]:
+            assert k in e, "%s event without %s: %r" % (e["ph"], k, e)
+        if e["ph"] == "X":
+            assert e["dur"] >= 0 and e["ts"] >= 0, e
+    return d["traceEvents"]
+
+def nested(ev):
+    # slices of one thread nest properly (no partial overlap)
+    by = collections.defaultdict(list)
+    for e in ev:
+        if e["ph"] == "X":
+            by[(e["pid"], e["tid"])].append((round(e["ts"] * 1000), round(e["dur"] * 1000), e["name"]))
+    for k, l in by.items():
+        l.sort(key=lambda s: (s[0], -s[1]))
+        stack = []
+        for ts, dur, name in l:
+            while stack and stack[-1] <= ts:
+                stack.pop()
+            assert not stack or ts + dur <= stack[-1], "slice %s at %d overlaps its parent on %r" % (name, ts, k)
+            stack.append(ts + dur)
+    return by
+
+def enclosing(ev, pid, tid, ts):
+    best = None
+    for e in ev:
+        if e["ph"] == "X" and e["pid"] == pid and e["tid"] == tid and e["ts"] <= ts <= e["ts"] + e["dur"]:
+            if best is None or e["dur"] < best["dur"]:
+                best = e
+    return best
+
+ev = load(sys.argv[1])
+ncalls = int(sys.argv[2])
+xs = [e for e in ev if e["ph"] == "X"]
+assert len(xs) == ncalls, "%d slices, dump lists %d calls" % (len(xs), ncalls)
+nested(ev)
+pname = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+for r in range(16):
+    assert pname.get(r, "").startswith("rank %d (" % r), "no process track named for rank %d: %r" % (r, pname.get(r))
+others = [p for p in pname if p not in range(16)]
+assert len(others) == 1 and "launcher" in pname[others[0]], "launcher track: %r" % pname
+assert {e["pid"] for e in xs} <= set(pname), "slices on unnamed processes"
+tname = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+assert {(e["pid"], e["tid"]) for e in xs} <= tname, "slices on unnamed threads"
+# the injected failure, marked
+bad = [e for e in xs if e["pid"] == 3 and e["name"] == "cuMemImportFromShareableHandle"]
+assert bad and bad[0].get("cname") == "terrible" and "CUDA_ERROR_INVALID_VALUE" in bad[0]["args"].get("error", ""), bad
+assert any(e["ph"] == "i" and e["pid"] == 3 and "cuMemImportFromShareableHandle" in e["name"] for e in ev)
+ok = [e for e in xs if e["pid"] == 5 and e["name"] == "cuMemImportFromShareableHandle"]
+assert ok and "cname" not in ok[0] and "error" not in ok[0]["args"], ok
+# flows: pairs by id, bound to the right slices
+fl = collections.defaultdict(dict)
+for e in ev:
+    if e["ph"] in "sf":
+        assert e["ph"] not in fl[e["id"]], "flow id %r used twice" % e["id"]
+        fl[e["id"]][e["ph"]] = e
+kinds = collections.Counter()
+for i, p in fl.items():
+    assert set(p) == {"s", "f"}, "flow %r not paired" % i
+    a = enclosing(ev, p["s"]["pid"], p["s"]["tid"], p["s"]["ts"])
+    b = enclosing(ev, p["f"]["pid"], p["f"]["tid"], p["f"]["ts"])
+    assert a and b, "flow %r not inside slices" % i
+    if p["s"]["name"] == "connect":
+        assert a["name"] == "connect" and b["name"] in ("accept", "accept4"), (a["name"], b["name"])
+        assert a["pid"] != b["pid"]
+        kinds["conn"] += 1
+    else:
+        assert a["name"] == "cuMemExportToShareableHandle" and b["name"] == "cuMemImportFromShareableHandle", (a, b)
+        kinds["ipc"] += 1
+        if b["pid"] == 3:
+            assert a["pid"] == 4, "rank 3 imported rank 4's buffer (conn_setup prints so), flow says %r" % a["pid"]
+            kinds["ipc3"] += 1
+assert kinds["conn"] >= 16 and kinds["ipc"] >= 14 and kinds["ipc3"] == 1, kinds
+
+# the golden sample: log lines as instants, nesting, in-flight slice to the end
+ev = load(sys.argv[3])
+xs = [e for e in ev if e["ph"] == "X"]
+assert len(xs) == int(sys.argv[4]), "%d slices, dump lists %s calls" % (len(xs), sys.argv[4])
+logs = [e for e in ev if e["ph"] == "i" and e["cat"] == "log"]
+assert len(logs) == int(sys.argv[5]), "%d log instants, dump lists %s" % (len(logs), sys.argv[5])
+assert any("NCCL WARN" in e["args"]["text"] for e in logs)
+nested(ev)
+inf = [e for e in xs if e["args"].get("inflight")]
+end = max(e["ts"] + e.get("dur", 0) for e in ev if "ts" in e)
+assert inf and all(abs(e["ts"] + e["dur"] - end) < 0.002 for e in inf), "in-flight slices must reach the end"
+rep = [e for e in xs if e["args"].get("repeat")]
+assert rep, "no coalesced call with args.repeat"
+print("chrome ok: %d flows %r" % (len(fl), dict(kinds)))
+PY
+	;;
+html)
+	# the golden sample: the chain in the order the failures were returned
+	# (the nested import before the init it broke), the WARN line after
+	# it, the recv in flight hatched to the end, the retried connect apart
+	"$NCCLRR" export --html "$T/s.html" "$SRC/traces/sample_init.nrt" || fail "export --html of the sample exited $?"
+	python3 - "$T/s.html" <<'PY' || fail "sample report"
+import re, sys
+t = open(sys.argv[1], encoding="utf-8").read()
+d = t[t.index('class="diagnosis"'):]
+chain = re.search(r'<ol class="chain">(.*?)</ol>', d, re.S).group(1)
+items = re.findall(r'<li>(.*?)</li>', chain, re.S)
+assert len(items) == 2, items
+assert "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE" in items[0] and "NCCL WARN Cuda failure 1" in items[0], items[0]
+assert "ncclCommInitRank = ncclInternalError" in items[1], items[1]
+assert re.search(r'<ul class="inflight">\s*<li><b>rank 0 [^<]*</b>: <code>recv \(since', d), "in-flight recv"
+assert re.search(r'<ul class="common">\s*<li><code>connect = -1 ECONNREFUSED', d), "retried connect"
+assert re.search(r'<rect class="inflight" [^>]*fill="url\(#hatch\)"', t), "hatched in-flight mark"
+PY
+	command -v chromium >/dev/null || { echo "SKIP: Debian chromium is not installed (apt-get install chromium)"; exit 77; }
+	record_fault
+	"$NCCLRR" export --html "$T/r.html" "$T/run" || fail "export --html exited $?"
+	if grep -qiE '(src|href|xlink:href)[[:space:]]*=[[:space:]]*["'"'"']?[a-z]+://|url\([[:space:]]*["'"'"']?[a-z]+://|@import|<script' "$T/r.html"; then
+		fail "the report is not self-contained"
+	fi
+	grep -qi 'https\?://' "$T/r.html" && fail "the report names an http(s) URL"
+	cd "$T" || exit 1
+	# chromium wants a writable home and no sandbox as root in a container
+	export HOME="$T"
+	timeout 120 chromium --headless=new --no-sandbox --disable-gpu --user-data-dir="$T/prof" \
+		--screenshot="$T/shot.png" --window-size=1400,1000 "file://$T/r.html" >"$T/chr.log" 2>&1
+	[ -s "$T/shot.png" ] || { tail -5 "$T/chr.log"; echo "SKIP: headless chromium could not take a screenshot here"; exit 77; }
+	timeout 120 chromium --headless=new --no-sandbox --disable-gpu --user-data-dir="$T/prof" \
+		--dump-dom "file://$T/r.html" >"$T/dom.html" 2>"$T/chr2.log"
+	[ -s "$T/dom.html" ] || { tail -5 "$T/chr2.log"; fail "chromium --dump-dom gave nothing"; }
+	python3 - "$T/shot.png" "$T/dom.html" <<'PY' || fail "screenshot / DOM check"
+import sys, zlib, struct, re
+def png(path):
+    b = open(path, "rb").read()
+    assert b[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat = 8, b""
+    while pos < len(b):
+        n, t = struct.unpack(">I4s", b[pos:pos + 8])
+        c = b[pos + 8:pos + 8 + n]
+        if t == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", c[:10])
+        elif t == b"IDAT":
+            idat += c
+        pos += 12 + n
+    assert depth == 8 and ctype in (2, 6), (depth, ctype)
+    bpp = 3 if ctype == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    rows, prev, i = [], bytearray(stride), 0
+    for y in range(h):
+        f = raw[i]; line = bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            up = prev[x]; c = prev[x - bpp] if x >= bpp else 0
+            if f == 1: line[x] = (line[x] + a) & 255
+            elif f == 2: line[x] = (line[x] + up) & 255
+            elif f == 3: line[x] = (line[x] + (a + up) // 2) & 255
+            elif f == 4:
+                p = a + up - c; pa, pb, pc = abs(p - a), abs(p - up), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else up if pb <= pc else c)) & 255
+        rows.append(bytes(line)); prev = line
+    return w, h, bpp, rows
+w, h, bpp, rows = png(sys.argv[1])
+colors, red = set(), 0
+for r in rows:
+    for x in range(0, len(r), bpp):
+        px = r[x:x + 3]
+        colors.add(px)
+        if px[0] >= 200 and px[1] <= 40 and px[2] <= 40:
+            red += 1
+assert len(colors) > 20, "screenshot nearly blank: %d colours" % len(colors)
+assert red >= 10, "no red error mark in the screenshot (%d red pixels)" % red
+dom = open(sys.argv[2], encoding="utf-8").read()
+ranks = re.findall(r'<g class="tl-row" data-rank="(\d+)"', dom)
+assert sorted(map(int, ranks)) == list(range(16)), "timeline rows: %r" % ranks
+assert len(re.findall(r'<tr class="rank-row', dom)) == 17, "status table rows"
+m = re.search(r'<tr class="rank-row err" id="row-3">(.*?)</tr>', dom, re.S)
+assert m and "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE" in m.group(1), "rank 3's row"
+assert len(re.findall(r'<tr class="rank-row err"', dom)) == 1, "only rank 3 failed in a way the others did not"
+d = dom[dom.index('class="diagnosis"'):]
+m = re.search(r'<ol class="chain">\s*<li>[^<]*<b>rank 3 \(', d)
+assert m and "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE" in d[:2000], "diagnosis leads with rank 3"
+assert re.search(r'<rect class="error" [^>]*><title>rank 3 \(', dom), "error mark on rank 3's row"
+print("html ok: %dx%d screenshot, %d colours, %d red pixels" % (w, h, len(colors), red))
+PY
+	;;
+badinput)
+	out=$("$NCCLRR" export --chrome "$T/x.json" "$T/missing.nrt" 2>&1); rc=$?
+	[ $rc = 2 ] && grep -q "missing.nrt" <<<"$out" || fail "missing trace: rc=$rc: $out"
+	head -c 5000 /dev/urandom >"$T/junk.nrt"
+	out=$("$NCCLRR" export --html "$T/x.html" "$T/junk.nrt" 2>&1); rc=$?
+	[ $rc = 2 ] && grep -q "junk.nrt" <<<"$out" && grep -qi "not an ncclrr trace\|cannot read" <<<"$out" ||
+		fail "corrupt trace: rc=$rc: $out"
+	# a sample trace whose data chunk is damaged in the middle
+	cp "$SRC/traces/sample_init.nrt" "$T/dmg.nrt"
+	printf '\377\377\377\377\377\377\377\377' | dd of="$T/dmg.nrt" bs=1 seek=400 conv=notrunc 2>/dev/null
+	out=$("$NCCLRR" export --chrome "$T/d.json" "$T/dmg.nrt" 2>&1); rc=$?
+	{ [ $rc = 2 ] && grep -q "dmg.nrt" <<<"$out"; } || { [ $rc = 0 ] && python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$T/d.json"; } ||
+		fail "damaged trace: rc=$rc: $out"
+	out=$("$NCCLRR" export "$SRC/traces/sample_init.nrt" 2>&1); rc=$?
+	[ $rc = 2 ] && grep -q -- "--chrome" <<<"$out" || fail "no output option: rc=$rc: $out"
+	out=$("$NCCLRR" export --chrome "$T/x.json" 2>&1); rc=$?
+	[ $rc = 2 ] && grep -qi "no trace" <<<"$out" || fail "no input: rc=$rc: $out"
+	out=$("$NCCLRR" export --bogus "$SRC/traces/sample_init.nrt" 2>&1); rc=$?
+	[ $rc = 2 ] && grep -q -- "--bogus" <<<"$out" || fail "unknown option: rc=$rc: $out"
+	out=$("$NCCLRR" export --chrome 2>&1); rc=$?
+	[ $rc = 2 ] || fail "option without its argument: rc=$rc: $out"
+	out=$("$NCCLRR" export --chrome "$T/no/such/dir/x.json" "$SRC/traces/sample_init.nrt" 2>&1); rc=$?
+	[ $rc = 2 ] && grep -q "no/such/dir" <<<"$out" || fail "unwritable output: rc=$rc: $out"
+	out=$("$NCCLRR" export --help 2>&1); rc=$?
+	[ $rc = 0 ] && grep -q -- "--html" <<<"$out" && grep -q -- "--ctf" <<<"$out" || fail "--help: rc=$rc"
+	echo "badinput ok"
+	;;
+*)
+	fail "unknown case"
+	;;
+esac
