@@ -9,6 +9,8 @@
 #   convert   sink.ctf.fs and nrr_export_ctf() write CTF that babeltrace2's own
 #             ctf source reads back unchanged, and that ncclrr's CTF reader
 #             (formats/ctf.c) reads back into the same calls, per process
+#   inflight  a stalled run: calls in flight at the end are _enter events with
+#             inflight = 1 (or ncclrr:inflight) and read back as in flight
 #   badinput  a damaged .nrt: a clear error naming file and offset, no crash
 set -u
 CASE=$1 NCCLRR=$2 SRCDIR=$3 WL=$4
@@ -26,17 +28,34 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/ncclrr-ctf-test.XXXXXX")
 fail() { echo "FAIL ($CASE): $*"; exit 1; }
 bt() { babeltrace2 --plugin-path="$PLUGDIR" "$@"; }
 
-record_fault() {
-	NCCLRR_FAULT=cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE \
+# record_run TIMEOUT: conn_setup on 16 fake ranks under the tracer
+record_run() {
 	"$NCCLRR" record -o "$T/run" -q -- "$NCCLRR" run --topo "$SRCDIR/topo/2node_16gpu.xml" \
-		--timeout 60 -- "$WL/conn_setup" --no-nccl >"$T/record.log" 2>&1
-	# the injected failure makes the job fail; the traces are what matter
+		--timeout "$1" -- "$WL/conn_setup" --no-nccl >"$T/record.log" 2>&1
+	# the injected failure or hang makes the job fail; the traces are what matter
 	ls "$T"/run/*.nrt >/dev/null 2>&1 || { cat "$T/record.log"; fail "recording wrote no trace"; }
 	"$NCCLRR" dump "$T/run" >"$T/dump.txt" || fail "ncclrr dump failed"
 	"$NCCLRR" dump --errors "$T/run" >"$T/errors.txt" || fail "ncclrr dump --errors failed"
 	RANK3_PID=$("$NCCLRR" dump --meta --rank 3 "$T/run" | sed -n 's/^#   pid=//p' | head -1)
 	[ -n "$RANK3_PID" ] || fail "no trace of rank 3"
 	NFILES=$(ls "$T"/run/*.nrt | wc -l)
+}
+record_fault() {
+	NCCLRR_FAULT=cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE record_run 60
+}
+
+# ncclrr's own CTF reader (formats/ctf.c) on each process's CTF trace in
+# $1: the same calls as the .nrt, line for line. (On the whole directory it
+# fails: it gives every trace to one source.ctf.fs, which wants one UUID;
+# see README-ctf.md.)
+roundtrip() {
+	for f in "$T"/run/*.nrt; do
+		pid=${f##*-}; pid=${pid%.nrt}
+		d=$(ls -d "$1"/*-"$pid")
+		"$NCCLRR" dump "$f" >"$T/a.txt"
+		"$NCCLRR" dump "$d" >"$T/b.txt" 2>"$T/b.err" || { cat "$T/b.err"; fail "ncclrr dump cannot read $d"; }
+		cmp -s "$T/a.txt" "$T/b.txt" || { diff "$T/a.txt" "$T/b.txt" | head; fail "ncclrr dump of $d differs from $f"; }
+	done
 }
 
 case $CASE in
@@ -69,18 +88,20 @@ convert)
 	# an existing, non-empty directory is refused
 	if "$DRIVER" "$T/ctf2" "$T/run" 2>"$T/again.err"; then fail "export into a non-empty directory succeeded"; fi
 	grep -q "dir=$T/ctf2 is not empty" "$T/again.err" || { cat "$T/again.err"; fail "no clear message for a non-empty directory"; }
-	# ncclrr's own CTF reader (formats/ctf.c) on each process's CTF trace:
-	# the same calls as the .nrt, line for line. (On the whole directory it
-	# fails: it gives every trace to one source.ctf.fs, which wants one
-	# UUID; see README-ctf.md.)
-	for f in "$T"/run/*.nrt; do
-		pid=${f##*-}; pid=${pid%.nrt}
-		d=$(ls -d "$T"/ctf2/*-"$pid")
-		"$NCCLRR" dump "$f" >"$T/a.txt"
-		"$NCCLRR" dump "$d" >"$T/b.txt" 2>"$T/b.err" || { cat "$T/b.err"; fail "ncclrr dump cannot read $d"; }
-		cmp -s "$T/a.txt" "$T/b.txt" || { diff "$T/a.txt" "$T/b.txt" | head; fail "ncclrr dump of $d differs from $f"; }
-	done
+	roundtrip "$T/ctf2"
 	echo "ok: convert ($(wc -l <"$T/want.txt") events, $NFILES traces, read back by babeltrace2 and formats/ctf.c)"
+	;;
+inflight)
+	# rank 5 stalls before its bootstrap; the others block in recv until
+	# `ncclrr run --timeout` stops them: calls in flight at the end
+	CONN_SETUP_STALL=5 record_run 3
+	grep -q '<in flight at end of trace' "$T/dump.txt" || fail "the stalled run has no call in flight"
+	bt -c source.ncclrr.nrt -p "inputs=[\"$T/run\"]" -c sink.text.pretty -p clock-seconds=true >"$T/pretty.txt" ||
+		fail "babeltrace2 failed on the native traces"
+	$CHECK "$T/dump.txt" "$T/pretty.txt" "$NFILES" "$T/errors.txt" - || fail "events differ from ncclrr dump"
+	"$DRIVER" "$T/ctf" "$T/run" || fail "nrr_export_ctf failed"
+	roundtrip "$T/ctf"
+	echo "ok: inflight"
 	;;
 badinput)
 	mkdir -p "$T/bad1" "$T/bad2"
