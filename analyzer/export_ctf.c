@@ -500,7 +500,8 @@ bt_component_class_initialize_method_status nrr_ctf_src_init(bt_self_component_s
 	for (size_t i = 0; i < s->nports; i++) {
 		struct port *pt = &s->ports[i];
 		char name[200];
-		snprintf(name, sizeof(name), "%s/tid-%u", bt_trace_get_name(pt->p->trace),
+		/* the file's index keeps names unique when a file is given twice */
+		snprintf(name, sizeof(name), "%zu:%s/tid-%u", (size_t)(pt->p - s->procs), bt_trace_get_name(pt->p->trace),
 			 nrr_reader_stream(pt->p->r, pt->stream)->tid);
 		if (bt_self_component_source_add_output_port(self, name, pt, NULL) !=
 		    BT_SELF_COMPONENT_ADD_PORT_STATUS_OK) {
