@@ -28,10 +28,12 @@
  */
 #include <errno.h>
 #include <dirent.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "export_ctf.h"
 #include "inputs.h"
@@ -264,7 +266,9 @@ static struct ecinfo *event_class(struct proc *p, const nrr_fn_schema *fn, bool 
 			bt_field_class *len = uint_fc(tc, 32, false);
 			bt_field_class_get_ref(len);
 			idx = add_member(s, n2, len);
-			bt_field_class *arr = bt_field_class_array_dynamic_create(tc, uint_fc(tc, 8, true), len);
+			bt_field_class *elem = uint_fc(tc, 8, true);
+			bt_field_class *arr = elem ? bt_field_class_array_dynamic_create(tc, elem, len) : NULL;
+			bt_field_class_put_ref(elem);
 			bt_field_class_put_ref(len);
 			ok |= add_member(s, a->name, arr) < 0;
 			snprintf(n2, sizeof(n2), "%s_len", a->name);
@@ -904,9 +908,20 @@ static bool dir_usable(const char *dir, char *err, size_t errlen)
 	return empty;
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	if (ftw->level > 0)
+		remove(path);
+	return 0;
+}
+
 int nrr_export_ctf(struct nrr_inputs *in, const char *outdir, char *err, size_t errlen)
 {
 	int rc = 2;
+	struct stat st0;
+	bool existed = stat(outdir, &st0) == 0;
 	const bt_plugin *ctf = NULL, *utils = NULL;
 	bt_message_iterator_class *mic = NULL;
 	bt_component_class_source *cls = NULL;
@@ -994,6 +1009,12 @@ end:
 	bt_message_iterator_class_put_ref(mic);
 	bt_plugin_put_ref(ctf);
 	bt_plugin_put_ref(utils);
+	if (rc) {
+		/* what a failed run wrote: the directory was empty or new */
+		nftw(outdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		if (!existed)
+			rmdir(outdir);
+	}
 	return rc;
 }
 

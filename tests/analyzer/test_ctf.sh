@@ -88,6 +88,7 @@ convert)
 	# an existing, non-empty directory is refused
 	if "$DRIVER" "$T/ctf2" "$T/run" 2>"$T/again.err"; then fail "export into a non-empty directory succeeded"; fi
 	grep -q "dir=$T/ctf2 is not empty" "$T/again.err" || { cat "$T/again.err"; fail "no clear message for a non-empty directory"; }
+	[ "$(ls "$T/ctf2" | wc -l)" = "$NFILES" ] || fail "the refused export changed $T/ctf2"
 	roundtrip "$T/ctf2"
 	echo "ok: convert ($(wc -l <"$T/want.txt") events, $NFILES traces, read back by babeltrace2 and formats/ctf.c)"
 	;;
@@ -142,6 +143,7 @@ EOF
 	rc=$?
 	[ $rc -eq 2 ] || fail "nrr_export_ctf on a damaged chunk: exit $rc, want 2"
 	grep -q "file=$b offset=$off" "$T/e3" || { cat "$T/e3"; fail "nrr_export_ctf: no file/offset in the error"; }
+	[ ! -e "$T/out" ] || fail "nrr_export_ctf left a partial $T/out after failing"
 	echo "ok: badinput"
 	;;
 *)
