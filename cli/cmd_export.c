@@ -7,6 +7,8 @@
 
 #include "cmds.h"
 #include "export.h"
+#include "export_ctf.h"
+#include "hang.h"
 #include "inputs.h"
 
 const char cmd_export_usage[] =
@@ -33,6 +35,28 @@ const char cmd_export_usage[] =
 	"      --version      print the version\n"
 	"\n"
 	"Exit status: 0 success, 2 bad usage, unreadable trace or unwritable output.\n";
+
+/* The HTML report, with the hang analysis (analyzer/hang.h) as its
+ * diagnosis when the traces show ranks waiting on each other. */
+static int export_html(struct nrr_inputs *in, const char *path, char *err, size_t errlen)
+{
+	struct nrr_hang *h = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	struct nrr_html_extra extra = { "Hang analysis (ncclrr hang)", NULL, NULL };
+	if (nrr_hang_analyze(in, &h) == 0 && nrr_hang_found(h)) {
+		FILE *f = open_memstream(&text, &len);
+		if (f) {
+			nrr_hang_print_text(f, h);
+			fclose(f);
+			extra.text = text;
+		}
+	}
+	int rc = nrr_export_html(in, path, extra.text ? &extra : NULL, err, errlen);
+	free(text);
+	nrr_hang_free(h);
+	return rc;
+}
 
 int cmd_export(int argc, char **argv)
 {
@@ -65,13 +89,6 @@ int cmd_export(int argc, char **argv)
 		return nrr_cli_usage_error("export", "no output given: use --chrome OUT.json, --html OUT.html or --ctf DIR");
 	if (optind >= argc)
 		return nrr_cli_usage_error("export", "no trace file or directory given");
-	/* ---- CTF export: wired at merge (analyzer/export_ctf.h,
-	 * nrr_export_ctf(&in, ctf, err, sizeof(err))). Until then: */
-	if (ctf) {
-		fprintf(stderr, "ncclrr export: --ctf: not built in this version\n");
-		return NRR_EXIT_USAGE;
-	}
-
 	struct nrr_inputs in;
 	int rc = nrr_inputs_open(&in, "export", argv + optind, argc - optind, ranks);
 	if (rc)
@@ -79,8 +96,10 @@ int cmd_export(int argc, char **argv)
 	char err[1400] = "";
 	if (chrome && (rc = nrr_export_chrome(&in, chrome, err, sizeof(err))))
 		fprintf(stderr, "ncclrr export: --chrome %s: %s\n", chrome, err);
-	if (!rc && html && (rc = nrr_export_html(&in, html, NULL, err, sizeof(err))))
+	if (!rc && html && (rc = export_html(&in, html, err, sizeof(err))))
 		fprintf(stderr, "ncclrr export: --html %s: %s\n", html, err);
+	if (!rc && ctf && (rc = nrr_export_ctf(&in, ctf, err, sizeof(err))))
+		fprintf(stderr, "ncclrr export: --ctf %s: %s\n", ctf, err);
 	nrr_inputs_close(&in);
 	return rc ? NRR_EXIT_USAGE : NRR_EXIT_OK;
 }

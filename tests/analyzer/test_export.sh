@@ -5,6 +5,9 @@
 #   html:     the same run as an HTML report, loaded in headless Chromium
 #             (screenshot decoded and looked at, DOM counted)
 #   badinput: missing / corrupt traces, missing options, unwritable output
+#   hang:     a stalled run (rank 5 never reaches its bootstrap): --html
+#             carries the hang analysis naming rank 5, --ctf reads back in
+#             babeltrace2 with as many calls as dump shows
 set -u
 CASE=$1 NCCLRR=$2 SRC=$3 WL=$4
 T=$(mktemp -d "${TMPDIR:-/tmp}/test_export.XXXXXX")
@@ -246,6 +249,20 @@ badinput)
 	out=$("$NCCLRR" export --help 2>&1); rc=$?
 	[ $rc = 0 ] && grep -q -- "--html" <<<"$out" && grep -q -- "--ctf" <<<"$out" || fail "--help: rc=$rc"
 	echo "badinput ok"
+	;;
+hang)
+	CONN_SETUP_STALL=5 "$NCCLRR" record -o "$T/run" -q -- "$NCCLRR" run --topo "$SRC/topo/2node_16gpu.xml" \
+		--timeout 3 -- "$WL/conn_setup" --no-nccl >"$T/run.out" 2>&1
+	ls "$T/run"/*.nrt >/dev/null 2>&1 || { cat "$T/run.out"; fail "recording produced no trace"; }
+	"$NCCLRR" export --html "$T/r.html" --ctf "$T/ctf" "$T/run" || fail "export exit $?"
+	grep -q 'Hang analysis' "$T/r.html" && grep -q 'rank 5 never connected' "$T/r.html" ||
+		fail "the report lacks the hang analysis naming rank 5"
+	if command -v babeltrace2 >/dev/null; then
+		n_ctf=$(babeltrace2 "$T/ctf" 2>"$T/bt.err" | grep -c '_leave: ') || { cat "$T/bt.err"; fail "babeltrace2 cannot read the CTF"; }
+		n_dump=$("$NCCLRR" dump "$T/run" | grep -vc 'unfinished\|in flight at end\|^[0-9.]* [^ ]* LOG')
+		[ "$n_ctf" -gt 1000 ] && [ "$n_ctf" = "$n_dump" ] || fail "$n_ctf completed calls in the CTF, $n_dump in dump"
+		echo "hang ok: $n_ctf completed calls in CTF, $n_dump dump lines"
+	fi
 	;;
 *)
 	fail "unknown case"
