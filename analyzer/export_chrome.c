@@ -29,6 +29,7 @@
 
 #include "callfmt.h"
 #include "cmds.h"
+#include "progress.h"
 #include "export.h"
 
 /* ------------------------------------------------------- a small map */
@@ -611,8 +612,13 @@ int nrr_export_chrome(struct nrr_inputs *in, const char *path, char *err, size_t
 	}
 	const nrr_call *c;
 	size_t ri;
-	while ((rc = nrr_merge_next(m, &c, &ri)) == 0)
+	struct nrr_progress prog;
+	nrr_progress_init(&prog, "export", in);
+	while ((rc = nrr_merge_next(m, &c, &ri)) == 0) {
+		nrr_progress_note(&prog, ri, c->chunk_offset);
 		on_call(&x, ri, c);
+	}
+	nrr_progress_end(&prog);
 	if (rc != NRR_EEOF) {
 		char buf[1200];
 		nrr_diag_format(nrr_merge_diag(m), buf, sizeof(buf));

@@ -9,6 +9,7 @@
 
 #include "callfmt.h"
 #include "cmds.h"
+#include "progress.h"
 #include "hang.h"
 
 #define ADDR_MAX 96
@@ -192,6 +193,7 @@ struct cause {
 
 struct nrr_hang {
 	struct nrr_inputs *in;
+	struct nrr_progress prog;
 	struct hproc *p;
 	size_t np;
 	int *missing;          /* ranks expected with no trace: node np + i */
@@ -559,6 +561,7 @@ static int read_proc(struct nrr_hang *h, size_t i)
 	}
 	const nrr_call *c;
 	while ((rc = nrr_merge_next(m, &c, NULL)) == 0) {
+		nrr_progress_note(&h->prog, i, c->chunk_offset);
 		uint64_t w = nrr_reader_wall(r, nrr_call_key(c));
 		if (w > last)
 			last = w;
@@ -1328,15 +1331,18 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 		return NRR_EXIT_USAGE;
 	}
 	h->cut = teardown(h);
+	nrr_progress_init(&h->prog, "hang", in);
 	for (size_t i = 0; i < h->np; i++) {
 		int rc = read_proc(h, i);
 		if (rc) {
+			nrr_progress_end(&h->prog);
 			nrr_hang_free(h);
 			return NRR_EXIT_USAGE;
 		}
 		if (h->p[i].end_wall > h->job_end)
 			h->job_end = h->p[i].end_wall;
 	}
+	nrr_progress_end(&h->prog);
 	job_size(h);
 	h->missing = calloc((size_t)h->nranks + 1, sizeof(int));
 	if (!h->missing) {

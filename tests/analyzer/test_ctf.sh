@@ -52,8 +52,13 @@ roundtrip() {
 	for f in "$T"/run/*.nrt; do
 		pid=${f##*-}; pid=${pid%.nrt}
 		d=$(ls -d "$1"/*-"$pid")
-		"$NCCLRR" dump "$f" >"$T/a.txt"
-		"$NCCLRR" dump "$d" >"$T/b.txt" 2>"$T/b.err" || { cat "$T/b.err"; fail "ncclrr dump cannot read $d"; }
+		# The CTF carries no trace end time (metadata end_ts), so a call in
+		# flight at the end reads back as in flight for "0ns so far": its
+		# time and duration so far are left out of the comparison.
+		inflight_norm() { sed -E '/in flight at end of trace/{s/^[0-9.]+ //; s/, [^,>]* so far>/>/}'; }
+		"$NCCLRR" dump "$f" | inflight_norm >"$T/a.txt"
+		"$NCCLRR" dump "$d" >"$T/b.raw" 2>"$T/b.err" || { cat "$T/b.err"; fail "ncclrr dump cannot read $d"; }
+		inflight_norm <"$T/b.raw" >"$T/b.txt"
 		cmp -s "$T/a.txt" "$T/b.txt" || { diff "$T/a.txt" "$T/b.txt" | head; fail "ncclrr dump of $d differs from $f"; }
 	done
 }
