@@ -238,7 +238,8 @@ static void fninfo_init(struct fninfo *fi, const nrr_fn_schema *fn)
 			break;
 		case NRR_FMT_BYTES:
 			fi->data = true;
-			c = payload_domain(fn->domain) || strcasestr(a->name, "handle") || strcasestr(a->name, "uniqueid")
+			c = payload_domain(fn->domain) || strcasestr(a->name, "handle") || strcasestr(a->name, "uniqueid") ||
+				    strcasestr(a->name, "commid")   /* ncclUniqueId: holds the bootstrap address */
 				    ? CL_LEN : CL_BYTES;
 			break;
 		default:

@@ -10,6 +10,9 @@
 #    cuMemImportFromShareableHandle fail, as a broken P2P/cuMem import does;
 #  - `ncclrr record` traces every process; `ncclrr stats` and `ncclrr dump`
 #    find the failing call, its rank, and what led to it.
+#  - `ncclrr diff` against a clean run names the configuration difference and
+#    rank 3's import as the first divergence; `ncclrr export` writes the
+#    HTML report and the Chrome/Perfetto JSON.
 # Replaying the trace (`ncclrr replay`) comes with the replayer issue.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -47,6 +50,16 @@ echo "   (the real NCCL's own start-up on this machine, in the same trace)"
 echo
 echo "== rank 3 around the failure: its proxy connection, its GetFd request and the answer, the fd, the import"
 "$ncclrr" dump --rank 3 --api 'sock_info,ncclProxy*,recvmsg,cuMemImport*' "$out/trace" | tail -n 8
+
+echo
+echo "== ncclrr diff: a clean run of the same job against this one"
+"$ncclrr" record -o "$out/clean" -q -- \
+	"$ncclrr" run --topo topo/2node_16gpu.xml --timeout 120 -- build/tests/workloads/conn_setup >"$out/clean.log" 2>&1 || true
+set +e
+"$ncclrr" diff --context 1 "$out/clean" "$out/trace" | tee "$out/diff.txt" | grep -E '^(Configuration|  env|Earliest)'
+set -e
+"$ncclrr" export --html "$out/report.html" --chrome "$out/trace.json" "$out/trace"
+echo "(full diff in $out/diff.txt; HTML report $out/report.html; Chrome/Perfetto JSON $out/trace.json)"
 
 echo
 echo "== diagnosis"
