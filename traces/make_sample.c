@@ -24,50 +24,9 @@
 #include <netinet/in.h>
 
 #include "nrt.h"
-
-/* An argument value: integer, or bytes when p != NULL. */
-struct av {
-	const char *name;
-	uint64_t u;
-	const void *p;
-	size_t len;
-};
-#define U(n, v) ((struct av){ (n), (uint64_t)(v), NULL, 0 })
-#define S(n, s) ((struct av){ (n), 0, (s), strlen(s) })
-#define B(n, b, l) ((struct av){ (n), 0, (b), (l) })
-#define END ((struct av){ NULL, 0, NULL, 0 })
+#include "trace_args.h"
 
 static const nrr_schema *schema;
-
-static const nrr_fn_schema *fn_of(const char *name)
-{
-	const nrr_fn_schema *f = nrr_schema_fn_by_name(schema, name);
-	if (!f) {
-		fprintf(stderr, "make_sample: %s is not in the built-in schema (formats/api/)\n", name);
-		exit(1);
-	}
-	return f;
-}
-
-static uint8_t *put_args(uint8_t *p, const nrr_fn_schema *f, unsigned dir, const struct av *v)
-{
-	for (unsigned i = 0; i < f->nargs; i++) {
-		const nrr_arg_schema *a = &f->args[i];
-		if (!(a->dir & dir))
-			continue;
-		const struct av *hit = NULL;
-		for (const struct av *x = v; x->name; x++)
-			if (strcmp(x->name, a->name) == 0)
-				hit = x;
-		if (a->wire == NRR_WIRE_B)
-			p = nrr_put_bytes(p, hit ? hit->p : NULL, hit ? hit->len : 0, NRR_BYTES_CAP_DEFAULT);
-		else if (a->wire == NRR_WIRE_S)
-			p = nrr_put_svar(p, hit ? (int64_t)hit->u : 0);
-		else
-			p = nrr_put_uvar(p, hit ? hit->u : 0);
-	}
-	return p;
-}
 
 static void check_names(const nrr_fn_schema *f, const struct av *v)
 {
@@ -91,7 +50,7 @@ static void spin(long ns)
 
 static void enter(nrr_tls *t, const char *name, struct av *in)
 {
-	const nrr_fn_schema *f = fn_of(name);
+	const nrr_fn_schema *f = fn_of_builtin(schema, name, "make_sample", 1);
 	check_names(f, in);
 	uint8_t *p = nrr_enter_begin(t, f->id, 8192);
 	nrr_enter_end(t, put_args(p, f, NRR_DIR_IN, in));
@@ -99,7 +58,7 @@ static void enter(nrr_tls *t, const char *name, struct av *in)
 
 static void leave(nrr_tls *t, const char *name, int64_t result, int err, struct av *out, bool notready)
 {
-	const nrr_fn_schema *f = fn_of(name);
+	const nrr_fn_schema *f = fn_of_builtin(schema, name, "make_sample", 1);
 	check_names(f, out);
 	uint8_t *p = nrr_leave_begin(t, result, (uint32_t)err, 8192);
 	nrr_leave_end(t, put_args(p, f, NRR_DIR_OUT, out), notready);

@@ -25,16 +25,8 @@
 #include <netinet/in.h>
 
 #include "nrt.h"
+#include "trace_args.h"
 
-struct av {
-	const char *name;
-	uint64_t u;
-	const void *p;
-	size_t len;
-};
-#define U(n, v) ((struct av){ (n), (uint64_t)(v), NULL, 0 })
-#define B(n, b, l) ((struct av){ (n), 0, (b), (l) })
-#define END ((struct av){ NULL, 0, NULL, 0 })
 #define A(...) ((struct av[]){ __VA_ARGS__, END })
 #define NONE ((struct av[]){ END })
 
@@ -45,40 +37,10 @@ struct gen {
 	uint64_t clock;
 };
 
-static const nrr_fn_schema *fn_of(const char *name)
-{
-	const nrr_fn_schema *f = nrr_schema_fn_by_name(schema, name);
-	if (!f) {
-		fprintf(stderr, "gen_trace: %s is not in the built-in schema\n", name);
-		exit(2);
-	}
-	return f;
-}
-
-static uint8_t *put_args(uint8_t *p, const nrr_fn_schema *f, unsigned dir, const struct av *v)
-{
-	for (unsigned i = 0; i < f->nargs; i++) {
-		const nrr_arg_schema *a = &f->args[i];
-		if (!(a->dir & dir))
-			continue;
-		const struct av *hit = NULL;
-		for (const struct av *x = v; x->name; x++)
-			if (strcmp(x->name, a->name) == 0)
-				hit = x;
-		if (a->wire == NRR_WIRE_B)
-			p = nrr_put_bytes(p, hit ? hit->p : NULL, hit ? hit->len : 0, NRR_BYTES_CAP_DEFAULT);
-		else if (a->wire == NRR_WIRE_S)
-			p = nrr_put_svar(p, hit ? (int64_t)hit->u : 0);
-		else
-			p = nrr_put_uvar(p, hit ? hit->u : 0);
-	}
-	return p;
-}
-
 static void call(struct gen *g, const char *name, int64_t result, int err, const struct av *in, const struct av *out,
 		 uint64_t dur, bool notready)
 {
-	const nrr_fn_schema *f = fn_of(name);
+	const nrr_fn_schema *f = fn_of_builtin(schema, name, "gen_trace", 2);
 	g->clock += 150;
 	nrr_tls_set_time(g->t, g->clock);
 	uint8_t *p = nrr_enter_begin(g->t, f->id, 8192);
