@@ -41,6 +41,7 @@
 
 #if NCCLRR_HAVE_BT2
 #include "callfmt.h"
+#include "nrt_ctf.h"
 
 const char nrr_ctf_src_description[] = "Read ncclrr native traces (.nrt files)";
 const char nrr_ctf_src_help[] =
@@ -976,18 +977,7 @@ int nrr_export_ctf(struct nrr_inputs *in, const char *outdir, char *err, size_t 
 		take_error(err, errlen, "Cannot create the sink.ctf.fs component");
 		goto end;
 	}
-	for (uint64_t i = 0; i < bt_component_source_get_output_port_count(src); i++) {
-		const bt_port_output *o = bt_component_source_borrow_output_port_by_index_const(src, i);
-		uint64_t k = bt_component_filter_get_input_port_count(mux) - 1;
-		if (bt_graph_connect_ports(g, o, bt_component_filter_borrow_input_port_by_index_const(mux, k), NULL) !=
-		    BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
-			take_error(err, errlen, "Failed to connect the graph");
-			goto end;
-		}
-	}
-	if (bt_graph_connect_ports(g, bt_component_filter_borrow_output_port_by_name_const(mux, "out"),
-				   bt_component_sink_borrow_input_port_by_name_const(sink, "in"), NULL) !=
-	    BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
+	if (!nrr_bt2_connect_muxed(g, src, mux, sink)) {
 		take_error(err, errlen, "Failed to connect the graph");
 		goto end;
 	}

@@ -393,6 +393,22 @@ static const bt_plugin *find_plugin(const char *name)
 	return p;
 }
 
+bool nrr_bt2_connect_muxed(bt_graph *g, const bt_component_source *src, const bt_component_filter *mux,
+			   const bt_component_sink *sink)
+{
+	for (uint64_t i = 0; i < bt_component_source_get_output_port_count(src); i++) {
+		const bt_port_output *o = bt_component_source_borrow_output_port_by_index_const(src, i);
+		/* the muxer always offers one free input port, its last */
+		uint64_t k = bt_component_filter_get_input_port_count(mux) - 1;
+		if (bt_graph_connect_ports(g, o, bt_component_filter_borrow_input_port_by_index_const(mux, k), NULL) !=
+		    BT_GRAPH_CONNECT_PORTS_STATUS_OK)
+			return false;
+	}
+	return bt_graph_connect_ports(g, bt_component_filter_borrow_output_port_by_name_const(mux, "out"),
+				      bt_component_sink_borrow_input_port_by_name_const(sink, "in"), NULL) ==
+	       BT_GRAPH_CONNECT_PORTS_STATUS_OK;
+}
+
 int nrr_ctf_convert(const char *ctf_dir, const char *out_dir, char ***paths, size_t *npaths, nrr_diag *diag)
 {
 	struct conv c = { .out_dir = out_dir, .schema = nrr_builtin() };
@@ -442,18 +458,7 @@ int nrr_ctf_convert(const char *ctf_dir, const char *out_dir, char ***paths, siz
 		snprintf(diag->msg, sizeof(diag->msg), "babeltrace2 cannot read this CTF trace (try `babeltrace2 %s`)", ctf_dir);
 		goto end;
 	}
-	for (uint64_t i = 0; i < bt_component_source_get_output_port_count(src); i++) {
-		const bt_port_output *o = bt_component_source_borrow_output_port_by_index_const(src, i);
-		uint64_t k = bt_component_filter_get_input_port_count(mux) - 1;
-		if (bt_graph_connect_ports(g, o, bt_component_filter_borrow_input_port_by_index_const(mux, k), NULL) !=
-		    BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
-			rc = NRR_ECORRUPT;
-			goto end;
-		}
-	}
-	if (bt_graph_connect_ports(g, bt_component_filter_borrow_output_port_by_name_const(mux, "out"),
-				   bt_component_sink_borrow_input_port_by_name_const(sink, "in"), NULL) !=
-	    BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
+	if (!nrr_bt2_connect_muxed(g, src, mux, sink)) {
 		rc = NRR_ECORRUPT;
 		goto end;
 	}

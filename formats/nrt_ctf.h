@@ -7,6 +7,7 @@
 #define NCCLRR_NRT_CTF_H
 
 #include <stddef.h>
+#include <babeltrace2/babeltrace.h>
 #include "nrt.h"
 
 #ifdef __cplusplus
@@ -30,6 +31,12 @@ extern "C" {
  */
 int nrr_ctf_convert(const char *ctf_dir, const char *out_dir, char ***paths, size_t *npaths,
 		    nrr_diag *diag);
+
+/* Connect every output port of @src to a new input port of the muxer
+ * @mux (filter.utils.muxer) and the muxer's output to @sink's "in" port,
+ * the graph both CTF reading and CTF writing run.  @return true on success. */
+bool nrr_bt2_connect_muxed(bt_graph *g, const bt_component_source *src, const bt_component_filter *mux,
+			   const bt_component_sink *sink);
 
 /* @return true if @dir holds a `metadata` file at most @depth levels below. */
 bool nrr_ctf_looks_like(const char *dir, int depth);
