@@ -365,14 +365,8 @@ static int on_sockinfo(struct hproc *p, const nrr_call *c, const struct fninfo *
 	}
 	if (s)
 		s->open = false;
-	if (p->nsocks == p->csocks) {
-		size_t n = p->csocks ? p->csocks * 2 : 16;
-		struct sockrec *x = realloc(p->socks, n * sizeof(*x));
-		if (!x)
-			return -ENOMEM;
-		p->socks = x;
-		p->csocks = n;
-	}
+	if (!nrr_grow(&p->socks, p->nsocks, &p->csocks, sizeof(*p->socks)))
+		return -ENOMEM;
 	s = &p->socks[p->nsocks++];
 	memset(s, 0, sizeof(*s));
 	s->fd = fd;
@@ -399,14 +393,8 @@ static int on_proxy(struct hproc *p, const nrr_call *c, const struct fninfo *fi,
 	struct sockrec *s = sock_open(p, fd);
 	if (!s || s->role != 2)   /* received by this process's proxy: not a wait */
 		return 0;
-	if (p->npend == p->cpend) {
-		size_t n = p->cpend ? p->cpend * 2 : 8;
-		struct pending *x = realloc(p->pend, n * sizeof(*x));
-		if (!x)
-			return -ENOMEM;
-		p->pend = x;
-		p->cpend = n;
-	}
+	if (!nrr_grow(&p->pend, p->npend, &p->cpend, sizeof(*p->pend)))
+		return -ENOMEM;
 	struct pending *q = &p->pend[p->npend++];
 	q->fd = fd;
 	q->opid = op;
@@ -730,14 +718,8 @@ static int add_edge(struct nrr_hang *h, int from, int to, const char *cat, const
 	for (size_t i = 0; i < h->ne; i++)
 		if (h->e[i].from == from && h->e[i].to == to && !strcmp(h->e[i].cat, cat))
 			return 0;
-	if (h->ne == h->ce) {
-		size_t n = h->ce ? h->ce * 2 : 64;
-		struct hedge *x = realloc(h->e, n * sizeof(*x));
-		if (!x)
-			return -ENOMEM;
-		h->e = x;
-		h->ce = n;
-	}
+	if (!nrr_grow(&h->e, h->ne, &h->ce, sizeof(*h->e)))
+		return -ENOMEM;
 	struct hedge *e = &h->e[h->ne++];
 	e->from = from;
 	e->to = to;

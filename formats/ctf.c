@@ -141,27 +141,12 @@ static size_t bytes_value(const bt_field *f, uint8_t *buf, size_t cap)
 	return n;
 }
 
-/* Room for one more element in the array *@arr of @n, capacity *@cap. */
-static bool grow(void *arr, size_t n, size_t *cap, size_t elem)
-{
-	void **a = arr;
-	if (n < *cap)
-		return true;
-	size_t c = *cap ? *cap * 2 : 16;
-	void *x = realloc(*a, c * elem);
-	if (!x)
-		return false;
-	*a = x;
-	*cap = c;
-	return true;
-}
-
 static struct proc *proc_of(struct conv *c, const char *host, int64_t vpid)
 {
 	for (size_t i = 0; i < c->np; i++)
 		if (c->p[i].vpid == vpid && !strcmp(c->p[i].host, host))
 			return &c->p[i];
-	if (!grow(&c->p, c->np, &c->cp, sizeof(*c->p)))
+	if (!nrr_grow(&c->p, c->np, &c->cp, sizeof(*c->p)))
 		return NULL;
 	struct proc *p = &c->p[c->np++];
 	memset(p, 0, sizeof(*p));
@@ -214,7 +199,7 @@ static nrr_tls *thread_of(struct proc *p, int64_t vtid)
 	for (size_t i = 0; i < p->nth; i++)
 		if (p->th[i].vtid == vtid)
 			return p->th[i].t;
-	if (!grow(&p->th, p->nth, &p->cth, sizeof(*p->th)))
+	if (!nrr_grow(&p->th, p->nth, &p->cth, sizeof(*p->th)))
 		return NULL;
 	nrr_tls *t = nrr_writer_stream(p->w, (uint32_t)vtid);
 	if (t)

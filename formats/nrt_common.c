@@ -124,3 +124,17 @@ uint32_t nrr_crc32c(uint32_t crc, const void *buf, size_t len)
 		crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
 	return ~crc;
 }
+
+bool nrr_grow(void *arr, size_t n, size_t *cap, size_t elem)
+{
+	void **a = arr;
+	if (n < *cap)
+		return true;
+	size_t c = *cap ? *cap * 2 : 16;
+	void *x = realloc(*a, c * elem);
+	if (!x)
+		return false;
+	*a = x;
+	*cap = c;
+	return true;
+}
