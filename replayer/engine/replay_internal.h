@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * replay_internal.h - what the parts of the replay engine share.
+ *
+ * `ncclrr replay DIR` forks one worker per recorded process.  A worker
+ * loads its trace, starts one thread per recorded thread (stream) and
+ * re-executes the calls in recorded order: sockets in rsock.c, CUDA
+ * driver / NVML / verbs in rcuda.c through the generated dispatch table.
+ * Calls of other domains (NCCL API, runtime, net plugin, proxy RPCs) are
+ * containers: the engine replays what they called.
+ */
+#ifndef NCCLRR_REPLAY_INTERNAL_H
+#define NCCLRR_REPLAY_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nrt.h"
+
+enum nrr_inject {
+	NRR_INJECT_ERRORS = 0, /* calls recorded as failed fail the same way, without running */
+	NRR_INJECT_ALL = 1,    /* every CUDA/NVML/verbs call answered from the trace */
+	NRR_INJECT_NONE = 2,   /* everything runs; disagreements are divergences */
+};
+
+/* What replaying one call gave. */
+enum nrr_rstatus {
+	NRR_R_MATCH = 0,       /* ran, and result and outputs agree with the recording */
+	NRR_R_INJECTED = 1,    /* answered from the trace (not run) */
+	NRR_R_DIVERGED = 2,    /* ran, and disagrees: why says how */
+	NRR_R_UNSUPPORTED = 3, /* the engine cannot replay this call: why says why */
+};
+
+typedef struct nrr_rres {
+	int status;       /* enum nrr_rstatus */
+	int64_t result;   /* the live result (the recorded one when injected) */
+	char why[320];    /* DIVERGED/UNSUPPORTED: "result recorded CUDA_ERROR_X (1), replayed CUDA_SUCCESS (0)",
+			   * "out count: recorded 8, replayed 4", ... */
+} nrr_rres;
+
+/* One worker process: its handle tables.  Opaque to rcuda.c except through
+ * the functions below. */
+typedef struct nrr_rproc nrr_rproc;
+
+/* File descriptors: recorded number -> live number (per worker process).
+ * A descriptor made by a CUDA call (cuMemExportToShareableHandle) is put
+ * here so that sendmsg can pass it; one received by recvmsg is put here so
+ * that cuMemImportFromShareableHandle can use it. */
+void nrr_rfd_put(nrr_rproc *p, int64_t rec, int live);
+/* @return the live fd for recorded @rec, or -1 when none is known. */
+int nrr_rfd_get(nrr_rproc *p, int64_t rec);
+/* Forget @rec (its live fd is closed by the caller). */
+void nrr_rfd_del(nrr_rproc *p, int64_t rec);
+
+/*
+ * Cross-process table kept by the replay coordinator (shared memory, all
+ * workers of one replay): values one process makes and another uses
+ * (listen addresses, IPC handle bytes, ...).  Keys are (kind, recorded
+ * bytes); kinds are short strings ("sock", "ipc", "conn").
+ * nrr_xmap_get() waits up to @timeout_ms for another worker to publish.
+ * @return 0, -ETIMEDOUT, -ENOSPC (table full, put), -E2BIG (key or value too long).
+ */
+#define NRR_XMAP_MAX 128   /* bytes of a key or a value */
+/* Coordinator, before forking: make the table with room for @nslots. */
+int nrr_xmap_init(size_t nslots);
+/* Coordinator, between replays (--repeat): empty the table. */
+void nrr_xmap_reset(void);
+int nrr_xmap_put(const char *kind, const void *key, size_t klen, const void *val, size_t vlen);
+int nrr_xmap_get(const char *kind, const void *key, size_t klen, void *val, size_t *vlen, int timeout_ms);
+
+/* ---- CUDA driver, NVML and verbs calls (rcuda.c + generated table) ---- */
+typedef struct nrr_rcuda nrr_rcuda;
+
+typedef struct nrr_rcuda_opts {
+	const char *fake_libdir; /* holds libcuda.so.1 and libnvidia-ml.so.1 */
+	const char *topo;        /* cluster file for the fake runtime (NCCLRR_TOPO) */
+	const char *host;        /* virtual host index (NCCLRR_HOST) */
+	int rank;                /* recorded rank, -1 when unknown */
+	int inject;              /* enum nrr_inject */
+} nrr_rcuda_opts;
+
+/* Load the fake runtime into this (worker) process.  On failure writes a
+ * one-line reason to @err.  @return 0 or negative errno. */
+int nrr_rcuda_open(nrr_rcuda **out, nrr_rproc *p, const nrr_rcuda_opts *o, char *err, size_t errlen);
+/* @return true when @fn (domain cuda_driver, nvml or verbs) is replayed by
+ * nrr_rcuda_call(); false for every other function. */
+bool nrr_rcuda_handles(const nrr_fn_schema *fn);
+/* Replay one complete call (c->done).  Called from several threads at once
+ * (one per recorded thread), in recorded order per thread.  @return 0, or a
+ * negative errno for an engine failure (res->why says what). */
+int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res);
+void nrr_rcuda_close(nrr_rcuda *x);
+
+#endif
