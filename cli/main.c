@@ -14,6 +14,7 @@ static const struct nrr_cmd cmds[] = {
 	{ "run", "run a program as the ranks of a virtual cluster on the fake runtime", cmd_run_usage, cmd_run },
 	{ "diff", "compare two runs rank by rank; the first divergence that matters", cmd_diff_usage, cmd_diff },
 	{ "bisect", "find the smallest set of differences that makes a run fail", cmd_bisect_usage, cmd_bisect },
+	{ "replay", "re-execute a recorded run here; reproduce its failure or show where it diverges", cmd_replay_usage, cmd_replay },
 	{ "hang", "explain a hang: what each rank waits for, and the rank at the root", cmd_hang_usage, cmd_hang },
 	{ "export", "write a trace as Chrome/Perfetto JSON, CTF or an HTML report", cmd_export_usage, cmd_export },
 };

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_replay.c - `ncclrr replay`: re-execute a recorded run on this machine
+ * (options only; the engine is replayer/engine). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "inputs.h"
+#include "nrr_launch.h"
+#include "replay.h"
+#include "replay_internal.h"
+
+const char cmd_replay_usage[] =
+	"Usage: ncclrr replay [OPTIONS] DIR|FILE...\n"
+	"\n"
+	"Re-execute a recorded run (a run directory: one .nrt per process) on\n"
+	"this machine, one worker process per recorded process and one thread\n"
+	"per recorded thread, and check that it does what the recording did.\n"
+	"CUDA driver, NVML and verbs calls run against the fake runtime; socket\n"
+	"calls run on real loopback sockets (recorded listen addresses mapped to\n"
+	"live ones, connects and accepts paired, the recorded bytes sent and the\n"
+	"received bytes compared). Calls of the NCCL API, the CUDA runtime, the\n"
+	"net plugin and proxy RPCs are not re-executed: what they called is.\n"
+	"Order across processes comes from the recording (connect/accept pairs,\n"
+	"message order, fds passed before use), never from timing.\n"
+	"\n"
+	"Prints the recorded failure (the errors of failed processes that\n"
+	"processes which ended well did not have, ending in how the process\n"
+	"ended), the first divergence (rank, call number, API, recorded vs\n"
+	"replayed) and the failure as replayed.\n"
+	"\n"
+	"Options:\n"
+	"  --ranks R[,R...]   replay only these ranks; sockets to the others are\n"
+	"                     served from the trace (their calls return what they\n"
+	"                     returned)\n"
+	"  --inject MODE      errors (default): a call recorded as failed fails the\n"
+	"                     same way without running; all: every CUDA/NVML/verbs\n"
+	"                     call is answered from the trace; none: everything\n"
+	"                     runs and each disagreement is a divergence\n"
+	"  --repeat N         replay N times; report whether every outcome was the\n"
+	"                     same\n"
+	"  --chaos SEED       perturb thread and process scheduling (seeded pauses)\n"
+	"                     within the recorded order\n"
+	"  --until R:#SEQ     stop rank R before its call #SEQ (as `dump` numbers\n"
+	"                     them) and wait for `gdb -p PID`; kill -USR1 PID goes on\n"
+	"  --timeout S        no call finished anywhere for S seconds: the replay\n"
+	"                     hung, say where, stop (default 60)\n"
+	"  --topo FILE        cluster file for the fake runtime (default: the\n"
+	"                     recorded NCCLRR_TOPO)\n"
+	"  -v, --verbose      every divergence, each replay of --repeat\n"
+	"  -h, --help         this text\n"
+	"      --version      print the version\n"
+	"\n"
+	"Environment: NCCLRR_FAKE_LIBDIR, the fake runtime's directory (as for\n"
+	"`ncclrr run`).\n"
+	"\n"
+	"Exit status: 0 the replay matches the recording (a recorded failure\n"
+	"included, reproduced), 1 it diverged or hung, 2 bad usage, unreadable\n"
+	"trace or no fake runtime.\n";
+
+static int parse_ranks(const char *s, int **out, size_t *n)
+{
+	*n = 0;
+	*out = NULL;
+	size_t cap = 0;
+	while (*s) {
+		char *end;
+		long v = strtol(s, &end, 10);
+		if (end == s || v < 0 || v > 1 << 24 || (*end && *end != ','))
+			return -1;
+		if (!nrr_grow(out, *n, &cap, sizeof(**out)))
+			return -1;
+		(*out)[(*n)++] = (int)v;
+		s = *end ? end + 1 : end;
+	}
+	return *n ? 0 : -1;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "ranks", required_argument, NULL, 'r' },
+		{ "inject", required_argument, NULL, 'i' },
+		{ "repeat", required_argument, NULL, 'n' },
+		{ "chaos", required_argument, NULL, 'c' },
+		{ "until", required_argument, NULL, 'u' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "topo", required_argument, NULL, 'T' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct nrr_replay_opts o = { .repeat = 1, .until_rank = -1, .timeout_s = 60, .inject = NRR_INJECT_ERRORS };
+	int *ranks = NULL;
+	int c, rc;
+	char *end;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":v", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			if (parse_ranks(optarg, &ranks, &o.nranks) < 0)
+				return nrr_cli_usage_error("replay", "--ranks wants rank numbers separated by commas, not '%s'", optarg);
+			o.ranks = ranks;
+			break;
+		case 'i':
+			if (!strcmp(optarg, "errors"))
+				o.inject = NRR_INJECT_ERRORS;
+			else if (!strcmp(optarg, "all"))
+				o.inject = NRR_INJECT_ALL;
+			else if (!strcmp(optarg, "none"))
+				o.inject = NRR_INJECT_NONE;
+			else
+				return nrr_cli_usage_error("replay", "--inject wants errors, all or none, not '%s'", optarg);
+			break;
+		case 'n': {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || !v || v > 100000)
+				return nrr_cli_usage_error("replay", "--repeat wants a count from 1 to 100000, not '%s'", optarg);
+			o.repeat = (unsigned)v;
+			break;
+		}
+		case 'c':
+			o.chaos_seed = strtoull(optarg, &end, 0);
+			if (*end || !*optarg)
+				return nrr_cli_usage_error("replay", "--chaos wants a number (the seed), not '%s'", optarg);
+			o.chaos = true;
+			break;
+		case 'u': {
+			long r = strtol(optarg, &end, 10);
+			if (end == optarg || r < 0 || *end != ':')
+				return nrr_cli_usage_error("replay", "--until wants RANK:#SEQ (e.g. 3:#202), not '%s'", optarg);
+			const char *q = end + 1;
+			if (*q == '#')
+				q++;
+			uint64_t seq = strtoull(q, &end, 10);
+			if (*end || !*q || !seq)
+				return nrr_cli_usage_error("replay", "--until wants RANK:#SEQ (e.g. 3:#202), not '%s'", optarg);
+			o.until_rank = (int)r;
+			o.until_seq = seq;
+			break;
+		}
+		case 't': {
+			long v = strtol(optarg, &end, 10);
+			if (*end || v <= 0 || v > 86400)
+				return nrr_cli_usage_error("replay", "--timeout wants seconds (1..86400), not '%s'", optarg);
+			o.timeout_s = (int)v;
+			break;
+		}
+		case 'T':
+			o.topo = optarg;
+			break;
+		case 'v':
+			o.verbose = true;
+			break;
+		case ':':
+			return nrr_cli_usage_error("replay", "option '%s' wants a value", argv[optind - 1]);
+		default:
+			return nrr_cli_usage_error("replay", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return nrr_cli_usage_error("replay", "name a run directory or trace files");
+	char libdir[4096], err[512];
+	if (nrr_launch_find_fake_libdir(libdir, sizeof(libdir), err, sizeof(err)) < 0) {
+		fprintf(stderr, "ncclrr replay: %s\n", err);
+		free(ranks);
+		return NRR_EXIT_USAGE;
+	}
+	struct nrr_inputs in;
+	rc = nrr_inputs_open(&in, "replay", argv + optind, argc - optind, NULL);
+	if (rc) {
+		free(ranks);
+		return rc;
+	}
+	o.readers = in.r;
+	o.n = in.n;
+	o.dir = argv[optind];
+	o.fake_libdir = libdir;
+	o.out = stdout;
+	rc = nrr_replay(&o);
+	nrr_inputs_close(&in);
+	free(ranks);
+	return rc;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine.h - the coordinator, the workers and socket replay (private).
+ */
+#ifndef NCCLRR_REPLAY_ENGINE_H
+#define NCCLRR_REPLAY_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "replay_internal.h"
+#include "replay.h"
+
+/* One call to replay (copied out of the reader; byte args own their data). */
+enum unit_kind {
+	U_EXEC = 0,     /* re-executed (or answered from the trace) */
+	U_INFO = 1,     /* the tracer's own note (sock_info): no call, feeds tables */
+	U_MARK = 2,     /* a container (NCCL API, proxy RPC) that failed: reported only */
+	U_INFLIGHT = 3, /* the call the thread was in when the trace ended */
+};
+
+struct unit {
+	nrr_call c;
+	uint64_t end;   /* recorded leave time; UINT64_MAX when in flight */
+	uint8_t kind;
+};
+
+struct rstream {
+	struct nrr_rproc *p;
+	uint32_t index;
+	struct unit *u;
+	size_t n, cap;
+	size_t started, completed;   /* under p->mu */
+	pthread_t th;
+	uint64_t rng;                /* --chaos */
+};
+
+/* Shared with the coordinator (MAP_SHARED before fork): what each worker is doing. */
+#define NRR_CUR_MAX 8
+struct nrr_wstat {
+	_Atomic uint64_t done;        /* units finished */
+	_Atomic uint64_t total;       /* units loaded */
+	_Atomic int pid;
+	/* recorded wall time of the earliest call this worker has not started
+	 * yet (UINT64_MAX: all started, or the worker is gone): a worker
+	 * leaves only when every other one has started what came before its
+	 * own recorded end */
+	_Atomic uint64_t frontier;
+	struct {
+		_Atomic uint32_t fn;      /* function id + 1 of the unit in progress, 0 idle */
+		_Atomic uint64_t seq;
+	} cur[NRR_CUR_MAX];
+};
+
+struct rfd { int64_t rec; int live; };
+
+struct nrr_rproc {
+	const struct nrr_replay_opts *o;
+	const struct nrr_proc_info *pi;  /* the coordinator's description of this process */
+	struct nrr_wstat *st;            /* this worker's */
+	struct nrr_wstat *all;           /* every worker's (nall) */
+	size_t nall;
+	int report_fd;
+	nrr_reader *r;
+	const nrr_schema *schema;
+	struct rstream *s;
+	size_t ns;
+	pthread_mutex_t mu;     /* ordering between the threads */
+	pthread_cond_t cv;
+	atomic_int stop;        /* set to make the threads stop at their next call */
+	pthread_mutex_t fdmu;
+	struct rfd *fds;
+	size_t nfds, fdcap;
+	nrr_rcuda *cuda;
+	struct rsock *sock;
+	unsigned repeat;        /* which replay of --repeat (names of UNIX sockets) */
+};
+
+/* fd table value of a socket served from the trace (its peer is not replayed) */
+#define RFD_SERVED (-2)
+
+/* Messages from a worker to the coordinator (one line each, atomic). */
+void nrr_report(struct nrr_rproc *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Unit selection, shared by the workers and the coordinator's pre-scan:
+ * feed every call of a stream in order; @return the unit kind for @c or
+ * -1 when it is not a unit. */
+struct nrr_classify { int skip; bool stopped; };
+int nrr_classify(struct nrr_classify *k, const nrr_call *c);
+
+/* Run one worker: load the trace, replay it, report.  @return exit status. */
+int nrr_worker_main(struct nrr_rproc *p);
+
+/* ---- rsock.c */
+struct rsock;
+int rsock_open(struct rsock **out, struct nrr_rproc *p);
+void rsock_close(struct rsock *s);
+/* true for functions of the socket domain (sock_info included) */
+bool rsock_handles(const nrr_fn_schema *fn);
+/* Replay unit @k of stream @st (lookahead allowed within @st). */
+int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res);
+
+/* The recorded bytes of a byte arg, zero-padded to its full length into
+ * a malloc'ed buffer (*len = full length). */
+uint8_t *nrr_arg_bytes(const nrr_call *c, int i, size_t *len);
+int nrr_arg_index(const nrr_call *c, const char *name);
+
+#endif

@@ -1,0 +1,619 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * replay.c - the replay coordinator.
+ *
+ * Reads every trace once (a damaged one stops the replay here, before
+ * anything runs, with the file and offset), works out the recorded failure
+ * (the errors of processes that failed which processes that succeeded did
+ * not have), then per replay (--repeat) forks one worker per replayed
+ * process and follows them through a pipe of one-line reports and a
+ * shared page of counters: divergences, recorded errors reached, calls
+ * in flight at the end, hangs (no call finished anywhere for --timeout).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "callfmt.h"
+#include "engine.h"
+
+/* A recorded error of the failure (or one every good process had too). */
+struct perr {
+	size_t proc;
+	uint32_t stream;
+	uint64_t seq, ts, wall;
+	char fn[64];
+	char res[96];
+	bool benign;
+	bool reached, injected;   /* this replay */
+};
+
+struct addrset { uint8_t (*k)[24]; uint8_t *kl; size_t n, cap, capl; };
+
+struct coord {
+	const struct nrr_replay_opts *o;
+	struct nrr_proc_info *pi;
+	size_t n;
+	struct perr *err;
+	size_t nerr, errcap;
+	/* recorded listen addresses and connector addresses of replayed processes */
+	struct { uint8_t key[24]; uint8_t len; bool listen; size_t proc; } *addr;
+	size_t naddr, addrcap;
+	uint64_t total_units;
+};
+
+/* The outcome of one replay, compared between --repeat runs. */
+struct outcome {
+	char first[512];     /* first divergence, "" none */
+	size_t ndiv;
+	char div_sig[256];   /* "rank:stream:seq:fn" of the first */
+	bool hung;
+	char hang[1024];
+	unsigned unsupported;
+	char unsup_first[400];
+	unsigned reached_sig; /* chain elements reproduced (count) */
+	bool fatal;
+	char fatal_msg[1024];
+	double secs;
+	uint64_t units;
+	unsigned injected;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static size_t key_of(const nrr_value *v, uint8_t *key)
+{
+	const uint8_t *sa = v->p;
+	if (!sa || v->len < 8)
+		return 0;
+	if (sa[0] == 2) {                 /* AF_INET: family, port, address */
+		memcpy(key, sa, 8);
+		return 8;
+	}
+	if (sa[0] == 10 && v->len >= 24) { /* AF_INET6 */
+		memcpy(key, sa, 4);
+		memcpy(key + 4, sa + 8, 16);
+		return 20;
+	}
+	return 0;
+}
+
+static int add_addr(struct coord *x, size_t proc, const nrr_value *v, bool listen)
+{
+	uint8_t key[24];
+	size_t kl = key_of(v, key);
+	if (!kl)
+		return 0;
+	if (!nrr_grow(&x->addr, x->naddr, &x->addrcap, sizeof(*x->addr)))
+		return -ENOMEM;
+	memcpy(x->addr[x->naddr].key, key, kl);
+	x->addr[x->naddr].len = (uint8_t)kl;
+	x->addr[x->naddr].listen = listen;
+	x->addr[x->naddr].proc = proc;
+	x->naddr++;
+	return 0;
+}
+
+static void result_text(const nrr_call *c, char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+	if (!f) {
+		snprintf(buf, len, "%" PRId64, c->result);
+		return;
+	}
+	nrr_format_result(f, c);
+	fclose(f);
+}
+
+/* Read one process's trace through: validate, count, collect. */
+static int scan(struct coord *x, size_t i)
+{
+	nrr_reader *r = x->o->readers[i];
+	struct nrr_proc_info *pi = &x->pi[i];
+	const nrr_file_info *fi = nrr_reader_info(r);
+	pi->path = nrr_reader_path(r);
+	const char *v;
+	pi->rank = (v = nrr_reader_meta(r, "rank")) ? atoi(v) : -1;
+	if (pi->rank >= 0)
+		snprintf(pi->who, sizeof(pi->who), "rank %d", pi->rank);
+	else
+		snprintf(pi->who, sizeof(pi->who), "%s:%u", (v = nrr_reader_meta(r, "host")) ? v : "?", fi->pid);
+	snprintf(pi->end, sizeof(pi->end), "%s", (v = nrr_reader_meta(r, "end")) ? v : "");
+	snprintf(pi->topo, sizeof(pi->topo), "%s", (v = nrr_reader_meta(r, "env.NCCLRR_TOPO")) ? v : "");
+	snprintf(pi->host, sizeof(pi->host), "%s", (v = nrr_reader_meta(r, "env.NCCLRR_HOST")) ? v : "");
+	uint64_t first = UINT64_MAX, last = 0;
+	for (uint32_t s = 0; s < fi->nstreams; s++) {
+		nrr_cursor *cur;
+		int ret = nrr_cursor_open(&cur, r, s);
+		if (ret < 0)
+			return ret;
+		struct nrr_classify k = { .skip = -1 };
+		const nrr_call *c;
+		while ((ret = nrr_cursor_next(cur, &c)) == 0) {
+			if (c->kind != NRR_CALL || !c->fn)
+				continue;
+			uint64_t key = nrr_call_key(c);
+			if (c->ts < first)
+				first = c->ts;
+			if (key > last)
+				last = key;
+			int kind = nrr_classify(&k, c);
+			if (kind < 0)
+				continue;
+			x->total_units += pi->selected;
+			pi->calls++;
+			if (kind == U_INFO) {
+				int64_t role = -1;
+				int ri = nrr_arg_index(c, "role");
+				if (ri >= 0)
+					role = (int64_t)c->args[ri].u;
+				int li = nrr_arg_index(c, "local");
+				if (li >= 0 && (role == 1 || role == 2) && (ret = add_addr(x, i, &c->args[li], role == 1)) < 0)
+					break;
+			}
+			if (kind != U_INFLIGHT && nrr_call_failed(c)) {
+				if (!nrr_grow(&x->err, x->nerr, &x->errcap, sizeof(*x->err))) {
+					ret = -ENOMEM;
+					break;
+				}
+				struct perr *e = &x->err[x->nerr++];
+				memset(e, 0, sizeof(*e));
+				e->proc = i;
+				e->stream = s;
+				e->seq = c->seq;
+				e->ts = c->ts;
+				e->wall = nrr_reader_wall(r, c->ts);
+				snprintf(e->fn, sizeof(e->fn), "%s", c->fn->name);
+				result_text(c, e->res, sizeof(e->res));
+			}
+		}
+		if (ret < 0 && ret != NRR_EEOF) {
+			const nrr_diag *d = nrr_cursor_diag(cur);
+			char msg[1200];
+			if (d && d->code)
+				nrr_diag_format(d, msg, sizeof(msg));
+			else
+				snprintf(msg, sizeof(msg), "Cannot read trace: file=%s: %s", pi->path, nrr_strerror(ret));
+			fprintf(stderr, "ncclrr replay: %s\n", msg);
+			nrr_cursor_close(cur);
+			return ret;
+		}
+		nrr_cursor_close(cur);
+	}
+	uint64_t end = fi->end_ts > last ? fi->end_ts : last;
+	pi->end_wall = nrr_reader_wall(r, end ? end : 0);
+	pi->wall_s = first != UINT64_MAX && last > first ? (double)(last - first) / 1e9 : 0;
+	return 0;
+}
+
+/* An error is part of the failure unless a process that ended well had it
+ * too (cuGetProcAddress of an optional symbol, a netlink socket refused);
+ * when none ended well, unless every process had it. */
+static void mark_benign(struct coord *x)
+{
+	bool any_ok = false;
+	for (size_t i = 0; i < x->n; i++)
+		any_ok |= !strcmp(x->pi[i].end, "exit 0");
+	for (size_t a = 0; a < x->nerr; a++) {
+		struct perr *e = &x->err[a];
+		size_t have = 0;
+		bool in_ok = false;
+		for (size_t i = 0; i < x->n; i++) {
+			bool found = false;
+			for (size_t b = 0; b < x->nerr && !found; b++)
+				found = x->err[b].proc == i && !strcmp(x->err[b].fn, e->fn) && !strcmp(x->err[b].res, e->res);
+			if (found) {
+				have++;
+				in_ok |= !strcmp(x->pi[i].end, "exit 0");
+			}
+		}
+		e->benign = any_ok ? in_ok : (x->n > 1 && have == x->n);
+	}
+}
+
+static bool proc_failed(const struct nrr_proc_info *pi)
+{
+	return pi->end[0] && strcmp(pi->end, "exit 0") != 0 && strcmp(pi->end, "exec") != 0;
+}
+
+/* ------------------------------------------------------------ one replay */
+static struct nrr_wstat *g_stats;
+
+static void publish_sets(struct coord *x)
+{
+	static const uint8_t one = 1;
+	for (size_t a = 0; a < x->naddr; a++)
+		if (x->pi[x->addr[a].proc].selected)
+			nrr_xmap_put(x->addr[a].listen ? "lsel" : "csel", x->addr[a].key, x->addr[a].len, &one, 1);
+}
+
+static struct perr *find_err(struct coord *x, size_t proc, uint32_t stream, uint64_t seq)
+{
+	for (size_t a = 0; a < x->nerr; a++)
+		if (x->err[a].proc == proc && x->err[a].stream == stream && x->err[a].seq == seq)
+			return &x->err[a];
+	return NULL;
+}
+
+static void on_line(struct coord *x, size_t proc, char *line, struct outcome *out)
+{
+	const struct nrr_proc_info *pi = &x->pi[proc];
+	unsigned stream;
+	uint64_t seq, ts;
+	int inj, n = 0;
+	char fn[80];
+	switch (line[0]) {
+	case 'D':
+		if (sscanf(line, "D %u %" SCNu64 " %" SCNu64 " %79s %n", &stream, &seq, &ts, fn, &n) >= 4 && n) {
+			out->ndiv++;
+			if (!out->first[0]) {
+				snprintf(out->first, sizeof(out->first), "%s #%" PRIu64 " %s: %s", pi->who, seq, fn, line + n);
+				snprintf(out->div_sig, sizeof(out->div_sig), "%zu:%u:%" PRIu64 ":%s", proc, stream, seq, fn);
+			} else if (x->o->verbose) {
+				fprintf(x->o->out, "  then: %s #%" PRIu64 " %s: %s\n", pi->who, seq, fn, line + n);
+			}
+		}
+		break;
+	case 'E':
+		if (sscanf(line, "E %u %" SCNu64 " %" SCNu64 " %d %79s", &stream, &seq, &ts, &inj, fn) == 5) {
+			struct perr *e = find_err(x, proc, stream, seq);
+			if (e) {
+				e->reached = true;
+				e->injected = inj;
+			}
+			out->injected += inj ? 1 : 0;
+		}
+		break;
+	case 'U':
+		if (sscanf(line, "U %u %" SCNu64 " %79s %n", &stream, &seq, fn, &n) >= 3 && n) {
+			if (!out->unsupported++)
+				snprintf(out->unsup_first, sizeof(out->unsup_first), "%s #%" PRIu64 " %s: %s", pi->who, seq, fn, line + n);
+		}
+		break;
+	case 'F':
+		if (!out->fatal) {
+			out->fatal = true;
+			char *m = strchr(line + 2, ' ');
+			snprintf(out->fatal_msg, sizeof(out->fatal_msg), "%s: %s", pi->who, m ? m + 1 : line + 2);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static void kill_all(pid_t *pids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] > 0)
+			kill(pids[i], SIGKILL);
+}
+
+static void describe_hang(struct coord *x, struct outcome *out)
+{
+	size_t len = 0;
+	for (size_t i = 0; i < x->n; i++) {
+		if (!x->pi[i].selected)
+			continue;
+		for (int k = 0; k < NRR_CUR_MAX; k++) {
+			uint32_t fn = atomic_load(&g_stats[i].cur[k].fn);
+			if (!fn)
+				continue;
+			const nrr_fn_schema *f = nrr_schema_fn(nrr_reader_schema(x->o->readers[i]), fn - 1);
+			len += (size_t)snprintf(out->hang + len, len < sizeof(out->hang) ? sizeof(out->hang) - len : 0,
+						"%s%s blocked in #%" PRIu64 " %s", len ? ", " : "", x->pi[i].who,
+						atomic_load(&g_stats[i].cur[k].seq), f ? f->name : "?");
+			if (len >= sizeof(out->hang))
+				return;
+		}
+	}
+}
+
+static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
+{
+	const struct nrr_replay_opts *o = x->o;
+	memset(out, 0, sizeof(*out));
+	for (size_t a = 0; a < x->nerr; a++)
+		x->err[a].reached = x->err[a].injected = false;
+	nrr_xmap_reset();
+	publish_sets(x);
+	memset(g_stats, 0, sizeof(*g_stats) * x->n);
+	for (size_t i = 0; i < x->n; i++)
+		if (!x->pi[i].selected)
+			atomic_store(&g_stats[i].frontier, UINT64_MAX);
+	pid_t *pids = calloc(x->n, sizeof(*pids));
+	int *fds = calloc(x->n, sizeof(*fds));
+	char **buf = calloc(x->n, sizeof(*buf));
+	size_t *blen = calloc(x->n, sizeof(*blen));
+	if (!pids || !fds || !buf || !blen)
+		return -ENOMEM;
+	uint64_t t0 = now_ns();
+	size_t running = 0;
+	for (size_t i = 0; i < x->n; i++) {
+		fds[i] = -1;
+		if (!x->pi[i].selected)
+			continue;
+		int pp[2];
+		if (pipe2(pp, O_CLOEXEC) < 0)
+			return -errno;
+		fflush(NULL);
+		pid_t pid = fork();
+		if (pid < 0)
+			return -errno;
+		if (pid == 0) {
+			close(pp[0]);
+			for (size_t j = 0; j < i; j++)
+				if (fds[j] >= 0)
+					close(fds[j]);
+			struct nrr_rproc p = {
+				.o = o, .pi = &x->pi[i], .st = &g_stats[i], .all = g_stats, .nall = x->n,
+				.report_fd = pp[1], .repeat = rep,
+			};
+			_exit(nrr_worker_main(&p));
+		}
+		close(pp[1]);
+		pids[i] = pid;
+		fds[i] = pp[0];
+		buf[i] = malloc(8192);
+		running++;
+	}
+	uint64_t last_done = 0, last_change = now_ns();
+	struct pollfd *pf = calloc(x->n, sizeof(*pf));
+	while (running) {
+		size_t np = 0;
+		for (size_t i = 0; i < x->n; i++)
+			if (fds[i] >= 0) {
+				pf[np].fd = fds[i];
+				pf[np].events = POLLIN;
+				np++;
+			}
+		poll(pf, np, 200);
+		for (size_t i = 0, j = 0; i < x->n; i++) {
+			if (fds[i] < 0)
+				continue;
+			short re = pf[j++].revents;
+			if (!re)
+				continue;
+			ssize_t r = read(fds[i], buf[i] + blen[i], 8191 - blen[i]);
+			if (r > 0) {
+				blen[i] += (size_t)r;
+				buf[i][blen[i]] = 0;
+				char *line = buf[i], *nl;
+				while ((nl = strchr(line, '\n'))) {
+					*nl = 0;
+					on_line(x, i, line, out);
+					line = nl + 1;
+				}
+				blen[i] -= (size_t)(line - buf[i]);
+				memmove(buf[i], line, blen[i]);
+				continue;
+			}
+			/* the worker is gone */
+			close(fds[i]);
+			fds[i] = -1;
+			int st;
+			waitpid(pids[i], &st, 0);
+			pids[i] = 0;
+			atomic_store(&g_stats[i].frontier, UINT64_MAX);
+			running--;
+			if (WIFSIGNALED(st) && !out->fatal) {
+				out->fatal = true;
+				snprintf(out->fatal_msg, sizeof(out->fatal_msg), "%s: the replay worker died of signal %d (%s)",
+					 x->pi[i].who, WTERMSIG(st), strsignal(WTERMSIG(st)));
+			}
+		}
+		if (out->fatal) {
+			kill_all(pids, x->n);
+			continue;
+		}
+		uint64_t done = 0;
+		for (size_t i = 0; i < x->n; i++)
+			done += atomic_load(&g_stats[i].done);
+		if (done != last_done) {
+			last_done = done;
+			last_change = now_ns();
+		} else if (o->until_rank < 0 && o->timeout_s > 0 && now_ns() - last_change > (uint64_t)o->timeout_s * 1000000000ull && !out->hung) {
+			out->hung = true;
+			describe_hang(x, out);
+			kill_all(pids, x->n);
+		}
+	}
+	out->secs = (double)(now_ns() - t0) / 1e9;
+	for (size_t i = 0; i < x->n; i++) {
+		out->units += atomic_load(&g_stats[i].done);
+		free(buf[i]);
+	}
+	for (size_t a = 0; a < x->nerr; a++)
+		out->reached_sig += !x->err[a].benign && x->err[a].reached;
+	free(pf);
+	free(pids);
+	free(fds);
+	free(buf);
+	free(blen);
+	return 0;
+}
+
+/* ------------------------------------------------------------ report */
+static size_t chain_len(const struct coord *x)
+{
+	size_t n = 0;
+	for (size_t a = 0; a < x->nerr; a++)
+		n += !x->err[a].benign && x->pi[x->err[a].proc].selected;
+	return n;
+}
+
+static int cmp_wall(const void *a, const void *b)
+{
+	const struct perr *x = a, *y = b;
+	return x->wall < y->wall ? -1 : x->wall > y->wall;
+}
+
+/* "rank 3: cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE (1) -> exit 1" per failed process */
+static void print_chain(struct coord *x, FILE *f, bool show_reached)
+{
+	bool *done = calloc(x->n, 1);
+	for (size_t a = 0; done && a < x->nerr; a++) {
+		size_t p = x->err[a].proc;
+		if (x->err[a].benign || done[p] || !x->pi[p].selected)
+			continue;
+		done[p] = 1;
+		fprintf(f, "  %s:", x->pi[p].who);
+		const char *sep = " ";
+		for (size_t b = a; b < x->nerr; b++) {
+			const struct perr *e = &x->err[b];
+			if (e->proc != p || e->benign)
+				continue;
+			fprintf(f, "%s%s = %s (#%" PRIu64 "%s)", sep, e->fn, e->res, e->seq,
+				!show_reached ? "" : !e->reached ? ", NOT reached" : e->injected ? ", answered from the trace" : ", reproduced");
+			sep = " -> ";
+		}
+		if (proc_failed(&x->pi[p]))
+			fprintf(f, " -> %s", x->pi[p].end);
+		fputc('\n', f);
+	}
+	for (size_t p = 0; done && p < x->n; p++)
+		if (!done[p] && proc_failed(&x->pi[p]) && x->pi[p].selected)
+			fprintf(f, "  %s: %s\n", x->pi[p].who, x->pi[p].end);
+	free(done);
+}
+
+static bool same_outcome(const struct outcome *a, const struct outcome *b)
+{
+	return a->hung == b->hung && a->fatal == b->fatal && !strcmp(a->div_sig, b->div_sig) &&
+	       a->reached_sig == b->reached_sig;
+}
+
+static bool matched(const struct coord *x, const struct outcome *o)
+{
+	return !o->hung && !o->fatal && !o->ndiv && o->reached_sig == chain_len(x);
+}
+
+int nrr_replay(const struct nrr_replay_opts *o)
+{
+	struct coord x = { .o = o, .n = o->n };
+	FILE *f = o->out ? o->out : stdout;
+	int rc = 2;
+	x.pi = calloc(o->n ? o->n : 1, sizeof(*x.pi));
+	if (!x.pi)
+		return 2;
+	size_t nsel = 0;
+	for (size_t i = 0; i < o->n; i++) {
+		const char *v = nrr_reader_meta(o->readers[i], "rank");
+		int rank = v ? atoi(v) : -1;
+		bool sel = !o->ranks;
+		for (size_t k = 0; o->ranks && k < o->nranks; k++)
+			sel |= v && rank == o->ranks[k];
+		x.pi[i].selected = sel;
+		nsel += sel;
+	}
+	for (size_t k = 0; o->ranks && k < o->nranks; k++) {
+		bool found = false;
+		for (size_t i = 0; i < o->n; i++) {
+			const char *v = nrr_reader_meta(o->readers[i], "rank");
+			found |= v && atoi(v) == o->ranks[k];
+		}
+		if (!found) {
+			fprintf(stderr, "ncclrr replay: --ranks: no trace in %s is rank %d (see `ncclrr dump --meta`)\n", o->dir, o->ranks[k]);
+			goto out;
+		}
+	}
+	if (!nsel) {
+		fprintf(stderr, "ncclrr replay: nothing to replay in %s\n", o->dir);
+		goto out;
+	}
+	for (size_t i = 0; i < o->n; i++)
+		if (scan(&x, i) < 0)
+			goto out;
+	qsort(x.err, x.nerr, sizeof(*x.err), cmp_wall);
+	mark_benign(&x);
+	if (nrr_xmap_init(4096 + 4 * x.naddr) < 0) {
+		fprintf(stderr, "ncclrr replay: Cannot map the replay table: %s\n", strerror(errno));
+		goto out;
+	}
+	g_stats = mmap(NULL, sizeof(*g_stats) * o->n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (g_stats == MAP_FAILED) {
+		fprintf(stderr, "ncclrr replay: Cannot map the worker counters: %s\n", strerror(errno));
+		goto out;
+	}
+	double rec_s = 0;
+	for (size_t i = 0; i < o->n; i++)
+		if (x.pi[i].selected && x.pi[i].wall_s > rec_s)
+			rec_s = x.pi[i].wall_s;
+	const char *mode = o->inject == NRR_INJECT_ALL ? "all" : o->inject == NRR_INJECT_NONE ? "none" : "errors";
+	fprintf(f, "ncclrr replay: %zu of %zu processes from %s, %" PRIu64 " calls, --inject %s%s\n", nsel, o->n, o->dir,
+		x.total_units, mode, o->chaos ? ", --chaos" : "");
+	if (chain_len(&x)) {
+		fprintf(f, "recorded failure:\n");
+		print_chain(&x, f, false);
+	} else {
+		fprintf(f, "recorded run: no failure\n");
+	}
+	unsigned reps = o->repeat ? o->repeat : 1, same = 0, ok = 0;
+	struct outcome first, cur;
+	double tsum = 0, tmax = 0;
+	for (unsigned r = 0; r < reps; r++) {
+		struct outcome *out = r ? &cur : &first;
+		if (replay_once(&x, r, out) < 0) {
+			fprintf(stderr, "ncclrr replay: Cannot start the workers: %s\n", strerror(errno));
+			goto out;
+		}
+		if (out->fatal) {
+			fprintf(stderr, "ncclrr replay: %s\n", out->fatal_msg);
+			rc = strstr(out->fatal_msg, "Cannot read trace") ? 2 : 1;
+			if (rc == 2 || strstr(out->fatal_msg, "Cannot load") || strstr(out->fatal_msg, "fake"))
+				rc = 2;
+			goto out;
+		}
+		tsum += out->secs;
+		if (out->secs > tmax)
+			tmax = out->secs;
+		same += !r || same_outcome(&first, out);
+		ok += matched(&x, out);
+		if (reps > 1 && (o->verbose || !matched(&x, out)))
+			fprintf(f, "replay %u/%u: %s (%.2f s)\n", r + 1, reps,
+				matched(&x, out) ? "matches" : out->hung ? "hung" : "diverged", out->secs);
+		if (r && !same_outcome(&first, out) && o->verbose)
+			fprintf(f, "  differs from replay 1: %s\n", out->first[0] ? out->first : out->hang);
+	}
+	const struct outcome *last = reps > 1 ? &cur : &first;
+	(void)last;
+	if (first.unsupported)
+		fprintf(f, "note: %u call(s) the replayer cannot run were answered from the trace; first: %s\n", first.unsupported,
+			first.unsup_first);
+	if (first.hung)
+		fprintf(f, "replay hung: no call finished for %d s: %s\n", o->timeout_s, first.hang);
+	if (first.first[0])
+		fprintf(f, "first divergence: %s%s\n", first.first, first.ndiv > 1 ? " (and more after it: -v lists them)" : "");
+	if (chain_len(&x)) {
+		fprintf(f, "%s:\n", matched(&x, &first) ? "reproduced failure" : "recorded failure, as replayed");
+		print_chain(&x, f, true);
+	}
+	fprintf(f, "replay: %" PRIu64 " calls in %.3f s (recorded %.3f s)%s\n", first.units, first.secs, rec_s,
+		reps > 1 ? "" : "");
+	if (reps > 1)
+		fprintf(f, "repeat: %u of %u replays %s, %u of %u identical to the first (mean %.3f s, max %.3f s)\n", ok, reps,
+			chain_len(&x) ? "reproduced the failure" : "matched the recording", same, reps, tsum / reps, tmax);
+	rc = ok == reps && same == reps ? 0 : 1;
+	fprintf(f, "result: %s\n", rc == 0 ? (chain_len(&x) ? "the replay matches the recording: failure reproduced"
+						  : "the replay matches the recording")
+					  : "the replay diverged from the recording");
+out:
+	free(x.pi);
+	free(x.err);
+	free(x.addr);
+	return rc;
+}

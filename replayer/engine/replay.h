@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * replay.h - `ncclrr replay`: re-execute a recorded run on this machine.
+ *
+ * The coordinator (nrr_replay) checks every trace, works out the recorded
+ * failure, forks one worker per recorded process (or per process of the
+ * --ranks subset) and reports the first divergence or the reproduced
+ * failure.  See man/ncclrr-replay.1.
+ */
+#ifndef NCCLRR_REPLAY_H
+#define NCCLRR_REPLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nrt.h"
+
+/* What the coordinator learnt about one recorded process. */
+struct nrr_proc_info {
+	const char *path;    /* its .nrt file */
+	char who[96];        /* "rank 3" or "host:pid" */
+	int rank;            /* -1 when the trace does not say */
+	char end[64];        /* how it ended ("exit 1", "signal SIGKILL", "" unknown) */
+	char topo[512], host[32]; /* recorded NCCLRR_TOPO, NCCLRR_HOST */
+	bool selected;       /* replayed by a worker (else served from its trace) */
+	uint64_t end_wall;   /* recorded wall time of its end (ns) */
+	uint64_t calls;
+	double wall_s;       /* recorded duration (first to last record) */
+};
+
+struct nrr_replay_opts {
+	nrr_reader **readers;  /* one per recorded process */
+	size_t n;
+	const char *dir;       /* for messages */
+	const int *ranks;      /* --ranks subset, NULL: every process */
+	size_t nranks;
+	int inject;            /* enum nrr_inject */
+	unsigned repeat;       /* 1 by default */
+	bool chaos;
+	uint64_t chaos_seed;
+	int until_rank;        /* -1: none */
+	uint64_t until_seq;
+	int timeout_s;         /* no call finished anywhere for this long: hang */
+	const char *topo;      /* overrides the recorded cluster file */
+	const char *fake_libdir;
+	bool verbose;
+	FILE *out;
+};
+
+/* @return the exit status: 0 the replay matches the recording (a recorded
+ * failure included), 1 it diverged (or hung), 2 bad trace or set-up. */
+int nrr_replay(const struct nrr_replay_opts *o);
+
+#endif

@@ -1,0 +1,941 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rsock.c - socket calls replayed on real sockets of this machine.
+ *
+ * Every listen address of the recording is bound on loopback with a port
+ * the kernel picks, and published in the coordinator's table under its
+ * recorded address ("sock"); a connect looks its recorded destination up
+ * there (waiting for the listener when it has not listened yet).  After a
+ * connect the connector publishes its live local address -> recorded local
+ * address ("conn"), so that an accept can tell which recorded connection
+ * the kernel handed it and keep the others for the accepts they belong to.
+ * UNIX socket names get a prefix of this replay, so that concurrent
+ * replays (and the recorded job) never meet.
+ *
+ * Sends write the recorded bytes; receives read as many bytes as were
+ * recorded and compare them with the recording.  Answers that depend on
+ * timing ("not ready": EAGAIN, a poll that timed out) are taken from the
+ * trace; a ready answer is waited for.  A socket whose peer is not
+ * replayed (--ranks, or a peer outside the trace) is served from the
+ * trace: its calls return what they returned.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "callfmt.h"
+#include "engine.h"
+
+#define MAX_PASSED_FDS 16
+
+struct stash {            /* a connection accepted for a later accept, or a datagram */
+	int lfd;              /* live listening / receiving socket */
+	uint8_t key[NRR_XMAP_MAX];
+	size_t klen;
+	int live;             /* accepted socket */
+	uint8_t *data;        /* datagram */
+	size_t len;
+	int fds[MAX_PASSED_FDS];
+	int nfds;
+};
+
+struct rsock {
+	struct nrr_rproc *p;
+	pthread_mutex_t mu;
+	struct stash *st;
+	size_t nst, cap;
+	char prefix[48];      /* of UNIX socket names */
+};
+
+/* ------------------------------------------------------------ fd table */
+void nrr_rfd_put(nrr_rproc *p, int64_t rec, int live)
+{
+	pthread_mutex_lock(&p->fdmu);
+	size_t i;
+	for (i = 0; i < p->nfds && p->fds[i].rec != rec; i++)
+		;
+	if (i == p->nfds) {
+		if (!nrr_grow(&p->fds, p->nfds, &p->fdcap, sizeof(*p->fds))) {
+			pthread_mutex_unlock(&p->fdmu);
+			return;
+		}
+		p->nfds++;
+	}
+	p->fds[i].rec = rec;
+	p->fds[i].live = live;
+	pthread_mutex_unlock(&p->fdmu);
+}
+
+/* -1: unknown */
+static int rfd_lookup(nrr_rproc *p, int64_t rec)
+{
+	int live = -1;
+	pthread_mutex_lock(&p->fdmu);
+	for (size_t i = 0; i < p->nfds; i++)
+		if (p->fds[i].rec == rec) {
+			live = p->fds[i].live;
+			break;
+		}
+	pthread_mutex_unlock(&p->fdmu);
+	return live;
+}
+
+int nrr_rfd_get(nrr_rproc *p, int64_t rec)
+{
+	int live = rfd_lookup(p, rec);
+	return live >= 0 ? live : -1;
+}
+
+void nrr_rfd_del(nrr_rproc *p, int64_t rec)
+{
+	pthread_mutex_lock(&p->fdmu);
+	for (size_t i = 0; i < p->nfds; i++)
+		if (p->fds[i].rec == rec) {
+			p->fds[i] = p->fds[--p->nfds];
+			break;
+		}
+	pthread_mutex_unlock(&p->fdmu);
+}
+
+/* ------------------------------------------------------------ helpers */
+bool rsock_handles(const nrr_fn_schema *fn)
+{
+	return fn && !strcmp(fn->domain, "socket");
+}
+
+int rsock_open(struct rsock **out, struct nrr_rproc *p)
+{
+	struct rsock *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->p = p;
+	pthread_mutex_init(&s->mu, NULL);
+	snprintf(s->prefix, sizeof(s->prefix), "nrr-%d.%u-", (int)getppid(), p->repeat);
+	*out = s;
+	return 0;
+}
+
+void rsock_close(struct rsock *s)
+{
+	free(s);
+}
+
+static int64_t argv_i(const nrr_call *c, const char *name, int64_t dflt)
+{
+	int i = nrr_arg_index(c, name);
+	return i < 0 ? dflt : (int64_t)c->args[i].u;
+}
+
+static int injected(nrr_rres *r, const nrr_call *c)
+{
+	r->status = NRR_R_INJECTED;
+	r->result = c->result;
+	return 0;
+}
+
+static int diverged(nrr_rres *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int diverged(nrr_rres *r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof(r->why), fmt, ap);
+	va_end(ap);
+	r->status = NRR_R_DIVERGED;
+	return 0;
+}
+
+static bool rec_failed(const nrr_call *c)
+{
+	return c->result < 0;
+}
+
+/* A recorded failure is answered from the trace (inject errors / all);
+ * with --inject none it runs. */
+static bool answer_failure(struct rsock *s, const nrr_call *c)
+{
+	if (!rec_failed(c))
+		return false;
+	if (c->err == EAGAIN || c->err == EWOULDBLOCK || c->err == EINTR)
+		return true;   /* "not ready": timing, never the environment */
+	return s->p->o->inject != NRR_INJECT_NONE;
+}
+
+/* Key of an internet address: family, port and address bytes. */
+static size_t addr_key(const uint8_t *sa, size_t len, uint8_t *key)
+{
+	if (len >= sizeof(struct sockaddr_in) && sa[0] == AF_INET) {
+		memcpy(key, sa, 8);
+		return 8;
+	}
+	if (len >= sizeof(struct sockaddr_in6) && sa[0] == AF_INET6) {
+		memcpy(key, sa, 4);
+		memcpy(key + 4, sa + 8, 16);
+		return 20;
+	}
+	size_t n = len < NRR_XMAP_MAX ? len : NRR_XMAP_MAX;
+	memcpy(key, sa, n);
+	return n;
+}
+
+static void addr_text(const uint8_t *sa, size_t len, char *buf, size_t blen)
+{
+	FILE *f = fmemopen(buf, blen, "w");
+	if (!f) {
+		snprintf(buf, blen, "?");
+		return;
+	}
+	nrr_arg_schema a = { .fmt = NRR_FMT_SOCKADDR, .wire = NRR_WIRE_B };
+	nrr_value v = { .p = sa, .len = (uint32_t)len, .total = (uint32_t)len };
+	nrr_format_value(f, &a, &v);
+	fclose(f);
+}
+
+/* The recorded UNIX socket name @sa under this replay's prefix. */
+static socklen_t unix_map(struct rsock *s, const uint8_t *sa, size_t len, struct sockaddr_un *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->sun_family = AF_UNIX;
+	size_t off = offsetof(struct sockaddr_un, sun_path);
+	const char *name = len > off ? (const char *)sa + off : "";
+	size_t nlen = len > off ? len - off : 0;
+	if (nlen && name[0] == 0) {    /* abstract: skip the leading NUL */
+		name++;
+		nlen--;
+	}
+	while (nlen && name[nlen - 1] == 0)
+		nlen--;
+	size_t pl = strlen(s->prefix);
+	size_t room = sizeof(out->sun_path) - 1 - pl;
+	if (nlen > room) {             /* keep the end: where names differ */
+		name += nlen - room;
+		nlen = room;
+	}
+	/* abstract namespace: nothing is left on the file system */
+	memcpy(out->sun_path + 1, s->prefix, pl);
+	memcpy(out->sun_path + 1 + pl, name, nlen);
+	return (socklen_t)(off + 1 + pl + nlen);
+}
+
+static bool xmap_has(const char *kind, const uint8_t *key, size_t klen)
+{
+	uint8_t v[NRR_XMAP_MAX];
+	size_t vl = sizeof(v);
+	return nrr_xmap_get(kind, key, klen, v, &vl, 0) == 0;
+}
+
+/* Wait until @fd is ready for @events. */
+static void wait_fd(int fd, short events)
+{
+	struct pollfd pf = { .fd = fd, .events = events };
+	while (poll(&pf, 1, 100) == 0 || (pf.revents == 0))
+		;
+}
+
+static ssize_t write_all(int fd, const uint8_t *b, size_t n, int flags)
+{
+	size_t done = 0;
+	while (done < n) {
+		ssize_t w = send(fd, b + done, n - done, flags | MSG_NOSIGNAL);
+		if (w < 0 && errno == ENOTSOCK)
+			w = write(fd, b + done, n - done);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				wait_fd(fd, POLLOUT);
+				continue;
+			}
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	return (ssize_t)done;
+}
+
+/* Read exactly @n bytes (fewer at end of stream). */
+static ssize_t read_exact(int fd, uint8_t *b, size_t n, int flags)
+{
+	size_t done = 0;
+	bool peek = flags & MSG_PEEK;
+	while (done < n) {
+		ssize_t r = peek ? recv(fd, b, n, flags) : recv(fd, b + done, n - done, flags);
+		if (r < 0 && errno == ENOTSOCK)
+			r = read(fd, b + done, n - done);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				wait_fd(fd, POLLIN);
+				continue;
+			}
+			return done ? (ssize_t)done : -1;
+		}
+		if (r == 0)
+			break;
+		if (peek) {
+			if ((size_t)r >= n)
+				return r;
+			wait_fd(fd, POLLIN);
+			continue;
+		}
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+/* The sock_info note the tracer wrote for recorded fd @fd with @role after unit @k. */
+static const nrr_call *info_after(struct rstream *st, size_t k, int64_t fd, int role)
+{
+	for (size_t j = k + 1; j < st->n && j <= k + 64; j++) {
+		const nrr_call *c = &st->u[j].c;
+		if (st->u[j].kind != U_INFO)
+			continue;
+		if (argv_i(c, "fd", -1) == fd && argv_i(c, "role", -1) == role)
+			return c;
+	}
+	return NULL;
+}
+
+enum { ROLE_LISTEN = 1, ROLE_CONNECT = 2, ROLE_ACCEPT = 3 };
+
+/* Live fd of the recorded socket arg @name; RFD_SERVED; or -1 (res set). */
+static int sock_fd(struct rsock *s, const nrr_call *c, const char *name, nrr_rres *res)
+{
+	int64_t rec = argv_i(c, name, -1);
+	int live = rfd_lookup(s->p, rec);
+	if (live == -1) {
+		res->status = NRR_R_UNSUPPORTED;
+		res->result = c->result;
+		snprintf(res->why, sizeof(res->why), "fd %" PRId64 " was not made by a recorded call (answered from the trace)", rec);
+	}
+	return live;
+}
+
+/* Compare a live -1/errno or value result with the recorded one. */
+static int check_result(nrr_rres *res, const nrr_call *c, long live, int err)
+{
+	res->result = live;
+	bool rf = c->result < 0, lf = live < 0;
+	if (rf == lf && (!rf || err == (int)c->err))
+		return 0;
+	if (rf)
+		return diverged(res, "result: recorded -1 %s, replayed %ld", strerror((int)c->err), live);
+	return diverged(res, "result: recorded %" PRId64 ", replayed -1 %s", c->result, strerror(err));
+}
+
+/* ------------------------------------------------------------ calls */
+static int r_socket(struct rsock *s, const nrr_call *c, nrr_rres *res)
+{
+	if (answer_failure(s, c))
+		return injected(res, c);
+	int fd = socket((int)argv_i(c, "domain", AF_INET), (int)argv_i(c, "type", SOCK_STREAM),
+			(int)argv_i(c, "protocol", 0));
+	if (fd >= 0)
+		nrr_rfd_put(s->p, c->result, fd);
+	return check_result(res, c, fd, errno);
+}
+
+static int r_socketpair(struct rsock *s, const nrr_call *c, nrr_rres *res)
+{
+	if (answer_failure(s, c))
+		return injected(res, c);
+	int sv[2];
+	int i = nrr_arg_index(c, "sv");
+	int r = socketpair((int)argv_i(c, "domain", AF_UNIX), (int)argv_i(c, "type", SOCK_STREAM),
+			   (int)argv_i(c, "protocol", 0), sv);
+	if (r == 0 && i >= 0 && c->args[i].len >= 8) {
+		int rec[2];
+		memcpy(rec, c->args[i].p, 8);
+		nrr_rfd_put(s->p, rec[0], sv[0]);
+		nrr_rfd_put(s->p, rec[1], sv[1]);
+	}
+	return check_result(res, c, r, errno);
+}
+
+static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
+{
+	int fd = sock_fd(s, c, "sockfd", res);
+	if (fd < 0 || answer_failure(s, c))
+		return fd == -1 ? 0 : injected(res, c);
+	int i = nrr_arg_index(c, "addr");
+	if (i < 0 || c->args[i].len < 2)
+		return injected(res, c);
+	const uint8_t *sa = c->args[i].p;
+	int r;
+	if (sa[0] == AF_UNIX) {
+		struct sockaddr_un un;
+		socklen_t l = unix_map(s, sa, c->args[i].len, &un);
+		r = bind(fd, (struct sockaddr *)&un, l);
+	} else if (sa[0] == AF_INET6) {
+		struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+		r = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	} else {
+		/* every host of the recording is this one: loopback, a free port */
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		r = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	}
+	return check_result(res, c, r, errno);
+}
+
+static int r_listen(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
+{
+	const nrr_call *c = &st->u[k].c;
+	int fd = sock_fd(s, c, "sockfd", res);
+	if (fd < 0 || answer_failure(s, c))
+		return fd == -1 ? 0 : injected(res, c);
+	int r = listen(fd, (int)argv_i(c, "backlog", 128));
+	int err = errno;
+	const nrr_call *info = info_after(st, k, argv_i(c, "sockfd", -1), ROLE_LISTEN);
+	int li = info ? nrr_arg_index(info, "local") : -1;
+	if (r == 0 && li >= 0) {
+		uint8_t key[NRR_XMAP_MAX], live[128];
+		size_t kl = addr_key(info->args[li].p, info->args[li].len, key);
+		socklen_t ll = sizeof(live);
+		if (getsockname(fd, (struct sockaddr *)live, &ll) == 0 && kl) {
+			int pr = nrr_xmap_put("sock", key, kl, live, ll);
+			if (pr < 0)
+				return diverged(res, "cannot publish the listen address: %s (replay table full)", strerror(-pr));
+		}
+	}
+	return check_result(res, c, r, err);
+}
+
+static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
+{
+	const nrr_call *c = &st->u[k].c;
+	int64_t rec = argv_i(c, "sockfd", -1);
+	int fd = sock_fd(s, c, "sockfd", res);
+	if (fd == -1)
+		return 0;
+	if (fd == RFD_SERVED || answer_failure(s, c))
+		return injected(res, c);
+	int i = nrr_arg_index(c, "addr");
+	if (i < 0 || c->args[i].len < 2)
+		return injected(res, c);
+	const uint8_t *sa = c->args[i].p;
+	size_t salen = c->args[i].len;
+	uint8_t live[128];
+	socklen_t ll;
+	if (sa[0] == AF_UNIX) {
+		ll = unix_map(s, sa, salen, (struct sockaddr_un *)live);
+	} else {
+		uint8_t key[NRR_XMAP_MAX];
+		size_t kl = addr_key(sa, salen, key);
+		if (!xmap_has("lsel", key, kl)) {
+			/* nobody replayed listens there: the peer is served from the trace */
+			nrr_rfd_put(s->p, rec, RFD_SERVED);
+			return injected(res, c);
+		}
+		size_t vl = sizeof(live);
+		int g = nrr_xmap_get("sock", key, kl, live, &vl, s->p->o->timeout_s * 1000);
+		if (g < 0) {
+			char a[80];
+			addr_text(sa, salen, a, sizeof(a));
+			return diverged(res, "connect to %s: its listener (a replayed process) did not listen within %d s", a,
+					s->p->o->timeout_s);
+		}
+		ll = (socklen_t)vl;
+	}
+	int r = connect(fd, (struct sockaddr *)live, ll);
+	int err = errno;
+	if (r < 0 && err == EINPROGRESS && c->result == 0) {
+		/* recorded as immediate on a non-blocking socket: wait for it */
+		wait_fd(fd, POLLOUT);
+		socklen_t el = sizeof(err);
+		getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+		r = err ? -1 : 0;
+	}
+	if (r == 0 || err == EINPROGRESS) {
+		const nrr_call *info = info_after(st, k, rec, ROLE_CONNECT);
+		int li = info ? nrr_arg_index(info, "local") : -1;
+		uint8_t mine[128];
+		socklen_t ml = sizeof(mine);
+		if (li >= 0 && sa[0] != AF_UNIX && getsockname(fd, (struct sockaddr *)mine, &ml) == 0) {
+			uint8_t key[NRR_XMAP_MAX], val[NRR_XMAP_MAX];
+			size_t kl = addr_key(mine, ml, key);
+			size_t vl = addr_key(info->args[li].p, info->args[li].len, val);
+			nrr_xmap_put("conn", key, kl, val, vl);
+		}
+	}
+	if (c->result < 0 && c->err == EINPROGRESS && (r == 0 || err == EINPROGRESS)) {
+		res->result = c->result;
+		return 0;
+	}
+	return check_result(res, c, r, err);
+}
+
+static int take_stash(struct rsock *s, int lfd, const uint8_t *key, size_t klen)
+{
+	int live = -1;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nst; i++) {
+		struct stash *t = &s->st[i];
+		if (t->lfd == lfd && !t->data && t->klen == klen && !memcmp(t->key, key, klen)) {
+			live = t->live;
+			s->st[i] = s->st[--s->nst];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return live;
+}
+
+static void put_stash(struct rsock *s, const struct stash *t)
+{
+	pthread_mutex_lock(&s->mu);
+	if (nrr_grow(&s->st, s->nst, &s->cap, sizeof(*s->st)))
+		s->st[s->nst++] = *t;
+	pthread_mutex_unlock(&s->mu);
+}
+
+static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
+{
+	const nrr_call *c = &st->u[k].c;
+	int lfd = sock_fd(s, c, "sockfd", res);
+	if (lfd == -1)
+		return 0;
+	if (answer_failure(s, c))
+		return injected(res, c);
+	if (lfd == RFD_SERVED) {
+		nrr_rfd_put(s->p, c->result, RFD_SERVED);
+		return injected(res, c);
+	}
+	const nrr_call *info = info_after(st, k, c->result, ROLE_ACCEPT);
+	int pi = info ? nrr_arg_index(info, "peer") : -1;
+	uint8_t want[NRR_XMAP_MAX];
+	size_t wl = pi >= 0 ? addr_key(info->args[pi].p, info->args[pi].len, want) : 0;
+	if (wl && !xmap_has("csel", want, wl)) {
+		/* the connecting process is not replayed: served from the trace */
+		nrr_rfd_put(s->p, c->result, RFD_SERVED);
+		return injected(res, c);
+	}
+	int fl = (int)argv_i(c, "flags", 0) | SOCK_CLOEXEC;
+	int live = wl ? take_stash(s, lfd, want, wl) : -1;
+	while (live < 0) {
+		uint8_t sa[128];
+		socklen_t sl = sizeof(sa);
+		int a = accept4(lfd, (struct sockaddr *)sa, &sl, fl);
+		if (a < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				wait_fd(lfd, POLLIN);
+				continue;
+			}
+			return check_result(res, c, -1, errno);
+		}
+		if (!wl) {
+			live = a;
+			break;
+		}
+		/* which recorded connection is this? the connector said */
+		uint8_t key[NRR_XMAP_MAX], rec[NRR_XMAP_MAX];
+		size_t kl = addr_key(sa, sl, key), rl = sizeof(rec);
+		if (nrr_xmap_get("conn", key, kl, rec, &rl, s->p->o->timeout_s * 1000) < 0)
+			return diverged(res, "accepted a connection no replayed process says it made");
+		if (rl == wl && !memcmp(rec, want, wl)) {
+			live = a;
+			break;
+		}
+		struct stash t = { .lfd = lfd, .klen = rl, .live = a };
+		memcpy(t.key, rec, rl);
+		put_stash(s, &t);
+	}
+	nrr_rfd_put(s->p, c->result, live);
+	res->result = c->result;
+	return 0;
+}
+
+static int r_send(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rres *res)
+{
+	int fd = sock_fd(s, c, fdname, res);
+	if (fd == -1)
+		return 0;
+	if (fd == RFD_SERVED || answer_failure(s, c))
+		return injected(res, c);
+	int bi = nrr_arg_index(c, "buf");
+	size_t n = (size_t)c->result, have;
+	uint8_t *b = bi >= 0 ? nrr_arg_bytes(c, bi, &have) : calloc(1, n + 1);
+	if (!b)
+		return -ENOMEM;
+	if (have < n) {
+		uint8_t *nb = realloc(b, n);
+		if (!nb) {
+			free(b);
+			return -ENOMEM;
+		}
+		memset(nb + have, 0, n - have);
+		b = nb;
+	}
+	int flags = (int)argv_i(c, "flags", 0) & ~MSG_DONTWAIT;
+	ssize_t w = write_all(fd, b, n, flags);
+	int err = errno;
+	free(b);
+	if (w < 0)
+		return diverged(res, "sent %zu bytes in the recording; here: -1 %s", n, strerror(err));
+	res->result = w;
+	return 0;
+}
+
+static int r_recv(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rres *res)
+{
+	int fd = sock_fd(s, c, fdname, res);
+	if (fd == -1)
+		return 0;
+	if (fd == RFD_SERVED || answer_failure(s, c))
+		return injected(res, c);
+	size_t n = (size_t)c->result;
+	int flags = (int)argv_i(c, "flags", 0) & ~MSG_DONTWAIT;
+	if (n == 0) {
+		uint8_t one;
+		ssize_t r = read_exact(fd, &one, 1, flags | MSG_PEEK);
+		if (r == 0 || (r < 0 && errno == ECONNRESET)) {
+			res->result = 0;
+			return 0;
+		}
+		if (r < 0)
+			return diverged(res, "recorded end of stream (0), replayed -1 %s", strerror(errno));
+		return diverged(res, "recorded end of stream (0), replayed data (first byte %02x): the peer sent more than in the recording", one);
+	}
+	uint8_t *b = malloc(n);
+	if (!b)
+		return -ENOMEM;
+	ssize_t r = read_exact(fd, b, n, flags);
+	int err = errno;
+	int bi = nrr_arg_index(c, "buf");
+	if (r < 0) {
+		free(b);
+		return diverged(res, "recorded %zu bytes, replayed -1 %s", n, strerror(err));
+	}
+	if ((size_t)r < n) {
+		free(b);
+		return diverged(res, "recorded %zu bytes, replayed %zd and then end of stream (the peer closed)", n, r);
+	}
+	if (bi >= 0) {
+		size_t cmp = c->args[bi].len < n ? c->args[bi].len : n;
+		for (size_t j = 0; j < cmp; j++)
+			if (b[j] != c->args[bi].p[j]) {
+				int d = diverged(res, "payload differs at byte %zu of %zu: recorded %02x, replayed %02x", j, n,
+						 c->args[bi].p[j], b[j]);
+				free(b);
+				return d;
+			}
+	}
+	free(b);
+	res->result = r;
+	return 0;
+}
+
+/* The custom:msghdr field (formats/api/README.md). */
+struct rmsg {
+	uint64_t iovlen, len;
+	const uint8_t *head;
+	uint64_t headlen;
+	int nfds;
+	int64_t fds[MAX_PASSED_FDS];
+	const uint8_t *name;
+	uint64_t namelen;
+};
+
+static bool parse_msg(const nrr_call *c, struct rmsg *m)
+{
+	memset(m, 0, sizeof(*m));
+	int i = nrr_arg_index(c, "msg");
+	if (i < 0 || !c->args[i].p)
+		return false;
+	const uint8_t *p = c->args[i].p, *end = p + c->args[i].len;
+	if (nrr_get_uvar(&p, end, &m->iovlen) || nrr_get_uvar(&p, end, &m->len) || nrr_get_uvar(&p, end, &m->headlen))
+		return false;
+	if ((uint64_t)(end - p) < m->headlen)
+		return false;
+	m->head = p;
+	p += m->headlen;
+	if (p >= end)
+		return true;
+	unsigned n = *p++;
+	for (unsigned j = 0; j < n; j++) {
+		int64_t fd;
+		if (nrr_get_svar(&p, end, &fd))
+			return false;
+		if (m->nfds < MAX_PASSED_FDS)
+			m->fds[m->nfds++] = fd;
+	}
+	if (p < end && !nrr_get_uvar(&p, end, &m->namelen) && (uint64_t)(end - p) >= m->namelen)
+		m->name = p;
+	else
+		m->namelen = 0;
+	return true;
+}
+
+static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
+{
+	int fd = sock_fd(s, c, "sockfd", res);
+	if (fd == -1)
+		return 0;
+	if (fd == RFD_SERVED || answer_failure(s, c))
+		return injected(res, c);
+	struct rmsg m;
+	if (!parse_msg(c, &m))
+		return injected(res, c);
+	size_t n = c->result > 0 ? (size_t)c->result : 0;
+	uint8_t *data = calloc(1, n + 1);
+	if (!data)
+		return -ENOMEM;
+	memcpy(data, m.head, m.headlen < n ? m.headlen : n);
+	struct iovec iov = { .iov_base = data, .iov_len = n };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * MAX_PASSED_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	struct sockaddr_un un;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (m.namelen >= 2 && m.name[0] == AF_UNIX) {
+		msg.msg_namelen = unix_map(s, m.name, m.namelen, &un);
+		msg.msg_name = &un;
+	}
+	if (m.nfds) {
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)m.nfds);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)m.nfds);
+		for (int j = 0; j < m.nfds; j++) {
+			int live = nrr_rfd_get(s->p, m.fds[j]);
+			if (live < 0) {
+				free(data);
+				return diverged(res, "passes fd %" PRId64 ", which the replay does not have (the call that made it failed or was not recorded)", m.fds[j]);
+			}
+			memcpy(CMSG_DATA(cm) + sizeof(int) * (size_t)j, &live, sizeof(int));
+		}
+	}
+	ssize_t w;
+	do
+		w = sendmsg(fd, &msg, (int)argv_i(c, "flags", 0) | MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	int err = errno;
+	free(data);
+	return check_result(res, c, (long)w, err);
+}
+
+static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
+{
+	int fd = sock_fd(s, c, "sockfd", res);
+	if (fd == -1)
+		return 0;
+	if (fd == RFD_SERVED || answer_failure(s, c))
+		return injected(res, c);
+	struct rmsg m;
+	if (!parse_msg(c, &m))
+		return injected(res, c);
+	struct sockaddr_un want;
+	socklen_t wl = 0;
+	if (m.namelen >= 2 && m.name[0] == AF_UNIX)
+		wl = unix_map(s, m.name, m.namelen, &want);
+	size_t n = c->result > 0 ? (size_t)c->result : 0;
+	uint8_t *data = calloc(1, n + 1);
+	if (!data)
+		return -ENOMEM;
+	int got[MAX_PASSED_FDS], ngot = 0;
+	ssize_t r;
+	for (;;) {
+		struct iovec iov = { .iov_base = data, .iov_len = n ? n : 1 };
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * MAX_PASSED_FDS)];
+			struct cmsghdr align;
+		} ctl;
+		struct sockaddr_un from;
+		struct msghdr msg = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+		r = recvmsg(fd, &msg, ((int)argv_i(c, "flags", 0) & ~MSG_DONTWAIT) | MSG_CMSG_CLOEXEC);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			wait_fd(fd, POLLIN);
+			continue;
+		}
+		ngot = 0;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); r >= 0 && cm; cm = CMSG_NXTHDR(&msg, cm))
+			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+				for (size_t j = 0; j < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int) && ngot < MAX_PASSED_FDS; j++)
+					memcpy(&got[ngot++], CMSG_DATA(cm) + j * sizeof(int), sizeof(int));
+		/* a datagram from another sender than recorded: the one recorded
+		 * comes later here; that one is for a later recvmsg */
+		if (r >= 0 && wl && msg.msg_namelen && (msg.msg_namelen != wl || memcmp(&from, &want, wl))) {
+			struct stash t = { .lfd = fd, .len = (size_t)r, .nfds = ngot };
+			t.klen = msg.msg_namelen < NRR_XMAP_MAX ? msg.msg_namelen : NRR_XMAP_MAX;
+			memcpy(t.key, &from, t.klen);
+			memcpy(t.fds, got, sizeof(int) * (size_t)ngot);
+			t.data = malloc((size_t)r + 1);
+			if (t.data)
+				memcpy(t.data, data, (size_t)r);
+			put_stash(s, &t);
+			continue;
+		}
+		break;
+	}
+	int err = errno;
+	if (r >= 0) {
+		for (int j = 0; j < m.nfds && j < ngot; j++)
+			nrr_rfd_put(s->p, m.fds[j], got[j]);
+		if (ngot != m.nfds) {
+			free(data);
+			return diverged(res, "recorded %d passed fd(s), replayed %d", m.nfds, ngot);
+		}
+		size_t cmp = m.headlen < (size_t)r ? m.headlen : (size_t)r;
+		if (memcmp(data, m.head, cmp)) {
+			free(data);
+			return diverged(res, "message bytes differ from the recording");
+		}
+	}
+	free(data);
+	return check_result(res, c, (long)r, err);
+}
+
+static int r_poll(struct rsock *s, const nrr_call *c, nrr_rres *res)
+{
+	if (c->result <= 0)    /* a timeout ("not ready") or an error: timing */
+		return injected(res, c);
+	int i = nrr_arg_index(c, "fds");
+	if (i < 0 || !c->args[i].p)
+		return injected(res, c);
+	size_t n = c->args[i].len / sizeof(struct pollfd);
+	struct pollfd *rec = (struct pollfd *)malloc(n * sizeof(*rec) + 1), *live = calloc(n + 1, sizeof(*live));
+	if (!rec || !live) {
+		free(rec);
+		free(live);
+		return -ENOMEM;
+	}
+	memcpy(rec, c->args[i].p, n * sizeof(*rec));
+	for (size_t j = 0; j < n; j++) {
+		int l = rec[j].fd >= 0 ? rfd_lookup(s->p, rec[j].fd) : -1;
+		live[j].fd = l >= 0 ? l : -1;
+		live[j].events = rec[j].events;
+	}
+	/* wait until every socket that was ready in the recording is ready */
+	for (;;) {
+		int r = poll(live, n, 100);
+		if (r < 0 && errno != EINTR) {
+			int err = errno;
+			free(rec);
+			free(live);
+			return diverged(res, "poll: -1 %s", strerror(err));
+		}
+		bool all = true;
+		for (size_t j = 0; j < n; j++)
+			if (live[j].fd >= 0 && rec[j].revents && !live[j].revents)
+				all = false;
+		if (all)
+			break;
+	}
+	free(rec);
+	free(live);
+	res->result = c->result;
+	return 0;
+}
+
+static int r_close(struct rsock *s, const nrr_call *c, nrr_rres *res)
+{
+	int64_t rec = argv_i(c, "fd", -1);
+	int fd = sock_fd(s, c, "fd", res);
+	if (fd == -1)
+		return 0;
+	nrr_rfd_del(s->p, rec);
+	if (fd == RFD_SERVED || answer_failure(s, c))
+		return injected(res, c);
+	int r = close(fd);
+	return check_result(res, c, r, errno);
+}
+
+/* Calls on a socket whose result is all that is compared. */
+static int r_simple(struct rsock *s, const nrr_call *c, nrr_rres *res)
+{
+	int fd = sock_fd(s, c, "sockfd", res);
+	if (fd == -1)
+		return 0;
+	if (fd == RFD_SERVED || answer_failure(s, c))
+		return injected(res, c);
+	const char *name = c->fn->name;
+	long r = 0;
+	uint8_t buf[256];
+	socklen_t bl = sizeof(buf);
+	if (!strcmp(name, "setsockopt")) {
+		size_t n;
+		int i = nrr_arg_index(c, "optval");
+		uint8_t *v = i >= 0 ? nrr_arg_bytes(c, i, &n) : NULL;
+		if (!v)
+			return injected(res, c);
+		r = setsockopt(fd, (int)argv_i(c, "level", 0), (int)argv_i(c, "optname", 0), v, (socklen_t)n);
+		free(v);
+	} else if (!strcmp(name, "getsockopt")) {
+		r = getsockopt(fd, (int)argv_i(c, "level", 0), (int)argv_i(c, "optname", 0), buf, &bl);
+	} else if (!strcmp(name, "getsockname")) {
+		r = getsockname(fd, (struct sockaddr *)buf, &bl);
+	} else if (!strcmp(name, "getpeername")) {
+		r = getpeername(fd, (struct sockaddr *)buf, &bl);
+	} else if (!strcmp(name, "shutdown")) {
+		r = shutdown(fd, (int)argv_i(c, "how", SHUT_RDWR));
+	} else if (!strcmp(name, "fcntl")) {
+		r = fcntl(fd, (int)argv_i(c, "cmd", F_GETFL), (long)argv_i(c, "arg", 0));
+		if (c->result >= 0 && r >= 0) {    /* flags read back: compare only success */
+			res->result = c->result;
+			return 0;
+		}
+	} else {
+		return injected(res, c);
+	}
+	return check_result(res, c, r, errno);
+}
+
+int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
+{
+	const nrr_call *c = &st->u[k].c;
+	const char *n = c->fn->name;
+	res->result = c->result;
+	if (st->u[k].kind == U_INFO)
+		return 0;
+	if (!strcmp(n, "socket"))
+		return r_socket(s, c, res);
+	if (!strcmp(n, "socketpair"))
+		return r_socketpair(s, c, res);
+	if (!strcmp(n, "bind"))
+		return r_bind(s, c, res);
+	if (!strcmp(n, "listen"))
+		return r_listen(s, st, k, res);
+	if (!strcmp(n, "connect"))
+		return r_connect(s, st, k, res);
+	if (!strcmp(n, "accept") || !strcmp(n, "accept4"))
+		return r_accept(s, st, k, res);
+	if (!strcmp(n, "send") || !strcmp(n, "sendto"))
+		return r_send(s, c, "sockfd", res);
+	if (!strcmp(n, "write"))
+		return r_send(s, c, "fd", res);
+	if (!strcmp(n, "recv") || !strcmp(n, "recvfrom"))
+		return r_recv(s, c, "sockfd", res);
+	if (!strcmp(n, "read"))
+		return r_recv(s, c, "fd", res);
+	if (!strcmp(n, "sendmsg"))
+		return r_sendmsg(s, c, res);
+	if (!strcmp(n, "recvmsg"))
+		return r_recvmsg(s, c, res);
+	if (!strcmp(n, "poll"))
+		return r_poll(s, c, res);
+	if (!strcmp(n, "close"))
+		return r_close(s, c, res);
+	/* what the machine's network looks like is the recording's answer
+	 * (interfaces, name resolution): the replay box has other ones */
+	if (!strcmp(n, "getifaddrs") || !strcmp(n, "freeifaddrs") || !strcmp(n, "getaddrinfo"))
+		return injected(res, c);
+	return r_simple(s, c, res);
+}

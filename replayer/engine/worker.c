@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * worker.c - one replay worker: the calls of one recorded process,
+ * re-executed by one thread per recorded thread.
+ *
+ * Order inside the process comes from the recording: a call starts only
+ * when every call of the other threads that had started before it (in
+ * recorded time) has started, and every one that had returned before it
+ * has returned here too.  Order between processes comes from the real
+ * sockets themselves (a recv waits for its send, an accept for its
+ * connect) and from the coordinator's table (a connect waits for its
+ * listener).  Nothing depends on wall-clock timing.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "callfmt.h"
+#include "engine.h"
+
+void nrr_report(struct nrr_rproc *p, const char *fmt, ...)
+{
+	char buf[3800];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	for (int i = 0; i < n; i++)
+		if (buf[i] == '\n')
+			buf[i] = ' ';
+	buf[n++] = '\n';
+	/* one write under PIPE_BUF: lines of several workers never mix */
+	ssize_t w;
+	do
+		w = write(p->report_fd, buf, (size_t)n);
+	while (w < 0 && errno == EINTR);
+}
+
+int nrr_arg_index(const nrr_call *c, const char *name)
+{
+	for (int i = 0; c->fn && i < c->fn->nargs; i++)
+		if (!strcmp(c->fn->args[i].name, name))
+			return (c->present >> i) & 1 ? i : -1;
+	return -1;
+}
+
+uint8_t *nrr_arg_bytes(const nrr_call *c, int i, size_t *len)
+{
+	const nrr_value *v = &c->args[i];
+	size_t n = v->total > v->len ? v->total : v->len;
+	uint8_t *b = calloc(1, n + 1);
+	if (b && v->len)
+		memcpy(b, v->p, v->len);
+	*len = n;
+	return b;
+}
+
+/* ------------------------------------------------------------ loading */
+static bool is_info(const nrr_fn_schema *fn)
+{
+	return fn && !strcmp(fn->name, "sock_info");
+}
+
+static int add_unit(struct rstream *s, const nrr_call *c, uint8_t kind)
+{
+	if (!nrr_grow(&s->u, s->n, &s->cap, sizeof(*s->u)))
+		return -ENOMEM;
+	struct unit *u = &s->u[s->n];
+	memset(u, 0, sizeof(*u));
+	u->c = *c;
+	u->kind = kind;
+	u->end = c->done ? c->ts + c->dur : UINT64_MAX;
+	for (int i = 0; c->fn && i < c->fn->nargs && i < NRR_MAX_ARGS; i++) {
+		nrr_value *v = &u->c.args[i];
+		if (!((c->present >> i) & 1) || c->fn->args[i].wire != NRR_WIRE_B || !v->p) {
+			v->p = NULL;
+			continue;
+		}
+		uint8_t *b = malloc(v->len ? v->len : 1);
+		if (!b)
+			return -ENOMEM;
+		memcpy(b, v->p, v->len);
+		v->p = b;
+	}
+	u->c.log = NULL;
+	s->n++;
+	return 0;
+}
+
+/* Replayable calls are units at the outermost level where they occur
+ * (what they called themselves is their business: ibv_get_device_list's
+ * netlink socket); containers are skipped, their failures kept as marks;
+ * the call in flight at the end is where the thread stops. */
+int nrr_classify(struct nrr_classify *k, const nrr_call *c)
+{
+	if (c->kind != NRR_CALL || !c->fn)
+		return -1;
+	if (c->phase == NRR_PHASE_INFLIGHT) {
+		if (k->stopped || (k->skip >= 0 && c->depth > k->skip))
+			return -1;
+		k->stopped = true;
+		return U_INFLIGHT;
+	}
+	if (k->skip >= 0) {
+		if (c->depth > k->skip)
+			return -1;
+		if (c->phase == NRR_PHASE_RESUME && c->depth == k->skip) {
+			k->skip = -1;
+			return U_EXEC;
+		}
+		return -1;
+	}
+	bool rep = rsock_handles(c->fn) || nrr_rcuda_handles(c->fn);
+	if (c->phase == NRR_PHASE_ENTER) {
+		if (rep)
+			k->skip = c->depth;
+		return -1;
+	}
+	if (is_info(c->fn))
+		return U_INFO;
+	if (rep)
+		return U_EXEC;
+	return nrr_call_failed(c) ? U_MARK : -1;
+}
+
+static int load_stream(struct nrr_rproc *p, struct rstream *s, char *err, size_t errlen)
+{
+	nrr_cursor *cur;
+	int ret = nrr_cursor_open(&cur, p->r, s->index);
+	if (ret < 0) {
+		snprintf(err, errlen, "Cannot read trace: file=%s stream=%u: %s", p->pi->path, s->index, nrr_strerror(ret));
+		return ret;
+	}
+	struct nrr_classify k = { .skip = -1 };
+	const nrr_call *c;
+	while ((ret = nrr_cursor_next(cur, &c)) == 0) {
+		int kind = nrr_classify(&k, c);
+		if (kind >= 0 && (ret = add_unit(s, c, (uint8_t)kind)) < 0)
+			break;
+	}
+	if (ret == NRR_EEOF) {
+		ret = 0;
+	} else if (ret < 0) {
+		const nrr_diag *d = nrr_cursor_diag(cur);
+		if (d && d->code)
+			nrr_diag_format(d, err, errlen);
+		else
+			snprintf(err, errlen, "Cannot read trace: file=%s: %s", p->pi->path, nrr_strerror(ret));
+	}
+	nrr_cursor_close(cur);
+	return ret;
+}
+
+/* ------------------------------------------------------------ order */
+/* Number of units of @t that had started (entered) before @ts. */
+static size_t started_before(const struct rstream *t, uint64_t ts)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->u[mid].c.ts < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Number of units of @t that had returned before @ts (leave times grow
+ * along a stream: its calls are sequential). */
+static size_t completed_before(const struct rstream *t, uint64_t ts)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->u[mid].end < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool turn_ok(struct nrr_rproc *p, struct rstream *s, uint64_t ts)
+{
+	for (size_t i = 0; i < p->ns; i++) {
+		struct rstream *t = &p->s[i];
+		if (t == s)
+			continue;
+		if (t->started < started_before(t, ts) || t->completed < completed_before(t, ts))
+			return false;
+	}
+	return true;
+}
+
+/* Under p->mu: publish the recorded time of the earliest unit not started. */
+static void update_frontier(struct nrr_rproc *p)
+{
+	uint64_t f = UINT64_MAX;
+	for (size_t i = 0; i < p->ns; i++) {
+		struct rstream *t = &p->s[i];
+		if (t->started < t->n) {
+			uint64_t w = nrr_reader_wall(p->r, t->u[t->started].c.ts);
+			if (w < f)
+				f = w;
+		}
+	}
+	atomic_store(&p->st->frontier, f);
+}
+
+/* Leave only when every other worker has started all it recorded before
+ * this process's recorded end: a peer still to send to us (or to read
+ * what we sent) must not find us gone earlier than in the recording. */
+static void wait_exit_time(struct nrr_rproc *p)
+{
+	for (;;) {
+		bool ok = true;
+		for (size_t i = 0; i < p->nall && ok; i++)
+			if (&p->all[i] != p->st && atomic_load(&p->all[i].frontier) <= p->pi->end_wall)
+				ok = false;
+		if (ok)
+			return;
+		struct timespec t = { 0, 1000000L };
+		nanosleep(&t, NULL);
+	}
+}
+
+/* Wait until unit @k of @s may start. @return false when the worker stops. */
+static bool wait_turn(struct nrr_rproc *p, struct rstream *s, size_t k)
+{
+	uint64_t ts = s->u[k].c.ts;
+	pthread_mutex_lock(&p->mu);
+	while (!turn_ok(p, s, ts) && !atomic_load(&p->stop)) {
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_nsec += 100 * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&p->cv, &p->mu, &dl);
+	}
+	s->started = k + 1;
+	update_frontier(p);
+	pthread_mutex_unlock(&p->mu);
+	return !atomic_load(&p->stop);
+}
+
+static void finish(struct nrr_rproc *p, struct rstream *s, size_t k)
+{
+	pthread_mutex_lock(&p->mu);
+	s->completed = k + 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	atomic_fetch_add(&p->st->done, 1);
+}
+
+/* --chaos: a seeded pause before a call, so that threads and processes
+ * interleave differently from one replay to the next. */
+static void chaos_pause(struct rstream *s)
+{
+	s->rng ^= s->rng << 13;
+	s->rng ^= s->rng >> 7;
+	s->rng ^= s->rng << 17;
+	unsigned r = (unsigned)(s->rng % 1000);
+	if (r < 600)
+		return;
+	if (r < 900) {
+		sched_yield();
+		return;
+	}
+	struct timespec t = { 0, (long)(s->rng % 2000) * 1000L };   /* up to 2 ms */
+	nanosleep(&t, NULL);
+}
+
+/* ------------------------------------------------------------ replay */
+static volatile sig_atomic_t until_wait;
+
+static void until_cont(int sig)
+{
+	(void)sig;
+	until_wait = 0;
+}
+
+static void until_stop(struct nrr_rproc *p, const struct unit *u)
+{
+	signal(SIGUSR1, until_cont);
+	until_wait = 1;
+	fprintf(stderr, "ncclrr replay: %s stopped before #%" PRIu64 " %s (--until): attach with  gdb -p %d  "
+		"(continue: kill -USR1 %d)\n", p->pi->who, u->c.seq, u->c.fn->name, (int)getpid(), (int)getpid());
+	while (until_wait)
+		pause();
+}
+
+static void describe_result(const nrr_call *c, char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+	if (!f) {
+		snprintf(buf, len, "%" PRId64, c->result);
+		return;
+	}
+	nrr_format_result(f, c);
+	fclose(f);
+}
+
+static void *stream_main(void *arg)
+{
+	struct rstream *s = arg;
+	struct nrr_rproc *p = s->p;
+	unsigned slot = s->index < NRR_CUR_MAX ? s->index : NRR_CUR_MAX - 1;
+	for (size_t k = 0; k < s->n; k++) {
+		struct unit *u = &s->u[k];
+		if (p->o->chaos)
+			chaos_pause(s);
+		if (!wait_turn(p, s, k))
+			break;
+		if (p->o->until_rank >= 0 && p->o->until_rank == p->pi->rank && u->c.seq == p->o->until_seq)
+			until_stop(p, u);
+		atomic_store(&p->st->cur[slot].seq, u->c.seq);
+		atomic_store(&p->st->cur[slot].fn, u->c.fn->id + 1);
+		nrr_rres res = { .status = NRR_R_MATCH };
+		int ret = 0;
+		if (u->kind == U_INFLIGHT) {
+			/* the recorded thread was here when the trace ended */
+			nrr_report(p, "I %u %" PRIu64 " %s", s->index, u->c.seq, u->c.fn->name);
+			break;
+		} else if (u->kind == U_MARK) {
+			res.status = NRR_R_INJECTED;
+		} else if (rsock_handles(u->c.fn)) {
+			ret = rsock_call(p->sock, s, k, &res);
+		} else {
+			ret = nrr_rcuda_call(p->cuda, &u->c, &res);
+		}
+		atomic_store(&p->st->cur[slot].fn, 0);
+		if (ret < 0 && res.status != NRR_R_DIVERGED) {
+			res.status = NRR_R_DIVERGED;
+			if (!res.why[0])
+				snprintf(res.why, sizeof(res.why), "the replayer failed: %s", strerror(-ret));
+		}
+		if (res.status == NRR_R_UNSUPPORTED) {
+			nrr_report(p, "U %u %" PRIu64 " %s %s", s->index, u->c.seq, u->c.fn->name, res.why);
+		} else if (res.status == NRR_R_DIVERGED) {
+			nrr_report(p, "D %u %" PRIu64 " %" PRIu64 " %s %s", s->index, u->c.seq, u->c.ts, u->c.fn->name, res.why);
+			/* The process goes, as a diverged program would: its
+			 * other threads may be blocked in live calls, and its
+			 * peers see its sockets close. */
+			atomic_store(&p->st->frontier, UINT64_MAX);
+			nrr_report(p, "X 1");
+			_exit(1);
+		}
+		if (nrr_call_failed(&u->c)) {
+			char r[128];
+			describe_result(&u->c, r, sizeof(r));
+			nrr_report(p, "E %u %" PRIu64 " %" PRIu64 " %d %s %s", s->index, u->c.seq, u->c.ts,
+				   res.status == NRR_R_INJECTED ? 1 : 0, u->c.fn->name, r);
+		}
+		finish(p, s, k);
+	}
+	return NULL;
+}
+
+static int load(struct nrr_rproc *p, char *err, size_t errlen)
+{
+	nrr_diag d = { 0 };
+	int ret = nrr_reader_open(&p->r, p->pi->path, &d);
+	if (ret < 0) {
+		nrr_diag_format(&d, err, errlen);
+		return ret;
+	}
+	p->schema = nrr_reader_schema(p->r);
+	p->ns = nrr_reader_info(p->r)->nstreams;
+	p->s = calloc(p->ns ? p->ns : 1, sizeof(*p->s));
+	if (!p->s)
+		return -ENOMEM;
+	uint64_t total = 0;
+	for (size_t i = 0; i < p->ns; i++) {
+		p->s[i].p = p;
+		p->s[i].index = (uint32_t)i;
+		p->s[i].rng = (p->o->chaos_seed ^ 0x9e3779b97f4a7c15ull) * (2 * (uint64_t)(p->pi->rank + 2) + 1) + i * 0x2545f4914f6cdd1dull + p->repeat;
+		if (!p->s[i].rng)
+			p->s[i].rng = 1;
+		if ((ret = load_stream(p, &p->s[i], err, errlen)) < 0)
+			return ret;
+		total += p->s[i].n;
+	}
+	atomic_store(&p->st->total, total);
+	return 0;
+}
+
+int nrr_worker_main(struct nrr_rproc *p)
+{
+	char err[1024] = "";
+	atomic_store(&p->st->pid, (int)getpid());
+	signal(SIGPIPE, SIG_IGN);
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	pthread_mutex_init(&p->fdmu, NULL);
+	int ret = load(p, err, sizeof(err));
+	if (ret < 0) {
+		atomic_store(&p->st->frontier, UINT64_MAX);
+		nrr_report(p, "F bad-trace %s", err);
+		return 2;
+	}
+	pthread_mutex_lock(&p->mu);
+	update_frontier(p);
+	pthread_mutex_unlock(&p->mu);
+	nrr_rcuda_opts co = {
+		.fake_libdir = p->o->fake_libdir,
+		.topo = p->o->topo ? p->o->topo : p->pi->topo,
+		.host = p->pi->host[0] ? p->pi->host : "0",
+		.rank = p->pi->rank,
+		.inject = p->o->inject,
+	};
+	if ((ret = nrr_rcuda_open(&p->cuda, p, &co, err, sizeof(err))) < 0) {
+		nrr_report(p, "F setup %s", err);
+		return 2;
+	}
+	if ((ret = rsock_open(&p->sock, p)) < 0) {
+		nrr_report(p, "F setup Cannot set up socket replay: %s", strerror(-ret));
+		return 2;
+	}
+	for (size_t i = 0; i < p->ns; i++)
+		if (pthread_create(&p->s[i].th, NULL, stream_main, &p->s[i]) != 0) {
+			nrr_report(p, "F setup Cannot start a replay thread: %s", strerror(errno));
+			return 2;
+		}
+	for (size_t i = 0; i < p->ns; i++)
+		pthread_join(p->s[i].th, NULL);
+	pthread_mutex_lock(&p->mu);
+	for (size_t i = 0; i < p->ns; i++)
+		p->s[i].started = p->s[i].n;
+	update_frontier(p);
+	pthread_mutex_unlock(&p->mu);
+	wait_exit_time(p);
+	nrr_report(p, "X 0");
+	/* sockets and memory go with the process, as they went with the recorded one */
+	return 0;
+}
