@@ -238,8 +238,10 @@ static const char *fmt_val(char *buf, size_t n, uint8_t fmt, const nrr_enum_sche
 	const char *name = t ? nrr_enum_name(t, (int64_t)v) : NULL;
 	if (name)
 		snprintf(buf, n, "%s (%" PRId64 ")", name, (int64_t)v);
-	else if (fmt == NRR_FMT_X || fmt == NRR_FMT_HANDLE || fmt == NRR_FMT_FLAGS)
+	else if (fmt == NRR_FMT_X || fmt == NRR_FMT_HANDLE)
 		snprintf(buf, n, v ? "0x%" PRIx64 : "NULL", v);
+	else if (fmt == NRR_FMT_FLAGS)
+		snprintf(buf, n, "0x%" PRIx64, v);
 	else if (fmt == NRR_FMT_I || fmt == NRR_FMT_ENUM || fmt == NRR_FMT_FD)
 		snprintf(buf, n, "%" PRId64, (int64_t)v);
 	else
@@ -537,8 +539,8 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		return 0;
 	}
 	/* a polling "not ready" is timing, not behaviour: the ready answer
-	 * that follows it in the trace is the one replayed */
-	if ((fn->flags & NRR_FN_POLL) && c->result != 0 && !nrr_call_failed(c)) {
+	 * that follows it in the trace is the one replayed (NONE runs it) */
+	if (x->inject != NRR_INJECT_NONE && (fn->flags & NRR_FN_POLL) && c->result != 0 && !nrr_call_failed(c)) {
 		inject(x, c, res);
 		return 0;
 	}
