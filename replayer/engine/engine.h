@@ -100,6 +100,10 @@ bool rsock_handles(const nrr_fn_schema *fn);
 /* Replay unit @k of stream @st (lookahead allowed within @st). */
 int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res);
 
+/* The destination (sendmsg) or sender (recvmsg) name recorded in the
+ * custom:msghdr arg of @c: @return its length (0: none) and set *@name. */
+size_t msg_name(const nrr_call *c, const uint8_t **name);
+
 /* The recorded bytes of a byte arg, zero-padded to its full length into
  * a malloc'ed buffer (*len = full length). */
 uint8_t *nrr_arg_bytes(const nrr_call *c, int i, size_t *len);

@@ -109,6 +109,11 @@ struct nrr_rcuda {
 	struct range *ranges;
 	size_t nranges, cap;
 	CUresult (*addr_range)(CUdeviceptr *, size_t *, CUdeviceptr);
+	/* recorded values (handles, address ranges) that stand for objects of
+	 * processes that are not replayed (--ranks) or that no replayed call
+	 * made: calls using them are answered from the trace */
+	struct taint { uint64_t rec, size; } *taint;
+	size_t ntaint, taintcap;
 };
 
 static unsigned hkey(const char *kind, uint64_t rec)
@@ -329,6 +334,7 @@ void nrr_rcuda_close(nrr_rcuda *x)
 	while (x->nranges)
 		r_drop_at(x, x->nranges - 1);
 	free(x->ranges);
+	free(x->taint);
 	/* the libraries stay loaded: the fake runtime keeps process state
 	 * (shared memory, threads) that must not be unmapped under them */
 	free(x->fp);
@@ -399,6 +405,65 @@ static void inject(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 				nrr_rfd_put(x->p, (int64_t)c->args[j].u, fd);
 		}
 	}
+}
+
+/* Under x->mu. */
+static bool tainted(nrr_rcuda *x, uint64_t rec)
+{
+	for (size_t i = 0; i < x->ntaint; i++)
+		if (rec >= x->taint[i].rec && rec - x->taint[i].rec < x->taint[i].size)
+			return true;
+	return false;
+}
+
+static void taint_add(nrr_rcuda *x, uint64_t rec, uint64_t size)
+{
+	if (rec && !tainted(x, rec) && nrr_grow(&x->taint, x->ntaint, &x->taintcap, sizeof(*x->taint)))
+		x->taint[x->ntaint++] = (struct taint){ rec, size ? size : 1 };
+}
+
+/*
+ * Does @c use something that came from outside the replay: a descriptor
+ * received from a process that is not replayed, a tainted value, or a
+ * handle no replayed call made?  Passing such a value to the live driver
+ * would hand it a pointer it never gave out; the call is answered from
+ * the trace instead, and what it touches and makes is tainted in turn.
+ */
+static bool taint_check(nrr_rcuda *x, const nrr_call *c, char *what, size_t wlen)
+{
+	bool hit = false;
+	pthread_mutex_lock(&x->mu);
+	for (uint16_t j = 0; j < c->fn->nargs && !hit; j++) {
+		const nrr_arg_schema *a = &c->fn->args[j];
+		uint64_t v = c->args[j].u;
+		if (!(c->present >> j & 1) || !(a->dir & NRR_DIR_IN) || a->wire == NRR_WIRE_B)
+			continue;
+		if (a->fmt == NRR_FMT_FD) {
+			pthread_mutex_unlock(&x->mu);
+			hit = x->p && (int64_t)v >= 0 && nrr_rfd_served(x->p, (int64_t)v);
+			pthread_mutex_lock(&x->mu);
+		} else if (a->fmt == NRR_FMT_HANDLE && v) {
+			hit = tainted(x, v) ||
+			      (!is_addr_kind(a) && !h_find(x, a->kind ? a->kind : "?", v) && x->ntaint);
+		}
+		if (hit)
+			snprintf(what, wlen, "%s", a->name);
+	}
+	if (hit) {
+		for (uint16_t j = 0; j < c->fn->nargs; j++) {
+			const nrr_arg_schema *a = &c->fn->args[j];
+			uint64_t v = c->args[j].u;
+			if (!(c->present >> j & 1) || a->fmt != NRR_FMT_HANDLE || !v)
+				continue;
+			struct range *r = is_addr_kind(a) ? r_find(x, v) : NULL;
+			if (r)
+				taint_add(x, r->rec, r->size);
+			else
+				taint_add(x, v, 1);
+		}
+	}
+	pthread_mutex_unlock(&x->mu);
+	return hit;
 }
 
 /* Compare one out value; register what it creates.  @return false on a
@@ -541,6 +606,11 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	/* a polling "not ready" is timing, not behaviour: the ready answer
 	 * that follows it in the trace is the one replayed (NONE runs it) */
 	if (x->inject != NRR_INJECT_NONE && (fn->flags & NRR_FN_POLL) && c->result != 0 && !nrr_call_failed(c)) {
+		inject(x, c, res);
+		return 0;
+	}
+	char what[64];
+	if (taint_check(x, c, what, sizeof(what))) {
 		inject(x, c, res);
 		return 0;
 	}

@@ -48,6 +48,9 @@ struct coord {
 	/* recorded listen addresses and connector addresses of replayed processes */
 	struct { uint8_t key[24]; uint8_t len; bool listen; size_t proc; } *addr;
 	size_t naddr, addrcap;
+	/* UNIX socket names bound (sun_path bytes) */
+	struct { uint8_t name[NRR_XMAP_MAX]; uint8_t len; bool sent; size_t proc; } *unix_names;
+	size_t nunix, unixcap;
 	uint64_t total_units;
 };
 
@@ -108,6 +111,20 @@ static int add_addr(struct coord *x, size_t proc, const nrr_value *v, bool liste
 	return 0;
 }
 
+/* A UNIX name a process binds, or (@sent) sends datagrams to. */
+static int add_unix(struct coord *x, size_t proc, const uint8_t *sa, size_t len, bool sent)
+{
+	if (!nrr_grow(&x->unix_names, x->nunix, &x->unixcap, sizeof(*x->unix_names)))
+		return -ENOMEM;
+	size_t n = len - 2 < NRR_XMAP_MAX ? len - 2 : NRR_XMAP_MAX;
+	memcpy(x->unix_names[x->nunix].name, sa + 2, n);
+	x->unix_names[x->nunix].len = (uint8_t)n;
+	x->unix_names[x->nunix].proc = proc;
+	x->unix_names[x->nunix].sent = sent;
+	x->nunix++;
+	return 0;
+}
+
 static void result_text(const nrr_call *c, char *buf, size_t len)
 {
 	FILE *f = fmemopen(buf, len, "w");
@@ -156,6 +173,18 @@ static int scan(struct coord *x, size_t i)
 				continue;
 			x->total_units += pi->selected;
 			pi->calls++;
+			if (kind == U_EXEC && !strcmp(c->fn->name, "bind")) {
+				int ai = nrr_arg_index(c, "addr");
+				if (ai >= 0 && c->args[ai].len > 2 && c->args[ai].p[0] == 1 /* AF_UNIX */ &&
+				    (ret = add_unix(x, i, c->args[ai].p, c->args[ai].len, false)) < 0)
+					break;
+			}
+			if (kind == U_EXEC && !strcmp(c->fn->name, "sendmsg")) {
+				const uint8_t *nm;
+				size_t nl = msg_name(c, &nm);
+				if (nl > 2 && nm[0] == 1 && (ret = add_unix(x, i, nm, nl, true)) < 0)
+					break;
+			}
 			if (kind == U_INFO) {
 				int64_t role = -1;
 				int ri = nrr_arg_index(c, "role");
@@ -239,6 +268,9 @@ static void publish_sets(struct coord *x)
 	for (size_t a = 0; a < x->naddr; a++)
 		if (x->pi[x->addr[a].proc].selected)
 			nrr_xmap_put(x->addr[a].listen ? "lsel" : "csel", x->addr[a].key, x->addr[a].len, &one, 1);
+	for (size_t a = 0; a < x->nunix; a++)
+		if (x->pi[x->unix_names[a].proc].selected)
+			nrr_xmap_put(x->unix_names[a].sent ? "usnd" : "usel", x->unix_names[a].name, x->unix_names[a].len, &one, 1);
 }
 
 static struct perr *find_err(struct coord *x, size_t proc, uint32_t stream, uint64_t seq)
@@ -410,7 +442,7 @@ static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 			pids[i] = 0;
 			atomic_store(&g_stats[i].frontier, UINT64_MAX);
 			running--;
-			if (WIFSIGNALED(st) && !out->fatal) {
+			if (WIFSIGNALED(st) && !out->fatal && !out->hung) {
 				out->fatal = true;
 				snprintf(out->fatal_msg, sizeof(out->fatal_msg), "%s: the replay worker died of signal %d (%s)",
 					 x->pi[i].who, WTERMSIG(st), strsignal(WTERMSIG(st)));
@@ -540,7 +572,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 			goto out;
 	qsort(x.err, x.nerr, sizeof(*x.err), cmp_wall);
 	mark_benign(&x);
-	if (nrr_xmap_init(4096 + 4 * x.naddr) < 0) {
+	if (nrr_xmap_init(4096 + 4 * (x.naddr + x.nunix)) < 0) {
 		fprintf(stderr, "ncclrr replay: Cannot map the replay table: %s\n", strerror(errno));
 		goto out;
 	}
@@ -586,8 +618,8 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		if (reps > 1 && (o->verbose || !matched(&x, out)))
 			fprintf(f, "replay %u/%u: %s (%.2f s)\n", r + 1, reps,
 				matched(&x, out) ? "matches" : out->hung ? "hung" : "diverged", out->secs);
-		if (r && !same_outcome(&first, out) && o->verbose)
-			fprintf(f, "  differs from replay 1: %s\n", out->first[0] ? out->first : out->hang);
+		if (r && !same_outcome(&first, out))
+			fprintf(f, "  differs from replay 1: %s\n", out->first[0] ? out->first : out->hang[0] ? out->hang : "the failure reproduced differently");
 	}
 	const struct outcome *last = reps > 1 ? &cur : &first;
 	(void)last;
@@ -615,5 +647,6 @@ out:
 	free(x.pi);
 	free(x.err);
 	free(x.addr);
+	free(x.unix_names);
 	return rc;
 }

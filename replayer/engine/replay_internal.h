@@ -50,6 +50,9 @@ typedef struct nrr_rproc nrr_rproc;
 void nrr_rfd_put(nrr_rproc *p, int64_t rec, int live);
 /* @return the live fd for recorded @rec, or -1 when none is known. */
 int nrr_rfd_get(nrr_rproc *p, int64_t rec);
+/* @return true when @rec stands for a descriptor of a process that is not
+ * replayed (--ranks): calls using it are answered from the trace. */
+bool nrr_rfd_served(nrr_rproc *p, int64_t rec);
 /* Forget @rec (its live fd is closed by the caller). */
 void nrr_rfd_del(nrr_rproc *p, int64_t rec);
 

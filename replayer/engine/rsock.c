@@ -55,6 +55,8 @@ struct rsock {
 	struct stash *st;
 	size_t nst, cap;
 	char prefix[48];      /* of UNIX socket names */
+	struct { int64_t rec; uint8_t name[NRR_XMAP_MAX]; size_t len; } *bound;  /* UNIX names bound */
+	size_t nbound, bcap;
 };
 
 /* ------------------------------------------------------------ fd table */
@@ -96,6 +98,11 @@ int nrr_rfd_get(nrr_rproc *p, int64_t rec)
 	return live >= 0 ? live : -1;
 }
 
+bool nrr_rfd_served(nrr_rproc *p, int64_t rec)
+{
+	return rfd_lookup(p, rec) == RFD_SERVED;
+}
+
 void nrr_rfd_del(nrr_rproc *p, int64_t rec)
 {
 	pthread_mutex_lock(&p->fdmu);
@@ -127,6 +134,8 @@ int rsock_open(struct rsock **out, struct nrr_rproc *p)
 
 void rsock_close(struct rsock *s)
 {
+	free(s->bound);
+	free(s->st);
 	free(s);
 }
 
@@ -231,6 +240,15 @@ static bool xmap_has(const char *kind, const uint8_t *key, size_t klen)
 	uint8_t v[NRR_XMAP_MAX];
 	size_t vl = sizeof(v);
 	return nrr_xmap_get(kind, key, klen, v, &vl, 0) == 0;
+}
+
+/* Is the recorded UNIX name @sa bound by a replayed process? */
+static bool unix_replayed(const uint8_t *sa, size_t len)
+{
+	if (len <= 2)
+		return true;
+	size_t n = len - 2 < NRR_XMAP_MAX ? len - 2 : NRR_XMAP_MAX;
+	return xmap_has("usel", sa + 2, n);
 }
 
 /* Wait until @fd is ready for @events. */
@@ -376,6 +394,14 @@ static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		struct sockaddr_un un;
 		socklen_t l = unix_map(s, sa, c->args[i].len, &un);
 		r = bind(fd, (struct sockaddr *)&un, l);
+		pthread_mutex_lock(&s->mu);
+		if (c->args[i].len > 2 && nrr_grow(&s->bound, s->nbound, &s->bcap, sizeof(*s->bound))) {
+			s->bound[s->nbound].rec = argv_i(c, "sockfd", -1);
+			s->bound[s->nbound].len = c->args[i].len - 2 < NRR_XMAP_MAX ? c->args[i].len - 2 : NRR_XMAP_MAX;
+			memcpy(s->bound[s->nbound].name, sa + 2, s->bound[s->nbound].len);
+			s->nbound++;
+		}
+		pthread_mutex_unlock(&s->mu);
 	} else if (sa[0] == AF_INET6) {
 		struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
 		r = bind(fd, (struct sockaddr *)&a, sizeof(a));
@@ -408,6 +434,30 @@ static int r_listen(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 		}
 	}
 	return check_result(res, c, r, err);
+}
+
+/* Bind @fd to a free loopback port if it is not bound, then publish
+ * (live local, live peer) -> recorded local address. */
+static int publish_conn(int fd, const uint8_t *peer, socklen_t plen, const uint8_t *rec, size_t rlen)
+{
+	uint8_t mine[128];
+	socklen_t ml = sizeof(mine);
+	if (getsockname(fd, (struct sockaddr *)mine, &ml) < 0)
+		return -errno;
+	if ((mine[0] == AF_INET && !((struct sockaddr_in *)mine)->sin_port) ||
+	    (mine[0] == AF_INET6 && !((struct sockaddr_in6 *)mine)->sin6_port)) {
+		struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+		int b = mine[0] == AF_INET ? bind(fd, (struct sockaddr *)&a4, sizeof(a4)) : bind(fd, (struct sockaddr *)&a6, sizeof(a6));
+		ml = sizeof(mine);
+		if (b < 0 || getsockname(fd, (struct sockaddr *)mine, &ml) < 0)
+			return -errno;
+	}
+	uint8_t key[2 * NRR_XMAP_MAX], val[NRR_XMAP_MAX];
+	size_t kl = addr_key(mine, ml, key);
+	kl += addr_key(peer, plen, key + kl);
+	size_t vl = addr_key(rec, rlen, val);
+	return nrr_xmap_put("conn", key, kl, val, vl);
 }
 
 static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
@@ -446,6 +496,18 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 		}
 		ll = (socklen_t)vl;
 	}
+	/* Say which recorded connection this is before it exists, under the
+	 * live 4-tuple (never reused while the connection may wait in the
+	 * listener's queue), so the accepting side can always look it up. */
+	if (sa[0] != AF_UNIX) {
+		const nrr_call *info = info_after(st, k, rec, ROLE_CONNECT);
+		int li = info ? nrr_arg_index(info, "local") : -1;
+		if (li >= 0) {
+			int pe = publish_conn(fd, live, ll, info->args[li].p, info->args[li].len);
+			if (pe < 0)
+				return diverged(res, "cannot name the connection for its acceptor: %s", strerror(-pe));
+		}
+	}
 	int r = connect(fd, (struct sockaddr *)live, ll);
 	int err = errno;
 	if (r < 0 && err == EINPROGRESS && c->result == 0) {
@@ -454,18 +516,6 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 		socklen_t el = sizeof(err);
 		getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
 		r = err ? -1 : 0;
-	}
-	if (r == 0 || err == EINPROGRESS) {
-		const nrr_call *info = info_after(st, k, rec, ROLE_CONNECT);
-		int li = info ? nrr_arg_index(info, "local") : -1;
-		uint8_t mine[128];
-		socklen_t ml = sizeof(mine);
-		if (li >= 0 && sa[0] != AF_UNIX && getsockname(fd, (struct sockaddr *)mine, &ml) == 0) {
-			uint8_t key[NRR_XMAP_MAX], val[NRR_XMAP_MAX];
-			size_t kl = addr_key(mine, ml, key);
-			size_t vl = addr_key(info->args[li].p, info->args[li].len, val);
-			nrr_xmap_put("conn", key, kl, val, vl);
-		}
 	}
 	if (c->result < 0 && c->err == EINPROGRESS && (r == 0 || err == EINPROGRESS)) {
 		res->result = c->result;
@@ -539,8 +589,11 @@ static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 			break;
 		}
 		/* which recorded connection is this? the connector said */
-		uint8_t key[NRR_XMAP_MAX], rec[NRR_XMAP_MAX];
+		uint8_t key[2 * NRR_XMAP_MAX], rec[NRR_XMAP_MAX], here[128];
+		socklen_t hl = sizeof(here);
+		getsockname(a, (struct sockaddr *)here, &hl);
 		size_t kl = addr_key(sa, sl, key), rl = sizeof(rec);
+		kl += addr_key(here, hl, key + kl);
 		if (nrr_xmap_get("conn", key, kl, rec, &rl, s->p->o->timeout_s * 1000) < 0)
 			return diverged(res, "accepted a connection no replayed process says it made");
 		if (rl == wl && !memcmp(rec, want, wl)) {
@@ -677,6 +730,15 @@ static bool parse_msg(const nrr_call *c, struct rmsg *m)
 	return true;
 }
 
+size_t msg_name(const nrr_call *c, const uint8_t **name)
+{
+	struct rmsg m;
+	if (!parse_msg(c, &m) || !m.name)
+		return 0;
+	*name = m.name;
+	return m.namelen;
+}
+
 static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
 	int fd = sock_fd(s, c, "sockfd", res);
@@ -700,6 +762,10 @@ static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	struct sockaddr_un un;
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 	if (m.namelen >= 2 && m.name[0] == AF_UNIX) {
+		if (!unix_replayed(m.name, m.namelen)) {   /* to a process not replayed */
+			free(data);
+			return injected(res, c);
+		}
 		msg.msg_namelen = unix_map(s, m.name, m.namelen, &un);
 		msg.msg_name = &un;
 	}
@@ -729,6 +795,20 @@ static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	return check_result(res, c, (long)w, err);
 }
 
+/* Does a replayed process send datagrams to the name recorded fd @rec is bound to? */
+static bool unix_sent_to(struct rsock *s, int64_t rec)
+{
+	bool yes = true;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = s->nbound; i-- > 0;)
+		if (s->bound[i].rec == rec) {
+			yes = xmap_has("usnd", s->bound[i].name, s->bound[i].len);
+			break;
+		}
+	pthread_mutex_unlock(&s->mu);
+	return yes;
+}
+
 static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
 	int fd = sock_fd(s, c, "sockfd", res);
@@ -741,8 +821,20 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		return injected(res, c);
 	struct sockaddr_un want;
 	socklen_t wl = 0;
-	if (m.namelen >= 2 && m.name[0] == AF_UNIX)
+	if (m.namelen >= 2 && m.name[0] == AF_UNIX) {
+		if (!unix_replayed(m.name, m.namelen)) {
+			/* from a process not replayed: what it passed stays in the trace */
+			for (int j = 0; j < m.nfds; j++)
+				nrr_rfd_put(s->p, m.fds[j], RFD_SERVED);
+			return injected(res, c);
+		}
 		wl = unix_map(s, m.name, m.namelen, &want);
+	} else if (!unix_sent_to(s, argv_i(c, "sockfd", -1))) {
+		/* no replayed process sends to the name this socket is bound to */
+		for (int j = 0; j < m.nfds; j++)
+			nrr_rfd_put(s->p, m.fds[j], RFD_SERVED);
+		return injected(res, c);
+	}
 	size_t n = c->result > 0 ? (size_t)c->result : 0;
 	uint8_t *data = calloc(1, n + 1);
 	if (!data)

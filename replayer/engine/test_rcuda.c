@@ -63,6 +63,13 @@ void nrr_rfd_put(nrr_rproc *p, int64_t rec, int live)
 	}
 }
 
+bool nrr_rfd_served(nrr_rproc *p, int64_t rec)
+{
+	(void)p;
+	(void)rec;
+	return false;
+}
+
 int nrr_rfd_get(nrr_rproc *p, int64_t rec)
 {
 	for (int i = 0; i < p->n; i++)
