@@ -147,8 +147,12 @@ static int scan(struct coord *x, size_t i)
 	pi->rank = (v = nrr_reader_meta(r, "rank")) ? atoi(v) : -1;
 	if (pi->rank >= 0)
 		snprintf(pi->who, sizeof(pi->who), "rank %d", pi->rank);
-	else
-		snprintf(pi->who, sizeof(pi->who), "%s:%u", (v = nrr_reader_meta(r, "host")) ? v : "?", fi->pid);
+	else {
+		const char *exe = nrr_reader_meta(r, "exe"), *base = exe ? strrchr(exe, '/') : NULL;
+		char host[64];
+		snprintf(host, sizeof(host), "%s", (v = nrr_reader_meta(r, "host")) ? v : "?");
+		snprintf(pi->who, sizeof(pi->who), "%s:%u (%s)", host, fi->pid, base ? base + 1 : exe ? exe : "no rank");
+	}
 	snprintf(pi->end, sizeof(pi->end), "%s", (v = nrr_reader_meta(r, "end")) ? v : "");
 	snprintf(pi->topo, sizeof(pi->topo), "%s", (v = nrr_reader_meta(r, "env.NCCLRR_TOPO")) ? v : "");
 	snprintf(pi->host, sizeof(pi->host), "%s", (v = nrr_reader_meta(r, "env.NCCLRR_HOST")) ? v : "");
@@ -173,6 +177,7 @@ static int scan(struct coord *x, size_t i)
 				continue;
 			x->total_units += pi->selected;
 			pi->calls++;
+			pi->uses_cuda |= kind == U_EXEC && nrr_rcuda_handles(c->fn);
 			if (kind == U_EXEC && !strcmp(c->fn->name, "bind")) {
 				int ai = nrr_arg_index(c, "addr");
 				if (ai >= 0 && c->args[ai].len > 2 && c->args[ai].p[0] == 1 /* AF_UNIX */ &&
@@ -570,6 +575,19 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	for (size_t i = 0; i < o->n; i++)
 		if (scan(&x, i) < 0)
 			goto out;
+	/* the fake runtime needs the cluster the recording ran on */
+	for (size_t i = 0; i < o->n && !o->topo && o->inject != NRR_INJECT_ALL; i++) {
+		if (!x.pi[i].selected || !x.pi[i].uses_cuda || access(x.pi[i].topo, R_OK) == 0)
+			continue;
+		if (x.pi[i].topo[0])
+			fprintf(stderr, "ncclrr replay: the recorded cluster file %s (env NCCLRR_TOPO of %s) is not readable here: "
+				"pass --topo FILE (e.g. the same file from topo/), or --inject all\n", x.pi[i].topo, x.pi[i].who);
+		else
+			fprintf(stderr, "ncclrr replay: %s was not recorded under `ncclrr run` (no NCCLRR_TOPO): pass --topo FILE "
+				"describing its cluster for the fake runtime, or --inject all to answer CUDA/NVML from the trace\n",
+				x.pi[i].who);
+		goto out;
+	}
 	qsort(x.err, x.nerr, sizeof(*x.err), cmp_wall);
 	mark_benign(&x);
 	if (nrr_xmap_init(4096 + 4 * (x.naddr + x.nunix)) < 0) {

@@ -26,6 +26,7 @@ struct nrr_proc_info {
 	bool selected;       /* replayed by a worker (else served from its trace) */
 	uint64_t end_wall;   /* recorded wall time of its end (ns) */
 	uint64_t calls;
+	bool uses_cuda;      /* has CUDA driver / NVML / verbs calls to replay */
 	double wall_s;       /* recorded duration (first to last record) */
 };
 
