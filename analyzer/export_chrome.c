@@ -263,24 +263,15 @@ static void meet(struct chrome *x, const struct key *k, bool src, const struct s
 	}
 }
 
-/* fds passed in a recorded msghdr (formats/api/custom.c layout). */
+/* fds passed in a recorded msghdr. */
 static int msghdr_fds(const nrr_value *v, int64_t *fds, int max)
 {
-	const uint8_t *p = v->p, *end = v->p + v->len;
-	uint64_t iovlen, len, head;
-	if (!p || nrr_get_uvar(&p, end, &iovlen) || nrr_get_uvar(&p, end, &len) || nrr_get_uvar(&p, end, &head) ||
-	    head > (uint64_t)(end - p))
+	nrr_msghdr_rec m;
+	int k = 0;
+	if (nrr_msghdr_decode(v, &m))
 		return 0;
-	p += head;
-	if (p >= end)
-		return 0;
-	int n = *p++, k = 0;
-	for (int i = 0; i < n && k < max; i++) {
-		int64_t fd;
-		if (nrr_get_svar(&p, end, &fd))
-			break;
-		fds[k++] = fd;
-	}
+	for (; k < (int)m.nfd && k < max; k++)
+		fds[k] = m.fds[k];
 	return k;
 }
 

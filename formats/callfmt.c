@@ -9,6 +9,43 @@
 
 #include "callfmt.h"
 
+int nrr_msghdr_decode(const nrr_value *v, nrr_msghdr_rec *m)
+{
+	const uint8_t *p = v->p, *end = v->p + v->len;
+	uint64_t x;
+	int e;
+	memset(m, 0, sizeof(*m));
+	if (!p)
+		return NRR_ETRUNC;
+	if ((e = nrr_get_uvar(&p, end, &m->iovlen)) || (e = nrr_get_uvar(&p, end, &m->len)) ||
+	    (e = nrr_get_uvar(&p, end, &x)))
+		return e;
+	if (x > 64 || x > (uint64_t)(end - p))
+		return x > 64 ? NRR_ECORRUPT : NRR_ETRUNC;
+	m->head = p;
+	m->head_len = (uint32_t)x;
+	p += x;
+	if (p >= end)
+		return NRR_ETRUNC;
+	unsigned n = *p++;
+	if (n > 16)
+		return NRR_ECORRUPT;
+	for (unsigned i = 0; i < n; i++)
+		if ((e = nrr_get_svar(&p, end, &m->fds[i])))
+			return e;
+	m->nfd = n;
+	if (p == end)
+		return 0;   /* an older record: no name */
+	if ((e = nrr_get_uvar(&p, end, &x)))
+		return e;
+	if (x > (uint64_t)(end - p))
+		return NRR_ETRUNC;
+	m->has_name = true;
+	m->name_len = (uint32_t)x;
+	m->name = x ? p : NULL;
+	return 0;
+}
+
 bool nrr_call_failed(const nrr_call *c)
 {
 	if (c->kind != NRR_CALL || !c->done || !c->fn)
@@ -164,6 +201,36 @@ void nrr_format_value(FILE *f, const nrr_arg_schema *a, const nrr_value *v)
 	}
 }
 
+/* sendmsg's / recvmsg's `msg` (custom:msghdr): decoded rather than hex. */
+static bool is_msghdr(const nrr_fn_schema *fn, const nrr_arg_schema *a)
+{
+	return a->fmt == NRR_FMT_BYTES && !strcmp(a->name, "msg") && !strcmp(fn->domain, "socket") &&
+	       (!strcmp(fn->name, "sendmsg") || !strcmp(fn->name, "recvmsg"));
+}
+
+/* {len=N, head=HEX, fds=[…], name=ADDR}: name only when recorded and set. */
+static void put_msghdr(FILE *f, const nrr_arg_schema *a, const nrr_value *v)
+{
+	nrr_msghdr_rec m;
+	if (nrr_msghdr_decode(v, &m)) {
+		nrr_format_value(f, a, v);
+		return;
+	}
+	fprintf(f, "{len=%llu, head=", (unsigned long long)m.len);
+	put_hex(f, m.head, m.head_len, m.head_len);
+	if (m.nfd) {
+		fputs(", fds=[", f);
+		for (uint32_t i = 0; i < m.nfd; i++)
+			fprintf(f, "%s%lld", i ? "," : "", (long long)m.fds[i]);
+		fputc(']', f);
+	}
+	if (m.name_len) {
+		fputs(", name=", f);
+		put_sockaddr(f, m.name, m.name_len, m.name_len);
+	}
+	fputc('}', f);
+}
+
 void nrr_format_args(FILE *f, const nrr_call *c)
 {
 	bool first = true;
@@ -171,7 +238,9 @@ void nrr_format_args(FILE *f, const nrr_call *c)
 		const nrr_arg_schema *a = &c->fn->args[i];
 		fprintf(f, "%s%s=", first ? "" : ", ", a->name);
 		first = false;
-		if (c->present >> i & 1)
+		if ((c->present >> i & 1) && is_msghdr(c->fn, a))
+			put_msghdr(f, a, &c->args[i]);
+		else if (c->present >> i & 1)
 			nrr_format_value(f, a, &c->args[i]);
 		else
 			fputs(c->args_lost && (a->dir & NRR_DIR_IN) ? "?" : "…", f);

@@ -22,4 +22,23 @@ void nrr_format_dur(FILE *f, uint64_t ns);
  * @t_rel: seconds since the start of the listing; @who: "host:pid/tid". */
 void nrr_format_call(FILE *f, const nrr_call *c, double t_rel, const char *who);
 
+/* A recorded `custom:msghdr` value (sendmsg/recvmsg msg; layout in
+ * formats/api/README.md). */
+typedef struct nrr_msghdr_rec {
+	uint64_t iovlen;
+	uint64_t len;          /* bytes sent, or received (the result) */
+	const uint8_t *head;   /* first <= 64 bytes of iov[0] */
+	uint32_t head_len;
+	uint32_t nfd;
+	int64_t fds[16];       /* passed fds (SCM_RIGHTS), as numbered in the recording process */
+	bool has_name;         /* false: written before msg_name was recorded */
+	const uint8_t *name;   /* msg_name bytes (a struct sockaddr), NULL when none */
+	uint32_t name_len;     /* 0: msg_name was NULL (or recvmsg failed) */
+} nrr_msghdr_rec;
+
+/* Decode @v (valid while @v is).  Records from before msg_name was
+ * recorded end after the fds: has_name is false then.  @return 0, or
+ * NRR_ETRUNC / NRR_ECORRUPT. */
+int nrr_msghdr_decode(const nrr_value *v, nrr_msghdr_rec *m);
+
 #endif

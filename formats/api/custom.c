@@ -19,6 +19,9 @@
 
 /* Room left for one more item of up to @n bytes. */
 #define ROOM(p, buf, n) ((size_t)((p) - (buf)) + (n) <= NRR_CUSTOM_MAX)
+/* Bytes of msg_name kept: a struct sockaddr_un (the largest address
+ * NCCL uses). */
+#define NRR_MSGHDR_NAME_MAX 110u
 
 #if NCCLRR_HAVE_VERBS
 size_t nrr_custom_send_wr(uint8_t *buf, const void *v, long long ret)
@@ -168,6 +171,21 @@ size_t nrr_custom_msghdr(uint8_t *buf, const void *v, long long ret)
 		}
 	}
 	*count = (uint8_t)nfd;
+	/* The address (msg_name): where a datagram sendmsg goes, or the
+	 * sender the kernel filled in for recvmsg (msg_namelen on return);
+	 * NCCL passes cuMem fds to an abstract-namespace UNIX name this way.
+	 * Appended after the fds: records written before it was added end
+	 * there, so readers take a missing name as "not recorded". */
+	size_t nl = 0;
+	if (m->msg_name && !(ret < 0))
+		nl = m->msg_namelen < NRR_MSGHDR_NAME_MAX ? m->msg_namelen : NRR_MSGHDR_NAME_MAX;
+	if (!ROOM(p, buf, nl + NRR_VAR_MAX))
+		nl = 0;
+	p = nrr_put_uvar(p, nl);
+	if (nl) {
+		memcpy(p, m->msg_name, nl);
+		p += nl;
+	}
 	return (size_t)(p - buf);
 }
 

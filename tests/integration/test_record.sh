@@ -70,6 +70,8 @@ counts)
 	grep -q 'sock_info(.*role=connect, type=proxy' "$tmp/dump5" || fail "rank 5: no outgoing proxy socket"
 	grep -q 'sock_info(.*role=accept, type=proxy' "$tmp/dump5" || fail "rank 5: no incoming proxy socket"
 	grep -q 'recvmsg(' "$tmp/dump5" || fail "rank 5: no recvmsg (the cuMem fd)"
+	# the fd goes to an abstract UNIX name, as NCCL's does: the destination is recorded
+	grep -q 'sendmsg(.*fds=\[[0-9]*\], name=unix:@"ncclrr-conn-setup-' "$tmp/dump5" || fail "rank 5: no sendmsg of an fd to @ncclrr-conn-setup-…"
 	grep -q 'cuMemImportFromShareableHandle(.*) = CUDA_SUCCESS' "$tmp/dump5" || fail "rank 5: no import"
 	grep -q 'ibv_get_device_list(' "$tmp/dump5" || fail "rank 5: no verbs call"
 	grep -q 'cuGetProcAddress_v2(symbol="cuNoSuchFunction".*= CUDA_ERROR_NOT_FOUND' "$tmp/dump5" || fail "rank 5: no failed entry point lookup"

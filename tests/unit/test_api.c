@@ -8,6 +8,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "nrr_api_gen.h"
@@ -191,9 +193,74 @@ static void test_encoders(void)
 	unlink(path);
 }
 
+/* custom:msghdr keeps msg_name after the fds; records without it (older
+ * tracers) still decode. */
+static void test_msghdr(void)
+{
+	uint8_t buf[NRR_CUSTOM_MAX];
+	struct sockaddr_un to = { .sun_family = AF_UNIX };
+	memcpy(to.sun_path + 1, "ncclrr-conn-setup-x-4", 21);
+	socklen_t tolen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + 21);
+	char ch = 'f';
+	struct iovec iov = { &ch, 1 };
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct msghdr m = { .msg_name = &to, .msg_namelen = tolen, .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	int xfd = 42;
+	memcpy(CMSG_DATA(cm), &xfd, sizeof(int));
+
+	size_t n = nrr_custom_msghdr(buf, &m, 0);   /* sendmsg: at enter */
+	nrr_value v = { .p = buf, .len = (uint32_t)n, .total = (uint32_t)n };
+	nrr_msghdr_rec r;
+	CHECK_FATAL(nrr_msghdr_decode(&v, &r) == 0, "decode sendmsg");
+	CHECK(r.len == 1 && r.head_len == 1 && r.head[0] == 'f' && r.nfd == 1 && r.fds[0] == 42, "data and fds");
+	CHECK(r.has_name && r.name_len == tolen && memcmp(r.name, &to, tolen) == 0, "name kept (%u bytes)", r.name_len);
+
+	/* recvmsg that failed: the kernel filled no name */
+	n = nrr_custom_msghdr(buf, &m, -1);
+	v.len = v.total = (uint32_t)n;
+	CHECK(nrr_msghdr_decode(&v, &r) == 0 && r.has_name && r.name_len == 0 && !r.name, "failed recvmsg: no name");
+	/* no msg_name */
+	m.msg_name = NULL;
+	m.msg_namelen = 0;
+	n = nrr_custom_msghdr(buf, &m, 1);
+	v.len = v.total = (uint32_t)n;
+	CHECK(nrr_msghdr_decode(&v, &r) == 0 && r.has_name && r.name_len == 0, "NULL msg_name: length 0");
+	/* an older record ends after the fds: still decodes, without a name */
+	v.len = v.total = (uint32_t)n - 1;
+	CHECK(nrr_msghdr_decode(&v, &r) == 0 && !r.has_name && r.nfd == 1 && r.fds[0] == 42, "old layout decodes");
+	/* a name longer than what is stored is an error, not an overread */
+	m.msg_name = &to;
+	m.msg_namelen = tolen;
+	n = nrr_custom_msghdr(buf, &m, 0);
+	v.len = v.total = (uint32_t)n - 3;
+	CHECK(nrr_msghdr_decode(&v, &r) == NRR_ETRUNC, "truncated name: NRR_ETRUNC");
+	/* dump shows it decoded */
+	const nrr_fn_schema *fn = nrr_schema_fn_by_name(nrr_builtin(), "sendmsg");
+	CHECK_FATAL(fn != NULL, "sendmsg in the schema");
+	nrr_call c;
+	memset(&c, 0, sizeof(c));
+	c.fn = fn;
+	c.done = true;
+	c.result = 1;
+	c.present = 1u << 1;
+	c.args[1].p = buf;
+	c.args[1].len = c.args[1].total = (uint32_t)n;
+	char line[512];
+	FILE *mf = fmemopen(line, sizeof(line), "w");
+	nrr_format_args(mf, &c);
+	fclose(mf);
+	CHECK(strstr(line, "msg={len=1, head=66, fds=[42], name=unix:@\"ncclrr-conn-setup-x-4\"}"), "dump: %s", line);
+}
+
 int main(void)
 {
 	test_schema();
 	test_encoders();
+	test_msghdr();
 	return check_done("api");
 }
