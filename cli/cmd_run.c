@@ -10,8 +10,10 @@
 #include "nrr_launch.h"
 
 const char cmd_run_usage[] =
-"Usage: ncclrr run --topo FILE [-np N] [--timeout S] [--env K=V]... [--unset K]... [--] PROGRAM [ARGS]\n"
-"       ncclrr run --topo FILE [--wrap] [--comm-id HOST:PORT] [--env K=V]... [--unset K]... [--] PROGRAM [ARGS]\n"
+"Usage: ncclrr run --topo FILE [-np N] [--timeout S] [--env K=V]... [--unset K]... [--rank-env R:K=V]...\n"
+"                  [--] PROGRAM [ARGS]\n"
+"       ncclrr run --topo FILE [--wrap] [--comm-id HOST:PORT] [--env K=V]... [--unset K]...\n"
+"                  [--rank-env R:K=V]... [--] PROGRAM [ARGS]\n"
 "\n"
 "Run PROGRAM as the ranks of the virtual cluster described by FILE (a topo/\n"
 "cluster file), every rank a process on this machine on its own virtual host,\n"
@@ -29,6 +31,9 @@ const char cmd_run_usage[] =
 "                       variables below; may be repeated\n"
 "  --unset K            remove K from every rank's environment, whether inherited,\n"
 "                       set by ncclrr run (below) or by --env; may be repeated\n"
+"  --rank-env R:K=V     set K=V for rank R only, after (and over) --env and\n"
+"                       --unset; may be repeated (e.g. --rank-env\n"
+"                       3:NCCL_SOCKET_IFNAME=eth9 gives one rank a different value)\n"
 "  --comm-id HOST:PORT  NCCL_COMM_ID to use (default: 127.0.0.1 and a free port)\n"
 "  --wrap               wrapper mode: set up this one process as a rank of an\n"
 "                       outer launcher and exec PROGRAM (see below)\n"
@@ -81,11 +86,13 @@ int cmd_run(int argc, char **argv)
 	double timeout = 0;
 	char **user_env = calloc((size_t)argc + 1, sizeof(char *));
 	char **unset_env = calloc((size_t)argc + 1, sizeof(char *));
-	size_t n_env = 0, n_unset = 0;
-	int i, ret = NRR_EXIT_USAGE;
-	if (!user_env || !unset_env) {
+	char **rank_env = calloc((size_t)argc + 1, sizeof(char *));
+	size_t n_env = 0, n_unset = 0, n_rank_env = 0;
+	int i, ret = NRR_EXIT_USAGE, max_env_rank = -1;
+	if (!user_env || !unset_env || !rank_env) {
 		free(user_env);
 		free(unset_env);
+		free(rank_env);
 		return NRR_EXIT_USAGE;
 	}
 
@@ -145,6 +152,16 @@ int cmd_run(int argc, char **argv)
 				goto end;
 			}
 			unset_env[n_unset++] = (char *)val;
+		} else if (OPT("--rank-env")) {
+			NEED_VAL();
+			int rk = nrr_launch_rank_env_parse(val, NULL);
+			if (rk < 0) {
+				ret = nrr_cli_usage_error("run", "--rank-env needs R:K=V (R a rank number), not '%s'", val);
+				goto end;
+			}
+			if (rk > max_env_rank)
+				max_env_rank = rk;
+			rank_env[n_rank_env++] = (char *)val;
 		} else if (OPT("--comm-id")) {
 			NEED_VAL();
 			comm_id = val;
@@ -188,6 +205,13 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "ncclrr run: %s\n", err);
 		goto end;
 	}
+	int world = np ? np : cluster.nhosts * cluster.gpus_per_host;
+	if (!wrap && max_env_rank >= world) {
+		fprintf(stderr, "ncclrr run: --rank-env names rank %d, but the job has ranks 0..%d\n", max_env_rank,
+			world - 1);
+		nrr_cluster_free(&cluster);
+		goto end;
+	}
 	char libdir[PATH_MAX];
 	if (nrr_launch_find_fake_libdir(libdir, sizeof(libdir), err, sizeof(err)) < 0) {
 		fprintf(stderr, "ncclrr run: %s\n", err);
@@ -205,6 +229,8 @@ int cmd_run(int argc, char **argv)
 		.n_user_env = n_env,
 		.unset_env = unset_env,
 		.n_unset_env = n_unset,
+		.rank_env = rank_env,
+		.n_rank_env = n_rank_env,
 		.argv = argv + i,
 		.out = stdout,
 		.err = stderr,
@@ -215,5 +241,6 @@ int cmd_run(int argc, char **argv)
 end:
 	free(user_env);
 	free(unset_env);
+	free(rank_env);
 	return ret;
 }

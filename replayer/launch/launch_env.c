@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* launch_env.c - rank placement and per-rank environments (no I/O). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,7 +214,33 @@ int nrr_launch_rank_env(struct nrr_env *e, const struct nrr_rank_env *r)
 			return -EINVAL;
 		nrr_env_unset(e, k);
 	}
+	for (size_t i = 0; i < r->n_rank_env; i++) {
+		const char *kv;
+		int rk = nrr_launch_rank_env_parse(r->rank_env[i], &kv);
+		if (rk < 0)
+			return rk;
+		if (rk != p->rank)
+			continue;
+		int urc = nrr_env_put(e, kv);
+		if (urc < 0)
+			return urc;
+	}
 	return 0;
+}
+
+int nrr_launch_rank_env_parse(const char *s, const char **kv)
+{
+	char *end;
+	errno = 0;
+	long r = strtol(s, &end, 10);
+	if (end == s || *s == '-' || *s == '+' || *end != ':' || errno || r > INT_MAX)
+		return -EINVAL;
+	const char *k = end + 1, *eq = strchr(k, '=');
+	if (!eq || eq == k)
+		return -EINVAL;
+	if (kv)
+		*kv = k;
+	return (int)r;
 }
 
 static const char *env_lookup(char *const *env, const char *key)

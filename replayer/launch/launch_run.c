@@ -550,6 +550,8 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		re.n_user_env = o->n_user_env;
 		re.unset_env = o->unset_env;
 		re.n_unset_env = o->n_unset_env;
+		re.rank_env = o->rank_env;
+		re.n_rank_env = o->n_rank_env;
 		struct nrr_env env;
 		if (nrr_env_init(&env, environ) < 0 || nrr_launch_rank_env(&env, &re) < 0) {
 			fprintf(report, "ncclrr run: cannot build the environment of rank %d\n", r);
@@ -795,6 +797,8 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 	re.n_user_env = o->n_user_env;
 	re.unset_env = o->unset_env;
 	re.n_unset_env = o->n_unset_env;
+	re.rank_env = o->rank_env;
+	re.n_rank_env = o->n_rank_env;
 	struct nrr_env env;
 	if (nrr_env_init(&env, environ) < 0 || nrr_launch_rank_env(&env, &re) < 0) {
 		fprintf(report, "ncclrr run: cannot build the environment of rank %d\n", rank);

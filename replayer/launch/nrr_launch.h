@@ -72,15 +72,23 @@ struct nrr_rank_env {
 	size_t n_user_env;
 	char *const *unset_env;    /* names removed after everything else */
 	size_t n_unset_env;
+	char *const *rank_env;     /* "R:K=V": K=V for rank R only, applied
+				    * after unset_env (so it wins) */
+	size_t n_rank_env;
 };
+
+/* Check one "R:K=V" per-rank variable: R a rank number, K non-empty.
+ * @return the rank, or -EINVAL. *@kv (may be NULL) gets "K=V". */
+int nrr_launch_rank_env_parse(const char *s, const char **kv);
 
 /* Add to @e everything a rank needs: NCCLRR_TOPO, NCCLRR_HOST,
  * NCCLRR_RANK, NCCLRR_NRANKS, NCCLRR_LOCAL_RANK, NCCLRR_LOCAL_SIZE, RANK,
  * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NCCL_HOSTID, NCCL_COMM_ID,
  * NCCL_SOCKET_IFNAME, NCCL_TOPO_FILE, LD_LIBRARY_PATH, then the user's
  * variables, then removes the names in unset_env (inherited, set by us or
- * by the user alike). @return -EINVAL for a malformed user variable or an
- * unset name that is empty or holds '='. */
+ * by the user alike), then sets the rank_env entries of this rank.
+ * @return -EINVAL for a malformed user or per-rank variable or an unset
+ * name that is empty or holds '='. */
 int nrr_launch_rank_env(struct nrr_env *e, const struct nrr_rank_env *r);
 
 /* Wrapper mode: find this process's rank and world size from an existing
@@ -141,6 +149,8 @@ struct nrr_launch_opts {
 	size_t n_user_env;
 	char *const *unset_env;    /* names removed from every rank's environment */
 	size_t n_unset_env;
+	char *const *rank_env;     /* "R:K=V" for rank R only (nrr_rank_env) */
+	size_t n_rank_env;
 	char *const *argv;         /* program and arguments, NULL-terminated */
 	FILE *out, *err;           /* where rank lines go (stdout, stderr) */
 	FILE *report;              /* summary and timeout report (stderr) */

@@ -90,6 +90,32 @@ static void test_env(void)
 	CHECK(!nrr_env_get(&e, "PATH") && !nrr_env_get(&e, "NCCL_SOCKET_IFNAME") && !nrr_env_get(&e, "NCCL_DEBUG"),
 	      "--unset removes inherited, ncclrr's and the user's variables");
 	CHECK(nrr_env_get(&e, "NCCLRR_RANK") != NULL, "--unset leaves the rest");
+	/* --rank-env: this rank's entries only, over --env and --unset */
+	char *rankenv[] = { "11:NCCL_SOCKET_IFNAME=nosuchif0", "3:NCCL_DEBUG=WARN", "11:NCCL_DEBUG=TRACE" };
+	re.rank_env = rankenv;
+	re.n_rank_env = 3;
+	CHECK(nrr_launch_rank_env(&e, &re) == 0, "rank env with --rank-env");
+	CHECK(nrr_env_get(&e, "NCCL_SOCKET_IFNAME") && strcmp(nrr_env_get(&e, "NCCL_SOCKET_IFNAME"), "nosuchif0") == 0,
+	      "--rank-env wins over --unset for its rank");
+	CHECK(nrr_env_get(&e, "NCCL_DEBUG") && strcmp(nrr_env_get(&e, "NCCL_DEBUG"), "TRACE") == 0,
+	      "--rank-env of another rank is not applied");
+	re.pl.rank = 3;
+	re.n_rank_env = 2;
+	nrr_env_unset(&e, "NCCL_SOCKET_IFNAME");
+	CHECK(nrr_launch_rank_env(&e, &re) == 0 && !nrr_env_get(&e, "NCCL_SOCKET_IFNAME") &&
+	      strcmp(nrr_env_get(&e, "NCCL_DEBUG"), "WARN") == 0, "rank 3 gets its own entries only");
+	re.pl.rank = 11;
+	const char *kv = NULL;
+	CHECK(nrr_launch_rank_env_parse("12:A=b=c", &kv) == 12 && kv && strcmp(kv, "A=b=c") == 0, "parse R:K=V");
+	static const char *const badre[] = { "A=B", ":A=B", "-1:A=B", "x:A=B", "3:=B", "3:AB", "3A=B", "99999999999:A=B" };
+	for (size_t i = 0; i < sizeof(badre) / sizeof(badre[0]); i++)
+		CHECK(nrr_launch_rank_env_parse(badre[i], NULL) == -EINVAL, "bad --rank-env '%s' refused", badre[i]);
+	char *badrankenv[] = { "3:=x" };
+	re.rank_env = badrankenv;
+	re.n_rank_env = 1;
+	CHECK(nrr_launch_rank_env(&e, &re) == -EINVAL, "bad --rank-env in the rank env");
+	re.rank_env = NULL;
+	re.n_rank_env = 0;
 	char *badunset[] = { "A=B" };
 	re.unset_env = badunset;
 	re.n_unset_env = 1;
