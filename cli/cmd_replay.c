@@ -12,9 +12,11 @@
 #include "nrr_launch.h"
 #include "replay.h"
 #include "replay_internal.h"
+#include "rerun.h"
 
 const char cmd_replay_usage[] =
 	"Usage: ncclrr replay [OPTIONS] DIR|FILE...\n"
+	"       ncclrr replay --rerun DIR [--topo FILE] [--timeout S] [-o OUTDIR] -- PROGRAM [ARGS]\n"
 	"\n"
 	"Re-execute a recorded run (a run directory: one .nrt per process) on\n"
 	"this machine, one worker process per recorded process and one thread\n"
@@ -51,6 +53,18 @@ const char cmd_replay_usage[] =
 	"  --topo FILE        cluster file for the fake runtime (default: the\n"
 	"                     recorded NCCLRR_TOPO)\n"
 	"  -v, --verbose      every divergence, each replay of --repeat\n"
+	"\n"
+	"Rerun mode (--rerun DIR -- PROGRAM [ARGS]): run the real program again\n"
+	"on the fake cluster (`ncclrr record` of `ncclrr run`), with what the\n"
+	"environment decided taken from the trace: each recorded CUDA driver /\n"
+	"NVML error becomes a fault-switch rule (NCCLRR_FAULT) for the same call\n"
+	"of the same rank, and environment variables that differed per rank are\n"
+	"given back to that rank (--rank-env). Then compare each rank's end, its\n"
+	"first failing CUDA/NVML call and the recorded NCCL warnings\n"
+	"(`transport.cc:NNN -> N` lines) with the recording.\n"
+	"  --timeout S        for the rerun job (default 60)\n"
+	"  -o OUTDIR          record the rerun there (default: a new directory\n"
+	"                     under ${TMPDIR:-/tmp}, printed)\n"
 	"  -h, --help         this text\n"
 	"      --version      print the version\n"
 	"\n"
@@ -58,7 +72,8 @@ const char cmd_replay_usage[] =
 	"`ncclrr run`).\n"
 	"\n"
 	"Exit status: 0 the replay matches the recording (a recorded failure\n"
-	"included, reproduced), 1 it diverged or hung, 2 bad usage, unreadable\n"
+	"included, reproduced; --rerun: every rank ended as recorded), 1 it\n"
+	"diverged or hung (--rerun: a rank did not), 2 bad usage, unreadable\n"
 	"trace or no fake runtime.\n";
 
 static int parse_ranks(const char *s, int **out, size_t *n)
@@ -90,15 +105,17 @@ int cmd_replay(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "topo", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "rerun", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nrr_replay_opts o = { .repeat = 1, .until_rank = -1, .timeout_s = 60, .inject = NRR_INJECT_ERRORS };
 	int *ranks = NULL;
+	const char *rerun = NULL, *outdir = NULL;
 	int c, rc;
 	char *end;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":v", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:vo:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			if (parse_ranks(optarg, &ranks, &o.nranks) < 0)
@@ -155,12 +172,29 @@ int cmd_replay(int argc, char **argv)
 		case 'v':
 			o.verbose = true;
 			break;
+		case 'R':
+			rerun = optarg;
+			break;
+		case 'o':
+			outdir = optarg;
+			break;
 		case ':':
 			return nrr_cli_usage_error("replay", "option '%s' wants a value", argv[optind - 1]);
 		default:
 			return nrr_cli_usage_error("replay", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (rerun) {
+		free(ranks);
+		if (optind >= argc)
+			return nrr_cli_usage_error("replay", "--rerun wants the program to run after --");
+		struct nrr_rerun_opts ro = {
+			.dir = rerun, .topo = o.topo, .timeout_s = o.timeout_s, .outdir = outdir, .argv = argv + optind,
+		};
+		return nrr_rerun(&ro);
+	}
+	if (outdir)
+		return nrr_cli_usage_error("replay", "-o is for --rerun");
 	if (optind >= argc)
 		return nrr_cli_usage_error("replay", "name a run directory or trace files");
 	char libdir[4096], err[512];

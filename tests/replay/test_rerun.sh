@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
-# `ncclrr replay --rerun` (through tests/replay/rerun_main until the CLI
-# has it): the 16-rank conn_setup job is recorded failing, rerun from its
+# `ncclrr replay --rerun`: the 16-rank conn_setup job is recorded failing, rerun from its
 # trace alone and judged rank by rank.
-# usage: test_rerun.sh RERUN_MAIN NCCLRR SOURCE_ROOT WORKLOAD_DIR
+# usage: test_rerun.sh NCCLRR SOURCE_ROOT WORKLOAD_DIR
 set -uo pipefail
-rerun=$(realpath "$1")
-ncclrr=$(realpath "$2")
-root=$3
-wl=$(realpath "$4")
+ncclrr=$(realpath "$1")
+root=$2
+wl=$(realpath "$3")
 tmp=$(mktemp -d)
 trap '[ -n "${RERUN_KEEP:-}" ] || rm -rf "$tmp"' EXIT
 fails=0
@@ -29,7 +27,7 @@ record() {
 NCCLRR_FAULT=cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE record "$tmp/fault" 60
 rc=$?
 [ $rc -eq 1 ] || fail "fault recording: job exit $rc, want 1"
-"$rerun" "$ncclrr" --rerun "$tmp/fault" --topo "$topo" --timeout 60 -o "$tmp/fault-re" -- "$wl/conn_setup" --no-nccl >"$tmp/v1" 2>"$tmp/e1"
+"$ncclrr" replay --rerun "$tmp/fault" --topo "$topo" --timeout 60 -o "$tmp/fault-re" -- "$wl/conn_setup" --no-nccl >"$tmp/v1" 2>"$tmp/e1"
 rc=$?
 [ $rc -eq 0 ] || { fail "fault rerun: exit $rc, want 0 (reproduced)"; cat "$tmp/v1"; tail -5 "$tmp/e1"; }
 grep -qx 'rank 3: reproduced: cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE, exit 1' "$tmp/v1" ||
@@ -51,7 +49,7 @@ record "$tmp/ifname" 4 --rank-env 3:NCCL_SOCKET_IFNAME=nosuchif0
 rc=$?
 [ $rc -eq 124 ] || fail "ifname recording: job exit $rc, want 124 (timeout)"
 grep -q '^\[3\] rank 3: Bootstrap : no socket interface found' "$tmp/ifname.log" || fail "ifname recording: rank 3 did not stop at the interface"
-"$rerun" "$ncclrr" --rerun "$tmp/ifname" --timeout 4 -- "$wl/conn_setup" --no-nccl >"$tmp/v2" 2>"$tmp/e2"
+"$ncclrr" replay --rerun "$tmp/ifname" --timeout 4 -- "$wl/conn_setup" --no-nccl >"$tmp/v2" 2>"$tmp/e2"
 rc=$?
 [ $rc -eq 0 ] || { fail "ifname rerun: exit $rc, want 0"; cat "$tmp/v2"; tail -5 "$tmp/e2"; }
 grep -q -- '--rank-env 3:NCCL_SOCKET_IFNAME=nosuchif0' "$tmp/e2" || { fail "rank 3's interface not given back to it alone"; grep 'rerun:' "$tmp/e2"; }
@@ -63,19 +61,19 @@ echo "ifname: $(grep 'rank 3:' "$tmp/v2"); $(grep 'rank 0:' "$tmp/v2")"
 
 # 3. not reproduced: the fault trace rerun with rank 5 dying mid-connect
 #    (a different program run than the recorded one)
-"$rerun" "$ncclrr" --rerun "$tmp/fault" --topo "$topo" --timeout 4 -- env CONN_SETUP_DIE=5 "$wl/conn_setup" --no-nccl >"$tmp/v3" 2>"$tmp/e3"
+"$ncclrr" replay --rerun "$tmp/fault" --topo "$topo" --timeout 4 -- env CONN_SETUP_DIE=5 "$wl/conn_setup" --no-nccl >"$tmp/v3" 2>"$tmp/e3"
 rc=$?
 [ $rc -eq 1 ] || { fail "tampered rerun: exit $rc, want 1 (not reproduced)"; cat "$tmp/v3"; }
 grep -q '^rank 5: NOT reproduced: recorded no failing call, exit 0, rerun .*signal SIGABRT' "$tmp/v3" ||
 	{ fail "no rank 5 NOT reproduced line"; grep 'rank 5' "$tmp/v3"; }
 # 4. usage and bad input: no trace, no cluster file
 mkdir "$tmp/empty"
-"$rerun" "$ncclrr" --rerun "$tmp/empty" -- "$wl/conn_setup" >/dev/null 2>"$tmp/e4"
+"$ncclrr" replay --rerun "$tmp/empty" -- "$wl/conn_setup" >/dev/null 2>"$tmp/e4"
 rc=$?
 [ $rc -eq 2 ] && grep -q 'holds no .nrt trace' "$tmp/e4" || fail "empty directory: exit $rc, want 2 with a reason"
 # the recorded cluster file gone: a clear error asking for --topo
 rm "$tmp/cluster.xml"
-"$rerun" "$ncclrr" --rerun "$tmp/ifname" -- "$wl/conn_setup" --no-nccl >/dev/null 2>"$tmp/e6"
+"$ncclrr" replay --rerun "$tmp/ifname" -- "$wl/conn_setup" --no-nccl >/dev/null 2>"$tmp/e6"
 rc=$?
 [ $rc -eq 2 ] && grep -q "env.NCCLRR_TOPO=$tmp/cluster.xml" "$tmp/e6" && grep -q 'pass the cluster to rerun on with --topo FILE' "$tmp/e6" ||
 	{ fail "unreadable recorded cluster file: exit $rc, want 2 asking for --topo"; cat "$tmp/e6"; }
