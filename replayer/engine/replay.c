@@ -236,7 +236,7 @@ static int scan(struct coord *x, size_t i)
 
 /* An error is part of the failure unless a process that ended well had it
  * too (cuGetProcAddress of an optional symbol, a netlink socket refused);
- * when none ended well, unless every process had it. */
+ * when none ended well (a job killed at its timeout), unless most had it. */
 static void mark_benign(struct coord *x)
 {
 	bool any_ok = false;
@@ -255,7 +255,7 @@ static void mark_benign(struct coord *x)
 				in_ok |= !strcmp(x->pi[i].end, "exit 0");
 			}
 		}
-		e->benign = any_ok ? in_ok : (x->n > 1 && have == x->n);
+		e->benign = any_ok ? in_ok : 2 * have > x->n;
 	}
 }
 
@@ -499,33 +499,95 @@ static int cmp_wall(const void *a, const void *b)
 	return x->wall < y->wall ? -1 : x->wall > y->wall;
 }
 
-/* "rank 3: cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE (1) -> exit 1" per failed process */
+/* One failed process's chain: "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE (1) (#202) -> exit 1". */
+static void chain_text(struct coord *x, size_t p, bool show_reached, char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+	if (!f) {
+		buf[0] = 0;
+		return;
+	}
+	const char *sep = "";
+	for (size_t b = 0; b < x->nerr; b++) {
+		const struct perr *e = &x->err[b];
+		if (e->proc != p || e->benign)
+			continue;
+		fprintf(f, "%s%s = %s (#%" PRIu64 "%s)", sep, e->fn, e->res, e->seq,
+			!show_reached ? "" : !e->reached ? ", NOT reached" : e->injected ? ", answered from the trace" : ", reproduced");
+		sep = " -> ";
+	}
+	if (proc_failed(&x->pi[p]))
+		fprintf(f, "%s%s", sep, x->pi[p].end);
+	fclose(f);
+}
+
+/* The failure, one line per distinct chain, in recorded order:
+ * "  rank 3: cuMemImportFromShareableHandle = … -> exit 1",
+ * "  ranks 0-2,4: signal SIGTERM". */
 static void print_chain(struct coord *x, FILE *f, bool show_reached)
 {
-	bool *done = calloc(x->n, 1);
-	for (size_t a = 0; done && a < x->nerr; a++) {
+	size_t *order = calloc(x->n + 1, sizeof(*order)), no = 0;
+	bool *seen = calloc(x->n + 1, 1);
+	char (*txt)[512] = calloc(x->n + 1, sizeof(*txt));
+	if (!order || !seen || !txt)
+		goto out;
+	for (size_t a = 0; a < x->nerr; a++) {   /* failed processes with errors, by first error */
 		size_t p = x->err[a].proc;
-		if (x->err[a].benign || done[p] || !x->pi[p].selected)
-			continue;
-		done[p] = 1;
-		fprintf(f, "  %s:", x->pi[p].who);
-		const char *sep = " ";
-		for (size_t b = a; b < x->nerr; b++) {
-			const struct perr *e = &x->err[b];
-			if (e->proc != p || e->benign)
-				continue;
-			fprintf(f, "%s%s = %s (#%" PRIu64 "%s)", sep, e->fn, e->res, e->seq,
-				!show_reached ? "" : !e->reached ? ", NOT reached" : e->injected ? ", answered from the trace" : ", reproduced");
-			sep = " -> ";
+		if (!x->err[a].benign && !seen[p] && x->pi[p].selected) {
+			seen[p] = true;
+			order[no++] = p;
 		}
-		if (proc_failed(&x->pi[p]))
-			fprintf(f, " -> %s", x->pi[p].end);
-		fputc('\n', f);
 	}
-	for (size_t p = 0; done && p < x->n; p++)
-		if (!done[p] && proc_failed(&x->pi[p]) && x->pi[p].selected)
-			fprintf(f, "  %s: %s\n", x->pi[p].who, x->pi[p].end);
-	free(done);
+	size_t from = no;
+	for (size_t p = 0; p < x->n; p++)
+		if (!seen[p] && proc_failed(&x->pi[p]) && x->pi[p].selected) {
+			seen[p] = true;
+			order[no++] = p;
+		}
+	for (size_t i = from + 1; i < no; i++)   /* then those that only ended badly, first to end first */
+		for (size_t j = i; j > from && x->pi[order[j]].end_wall < x->pi[order[j - 1]].end_wall; j--) {
+			size_t t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (size_t i = 0; i < no; i++)
+		chain_text(x, order[i], show_reached, txt[order[i]], sizeof(txt[0]));
+	for (size_t i = 0; i < no; i++) {
+		size_t p = order[i];
+		if (!txt[p][0])
+			continue;
+		/* everyone else with the same story, on one line */
+		char who[400] = "";
+		size_t wl = 0, count = 0;
+		for (size_t j = i; j < no; j++) {
+			size_t q = order[j];
+			if (strcmp(txt[q], txt[p]) || (j > i && (x->pi[q].rank < 0) != (x->pi[p].rank < 0)))
+				continue;
+			if (count++ && wl < sizeof(who))
+				wl += (size_t)snprintf(who + wl, sizeof(who) - wl, ",");
+			if (wl < sizeof(who))
+				wl += (size_t)snprintf(who + wl, sizeof(who) - wl, "%s",
+						       x->pi[q].rank >= 0 && count > 1 ? x->pi[q].who + 5 : x->pi[q].who);
+			if (q != p)
+				txt[q][0] = 0;
+		}
+		fprintf(f, "  %s%s: %s\n", count > 1 && x->pi[p].rank >= 0 ? "ranks " : "",
+			count > 1 && x->pi[p].rank >= 0 ? who + 5 : who, txt[p]);
+	}
+out:
+	free(order);
+	free(seen);
+	free(txt);
+}
+
+/* Did the recording fail at all (an error of the failure, or a process that
+ * did not end well)? */
+static bool recorded_failure(const struct coord *x)
+{
+	for (size_t p = 0; p < x->n; p++)
+		if (x->pi[p].selected && proc_failed(&x->pi[p]))
+			return true;
+	return chain_len(x) > 0;
 }
 
 static bool same_outcome(const struct outcome *a, const struct outcome *b)
@@ -606,7 +668,8 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	const char *mode = o->inject == NRR_INJECT_ALL ? "all" : o->inject == NRR_INJECT_NONE ? "none" : "errors";
 	fprintf(f, "ncclrr replay: %zu of %zu processes from %s, %" PRIu64 " calls, --inject %s%s\n", nsel, o->n, o->dir,
 		x.total_units, mode, o->chaos ? ", --chaos" : "");
-	if (chain_len(&x)) {
+	bool failed = recorded_failure(&x);
+	if (failed) {
 		fprintf(f, "recorded failure:\n");
 		print_chain(&x, f, false);
 	} else {
@@ -648,7 +711,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		fprintf(f, "replay hung: no call finished for %d s: %s\n", o->timeout_s, first.hang);
 	if (first.first[0])
 		fprintf(f, "first divergence: %s%s\n", first.first, first.ndiv > 1 ? " (and more after it: -v lists them)" : "");
-	if (chain_len(&x)) {
+	if (failed) {
 		fprintf(f, "%s:\n", matched(&x, &first) ? "reproduced failure" : "recorded failure, as replayed");
 		print_chain(&x, f, true);
 	}
@@ -656,9 +719,9 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		reps > 1 ? "" : "");
 	if (reps > 1)
 		fprintf(f, "repeat: %u of %u replays %s, %u of %u identical to the first (mean %.3f s, max %.3f s)\n", ok, reps,
-			chain_len(&x) ? "reproduced the failure" : "matched the recording", same, reps, tsum / reps, tmax);
+			failed ? "reproduced the failure" : "matched the recording", same, reps, tsum / reps, tmax);
 	rc = ok == reps && same == reps ? 0 : 1;
-	fprintf(f, "result: %s\n", rc == 0 ? (chain_len(&x) ? "the replay matches the recording: failure reproduced"
+	fprintf(f, "result: %s\n", rc == 0 ? (failed ? "the replay matches the recording: failure reproduced"
 						  : "the replay matches the recording")
 					  : "the replay diverged from the recording");
 out:

@@ -176,6 +176,8 @@ static bool answer_failure(struct rsock *s, const nrr_call *c)
 		return false;
 	if (c->err == EAGAIN || c->err == EWOULDBLOCK || c->err == EINTR)
 		return true;   /* "not ready": timing, never the environment */
+	if (c->err == ECONNREFUSED && !strcmp(c->fn->name, "connect"))
+		return true;   /* the listener was not up yet (the caller retries), or gone */
 	return s->p->o->inject != NRR_INJECT_NONE;
 }
 

@@ -298,8 +298,11 @@ static void until_stop(struct nrr_rproc *p, const struct unit *u)
 	until_wait = 1;
 	fprintf(stderr, "ncclrr replay: %s stopped before #%" PRIu64 " %s (--until): attach with  gdb -p %d  "
 		"(continue: kill -USR1 %d)\n", p->pi->who, u->c.seq, u->c.fn->name, (int)getpid(), (int)getpid());
-	while (until_wait)
-		pause();
+	/* the signal may land on any thread: poll the flag */
+	while (until_wait) {
+		struct timespec t = { 0, 50 * 1000000L };
+		nanosleep(&t, NULL);
+	}
 }
 
 static void describe_result(const nrr_call *c, char *buf, size_t len)

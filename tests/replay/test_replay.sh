@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# `ncclrr replay` on the golden traces of traces/replay/ (recorded from the
+# fake 16-rank conn_setup job by traces/replay/record.sh).
+# usage: test_replay.sh CASE NCCLRR SOURCE_ROOT
+# CASE: golden | repeat | load | chaos | inject | ranks | damaged | usage
+set -uo pipefail
+case_=$1
+ncclrr=$(realpath "$2")
+root=$3
+g=$root/traces/replay
+topo=$root/topo/2node_16gpu.xml
+tmp=$(mktemp -d)
+busy=()
+trap 'for p in "${busy[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+unset NCCLRR_FAULT
+traces="conn_clean conn_import_fail conn_bad_ifname conn_rank_killed"
+replay() { "$ncclrr" replay --topo "$topo" --timeout 20 "$@"; }
+has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(cat "$1")"; }
+
+case $case_ in
+golden)
+	# each replays to exactly its expected output (timings and pids masked)
+	for t in $traces; do
+		replay "$g/$t" >"$tmp/$t.out" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] || fail "$t: exit $rc"
+		"$g/normalize.sh" <"$tmp/$t.out" >"$tmp/$t.norm"
+		diff -u "$g/$t.expected" "$tmp/$t.norm" || fail "$t: output differs from $t.expected"
+	done
+	has "$tmp/conn_import_fail.out" "rank 3: cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE (1) (#208, answered from the trace) -> exit 1" import
+	has "$tmp/conn_clean.out" "result: the replay matches the recording" clean
+	;;
+repeat|load)
+	# 100 of 100 replays reproduce the failure, identically; `load`: while
+	# two busy loops keep both cores busy
+	if [ "$case_" = load ]; then
+		for _ in 1 2; do (while :; do :; done) & busy+=($!); done
+	fi
+	for t in $traces; do
+		replay --repeat 100 "$g/$t" >"$tmp/$t.out" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] || fail "$t: --repeat 100 exit $rc: $(grep -E 'replay [0-9]|differs|hung|divergence' "$tmp/$t.out" | head -5)"
+		if [ "$t" = conn_clean ]; then
+			has "$tmp/$t.out" "100 of 100 replays matched the recording, 100 of 100 identical to the first" "$t"
+		else
+			has "$tmp/$t.out" "100 of 100 replays reproduced the failure, 100 of 100 identical to the first" "$t"
+		fi
+	done
+	;;
+chaos)
+	for seed in 1 7 12345; do
+		replay --repeat 10 --chaos $seed "$g/conn_import_fail" >"$tmp/c$seed" 2>&1 || fail "--chaos $seed: exit $?"
+		has "$tmp/c$seed" "10 of 10 replays reproduced the failure, 10 of 10 identical" "chaos $seed"
+	done
+	;;
+inject)
+	# none: the fake runtime answers; the recorded import failure is the
+	# first divergence, named exactly
+	replay --inject none "$g/conn_import_fail" >"$tmp/none" 2>&1
+	rc=$?
+	[ $rc -eq 1 ] || fail "--inject none: exit $rc, expected 1"
+	has "$tmp/none" "first divergence: rank 3 #208 cuMemImportFromShareableHandle: result: recorded CUDA_ERROR_INVALID_VALUE (1), replayed CUDA_SUCCESS (0)" none
+	has "$tmp/none" "#208, NOT reached" none
+	# all: every CUDA/NVML answer from the trace, even without a cluster file
+	"$ncclrr" replay --inject all "$g/conn_import_fail" >"$tmp/all" 2>&1 || fail "--inject all: exit $?"
+	has "$tmp/all" "failure reproduced" all
+	# the clean trace: the fake runtime agrees with every recorded answer
+	replay --inject none "$g/conn_clean" >"$tmp/cn" 2>&1 || fail "clean --inject none: exit $?: $(cat "$tmp/cn")"
+	;;
+ranks)
+	# two ranks of sixteen: rank 3 fails importing rank 4's buffer, rank 2
+	# imports rank 3's; the other ranks' side comes from the trace
+	replay --ranks 2,3 "$g/conn_import_fail" >"$tmp/r23" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || fail "--ranks 2,3: exit $rc: $(cat "$tmp/r23")"
+	has "$tmp/r23" "2 of 17 processes" ranks
+	has "$tmp/r23" "rank 3: cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE (1) (#208, answered from the trace) -> exit 1" ranks
+	replay --ranks 3,4 --repeat 20 "$g/conn_import_fail" >"$tmp/r34" 2>&1 || fail "--ranks 3,4: exit $?: $(tail -3 "$tmp/r34")"
+	replay --ranks 0,15 "$g/conn_clean" >"$tmp/r015" 2>&1 || fail "--ranks 0,15 clean: exit $?"
+	replay --ranks 99 "$g/conn_clean" >"$tmp/r99" 2>&1
+	[ $? -eq 2 ] || fail "--ranks 99: want exit 2"
+	has "$tmp/r99" "no trace in" ranks99
+	;;
+damaged)
+	# a changed byte and a cut file: exit 2 naming the file and the offset
+	cp -r "$g/conn_import_fail" "$tmp/c"
+	f=$(ls "$tmp"/c/*.nrt | sed -n 5p)
+	sz=$(stat -c %s "$f")
+	printf '\377\377\377\377' | dd of="$f" bs=1 seek=$((sz / 2)) conv=notrunc 2>/dev/null
+	replay "$tmp/c" >"$tmp/cout" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "corrupt: exit $rc, expected 2"
+	has "$tmp/cout" "Cannot read trace: file=$f offset=" corrupt
+	cp -r "$g/conn_import_fail" "$tmp/t"
+	f=$(ls "$tmp"/t/*.nrt | sed -n 5p)
+	truncate -s $(($(stat -c %s "$f") * 2 / 3)) "$f"
+	replay "$tmp/t" >"$tmp/tout" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "truncated: exit $rc, expected 2"
+	has "$tmp/tout" "file=$f offset=" truncated
+	has "$tmp/tout" "truncated" truncated
+	;;
+usage)
+	"$ncclrr" replay >/dev/null 2>&1; [ $? -eq 2 ] || fail "no args: want exit 2"
+	"$ncclrr" replay --inject maybe "$g/conn_clean" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--inject maybe: want 2"
+	"$ncclrr" replay --until 3 "$g/conn_clean" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--until 3: want 2"
+	# the recorded cluster file does not exist on this machine
+	"$ncclrr" replay "$g/conn_clean" >"$tmp/nt" 2>&1
+	rec_topo=$("$ncclrr" dump --meta "$g"/conn_clean/*.nrt | sed -n 's/^#   env.NCCLRR_TOPO=//p' | head -1)
+	if [ ! -r "$rec_topo" ]; then
+		has "$tmp/nt" "pass --topo FILE" topo
+	fi
+	# --until stops rank 3 before #208 and waits; SIGUSR1 lets it go on
+	replay --until 3:#208 "$g/conn_import_fail" >"$tmp/u" 2>"$tmp/ue" &
+	pid=$!
+	for _ in $(seq 100); do grep -q "kill -USR1" "$tmp/ue" && break; sleep 0.1; done
+	has "$tmp/ue" "rank 3 stopped before #208 cuMemImportFromShareableHandle (--until): attach with  gdb -p" until
+	wpid=$(grep -o 'kill -USR1 [0-9]*' "$tmp/ue" | awk '{print $3}')
+	[ -n "$wpid" ] && kill -USR1 "$wpid"
+	wait $pid || fail "--until: exit $?"
+	has "$tmp/u" "failure reproduced" until
+	;;
+*) echo "unknown case $case_"; exit 2 ;;
+esac
+[ $fails -eq 0 ] && echo "PASS: replay $case_" || echo "$fails failure(s)"
+[ $fails -eq 0 ]
