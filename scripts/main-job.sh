@@ -13,7 +13,10 @@
 #  - `ncclrr diff` against a clean run names the configuration difference and
 #    rank 3's import as the first divergence; `ncclrr export` writes the
 #    HTML report and the Chrome/Perfetto JSON.
-# Replaying the trace (`ncclrr replay`) comes with the replayer issue.
+#  - `ncclrr replay` re-executes the trace here (one worker per recorded
+#    process, real loopback sockets, the fake runtime) ten times and
+#    reproduces rank 3's failure at the same call each time, then again with
+#    only ranks 2 and 3 (the others served from the trace).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh
@@ -60,6 +63,13 @@ set +e
 set -e
 "$ncclrr" export --html "$out/report.html" --chrome "$out/trace.json" "$out/trace"
 echo "(full diff in $out/diff.txt; HTML report $out/report.html; Chrome/Perfetto JSON $out/trace.json)"
+
+echo
+echo "== ncclrr replay --repeat 10 $out/trace"
+"$ncclrr" replay --repeat 10 "$out/trace" | tee "$out/replay.txt"
+echo
+echo "== ncclrr replay --ranks 2,3 $out/trace   (ranks 2 and 3 only; the other 14 served from the trace)"
+"$ncclrr" replay --ranks 2,3 "$out/trace" | grep -E '^(ncclrr replay|  rank 3|result)'
 
 echo
 echo "== diagnosis"
