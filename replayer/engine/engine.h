@@ -40,6 +40,8 @@ struct rstream {
 struct nrr_wstat {
 	_Atomic uint64_t done;        /* units finished */
 	_Atomic uint64_t total;       /* units loaded */
+	_Atomic uint64_t injected;    /* units answered from the trace */
+	_Atomic uint64_t unsupported; /* units the engine cannot run (answered from the trace) */
 	_Atomic int pid;
 	/* recorded wall time of the earliest call this worker has not started
 	 * yet (UINT64_MAX: all started, or the worker is gone): a worker

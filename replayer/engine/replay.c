@@ -55,6 +55,11 @@ struct coord {
 };
 
 /* The outcome of one replay, compared between --repeat runs. */
+struct proc_out {
+	char inflight[200];   /* "recv #199, poll #12": where its threads stopped as recorded */
+	bool diverged;
+};
+
 struct outcome {
 	char first[512];     /* first divergence, "" none */
 	size_t ndiv;
@@ -69,6 +74,7 @@ struct outcome {
 	double secs;
 	uint64_t units;
 	unsigned injected;
+	struct proc_out *proc;   /* per process, this replay */
 };
 
 static uint64_t now_ns(void)
@@ -297,6 +303,8 @@ static void on_line(struct coord *x, size_t proc, char *line, struct outcome *ou
 	case 'D':
 		if (sscanf(line, "D %u %" SCNu64 " %" SCNu64 " %79s %n", &stream, &seq, &ts, fn, &n) >= 4 && n) {
 			out->ndiv++;
+			if (out->proc)
+				out->proc[proc].diverged = true;
 			if (!out->first[0]) {
 				snprintf(out->first, sizeof(out->first), "%s #%" PRIu64 " %s: %s", pi->who, seq, fn, line + n);
 				snprintf(out->div_sig, sizeof(out->div_sig), "%zu:%u:%" PRIu64 ":%s", proc, stream, seq, fn);
@@ -313,6 +321,13 @@ static void on_line(struct coord *x, size_t proc, char *line, struct outcome *ou
 				e->injected = inj;
 			}
 			out->injected += inj ? 1 : 0;
+		}
+		break;
+	case 'I':
+		if (sscanf(line, "I %u %" SCNu64 " %79s", &stream, &seq, fn) == 3 && out->proc) {
+			char *b = out->proc[proc].inflight;
+			size_t l = strlen(b);
+			snprintf(b + l, sizeof(out->proc[proc].inflight) - l, "%s%s #%" PRIu64, l ? ", " : "", fn, seq);
 		}
 		break;
 	case 'U':
@@ -360,10 +375,60 @@ static void describe_hang(struct coord *x, struct outcome *out)
 	}
 }
 
+/* A progress line on a terminal: "replay 3/100: 14 of 16 done, 3021 of 3442 calls". */
+static void progress(struct coord *x, unsigned rep, bool end)
+{
+	static int on = -1;
+	if (on < 0) {
+		const char *e = getenv("NCCLRR_PROGRESS");
+		on = e && *e ? atoi(e) != 0 : isatty(2);
+	}
+	if (!on)
+		return;
+	if (end) {
+		fprintf(stderr, "\r\033[K");
+		return;
+	}
+	uint64_t done = 0, total = 0;
+	size_t fin = 0, sel = 0;
+	for (size_t i = 0; i < x->n; i++) {
+		if (!x->pi[i].selected)
+			continue;
+		sel++;
+		uint64_t d = atomic_load(&g_stats[i].done), t = atomic_load(&g_stats[i].total);
+		done += d;
+		total += t;
+		fin += t && d >= t;
+	}
+	fprintf(stderr, "\rreplay %u/%u: %zu of %zu processes through, %" PRIu64 " of %" PRIu64 " calls\033[K", rep + 1,
+		x->o->repeat ? x->o->repeat : 1, fin, sel, done, total);
+}
+
+/* -v: one line per process of the first replay. */
+static void print_procs(struct coord *x, const struct outcome *out, FILE *f)
+{
+	for (size_t i = 0; i < x->n; i++) {
+		if (!x->pi[i].selected)
+			continue;
+		const struct nrr_wstat *w = &g_stats[i];
+		fprintf(f, "  %s: %" PRIu64 " of %" PRIu64 " calls, %" PRIu64 " answered from the trace%s", x->pi[i].who,
+			atomic_load(&w->done), atomic_load(&w->total), atomic_load(&w->injected),
+			out->proc[i].diverged ? ", DIVERGED" : "");
+		if (atomic_load(&w->unsupported))
+			fprintf(f, " (%" PRIu64 " not replayable)", atomic_load(&w->unsupported));
+		if (out->proc[i].inflight[0])
+			fprintf(f, "; stopped where its trace ends, in %s", out->proc[i].inflight);
+		fprintf(f, "; recorded end: %s\n", x->pi[i].end[0] ? x->pi[i].end : "not recorded");
+	}
+}
+
 static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 {
 	const struct nrr_replay_opts *o = x->o;
+	struct proc_out *po = out->proc;
 	memset(out, 0, sizeof(*out));
+	memset(po, 0, sizeof(*po) * x->n);
+	out->proc = po;
 	for (size_t a = 0; a < x->nerr; a++)
 		x->err[a].reached = x->err[a].injected = false;
 	nrr_xmap_reset();
@@ -419,6 +484,7 @@ static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 				np++;
 			}
 		poll(pf, np, 200);
+		progress(x, rep, false);
 		for (size_t i = 0, j = 0; i < x->n; i++) {
 			if (fds[i] < 0)
 				continue;
@@ -469,6 +535,7 @@ static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 			kill_all(pids, x->n);
 		}
 	}
+	progress(x, rep, true);
 	out->secs = (double)(now_ns() - t0) / 1e9;
 	for (size_t i = 0; i < x->n; i++) {
 		out->units += atomic_load(&g_stats[i].done);
@@ -604,6 +671,7 @@ static bool matched(const struct coord *x, const struct outcome *o)
 int nrr_replay(const struct nrr_replay_opts *o)
 {
 	struct coord x = { .o = o, .n = o->n };
+	struct outcome first = { 0 }, cur = { 0 };
 	FILE *f = o->out ? o->out : stdout;
 	int rc = 2;
 	x.pi = calloc(o->n ? o->n : 1, sizeof(*x.pi));
@@ -676,7 +744,10 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		fprintf(f, "recorded run: no failure\n");
 	}
 	unsigned reps = o->repeat ? o->repeat : 1, same = 0, ok = 0;
-	struct outcome first, cur;
+	first.proc = calloc(o->n, sizeof(*first.proc));
+	cur.proc = calloc(o->n, sizeof(*cur.proc));
+	if (!first.proc || !cur.proc)
+		goto out;
 	double tsum = 0, tmax = 0;
 	for (unsigned r = 0; r < reps; r++) {
 		struct outcome *out = r ? &cur : &first;
@@ -696,6 +767,8 @@ int nrr_replay(const struct nrr_replay_opts *o)
 			tmax = out->secs;
 		same += !r || same_outcome(&first, out);
 		ok += matched(&x, out);
+		if (!r && o->verbose)
+			print_procs(&x, out, f);
 		if (reps > 1 && (o->verbose || !matched(&x, out)))
 			fprintf(f, "replay %u/%u: %s (%.2f s)\n", r + 1, reps,
 				matched(&x, out) ? "matches" : out->hung ? "hung" : "diverged", out->secs);
@@ -725,6 +798,8 @@ int nrr_replay(const struct nrr_replay_opts *o)
 						  : "the replay matches the recording")
 					  : "the replay diverged from the recording");
 out:
+	free(first.proc);
+	free(cur.proc);
 	free(x.pi);
 	free(x.err);
 	free(x.addr);

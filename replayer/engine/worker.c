@@ -361,6 +361,10 @@ static void *stream_main(void *arg)
 			nrr_report(p, "X 1");
 			_exit(1);
 		}
+		if (res.status == NRR_R_INJECTED && u->kind == U_EXEC)
+			atomic_fetch_add(&p->st->injected, 1);
+		else if (res.status == NRR_R_UNSUPPORTED)
+			atomic_fetch_add(&p->st->unsupported, 1);
 		if (nrr_call_failed(&u->c)) {
 			char r[128];
 			describe_result(&u->c, r, sizeof(r));
