@@ -102,6 +102,9 @@ bool rsock_handles(const nrr_fn_schema *fn);
 /* Replay unit @k of stream @st (lookahead allowed within @st). */
 int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res);
 
+/* "CUDA_ERROR_INVALID_VALUE (1)", "-1 ECONNREFUSED (…)": the result of @c as dump shows it. */
+void nrr_result_text(const nrr_call *c, char *buf, size_t len);
+
 /* The destination (sendmsg) or sender (recvmsg) name recorded in the
  * custom:msghdr arg of @c: @return its length (0: none) and set *@name. */
 size_t msg_name(const nrr_call *c, const uint8_t **name);

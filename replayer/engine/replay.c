@@ -131,17 +131,6 @@ static int add_unix(struct coord *x, size_t proc, const uint8_t *sa, size_t len,
 	return 0;
 }
 
-static void result_text(const nrr_call *c, char *buf, size_t len)
-{
-	FILE *f = fmemopen(buf, len, "w");
-	if (!f) {
-		snprintf(buf, len, "%" PRId64, c->result);
-		return;
-	}
-	nrr_format_result(f, c);
-	fclose(f);
-}
-
 /* Read one process's trace through: validate, count, collect. */
 static int scan(struct coord *x, size_t i)
 {
@@ -218,7 +207,7 @@ static int scan(struct coord *x, size_t i)
 				e->ts = c->ts;
 				e->wall = nrr_reader_wall(r, c->ts);
 				snprintf(e->fn, sizeof(e->fn), "%s", c->fn->name);
-				result_text(c, e->res, sizeof(e->res));
+				nrr_result_text(c, e->res, sizeof(e->res));
 			}
 		}
 		if (ret < 0 && ret != NRR_EEOF) {

@@ -341,6 +341,21 @@ static int sock_fd(struct rsock *s, const nrr_call *c, const char *name, nrr_rre
 	return live;
 }
 
+/* The live fd of socket arg @name, or -1 when the call is settled already
+ * (res set): an fd no recorded call made, a socket served from the trace,
+ * a recorded failure answered from it. */
+static int live_fd(struct rsock *s, const nrr_call *c, const char *name, nrr_rres *res)
+{
+	int fd = sock_fd(s, c, name, res);
+	if (fd == -1)
+		return -1;
+	if (fd == RFD_SERVED || answer_failure(s, c)) {
+		injected(res, c);
+		return -1;
+	}
+	return fd;
+}
+
 /* Compare a live -1/errno or value result with the recorded one. */
 static int check_result(nrr_rres *res, const nrr_call *c, long live, int err)
 {
@@ -384,9 +399,9 @@ static int r_socketpair(struct rsock *s, const nrr_call *c, nrr_rres *res)
 
 static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
-	int fd = sock_fd(s, c, "sockfd", res);
-	if (fd < 0 || answer_failure(s, c))
-		return fd == -1 ? 0 : injected(res, c);
+	int fd = live_fd(s, c, "sockfd", res);
+	if (fd < 0)
+		return 0;
 	int i = nrr_arg_index(c, "addr");
 	if (i < 0 || c->args[i].len < 2)
 		return injected(res, c);
@@ -418,9 +433,9 @@ static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
 static int r_listen(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;
-	int fd = sock_fd(s, c, "sockfd", res);
-	if (fd < 0 || answer_failure(s, c))
-		return fd == -1 ? 0 : injected(res, c);
+	int fd = live_fd(s, c, "sockfd", res);
+	if (fd < 0)
+		return 0;
 	int r = listen(fd, (int)argv_i(c, "backlog", 128));
 	int err = errno;
 	const nrr_call *info = info_after(st, k, argv_i(c, "sockfd", -1), ROLE_LISTEN);
@@ -466,11 +481,9 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 {
 	const nrr_call *c = &st->u[k].c;
 	int64_t rec = argv_i(c, "sockfd", -1);
-	int fd = sock_fd(s, c, "sockfd", res);
-	if (fd == -1)
+	int fd = live_fd(s, c, "sockfd", res);
+	if (fd < 0)
 		return 0;
-	if (fd == RFD_SERVED || answer_failure(s, c))
-		return injected(res, c);
 	int i = nrr_arg_index(c, "addr");
 	if (i < 0 || c->args[i].len < 2)
 		return injected(res, c);
@@ -613,13 +626,11 @@ static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 
 static int r_send(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rres *res)
 {
-	int fd = sock_fd(s, c, fdname, res);
-	if (fd == -1)
+	int fd = live_fd(s, c, fdname, res);
+	if (fd < 0)
 		return 0;
-	if (fd == RFD_SERVED || answer_failure(s, c))
-		return injected(res, c);
 	int bi = nrr_arg_index(c, "buf");
-	size_t n = (size_t)c->result, have;
+	size_t n = (size_t)c->result, have = n;
 	uint8_t *b = bi >= 0 ? nrr_arg_bytes(c, bi, &have) : calloc(1, n + 1);
 	if (!b)
 		return -ENOMEM;
@@ -644,11 +655,9 @@ static int r_send(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rr
 
 static int r_recv(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rres *res)
 {
-	int fd = sock_fd(s, c, fdname, res);
-	if (fd == -1)
+	int fd = live_fd(s, c, fdname, res);
+	if (fd < 0)
 		return 0;
-	if (fd == RFD_SERVED || answer_failure(s, c))
-		return injected(res, c);
 	size_t n = (size_t)c->result;
 	int flags = (int)argv_i(c, "flags", 0) & ~MSG_DONTWAIT;
 	if (n == 0) {
@@ -743,11 +752,9 @@ size_t msg_name(const nrr_call *c, const uint8_t **name)
 
 static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
-	int fd = sock_fd(s, c, "sockfd", res);
-	if (fd == -1)
+	int fd = live_fd(s, c, "sockfd", res);
+	if (fd < 0)
 		return 0;
-	if (fd == RFD_SERVED || answer_failure(s, c))
-		return injected(res, c);
 	struct rmsg m;
 	if (!parse_msg(c, &m))
 		return injected(res, c);
@@ -813,11 +820,9 @@ static bool unix_sent_to(struct rsock *s, int64_t rec)
 
 static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
-	int fd = sock_fd(s, c, "sockfd", res);
-	if (fd == -1)
+	int fd = live_fd(s, c, "sockfd", res);
+	if (fd < 0)
 		return 0;
-	if (fd == RFD_SERVED || answer_failure(s, c))
-		return injected(res, c);
 	struct rmsg m;
 	if (!parse_msg(c, &m))
 		return injected(res, c);
@@ -955,11 +960,9 @@ static int r_close(struct rsock *s, const nrr_call *c, nrr_rres *res)
 /* Calls on a socket whose result is all that is compared. */
 static int r_simple(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
-	int fd = sock_fd(s, c, "sockfd", res);
-	if (fd == -1)
+	int fd = live_fd(s, c, "sockfd", res);
+	if (fd < 0)
 		return 0;
-	if (fd == RFD_SERVED || answer_failure(s, c))
-		return injected(res, c);
 	const char *name = c->fn->name;
 	long r = 0;
 	uint8_t buf[256];

@@ -305,7 +305,7 @@ static void until_stop(struct nrr_rproc *p, const struct unit *u)
 	}
 }
 
-static void describe_result(const nrr_call *c, char *buf, size_t len)
+void nrr_result_text(const nrr_call *c, char *buf, size_t len)
 {
 	FILE *f = fmemopen(buf, len, "w");
 	if (!f) {
@@ -367,7 +367,7 @@ static void *stream_main(void *arg)
 			atomic_fetch_add(&p->st->unsupported, 1);
 		if (nrr_call_failed(&u->c)) {
 			char r[128];
-			describe_result(&u->c, r, sizeof(r));
+			nrr_result_text(&u->c, r, sizeof(r));
 			nrr_report(p, "E %u %" PRIu64 " %" PRIu64 " %d %s %s", s->index, u->c.seq, u->c.ts,
 				   res.status == NRR_R_INJECTED ? 1 : 0, u->c.fn->name, r);
 		}
