@@ -72,7 +72,7 @@ for spec in "16 $root/topo/2node_16gpu.xml" "64 $root/topo/8node_64gpu.xml"; do
 	replay "$d" 600 --repeat 5 || { echo "bench_replay: $n ranks: --repeat 5 did not match:"; cat "$tmp/out"; rc=1; continue; }
 	read -r mean_s max_s <<<"$(repeat_mean)"
 	echo "== $n ranks ($(basename "$topo")), $calls calls, $(ls "$d"/*.nrt | wc -l) processes"
-	echo "  recorded     ${rec_s} s (trace: first to last event; ncclrr run said ${run_s} s)"
+	echo "  recorded     ${rec_s} s (longest process, first to last traced event; ncclrr run said ${run_s} s)"
 	echo "  replay       ${rep_s} s   replay/recorded $(ratio "$rep_s" "$rec_s")"
 	echo "  repeat 5     mean ${mean_s} s, max ${max_s} s   mean/recorded $(ratio "$mean_s" "$rec_s")"
 	rm -rf "$d"
