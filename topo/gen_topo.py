@@ -111,6 +111,7 @@ FILES = [
     ("1node_8gpu", 1, 8, True, 8, "1 host x 8 H100-like GPUs, NVLink all-to-all through NVSwitch (18 links each), 8 NICs."),
     ("2node_16gpu", 2, 8, True, 8, "2 hosts x 8 H100-like GPUs, NVSwitch inside each host, 8 x 400G NICs per host."),
     ("4node_32gpu", 4, 8, True, 8, "4 hosts x 8 H100-like GPUs, NVSwitch inside each host, 8 x 400G NICs per host."),
+    ("8node_64gpu", 8, 8, True, 8, "8 hosts x 8 H100-like GPUs, NVSwitch inside each host, 8 x 400G NICs per host."),
     ("2node_8gpu_pcie", 2, 4, False, 2, "2 hosts x 4 GPUs, no NVLink: two GPUs behind each PCIe switch, one NIC per switch."),
 ]
 

@@ -177,6 +177,7 @@ int main(int argc, char **argv)
 	test_file("1node_8gpu.xml", 1, 8, 8, 1);
 	test_file("2node_16gpu.xml", 2, 8, 8, 1);
 	test_file("4node_32gpu.xml", 4, 8, 8, 1);
+	test_file("8node_64gpu.xml", 8, 8, 8, 1);
 	test_file("2node_8gpu_pcie.xml", 2, 4, 2, 0);
 	test_bad();
 	test_default();

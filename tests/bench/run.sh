@@ -30,6 +30,7 @@ run "$dir/bench_reader" "$calls"
 run "$(dirname "$0")/bench_tracer.sh" "$build" "$(dirname "$0")/../.." 2000000 5
 run "$(dirname "$0")/bench_analyzer.sh" "$build" 1024 3
 run "$(dirname "$0")/bench_export.sh" "$build/cli/ncclrr" "$(dirname "$0")/../.." "$build/tests/workloads" 60
+run "$(dirname "$0")/bench_replay.sh" "$build/cli/ncclrr" "$(dirname "$0")/../.." "$build/tests/workloads"
 echo "== summary ($(uname -n), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ))"
-grep -E '^(writer/lttng|  lttng-ust|  ncclrr writer \(per record\)|bytes/event|  cursor|  merge|  native|  lttng  |  untraced|  trace |  as text|  NCCL_DEBUG|  diff:|  hang:|bench_export: |  [0-9.]* MB uncompressed)' "$log" | sed 's/^ *//'
+grep -E '^(writer/lttng|  lttng-ust|  ncclrr writer \(per record\)|bytes/event|  cursor|  merge|  native|  lttng  |  untraced|  trace |  as text|  NCCL_DEBUG|  diff:|  hang:|bench_export: |== [0-9]* ranks|  replay  |  repeat 5| +[0-9]+ ranks: |bench_replay: largest|  [0-9.]* MB uncompressed)' "$log" | sed 's/^ *//'
 exit $rc
