@@ -59,9 +59,27 @@ struct fctx *fake_current_ctx(void)
 	return ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
 }
 
+/* Handles are checked against the registry of live objects before they are
+ * dereferenced (a value never handed out must not crash the process), then
+ * by their magic (a live object of another type). */
 static int valid_ctx(const struct fctx *c)
 {
-	return c && c->magic == FAKE_MAGIC_CTX && !c->destroyed;
+	return c && fake_handle_live(c) && c->magic == FAKE_MAGIC_CTX && !c->destroyed;
+}
+
+static int is_event(const struct fevent *e)
+{
+	return e && fake_handle_live(e) && e->magic == FAKE_MAGIC_EVENT;
+}
+
+static int is_module(const struct fmodule *m)
+{
+	return m && fake_handle_live(m) && m->magic == FAKE_MAGIC_MODULE;
+}
+
+static int is_func(const struct ffunc *f)
+{
+	return f && fake_handle_live(f) && f->magic == FAKE_MAGIC_FUNC;
 }
 
 /* ---- init and version ----------------------------------------------------- */
@@ -441,6 +459,10 @@ static struct fctx *new_ctx(CUdevice d, int prim, unsigned flags)
 	c->primary = prim;
 	c->flags = flags;
 	c->id = atomic_fetch_add(&next_id, 1);
+	if (fake_handle_add(c) < 0) {
+		free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -594,6 +616,7 @@ FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext c)
 			i--;
 		}
 	c->destroyed = 1; /* kept: handles may still be compared */
+	fake_handle_del(c);
 	return CUDA_SUCCESS;
 }
 
@@ -867,7 +890,7 @@ FAKE_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer)
 static int valid_stream(CUstream s)
 {
 	return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
-	       s->magic == FAKE_MAGIC_STREAM;
+	       (fake_handle_live(s) && s->magic == FAKE_MAGIC_STREAM);
 }
 
 #define NEED_STREAM(s) do { NEED_INIT(); if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE; } while (0)
@@ -888,6 +911,10 @@ static CUresult stream_create(CUstream *ps, unsigned flags, int prio)
 	s->flags = flags;
 	s->priority = prio;
 	s->id = atomic_fetch_add(&next_id, 1);
+	if (fake_handle_add(s) < 0) {
+		free(s);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	*ps = s;
 	return CUDA_SUCCESS;
 }
@@ -908,7 +935,7 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 {
 	FAKE_COUNT("cuStreamDestroy", CUresult);
 	NEED_INIT();
-	if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || s->magic != FAKE_MAGIC_STREAM)
+	if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || !valid_stream(s) || !fake_handle_del(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	s->magic = 0;
 	free(s);
@@ -934,7 +961,7 @@ FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
 {
 	FAKE_COUNT("cuStreamWaitEvent", CUresult);
 	NEED_STREAM(s);
-	if (!e || e->magic != FAKE_MAGIC_EVENT)
+	if (!is_event(e))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
@@ -1273,6 +1300,10 @@ FAKE_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned flags)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	e->magic = FAKE_MAGIC_EVENT;
 	e->flags = flags;
+	if (fake_handle_add(e) < 0) {
+		free(e);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	*pe = e;
 	return CUDA_SUCCESS;
 }
@@ -1281,7 +1312,7 @@ FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e)
 {
 	FAKE_COUNT("cuEventDestroy", CUresult);
 	NEED_INIT();
-	if (!e || e->magic != FAKE_MAGIC_EVENT)
+	if (!is_event(e) || !fake_handle_del(e))
 		return CUDA_ERROR_INVALID_HANDLE;
 	e->magic = 0;
 	free(e);
@@ -1291,7 +1322,7 @@ FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e)
 static CUresult event_record(CUevent e, CUstream s)
 {
 	NEED_STREAM(s);
-	if (!e || e->magic != FAKE_MAGIC_EVENT)
+	if (!is_event(e))
 		return CUDA_ERROR_INVALID_HANDLE;
 	e->t_ms = now_ms();
 	e->recorded = 1;
@@ -1314,7 +1345,7 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent e)
 {
 	FAKE_COUNT("cuEventQuery", CUresult);
 	NEED_INIT();
-	if (!e || e->magic != FAKE_MAGIC_EVENT)
+	if (!is_event(e))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
@@ -1323,7 +1354,7 @@ FAKE_EXPORT CUresult cuEventSynchronize(CUevent e)
 {
 	FAKE_COUNT("cuEventSynchronize", CUresult);
 	NEED_INIT();
-	if (!e || e->magic != FAKE_MAGIC_EVENT)
+	if (!is_event(e))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
@@ -1333,7 +1364,7 @@ static CUresult elapsed(float *ms, CUevent a, CUevent b)
 	NEED_INIT();
 	if (!ms)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!a || !b || a->magic != FAKE_MAGIC_EVENT || b->magic != FAKE_MAGIC_EVENT)
+	if (!is_event(a) || !is_event(b))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if ((a->flags | b->flags) & 0x2)
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1383,6 +1414,10 @@ CUresult fake_module_from_image(CUmodule *pm, const void *image, int is_library)
 	m->magic = FAKE_MAGIC_MODULE;
 	m->image = image;
 	m->is_library = is_library;
+	if (fake_handle_add(m) < 0) {
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	pthread_mutex_lock(&mod_lock);
 	m->next = modules;
 	modules = m;
@@ -1395,7 +1430,7 @@ static CUresult get_func(struct ffunc **pf, struct fmodule *m, const char *name)
 {
 	if (!pf || !name)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!m || m->magic != FAKE_MAGIC_MODULE)
+	if (!is_module(m))
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&mod_lock);
 	struct ffunc *f;
@@ -1413,6 +1448,12 @@ static CUresult get_func(struct ffunc **pf, struct fmodule *m, const char *name)
 		}
 		f->magic = FAKE_MAGIC_FUNC;
 		f->mod = m;
+		if (fake_handle_add(f) < 0) {
+			free(f->name);
+			free(f);
+			pthread_mutex_unlock(&mod_lock);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
 		f->next = m->funcs;
 		m->funcs = f;
 	}
@@ -1425,7 +1466,7 @@ static CUresult get_global(CUdeviceptr *dptr, size_t *bytes, struct fmodule *m, 
 {
 	if (!name)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!m || m->magic != FAKE_MAGIC_MODULE)
+	if (!is_module(m))
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&mod_lock);
 	struct fglobal *g;
@@ -1503,7 +1544,7 @@ FAKE_EXPORT CUresult cuModuleUnload(CUmodule m)
 {
 	FAKE_COUNT("cuModuleUnload", CUresult);
 	NEED_INIT();
-	if (!m || m->magic != FAKE_MAGIC_MODULE)
+	if (!is_module(m))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS; /* kept: functions may still be referenced */
 }
@@ -1566,7 +1607,7 @@ FAKE_EXPORT CUresult cuLibraryUnload(CUlibrary l)
 {
 	FAKE_COUNT("cuLibraryUnload", CUresult);
 	NEED_INIT();
-	if (!l || l->magic != FAKE_MAGIC_MODULE)
+	if (!is_module(l))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
@@ -1584,7 +1625,7 @@ FAKE_EXPORT CUresult cuLibraryGetModule(CUmodule *pm, CUlibrary l)
 	NEED_INIT();
 	if (!pm)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!l || l->magic != FAKE_MAGIC_MODULE)
+	if (!is_module(l))
 		return CUDA_ERROR_INVALID_HANDLE;
 	*pm = l;
 	return CUDA_SUCCESS;
@@ -1620,7 +1661,7 @@ FAKE_EXPORT CUresult cuKernelGetFunction(CUfunction *pf, CUkernel k)
 	NEED_INIT();
 	if (!pf)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!k || k->magic != FAKE_MAGIC_FUNC)
+	if (!is_func(k))
 		return CUDA_ERROR_INVALID_HANDLE;
 	*pf = k;
 	return CUDA_SUCCESS;
@@ -1632,7 +1673,7 @@ FAKE_EXPORT CUresult cuKernelGetLibrary(CUlibrary *pl, CUkernel k)
 	NEED_INIT();
 	if (!pl)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!k || k->magic != FAKE_MAGIC_FUNC)
+	if (!is_func(k))
 		return CUDA_ERROR_INVALID_HANDLE;
 	*pl = k->mod;
 	return CUDA_SUCCESS;
@@ -1644,7 +1685,7 @@ FAKE_EXPORT CUresult cuKernelGetName(const char **name, CUkernel k)
 	NEED_INIT();
 	if (!name)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!k || k->magic != FAKE_MAGIC_FUNC)
+	if (!is_func(k))
 		return CUDA_ERROR_INVALID_HANDLE;
 	*name = k->name;
 	return CUDA_SUCCESS;
@@ -1654,7 +1695,7 @@ static CUresult func_attr(int *pi, int attrib, struct ffunc *f)
 {
 	if (!pi)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!f || f->magic != FAKE_MAGIC_FUNC)
+	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
 	switch (attrib) {
 	case 0: *pi = 1024; break;              /* max threads per block */
@@ -1675,7 +1716,7 @@ static CUresult func_attr(int *pi, int attrib, struct ffunc *f)
 
 static CUresult func_set_attr(struct ffunc *f, int attrib, int value)
 {
-	if (!f || f->magic != FAKE_MAGIC_FUNC)
+	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (attrib == 8)
 		f->max_dyn_shmem = value;
@@ -1739,7 +1780,7 @@ FAKE_EXPORT CUresult cuFuncGetModule(CUmodule *pm, CUfunction f)
 	NEED_INIT();
 	if (!pm)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!f || f->magic != FAKE_MAGIC_FUNC)
+	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
 	*pm = f->mod;
 	return CUDA_SUCCESS;
@@ -1751,7 +1792,7 @@ FAKE_EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 	NEED_INIT();
 	if (!name)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!f || f->magic != FAKE_MAGIC_FUNC)
+	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
 	*name = f->name;
 	return CUDA_SUCCESS;
@@ -1787,7 +1828,7 @@ static atomic_ullong total_launches;
 static CUresult launch(CUfunction f, CUstream s)
 {
 	NEED_STREAM(s);
-	if (!f || f->magic != FAKE_MAGIC_FUNC)
+	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!fake_current_ctx())
 		return CUDA_ERROR_INVALID_CONTEXT;

@@ -760,6 +760,11 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, c
 	m->size = size;
 	m->prop = *prop;
 	m->refs = 1;
+	if (fake_handle_add(m) < 0) {
+		close(m->fd);
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	*h = (CUmemGenericAllocationHandle)(uintptr_t)m;
 	return CUDA_SUCCESS;
 }
@@ -767,12 +772,15 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, c
 static struct fmemh *memh(CUmemGenericAllocationHandle h)
 {
 	struct fmemh *m = (struct fmemh *)(uintptr_t)h;
-	return m && m->magic == FAKE_MAGIC_MEMH ? m : NULL;
+	/* the registry first: a handle the fake never gave out (stale, or from
+	 * another process's trace) must not be dereferenced */
+	return m && fake_handle_live(m) && m->magic == FAKE_MAGIC_MEMH ? m : NULL;
 }
 
 static void memh_unref(struct fmemh *m)
 {
 	if (--m->refs == 0) {
+		fake_handle_del(m);
 		close(m->fd);
 		m->magic = 0;
 		free(m);
@@ -993,6 +1001,11 @@ FAKE_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle
 	m->prop.location.type = 1;
 	m->prop.location.id = memfd_dev(m->fd);
 	m->refs = 1;
+	if (fake_handle_add(m) < 0) {
+		close(m->fd);
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	*h = (CUmemGenericAllocationHandle)(uintptr_t)m;
 	return CUDA_SUCCESS;
 }

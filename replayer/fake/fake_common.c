@@ -368,3 +368,117 @@ __attribute__((constructor)) static void raise_nofile(void)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 }
+
+/* ---- live handles ---------------------------------------------------------- */
+/* Open addressing, linear probing, power-of-two capacity. Slot values: 0
+ * empty, 1 a deleted entry (tombstone); handles are heap pointers, never 0
+ * or 1. The table is rebuilt (doubled when more than half full of live
+ * entries) when live entries and tombstones together fill 3/4 of it. */
+#define HANDLE_EMPTY ((uintptr_t)0)
+#define HANDLE_TOMB ((uintptr_t)1)
+
+static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t *handle_slots;
+static size_t handle_cap;    /* 0 or a power of two */
+static size_t handle_used;   /* live entries */
+static size_t handle_tombs;
+
+static size_t handle_hash(uintptr_t p, size_t cap)
+{
+	uint64_t h = (uint64_t)p >> 4; /* malloc alignment */
+	h *= 0x9e3779b97f4a7c15ull;
+	h ^= h >> 29;
+	return (size_t)h & (cap - 1);
+}
+
+/* slot of @p, or of the first free slot (tombstone or empty) its probe
+ * passes when @p is absent and @for_insert; SIZE_MAX when not found */
+static size_t handle_find(uintptr_t p, int for_insert)
+{
+	if (handle_cap == 0)
+		return SIZE_MAX;
+	size_t mask = handle_cap - 1, i = handle_hash(p, handle_cap), free_slot = SIZE_MAX;
+	for (size_t n = 0; n < handle_cap; n++, i = (i + 1) & mask) {
+		uintptr_t v = handle_slots[i];
+		if (v == p)
+			return i;
+		if (v == HANDLE_TOMB) {
+			if (free_slot == SIZE_MAX)
+				free_slot = i;
+			continue;
+		}
+		if (v == HANDLE_EMPTY)
+			return for_insert ? (free_slot != SIZE_MAX ? free_slot : i) : SIZE_MAX;
+	}
+	return for_insert ? free_slot : SIZE_MAX;
+}
+
+static int handle_rebuild(size_t cap)
+{
+	uintptr_t *old = handle_slots;
+	size_t oldcap = handle_cap;
+	uintptr_t *ns = calloc(cap, sizeof(*ns));
+	if (!ns)
+		return -1;
+	handle_slots = ns;
+	handle_cap = cap;
+	handle_tombs = 0;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i] != HANDLE_EMPTY && old[i] != HANDLE_TOMB)
+			handle_slots[handle_find(old[i], 1)] = old[i];
+	free(old);
+	return 0;
+}
+
+int fake_handle_add(const void *ptr)
+{
+	uintptr_t p = (uintptr_t)ptr;
+	if (p == HANDLE_EMPTY || p == HANDLE_TOMB)
+		return -1;
+	pthread_mutex_lock(&handle_lock);
+	int rc = 0;
+	if ((handle_used + handle_tombs + 1) * 4 > handle_cap * 3) {
+		size_t cap = handle_cap ? handle_cap : 256;
+		while ((handle_used + 1) * 2 > cap)
+			cap *= 2;
+		rc = handle_rebuild(cap);
+	}
+	if (rc == 0) {
+		size_t i = handle_find(p, 1);
+		if (handle_slots[i] != p) {
+			if (handle_slots[i] == HANDLE_TOMB)
+				handle_tombs--;
+			handle_slots[i] = p;
+			handle_used++;
+		}
+	}
+	pthread_mutex_unlock(&handle_lock);
+	return rc;
+}
+
+int fake_handle_del(const void *ptr)
+{
+	uintptr_t p = (uintptr_t)ptr;
+	if (p == HANDLE_EMPTY || p == HANDLE_TOMB)
+		return 0;
+	pthread_mutex_lock(&handle_lock);
+	size_t i = handle_find(p, 0);
+	if (i != SIZE_MAX) {
+		handle_slots[i] = HANDLE_TOMB;
+		handle_used--;
+		handle_tombs++;
+	}
+	pthread_mutex_unlock(&handle_lock);
+	return i != SIZE_MAX;
+}
+
+int fake_handle_live(const void *ptr)
+{
+	uintptr_t p = (uintptr_t)ptr;
+	if (p == HANDLE_EMPTY || p == HANDLE_TOMB)
+		return 0;
+	pthread_mutex_lock(&handle_lock);
+	int live = handle_find(p, 0) != SIZE_MAX;
+	pthread_mutex_unlock(&handle_lock);
+	return live;
+}

@@ -61,6 +61,20 @@ FAKE_HIDDEN extern int fake_debug;
 FAKE_HIDDEN void fake_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define FAKE_DBG(...) do { if (fake_debug) fake_log(__VA_ARGS__); } while (0)
 
+/* ---- live handles -------------------------------------------------------- */
+/* Every object handed out as an opaque handle (context, stream, event,
+ * module, function, VMM allocation handle) is registered while it lives.
+ * The entry points ask fake_handle_live() before they dereference a handle,
+ * so a value the fake never gave out (stale, garbage, or taken from another
+ * process's trace) is an error result instead of a SIGSEGV. One lock-protected
+ * open-addressing set of pointers; a lookup allocates nothing. */
+/* @return 0, or -1 when out of memory (the caller fails the create). */
+FAKE_HIDDEN int fake_handle_add(const void *p);
+/* @return 1 when @p was live (and is now gone), 0 otherwise: of two threads
+ * destroying the same handle, one frees it. */
+FAKE_HIDDEN int fake_handle_del(const void *p);
+FAKE_HIDDEN int fake_handle_live(const void *p);
+
 #define FAKE_COUNT(nm, errtype) \
 	static struct fake_api api_ = { .name = nm }; \
 	do { \

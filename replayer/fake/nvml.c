@@ -98,7 +98,10 @@ static int init_count;
 
 static const nrr_topo_gpu *gpu_of(nvmlDevice_t d)
 {
-	if (!d || d < devs || d >= devs + 64 || d->magic != NVML_MAGIC)
+	/* handles point at elements of devs[]: any other value (garbage, or a
+	 * handle from another process's trace) is rejected before it is read */
+	uintptr_t p = (uintptr_t)d, base = (uintptr_t)devs;
+	if (p < base || p >= base + sizeof(devs) || (p - base) % sizeof(devs[0]) || d->magic != NVML_MAGIC)
 		return NULL;
 	return fake_host()->dev[d->index];
 }

@@ -4,8 +4,9 @@
  * + dlsym, as a program or the CUDA runtime would): entry-point lookup,
  * devices and bus ids from the topology, contexts, memory that really
  * copies, cuMem VMM export/import and legacy IPC between two processes,
- * dma-buf handles, streams/events, launches, error names, the fault switch
- * and the stats file.
+ * dma-buf handles, streams/events, launches, error names, the fault switch,
+ * the stats file, and handles the fake never gave out (garbage, stale,
+ * freed, of another type), which must be errors and not crashes.
  *
  *   test_fake_cuda FAKE_LIBDIR TOPO_DIR     (the test re-executes itself
  *                                           for the second process)
@@ -13,6 +14,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -460,6 +462,176 @@ static void test_nvml(void)
 	CHECK(strcmp(errstr(3), "Not Supported") == 0, "nvmlErrorString");
 }
 
+/* ---- handles the fake never gave out -------------------------------------- */
+/* A replay may pass a handle value from another process's trace, or a stale
+ * one: the real driver answers an error; the fake must not dereference it.
+ * A crash names the call being tried. */
+static const char *volatile bad_call = "";
+
+static void bad_handle_crash(int sig)
+{
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg), "FATAL: signal %d in %s with a handle the fake never gave out\n", sig,
+			 bad_call);
+	ssize_t w = write(2, msg, n > 0 ? (size_t)n : 0);
+	(void)w;
+	_exit(1);
+}
+
+#define TRY(name, expr) (bad_call = (name), (expr))
+
+static void test_bad_handles(void)
+{
+	F(fn_p, cuCtxSetCurrent);
+	F(fn_p, cuCtxPushCurrent_v2);
+	F(fn_pp, cuCtxGetCurrent);
+	CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, unsigned long long, unsigned long long) = sym(cu, "cuMemMap");
+	CUresult (*cuMemRelease)(unsigned long long) = sym(cu, "cuMemRelease");
+	CUresult (*cuMemExportToShareableHandle)(void *, unsigned long long, int, unsigned long long) =
+		sym(cu, "cuMemExportToShareableHandle");
+	CUresult (*cuMemCreate)(unsigned long long *, size_t, const void *, unsigned long long) = sym(cu, "cuMemCreate");
+	CUresult (*cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long) =
+		sym(cu, "cuMemAddressReserve");
+	CUresult (*cuMemAddressFree)(CUdeviceptr, size_t) = sym(cu, "cuMemAddressFree");
+	CUresult (*cuStreamCreate)(void **, unsigned) = sym(cu, "cuStreamCreate");
+	CUresult (*cuStreamSynchronize)(void *) = sym(cu, "cuStreamSynchronize");
+	CUresult (*cuStreamDestroy)(void *) = sym(cu, "cuStreamDestroy_v2");
+	CUresult (*cuStreamWaitEvent)(void *, void *, unsigned) = sym(cu, "cuStreamWaitEvent");
+	CUresult (*cuEventCreate)(void **, unsigned) = sym(cu, "cuEventCreate");
+	CUresult (*cuEventQuery)(void *) = sym(cu, "cuEventQuery");
+	CUresult (*cuEventDestroy)(void *) = sym(cu, "cuEventDestroy_v2");
+	CUresult (*cuModuleLoadData)(void **, const void *) = sym(cu, "cuModuleLoadData");
+	CUresult (*cuModuleGetFunction)(void **, void *, const char *) = sym(cu, "cuModuleGetFunction");
+	CUresult (*cuKernelGetFunction)(void **, void *) = sym(cu, "cuKernelGetFunction");
+	CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+				   void **, void **) = sym(cu, "cuLaunchKernel");
+	enum { INVALID_VALUE = 1, INVALID_CONTEXT = 201, INVALID_HANDLE = 400 };
+
+	struct sigaction sa, old_segv, old_bus;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = bad_handle_crash;
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sigaction(SIGBUS, &sa, &old_bus);
+
+	/* an address nothing is mapped at (a page given back), a small integer,
+	 * and zeroed readable memory that is no object of the fake's */
+	long pg = sysconf(_SC_PAGESIZE);
+	void *gone = mmap(NULL, (size_t)pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK_FATAL(gone != MAP_FAILED, "mmap");
+	munmap(gone, (size_t)pg);
+	static char zeros[256] __attribute__((aligned(64)));
+	char stack_zeros[256] __attribute__((aligned(64)));
+	memset(stack_zeros, 0, sizeof(stack_zeros));
+	void *bad[] = { (void *)0x1234, gone, zeros, stack_zeros };
+	const char *what[] = { "0x1234", "an unmapped page", "static zeros", "stack zeros" };
+
+	void *ctx = NULL;
+	CHECK(cuCtxGetCurrent(&ctx) == 0 && ctx, "current context");
+	CUdeviceptr va = 0;
+	size_t g = 2u << 20;
+	CHECK(cuMemAddressReserve(&va, g, g, 0, 0) == 0, "reserve");
+	void *s = NULL, *e = NULL, *m = NULL, *f = NULL;
+	static const char image[] = "not a real fatbin";
+	CHECK(cuStreamCreate(&s, 0) == 0 && cuEventCreate(&e, 0) == 0 && cuModuleLoadData(&m, image) == 0 &&
+	      cuModuleGetFunction(&f, m, "kern") == 0, "live objects");
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		void *b = bad[i];
+		unsigned long long bh = (unsigned long long)(uintptr_t)b;
+		int fd = -1;
+		void *out = NULL;
+		CHECK(TRY("cuMemMap", cuMemMap(va, g, 0, bh, 0)) == INVALID_VALUE, "cuMemMap(%s)", what[i]);
+		CHECK(TRY("cuMemRelease", cuMemRelease(bh)) == INVALID_VALUE, "cuMemRelease(%s)", what[i]);
+		CHECK(TRY("cuMemExportToShareableHandle", cuMemExportToShareableHandle(&fd, bh, 1, 0)) == INVALID_VALUE &&
+		      fd == -1, "cuMemExportToShareableHandle(%s)", what[i]);
+		CHECK(TRY("cuStreamSynchronize", cuStreamSynchronize(b)) == INVALID_HANDLE, "cuStreamSynchronize(%s)",
+		      what[i]);
+		CHECK(TRY("cuStreamDestroy", cuStreamDestroy(b)) == INVALID_HANDLE, "cuStreamDestroy(%s)", what[i]);
+		CHECK(TRY("cuStreamWaitEvent", cuStreamWaitEvent(s, b, 0)) == INVALID_HANDLE, "cuStreamWaitEvent(%s)",
+		      what[i]);
+		CHECK(TRY("cuEventQuery", cuEventQuery(b)) == INVALID_HANDLE, "cuEventQuery(%s)", what[i]);
+		CHECK(TRY("cuEventDestroy", cuEventDestroy(b)) == INVALID_HANDLE, "cuEventDestroy(%s)", what[i]);
+		CHECK(TRY("cuCtxSetCurrent", cuCtxSetCurrent(b)) == INVALID_CONTEXT, "cuCtxSetCurrent(%s)", what[i]);
+		CHECK(TRY("cuCtxPushCurrent", cuCtxPushCurrent_v2(b)) == INVALID_CONTEXT, "cuCtxPushCurrent(%s)", what[i]);
+		CHECK(TRY("cuModuleGetFunction", cuModuleGetFunction(&out, b, "kern")) == INVALID_HANDLE && !out,
+		      "cuModuleGetFunction(%s)", what[i]);
+		CHECK(TRY("cuKernelGetFunction", cuKernelGetFunction(&out, b)) == INVALID_HANDLE && !out,
+		      "cuKernelGetFunction(%s)", what[i]);
+		CHECK(TRY("cuLaunchKernel(function)", cuLaunchKernel(b, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL)) ==
+		      INVALID_HANDLE, "cuLaunchKernel(function %s)", what[i]);
+		CHECK(TRY("cuLaunchKernel(stream)", cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, b, NULL, NULL)) ==
+		      INVALID_HANDLE, "cuLaunchKernel(stream %s)", what[i]);
+	}
+	/* the context is still the one set before */
+	void *now = NULL;
+	CHECK(cuCtxGetCurrent(&now) == 0 && now == ctx, "context unchanged by bad handles");
+
+	/* live handles of another type: the magic is the type check */
+	CHECK(TRY("cuEventQuery(stream)", cuEventQuery(s)) == INVALID_HANDLE, "an event that is a stream");
+	CHECK(TRY("cuStreamSynchronize(event)", cuStreamSynchronize(e)) == INVALID_HANDLE, "a stream that is an event");
+	CHECK(TRY("cuCtxSetCurrent(module)", cuCtxSetCurrent(m)) == INVALID_CONTEXT, "a context that is a module");
+	CHECK(TRY("cuLaunchKernel(module)", cuLaunchKernel(m, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL)) == INVALID_HANDLE,
+	      "a function that is a module");
+	CHECK(TRY("cuMemRelease(stream)", cuMemRelease((unsigned long long)(uintptr_t)s)) == INVALID_VALUE,
+	      "an allocation handle that is a stream");
+
+	/* freed handles: destroyed once, then an error every time */
+	struct { int type, handletypes, loctype, locid; void *meta; unsigned char rest[8]; } prop;
+	memset(&prop, 0, sizeof(prop));
+	prop.type = 1;
+	prop.handletypes = 1;
+	prop.loctype = 1;
+	unsigned long long h = 0;
+	CHECK(cuMemCreate(&h, g, &prop, 0) == 0 && h, "create");
+	CHECK(cuMemRelease(h) == 0, "release");
+	CHECK(TRY("cuMemRelease(released)", cuMemRelease(h)) == INVALID_VALUE, "release twice");
+	CHECK(TRY("cuMemMap(released)", cuMemMap(va, g, 0, h, 0)) == INVALID_VALUE, "map a released handle");
+	CHECK(cuStreamDestroy(s) == 0 && cuEventDestroy(e) == 0, "destroy");
+	CHECK(TRY("cuStreamSynchronize(destroyed)", cuStreamSynchronize(s)) == INVALID_HANDLE, "destroyed stream");
+	CHECK(TRY("cuStreamDestroy(destroyed)", cuStreamDestroy(s)) == INVALID_HANDLE, "stream destroyed twice");
+	CHECK(TRY("cuEventQuery(destroyed)", cuEventQuery(e)) == INVALID_HANDLE, "destroyed event");
+	CHECK(TRY("cuEventDestroy(destroyed)", cuEventDestroy(e)) == INVALID_HANDLE, "event destroyed twice");
+	CHECK(cuMemAddressFree(va, g) == 0, "address free");
+
+	/* many live handles (the registry grows) and many freed (tombstones):
+	 * each answers as it should */
+	enum { NEV = 3000 };
+	static void *evs[NEV];
+	int created = 0, live_ok = 0, dead_ok = 0, destroyed = 0;
+	for (int i = 0; i < NEV; i++)
+		created += cuEventCreate(&evs[i], 0) == 0;
+	for (int i = 0; i < NEV; i += 2)
+		destroyed += cuEventDestroy(evs[i]) == 0;
+	for (int i = 0; i < NEV; i++)
+		if (i % 2)
+			live_ok += cuEventQuery(evs[i]) == 0;
+		else
+			dead_ok += cuEventQuery(evs[i]) == INVALID_HANDLE;
+	CHECK(created == NEV && destroyed == NEV / 2 && live_ok == NEV / 2 && dead_ok == NEV / 2,
+	      "%d events: %d created, %d destroyed, %d live answer, %d destroyed refused", NEV, created, destroyed,
+	      live_ok, dead_ok);
+	int rest = 0;
+	for (int i = 1; i < NEV; i += 2)
+		rest += cuEventDestroy(evs[i]) == 0;
+	CHECK(rest == NEV / 2 && cuEventQuery(evs[NEV - 1]) == INVALID_HANDLE, "all destroyed");
+
+	/* NVML device handles are elements of the fake's own table */
+	int (*nvmlInit_v2)(void) = sym(nv, "nvmlInit_v2");
+	int (*getIndex)(void *, unsigned *) = sym(nv, "nvmlDeviceGetIndex");
+	int (*byIndex)(unsigned, void **) = sym(nv, "nvmlDeviceGetHandleByIndex_v2");
+	unsigned idx = 99;
+	void *d0 = NULL;
+	CHECK(nvmlInit_v2() == 0 && byIndex(0, &d0) == 0, "nvml");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(TRY("nvmlDeviceGetIndex", getIndex(bad[i], &idx)) == 2 && idx == 99, "nvmlDeviceGetIndex(%s)",
+		      what[i]);
+	CHECK(TRY("nvmlDeviceGetIndex(misaligned)", getIndex((char *)d0 + 1, &idx)) == 2, "a handle inside another");
+
+	bad_call = "";
+	sigaction(SIGSEGV, &old_segv, NULL);
+	sigaction(SIGBUS, &old_bus, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	CHECK_FATAL(argc >= 3, "usage: test_fake_cuda FAKE_LIBDIR TOPO_DIR");
@@ -504,5 +676,6 @@ int main(int argc, char **argv)
 	test_vmm_and_ipc();
 	test_children();
 	test_nvml();
+	test_bad_handles();
 	return check_done("fake_cuda");
 }
