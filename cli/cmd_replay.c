@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmds.h"
 #include "inputs.h"
@@ -24,8 +25,11 @@ const char cmd_replay_usage[] =
 	"CUDA driver, NVML and verbs calls run against the fake runtime; socket\n"
 	"calls run on real loopback sockets (recorded listen addresses mapped to\n"
 	"live ones, connects and accepts paired, the recorded bytes sent and the\n"
-	"received bytes compared). Calls of the NCCL API, the CUDA runtime, the\n"
-	"net plugin and proxy RPCs are not re-executed: what they called is.\n"
+	"received bytes compared). ncclNet plugin calls run against a live net\n"
+	"plugin (ncclrr's socket transport unless --net-plugin names one): handles\n"
+	"mapped, payloads of the recorded sizes, completed sizes compared. Calls\n"
+	"of the NCCL API, the CUDA runtime and proxy RPCs are not re-executed:\n"
+	"what they called is.\n"
 	"Order across processes comes from the recording (connect/accept pairs,\n"
 	"message order, fds passed before use), never from timing.\n"
 	"\n"
@@ -52,6 +56,9 @@ const char cmd_replay_usage[] =
 	"                     hung, say where, stop (default 60)\n"
 	"  --topo FILE        cluster file for the fake runtime (default: the\n"
 	"                     recorded NCCLRR_TOPO)\n"
+	"  --net-plugin PATH  the ncclNet plugin (.so, tables v6..v11) that net\n"
+	"                     plugin calls run against (default: ncclrr's socket\n"
+	"                     transport, libnccl-net-ncclrr-socket.so)\n"
 	"  -v, --verbose      every divergence, each replay of --repeat\n"
 	"\n"
 	"Rerun mode (--rerun DIR -- PROGRAM [ARGS]): run the real program again\n"
@@ -69,7 +76,9 @@ const char cmd_replay_usage[] =
 	"      --version      print the version\n"
 	"\n"
 	"Environment: NCCLRR_FAKE_LIBDIR, the fake runtime's directory (as for\n"
-	"`ncclrr run`).\n"
+	"`ncclrr run`); NCCLRR_NET_PLUGIN_REPLAY, the net plugin (a .so or the\n"
+	"directory holding libnccl-net-ncclrr-socket.so) when --net-plugin is not\n"
+	"given; NCCL_DEBUG set: the net plugin's log lines go to stderr.\n"
 	"\n"
 	"Exit status: 0 the replay matches the recording (a recorded failure\n"
 	"included, reproduced; --rerun: every rank ended as recorded), 1 it\n"
@@ -106,6 +115,7 @@ int cmd_replay(int argc, char **argv)
 		{ "topo", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "rerun", required_argument, NULL, 'R' },
+		{ "net-plugin", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nrr_replay_opts o = { .repeat = 1, .until_rank = -1, .timeout_s = 60, .inject = NRR_INJECT_ERRORS };
@@ -168,6 +178,11 @@ int cmd_replay(int argc, char **argv)
 		}
 		case 'T':
 			o.topo = optarg;
+			break;
+		case 'P':
+			if (access(optarg, R_OK) < 0)
+				return nrr_cli_usage_error("replay", "--net-plugin %s: %s", optarg, strerror(errno));
+			o.net_plugin = optarg;
 			break;
 		case 'v':
 			o.verbose = true;

@@ -75,6 +75,7 @@ struct nrr_rproc {
 	size_t nfds, fdcap;
 	nrr_rcuda *cuda;
 	struct rsock *sock;
+	struct rnet *net;       /* NULL: the trace has no net plugin calls */
 	unsigned repeat;        /* which replay of --repeat (names of UNIX sockets) */
 };
 
@@ -101,6 +102,19 @@ void rsock_close(struct rsock *s);
 bool rsock_handles(const nrr_fn_schema *fn);
 /* Replay unit @k of stream @st (lookahead allowed within @st). */
 int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res);
+
+/* ---- rnet.c: ncclNet plugin calls against a live net plugin */
+struct rnet;
+/* Load the net plugin (--net-plugin, $NCCLRR_NET_PLUGIN_REPLAY, or ncclrr's
+ * socket transport next to ncclrr) when the loaded streams of @p have net
+ * calls; *@out stays NULL when they have none.  On failure writes a
+ * one-line reason to @err.  @return 0 or negative errno. */
+int rnet_open(struct rnet **out, struct nrr_rproc *p, char *err, size_t errlen);
+void rnet_close(struct rnet *s);
+/* true for functions of the net domain (ncclNet_*) */
+bool rnet_handles(const nrr_fn_schema *fn);
+/* Replay unit @k of stream @st; several threads call it at once. */
+int rnet_call(struct rnet *s, struct rstream *st, size_t k, nrr_rres *res);
 
 /* "CUDA_ERROR_INVALID_VALUE (1)", "-1 ECONNREFUSED (…)": the result of @c as dump shows it. */
 void nrr_result_text(const nrr_call *c, char *buf, size_t len);

@@ -45,6 +45,7 @@ struct nrr_replay_opts {
 	int timeout_s;         /* no call finished anywhere for this long: hang */
 	const char *topo;      /* overrides the recorded cluster file */
 	const char *fake_libdir;
+	const char *net_plugin; /* --net-plugin: the ncclNet plugin net calls run against (NULL: ncclrr's socket one) */
 	bool verbose;
 	FILE *out;
 };

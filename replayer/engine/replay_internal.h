@@ -5,9 +5,10 @@
  * `ncclrr replay DIR` forks one worker per recorded process.  A worker
  * loads its trace, starts one thread per recorded thread (stream) and
  * re-executes the calls in recorded order: sockets in rsock.c, CUDA
- * driver / NVML / verbs in rcuda.c through the generated dispatch table.
- * Calls of other domains (NCCL API, runtime, net plugin, proxy RPCs) are
- * containers: the engine replays what they called.
+ * driver / NVML / verbs in rcuda.c through the generated dispatch table,
+ * ncclNet plugin calls in rnet.c against a live net plugin.  Calls of
+ * other domains (NCCL API, runtime, proxy RPCs) are containers: the
+ * engine replays what they called.
  */
 #ifndef NCCLRR_REPLAY_INTERNAL_H
 #define NCCLRR_REPLAY_INTERNAL_H

@@ -120,7 +120,7 @@ int nrr_classify(struct nrr_classify *k, const nrr_call *c)
 		}
 		return -1;
 	}
-	bool rep = rsock_handles(c->fn) || nrr_rcuda_handles(c->fn);
+	bool rep = rsock_handles(c->fn) || nrr_rcuda_handles(c->fn) || rnet_handles(c->fn);
 	if (c->phase == NRR_PHASE_ENTER) {
 		if (rep)
 			k->skip = c->depth;
@@ -341,6 +341,8 @@ static void *stream_main(void *arg)
 			res.status = NRR_R_INJECTED;
 		} else if (rsock_handles(u->c.fn)) {
 			ret = rsock_call(p->sock, s, k, &res);
+		} else if (rnet_handles(u->c.fn)) {
+			ret = rnet_call(p->net, s, k, &res);
 		} else {
 			ret = nrr_rcuda_call(p->cuda, &u->c, &res);
 		}
@@ -436,6 +438,10 @@ int nrr_worker_main(struct nrr_rproc *p)
 		nrr_report(p, "F setup Cannot set up socket replay: %s", strerror(-ret));
 		return 2;
 	}
+	if ((ret = rnet_open(&p->net, p, err, sizeof(err))) < 0) {
+		nrr_report(p, "F setup %s", err);
+		return 2;
+	}
 	for (size_t i = 0; i < p->ns; i++)
 		if (pthread_create(&p->s[i].th, NULL, stream_main, &p->s[i]) != 0) {
 			nrr_report(p, "F setup Cannot start a replay thread: %s", strerror(errno));
@@ -449,6 +455,7 @@ int nrr_worker_main(struct nrr_rproc *p)
 	update_frontier(p);
 	pthread_mutex_unlock(&p->mu);
 	wait_exit_time(p);
+	rnet_close(p->net);
 	nrr_report(p, "X 0");
 	/* sockets and memory go with the process, as they went with the recorded one */
 	return 0;
