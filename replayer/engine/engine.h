@@ -116,6 +116,12 @@ bool rnet_handles(const nrr_fn_schema *fn);
 /* Replay unit @k of stream @st; several threads call it at once. */
 int rnet_call(struct rnet *s, struct rstream *st, size_t k, nrr_rres *res);
 
+/* Settle @r: @status with the reason from @fmt (NRR_R_DIVERGED,
+ * NRR_R_UNSUPPORTED), or answered from the trace (nrr_rres_injected: the
+ * recorded result of @c).  @return 0, for `return nrr_rres_set(…)`. */
+int nrr_rres_set(nrr_rres *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int nrr_rres_injected(nrr_rres *r, const nrr_call *c);
+
 /* "CUDA_ERROR_INVALID_VALUE (1)", "-1 ECONNREFUSED (…)": the result of @c as dump shows it. */
 void nrr_result_text(const nrr_call *c, char *buf, size_t len);
 

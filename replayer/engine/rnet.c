@@ -283,35 +283,6 @@ static int64_t arg_i(const nrr_call *c, const char *name, int64_t dflt)
 	return i < 0 ? dflt : (int64_t)c->args[i].u;
 }
 
-static int injected(nrr_rres *r, const nrr_call *c)
-{
-	r->status = NRR_R_INJECTED;
-	r->result = c->result;
-	return 0;
-}
-
-static int unsupported(nrr_rres *r, const nrr_call *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int unsupported(nrr_rres *r, const nrr_call *c, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(r->why, sizeof(r->why), fmt, ap);
-	va_end(ap);
-	r->status = NRR_R_UNSUPPORTED;
-	r->result = c->result;
-	return 0;
-}
-
-static int diverged(nrr_rres *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int diverged(nrr_rres *r, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(r->why, sizeof(r->why), fmt, ap);
-	va_end(ap);
-	r->status = NRR_R_DIVERGED;
-	return 0;
-}
 
 static const char *nccl_name(int64_t r)
 {
@@ -327,7 +298,7 @@ static bool check_result(nrr_rres *res, const nrr_call *c, int live)
 	res->result = live;
 	if (live == c->result)
 		return true;
-	diverged(res, "result: recorded %s (%" PRId64 "), replayed %s (%d)", nccl_name(c->result), c->result,
+	nrr_rres_set(res, NRR_R_DIVERGED, "result: recorded %s (%" PRId64 "), replayed %s (%d)", nccl_name(c->result), c->result,
 		 nccl_name(live), live);
 	return false;
 }
@@ -381,11 +352,11 @@ static struct obj *lookup(struct rnet *s, const nrr_call *c, const char *name, i
 	uint64_t rec = (uint64_t)arg_i(c, name, 0);
 	struct obj *o = obj_find(s, kind, rec);
 	if (!o) {
-		unsupported(res, c, "%s=%#" PRIx64 " was not made by a replayed call (answered from the trace)", name, rec);
+		nrr_rres_set(res, NRR_R_UNSUPPORTED, "%s=%#" PRIx64 " was not made by a replayed call (answered from the trace)", name, rec);
 		return NULL;
 	}
 	if (o->served) {
-		injected(res, c);
+		nrr_rres_injected(res, c);
 		return NULL;
 	}
 	return o;
@@ -439,11 +410,11 @@ static int ensure_init(struct rnet *s)
 static int r_init(struct rnet *s, const nrr_call *c, nrr_rres *res)
 {
 	if (answer_failure(s, c))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	bool first = !s->inited;
 	int r = ensure_init(s);
 	if (!first)       /* later inits (v11: one per communicator) share the live one */
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	check_result(res, c, r);
 	return 0;
 }
@@ -452,13 +423,13 @@ static int r_listen(struct rnet *s, const nrr_call *c, nrr_rres *res)
 {
 	if (answer_failure(s, c)) {
 		mark_served(s, O_LISTEN, c, "listenComm");
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	}
 	int hi = nrr_arg_index(c, "handle");
 	if (hi < 0)
-		return unsupported(res, c, "the handle listen gave was not recorded");
+		return nrr_rres_set(res, NRR_R_UNSUPPORTED, "the handle listen gave was not recorded");
 	if (ensure_init(s))
-		return diverged(res, "the live plugin's init failed (%s): nothing can listen", nccl_name(s->init_rc));
+		return nrr_rres_set(res, NRR_R_DIVERGED, "the live plugin's init failed (%s): nothing can listen", nccl_name(s->init_rc));
 	uint8_t live[HMAX] = { 0 };
 	void *lc = NULL;
 	int r = p_listen(s, live, &lc);
@@ -471,7 +442,7 @@ static int r_listen(struct rnet *s, const nrr_call *c, nrr_rres *res)
 	int pr = nrr_xmap_put("nethdl", rec, rl < HMAX ? rl : HMAX, live, HMAX);
 	free(rec);
 	if (pr < 0)
-		return diverged(res, "cannot publish the listen handle: %s (replay table full)", strerror(-pr));
+		return nrr_rres_set(res, NRR_R_DIVERGED, "cannot publish the listen handle: %s (replay table full)", strerror(-pr));
 	if (!obj_put(s, O_LISTEN, (uint64_t)arg_i(c, "listenComm", 0), lc))
 		return -ENOMEM;
 	return 0;
@@ -509,11 +480,11 @@ static int r_connect(struct rnet *s, struct rstream *st, const nrr_call *c, nrr_
 {
 	if (answer_failure(s, c)) {
 		mark_served(s, O_SEND, c, "sendComm");
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	}
 	int hi = nrr_arg_index(c, "handle");
 	if (hi < 0)
-		return unsupported(res, c, "the handle connect was given was not recorded");
+		return nrr_rres_set(res, NRR_R_UNSUPPORTED, "the handle connect was given was not recorded");
 	uint8_t rec[HMAX] = { 0 };
 	memcpy(rec, c->args[hi].p, c->args[hi].len < HMAX ? c->args[hi].len : HMAX);
 	bool ready = arg_i(c, "sendComm", 0) != 0;
@@ -533,7 +504,7 @@ static int r_connect(struct rnet *s, struct rstream *st, const nrr_call *c, nrr_
 		pthread_mutex_lock(&s->mu);
 		if (g < 0) {
 			mark_served(s, O_SEND, c, "sendComm");
-			return unsupported(res, c, "no replayed process listened on this handle (answered from the trace)");
+			return nrr_rres_set(res, NRR_R_UNSUPPORTED, "no replayed process listened on this handle (answered from the trace)");
 		}
 	}
 	if (!cn) {
@@ -546,7 +517,7 @@ static int r_connect(struct rnet *s, struct rstream *st, const nrr_call *c, nrr_
 	}
 	memcpy(cn->rec, rec, HMAX);
 	if (ensure_init(s))
-		return diverged(res, "the live plugin's init failed (%s): nothing can connect", nccl_name(s->init_rc));
+		return nrr_rres_set(res, NRR_R_DIVERGED, "the live plugin's init failed (%s): nothing can connect", nccl_name(s->init_rc));
 	void *comm = cn->early;
 	cn->early = NULL;
 	int r = 0;
@@ -564,7 +535,7 @@ static int r_connect(struct rnet *s, struct rstream *st, const nrr_call *c, nrr_
 		pause_a_little(&tries);
 		pthread_mutex_lock(&s->mu);
 		if (!(cn = conn_find(s, rec, st->index, false)))   /* the table may have moved */
-			return diverged(res, "lost the connect in progress");
+			return nrr_rres_set(res, NRR_R_DIVERGED, "lost the connect in progress");
 	}
 	if (r) {
 		check_result(res, c, r);
@@ -572,11 +543,11 @@ static int r_connect(struct rnet *s, struct rstream *st, const nrr_call *c, nrr_
 	}
 	if (!ready) {
 		cn->early = comm;
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	}
 	*cn = s->cn[--s->ncn];
 	if (!comm)
-		return diverged(res, "stopped before the live connect was ready");
+		return nrr_rres_set(res, NRR_R_DIVERGED, "stopped before the live connect was ready");
 	if (!obj_put(s, O_SEND, (uint64_t)arg_i(c, "sendComm", 0), comm))
 		return -ENOMEM;
 	check_result(res, c, 0);
@@ -593,7 +564,7 @@ static int r_accept(struct rnet *s, const nrr_call *c, nrr_rres *res)
 	}
 	if (answer_failure(s, c)) {
 		mark_served(s, O_RECV, c, "recvComm");
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	}
 	uint64_t lrec = lo->rec;
 	bool ready = arg_i(c, "recvComm", 0) != 0;
@@ -604,7 +575,7 @@ static int r_accept(struct rnet *s, const nrr_call *c, nrr_rres *res)
 	while (!comm) {
 		lo = obj_find(s, O_LISTEN, lrec);
 		if (!lo)
-			return diverged(res, "the listen comm was closed while accepting");
+			return nrr_rres_set(res, NRR_R_DIVERGED, "the listen comm was closed while accepting");
 		r = p_accept(s, lo->live, &comm);
 		if (r || !ready || stopping(s))
 			break;
@@ -620,10 +591,10 @@ static int r_accept(struct rnet *s, const nrr_call *c, nrr_rres *res)
 		lo = obj_find(s, O_LISTEN, lrec);
 		if (lo)
 			lo->early = comm;
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	}
 	if (!comm)
-		return diverged(res, "stopped before the live accept was ready");
+		return nrr_rres_set(res, NRR_R_DIVERGED, "stopped before the live accept was ready");
 	if (!obj_put(s, O_RECV, (uint64_t)arg_i(c, "recvComm", 0), comm))
 		return -ENOMEM;
 	check_result(res, c, 0);
@@ -640,12 +611,12 @@ static int r_regmr(struct rnet *s, const nrr_call *c, nrr_rres *res)
 	}
 	if (answer_failure(s, c)) {
 		mark_served(s, O_MR, c, "mhandle");
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	}
 	size_t size = (size_t)arg_i(c, "size", 0);
 	uint8_t *buf = calloc(1, size ? size : 1);
 	if (!buf)
-		return unsupported(res, c, "cannot allocate a scratch region of the recorded %zu bytes", size);
+		return nrr_rres_set(res, NRR_R_UNSUPPORTED, "cannot allocate a scratch region of the recorded %zu bytes", size);
 	void *mh = NULL;
 	int r = p_regmr(s, co->live, buf, size, &mh);
 	if (!check_result(res, c, r)) {
@@ -672,7 +643,7 @@ static int r_deregmr(struct rnet *s, const nrr_call *c, nrr_rres *res)
 	if (!mo)
 		return 0;
 	if (answer_failure(s, c))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	int r = P(s, deregMr)(comm, mo->live);
 	if (r == 0)
 		obj_del(s, mo);
@@ -702,16 +673,16 @@ static int r_isend(struct rnet *s, const nrr_call *c, nrr_rres *res)
 	}
 	uint64_t rreq = (uint64_t)arg_i(c, "request", 0);
 	if (!rreq)                   /* no free slot: timing */
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	if (answer_failure(s, c))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	uint64_t rmh = (uint64_t)arg_i(c, "mhandle", 0);
 	struct obj *mo = rmh ? obj_find(s, O_MR, rmh) : NULL;
 	size_t size = (size_t)arg_i(c, "size", 0);
 	uint8_t *own;
 	uint8_t *buf = scratch(mo, size, &own);
 	if (!buf)
-		return unsupported(res, c, "cannot allocate a scratch buffer of the recorded %zu bytes", size);
+		return nrr_rres_set(res, NRR_R_UNSUPPORTED, "cannot allocate a scratch buffer of the recorded %zu bytes", size);
 	void *req = NULL;
 	int r;
 	unsigned tries = 0;
@@ -720,7 +691,7 @@ static int r_isend(struct rnet *s, const nrr_call *c, nrr_rres *res)
 		mo = rmh ? obj_find(s, O_MR, rmh) : NULL;
 		if (!co) {
 			free(own);
-			return diverged(res, "the send comm was closed while posting");
+			return nrr_rres_set(res, NRR_R_DIVERGED, "the send comm was closed while posting");
 		}
 		r = p_isend(s, co->live, buf, size, (int)arg_i(c, "tag", 0), mo && !mo->served ? mo->live : NULL, &req);
 		if (r || req || stopping(s))
@@ -731,7 +702,7 @@ static int r_isend(struct rnet *s, const nrr_call *c, nrr_rres *res)
 	}
 	if (!check_result(res, c, r) || !req) {
 		free(own);
-		return req ? 0 : diverged(res, "stopped before the live isend had a slot");
+		return req ? 0 : nrr_rres_set(res, NRR_R_DIVERGED, "stopped before the live isend had a slot");
 	}
 	struct obj *o = obj_put(s, O_REQ, rreq, req);
 	if (!o) {
@@ -753,15 +724,15 @@ static int r_irecv(struct rnet *s, const nrr_call *c, nrr_rres *res)
 	}
 	uint64_t rreq = (uint64_t)arg_i(c, "request", 0);
 	if (!rreq)
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	if (answer_failure(s, c))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	int n = (int)arg_i(c, "n", 1);
 	int si = nrr_arg_index(c, "sizes"), ti = nrr_arg_index(c, "tags");
 	if (n < 1 || n > MAX_RECVS)
-		return unsupported(res, c, "irecv of %d buffers (this replayer posts 1 to %d)", n, MAX_RECVS);
+		return nrr_rres_set(res, NRR_R_UNSUPPORTED, "irecv of %d buffers (this replayer posts 1 to %d)", n, MAX_RECVS);
 	if (si < 0 || c->args[si].len < (size_t)n * 8)
-		return unsupported(res, c, "the receive sizes were not recorded");
+		return nrr_rres_set(res, NRR_R_UNSUPPORTED, "the receive sizes were not recorded");
 	size_t sizes[MAX_RECVS];
 	int tags[MAX_RECVS] = { 0 };
 	memcpy(sizes, c->args[si].p, (size_t)n * 8);
@@ -773,7 +744,7 @@ static int r_irecv(struct rnet *s, const nrr_call *c, nrr_rres *res)
 		if (!bufs[j]) {
 			while (j-- > 0)
 				free(bufs[j]);
-			return unsupported(res, c, "cannot allocate receive buffers of the recorded sizes");
+			return nrr_rres_set(res, NRR_R_UNSUPPORTED, "cannot allocate receive buffers of the recorded sizes");
 		}
 	}
 	void *req = NULL;
@@ -797,12 +768,12 @@ static int r_irecv(struct rnet *s, const nrr_call *c, nrr_rres *res)
 		for (int j = 0; j < n; j++)
 			free(bufs[j]);
 		if (r < 0)
-			return diverged(res, "the receive comm was closed while posting");
+			return nrr_rres_set(res, NRR_R_DIVERGED, "the receive comm was closed while posting");
 		if (r > 0) {
 			check_result(res, c, r);
 			return 0;
 		}
-		return req ? -ENOMEM : diverged(res, "stopped before the live irecv had a slot");
+		return req ? -ENOMEM : nrr_rres_set(res, NRR_R_DIVERGED, "stopped before the live irecv had a slot");
 	}
 	o->n = n;
 	memcpy(o->bufs, bufs, sizeof(bufs[0]) * (size_t)n);
@@ -815,7 +786,7 @@ static int r_test(struct rnet *s, const nrr_call *c, nrr_rres *res)
 	if (!o)
 		return 0;
 	if (answer_failure(s, c))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	uint64_t rreq = o->rec;
 	bool rdone = arg_i(c, "done", 0) != 0;
 	int done = o->done, r = 0;
@@ -834,7 +805,7 @@ static int r_test(struct rnet *s, const nrr_call *c, nrr_rres *res)
 		pthread_mutex_lock(&s->mu);
 		o = obj_find(s, O_REQ, rreq);
 		if (!o)
-			return diverged(res, "the request went while testing it");
+			return nrr_rres_set(res, NRR_R_DIVERGED, "the request went while testing it");
 	}
 	if (r) {
 		check_result(res, c, r);
@@ -845,14 +816,14 @@ static int r_test(struct rnet *s, const nrr_call *c, nrr_rres *res)
 			o->done = true;
 			memcpy(o->sizes, sizes, sizeof(sizes));
 		}
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	}
 	if (!done)
-		return diverged(res, "stopped before the live request was done");
+		return nrr_rres_set(res, NRR_R_DIVERGED, "stopped before the live request was done");
 	int64_t rsize = arg_i(c, "sizes", -1);
 	obj_del(s, o);
 	if (rsize != sizes[0])
-		return diverged(res, "size: recorded %" PRId64 ", replayed %d", rsize, sizes[0]);
+		return nrr_rres_set(res, NRR_R_DIVERGED, "size: recorded %" PRId64 ", replayed %d", rsize, sizes[0]);
 	res->result = 0;
 	return 0;
 }
@@ -869,7 +840,7 @@ static int r_close(struct rnet *s, const nrr_call *c, const char *name, int kind
 		return 0;
 	}
 	if (answer_failure(s, c))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	int r = kind == O_SEND ? P(s, closeSend)(o->live) : kind == O_RECV ? P(s, closeRecv)(o->live) : P(s, closeListen)(o->live);
 	if (r == 0) {
 		o = obj_find(s, kind, (uint64_t)arg_i(c, name, 0));
@@ -886,7 +857,7 @@ int rnet_call(struct rnet *s, struct rstream *st, size_t k, nrr_rres *res)
 	const char *n = c->fn->name;
 	res->result = c->result;
 	if (!s)
-		return unsupported(res, c, "no net plugin is loaded");
+		return nrr_rres_set(res, NRR_R_UNSUPPORTED, "no net plugin is loaded");
 	if (!strncmp(n, "ncclNet_", 8))
 		n += 8;
 	pthread_mutex_lock(&s->mu);
@@ -918,12 +889,12 @@ int rnet_call(struct rnet *s, struct rstream *st, size_t k, nrr_rres *res)
 	else if (!strcmp(n, "iflush")) {
 		/* GPU memory made visible to the GPU: nothing to do for host scratch */
 		mark_served(s, O_REQ, c, "request");
-		ret = injected(res, c);
+		ret = nrr_rres_injected(res, c);
 	} else {
 		/* devices, getProperties, makeVDevice: this machine's NICs are not
 		 * the recorded ones; finalize, setNetAttr, getDeviceMr,
 		 * irecvConsumed: the live plugin keeps its own state */
-		ret = injected(res, c);
+		ret = nrr_rres_injected(res, c);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return ret;

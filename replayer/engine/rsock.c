@@ -145,24 +145,6 @@ static int64_t argv_i(const nrr_call *c, const char *name, int64_t dflt)
 	return i < 0 ? dflt : (int64_t)c->args[i].u;
 }
 
-static int injected(nrr_rres *r, const nrr_call *c)
-{
-	r->status = NRR_R_INJECTED;
-	r->result = c->result;
-	return 0;
-}
-
-static int diverged(nrr_rres *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int diverged(nrr_rres *r, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(r->why, sizeof(r->why), fmt, ap);
-	va_end(ap);
-	r->status = NRR_R_DIVERGED;
-	return 0;
-}
-
 static bool rec_failed(const nrr_call *c)
 {
 	return c->result < 0;
@@ -350,7 +332,7 @@ static int live_fd(struct rsock *s, const nrr_call *c, const char *name, nrr_rre
 	if (fd == -1)
 		return -1;
 	if (fd == RFD_SERVED || answer_failure(s, c)) {
-		injected(res, c);
+		nrr_rres_injected(res, c);
 		return -1;
 	}
 	return fd;
@@ -364,15 +346,15 @@ static int check_result(nrr_rres *res, const nrr_call *c, long live, int err)
 	if (rf == lf && (!rf || err == (int)c->err))
 		return 0;
 	if (rf)
-		return diverged(res, "result: recorded -1 %s, replayed %ld", strerror((int)c->err), live);
-	return diverged(res, "result: recorded %" PRId64 ", replayed -1 %s", c->result, strerror(err));
+		return nrr_rres_set(res, NRR_R_DIVERGED, "result: recorded -1 %s, replayed %ld", strerror((int)c->err), live);
+	return nrr_rres_set(res, NRR_R_DIVERGED, "result: recorded %" PRId64 ", replayed -1 %s", c->result, strerror(err));
 }
 
 /* ------------------------------------------------------------ calls */
 static int r_socket(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
 	if (answer_failure(s, c))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	int fd = socket((int)argv_i(c, "domain", AF_INET), (int)argv_i(c, "type", SOCK_STREAM),
 			(int)argv_i(c, "protocol", 0));
 	if (fd >= 0)
@@ -383,7 +365,7 @@ static int r_socket(struct rsock *s, const nrr_call *c, nrr_rres *res)
 static int r_socketpair(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
 	if (answer_failure(s, c))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	int sv[2];
 	int i = nrr_arg_index(c, "sv");
 	int r = socketpair((int)argv_i(c, "domain", AF_UNIX), (int)argv_i(c, "type", SOCK_STREAM),
@@ -404,7 +386,7 @@ static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		return 0;
 	int i = nrr_arg_index(c, "addr");
 	if (i < 0 || c->args[i].len < 2)
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	const uint8_t *sa = c->args[i].p;
 	int r;
 	if (sa[0] == AF_UNIX) {
@@ -447,7 +429,7 @@ static int r_listen(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 		if (getsockname(fd, (struct sockaddr *)live, &ll) == 0 && kl) {
 			int pr = nrr_xmap_put("sock", key, kl, live, ll);
 			if (pr < 0)
-				return diverged(res, "cannot publish the listen address: %s (replay table full)", strerror(-pr));
+				return nrr_rres_set(res, NRR_R_DIVERGED, "cannot publish the listen address: %s (replay table full)", strerror(-pr));
 		}
 	}
 	return check_result(res, c, r, err);
@@ -486,7 +468,7 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 		return 0;
 	int i = nrr_arg_index(c, "addr");
 	if (i < 0 || c->args[i].len < 2)
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	const uint8_t *sa = c->args[i].p;
 	size_t salen = c->args[i].len;
 	uint8_t live[128];
@@ -499,14 +481,14 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 		if (!xmap_has("lsel", key, kl)) {
 			/* nobody replayed listens there: the peer is served from the trace */
 			nrr_rfd_put(s->p, rec, RFD_SERVED);
-			return injected(res, c);
+			return nrr_rres_injected(res, c);
 		}
 		size_t vl = sizeof(live);
 		int g = nrr_xmap_get("sock", key, kl, live, &vl, s->p->o->timeout_s * 1000);
 		if (g < 0) {
 			char a[80];
 			addr_text(sa, salen, a, sizeof(a));
-			return diverged(res, "connect to %s: its listener (a replayed process) did not listen within %d s", a,
+			return nrr_rres_set(res, NRR_R_DIVERGED, "connect to %s: its listener (a replayed process) did not listen within %d s", a,
 					s->p->o->timeout_s);
 		}
 		ll = (socklen_t)vl;
@@ -520,7 +502,7 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 		if (li >= 0) {
 			int pe = publish_conn(fd, live, ll, info->args[li].p, info->args[li].len);
 			if (pe < 0)
-				return diverged(res, "cannot name the connection for its acceptor: %s", strerror(-pe));
+				return nrr_rres_set(res, NRR_R_DIVERGED, "cannot name the connection for its acceptor: %s", strerror(-pe));
 		}
 	}
 	int r = connect(fd, (struct sockaddr *)live, ll);
@@ -570,10 +552,10 @@ static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 	if (lfd == -1)
 		return 0;
 	if (answer_failure(s, c))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	if (lfd == RFD_SERVED) {
 		nrr_rfd_put(s->p, c->result, RFD_SERVED);
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	}
 	const nrr_call *info = info_after(st, k, c->result, ROLE_ACCEPT);
 	int pi = info ? nrr_arg_index(info, "peer") : -1;
@@ -582,7 +564,7 @@ static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 	if (wl && !xmap_has("csel", want, wl)) {
 		/* the connecting process is not replayed: served from the trace */
 		nrr_rfd_put(s->p, c->result, RFD_SERVED);
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	}
 	int fl = (int)argv_i(c, "flags", 0) | SOCK_CLOEXEC;
 	int live = wl ? take_stash(s, lfd, want, wl) : -1;
@@ -610,7 +592,7 @@ static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 		size_t kl = addr_key(sa, sl, key), rl = sizeof(rec);
 		kl += addr_key(here, hl, key + kl);
 		if (nrr_xmap_get("conn", key, kl, rec, &rl, s->p->o->timeout_s * 1000) < 0)
-			return diverged(res, "accepted a connection no replayed process says it made");
+			return nrr_rres_set(res, NRR_R_DIVERGED, "accepted a connection no replayed process says it made");
 		if (rl == wl && !memcmp(rec, want, wl)) {
 			live = a;
 			break;
@@ -648,7 +630,7 @@ static int r_send(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rr
 	int err = errno;
 	free(b);
 	if (w < 0)
-		return diverged(res, "sent %zu bytes in the recording; here: -1 %s", n, strerror(err));
+		return nrr_rres_set(res, NRR_R_DIVERGED, "sent %zu bytes in the recording; here: -1 %s", n, strerror(err));
 	res->result = w;
 	return 0;
 }
@@ -668,8 +650,8 @@ static int r_recv(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rr
 			return 0;
 		}
 		if (r < 0)
-			return diverged(res, "recorded end of stream (0), replayed -1 %s", strerror(errno));
-		return diverged(res, "recorded end of stream (0), replayed data (first byte %02x): the peer sent more than in the recording", one);
+			return nrr_rres_set(res, NRR_R_DIVERGED, "recorded end of stream (0), replayed -1 %s", strerror(errno));
+		return nrr_rres_set(res, NRR_R_DIVERGED, "recorded end of stream (0), replayed data (first byte %02x): the peer sent more than in the recording", one);
 	}
 	uint8_t *b = malloc(n);
 	if (!b)
@@ -679,17 +661,17 @@ static int r_recv(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rr
 	int bi = nrr_arg_index(c, "buf");
 	if (r < 0) {
 		free(b);
-		return diverged(res, "recorded %zu bytes, replayed -1 %s", n, strerror(err));
+		return nrr_rres_set(res, NRR_R_DIVERGED, "recorded %zu bytes, replayed -1 %s", n, strerror(err));
 	}
 	if ((size_t)r < n) {
 		free(b);
-		return diverged(res, "recorded %zu bytes, replayed %zd and then end of stream (the peer closed)", n, r);
+		return nrr_rres_set(res, NRR_R_DIVERGED, "recorded %zu bytes, replayed %zd and then end of stream (the peer closed)", n, r);
 	}
 	if (bi >= 0) {
 		size_t cmp = c->args[bi].len < n ? c->args[bi].len : n;
 		for (size_t j = 0; j < cmp; j++)
 			if (b[j] != c->args[bi].p[j]) {
-				int d = diverged(res, "payload differs at byte %zu of %zu: recorded %02x, replayed %02x", j, n,
+				int d = nrr_rres_set(res, NRR_R_DIVERGED, "payload differs at byte %zu of %zu: recorded %02x, replayed %02x", j, n,
 						 c->args[bi].p[j], b[j]);
 				free(b);
 				return d;
@@ -757,7 +739,7 @@ static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		return 0;
 	struct rmsg m;
 	if (!parse_msg(c, &m))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	size_t n = c->result > 0 ? (size_t)c->result : 0;
 	uint8_t *data = calloc(1, n + 1);
 	if (!data)
@@ -773,7 +755,7 @@ static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	if (m.namelen >= 2 && m.name[0] == AF_UNIX) {
 		if (!unix_replayed(m.name, m.namelen)) {   /* to a process not replayed */
 			free(data);
-			return injected(res, c);
+			return nrr_rres_injected(res, c);
 		}
 		msg.msg_namelen = unix_map(s, m.name, m.namelen, &un);
 		msg.msg_name = &un;
@@ -790,7 +772,7 @@ static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 			int live = nrr_rfd_get(s->p, m.fds[j]);
 			if (live < 0) {
 				free(data);
-				return diverged(res, "passes fd %" PRId64 ", which the replay does not have (the call that made it failed or was not recorded)", m.fds[j]);
+				return nrr_rres_set(res, NRR_R_DIVERGED, "passes fd %" PRId64 ", which the replay does not have (the call that made it failed or was not recorded)", m.fds[j]);
 			}
 			memcpy(CMSG_DATA(cm) + sizeof(int) * (size_t)j, &live, sizeof(int));
 		}
@@ -825,7 +807,7 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		return 0;
 	struct rmsg m;
 	if (!parse_msg(c, &m))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	struct sockaddr_un want;
 	socklen_t wl = 0;
 	if (m.namelen >= 2 && m.name[0] == AF_UNIX) {
@@ -833,14 +815,14 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 			/* from a process not replayed: what it passed stays in the trace */
 			for (int j = 0; j < m.nfds; j++)
 				nrr_rfd_put(s->p, m.fds[j], RFD_SERVED);
-			return injected(res, c);
+			return nrr_rres_injected(res, c);
 		}
 		wl = unix_map(s, m.name, m.namelen, &want);
 	} else if (!unix_sent_to(s, argv_i(c, "sockfd", -1))) {
 		/* no replayed process sends to the name this socket is bound to */
 		for (int j = 0; j < m.nfds; j++)
 			nrr_rfd_put(s->p, m.fds[j], RFD_SERVED);
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	}
 	size_t n = c->result > 0 ? (size_t)c->result : 0;
 	uint8_t *data = calloc(1, n + 1);
@@ -890,12 +872,12 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 			nrr_rfd_put(s->p, m.fds[j], got[j]);
 		if (ngot != m.nfds) {
 			free(data);
-			return diverged(res, "recorded %d passed fd(s), replayed %d", m.nfds, ngot);
+			return nrr_rres_set(res, NRR_R_DIVERGED, "recorded %d passed fd(s), replayed %d", m.nfds, ngot);
 		}
 		size_t cmp = m.headlen < (size_t)r ? m.headlen : (size_t)r;
 		if (memcmp(data, m.head, cmp)) {
 			free(data);
-			return diverged(res, "message bytes differ from the recording");
+			return nrr_rres_set(res, NRR_R_DIVERGED, "message bytes differ from the recording");
 		}
 	}
 	free(data);
@@ -905,10 +887,10 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 static int r_poll(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
 	if (c->result <= 0)    /* a timeout ("not ready") or an error: timing */
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	int i = nrr_arg_index(c, "fds");
 	if (i < 0 || !c->args[i].p)
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	size_t n = c->args[i].len / sizeof(struct pollfd);
 	struct pollfd *rec = (struct pollfd *)malloc(n * sizeof(*rec) + 1), *live = calloc(n + 1, sizeof(*live));
 	if (!rec || !live) {
@@ -929,7 +911,7 @@ static int r_poll(struct rsock *s, const nrr_call *c, nrr_rres *res)
 			int err = errno;
 			free(rec);
 			free(live);
-			return diverged(res, "poll: -1 %s", strerror(err));
+			return nrr_rres_set(res, NRR_R_DIVERGED, "poll: -1 %s", strerror(err));
 		}
 		bool all = true;
 		for (size_t j = 0; j < n; j++)
@@ -952,7 +934,7 @@ static int r_close(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		return 0;
 	nrr_rfd_del(s->p, rec);
 	if (fd == RFD_SERVED || answer_failure(s, c))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	int r = close(fd);
 	return check_result(res, c, r, errno);
 }
@@ -972,7 +954,7 @@ static int r_simple(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		int i = nrr_arg_index(c, "optval");
 		uint8_t *v = i >= 0 ? nrr_arg_bytes(c, i, &n) : NULL;
 		if (!v)
-			return injected(res, c);
+			return nrr_rres_injected(res, c);
 		r = setsockopt(fd, (int)argv_i(c, "level", 0), (int)argv_i(c, "optname", 0), v, (socklen_t)n);
 		free(v);
 	} else if (!strcmp(name, "getsockopt")) {
@@ -990,7 +972,7 @@ static int r_simple(struct rsock *s, const nrr_call *c, nrr_rres *res)
 			return 0;
 		}
 	} else {
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	}
 	return check_result(res, c, r, errno);
 }
@@ -1033,6 +1015,6 @@ int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 	/* what the machine's network looks like is the recording's answer
 	 * (interfaces, name resolution): the replay box has other ones */
 	if (!strcmp(n, "getifaddrs") || !strcmp(n, "freeifaddrs") || !strcmp(n, "getaddrinfo"))
-		return injected(res, c);
+		return nrr_rres_injected(res, c);
 	return r_simple(s, c, res);
 }

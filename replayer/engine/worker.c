@@ -46,6 +46,23 @@ void nrr_report(struct nrr_rproc *p, const char *fmt, ...)
 	while (w < 0 && errno == EINTR);
 }
 
+int nrr_rres_set(nrr_rres *r, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof(r->why), fmt, ap);
+	va_end(ap);
+	r->status = status;
+	return 0;
+}
+
+int nrr_rres_injected(nrr_rres *r, const nrr_call *c)
+{
+	r->status = NRR_R_INJECTED;
+	r->result = c->result;
+	return 0;
+}
+
 int nrr_arg_index(const nrr_call *c, const char *name)
 {
 	for (int i = 0; c->fn && i < c->fn->nargs; i++)
