@@ -229,9 +229,11 @@ static int scan(struct coord *x, size_t i)
 	return 0;
 }
 
-/* An error is part of the failure unless a process that ended well had it
- * too (cuGetProcAddress of an optional symbol, a netlink socket refused);
- * when none ended well (a job killed at its timeout), unless most had it. */
+/* An error is part of the failure unless its process ended well anyway, or
+ * a process that ended well had it too (cuGetProcAddress of an optional
+ * symbol, a netlink socket refused); when none ended well (a job killed at
+ * its timeout), unless most had it; when the trace does not say how its
+ * process ended (LTTng), a refused connect is a retry, not the failure. */
 static void mark_benign(struct coord *x)
 {
 	bool any_ok = false;
@@ -250,7 +252,14 @@ static void mark_benign(struct coord *x)
 				in_ok |= !strcmp(x->pi[i].end, "exit 0");
 			}
 		}
-		e->benign = any_ok ? in_ok : 2 * have > x->n;
+		if (!strcmp(x->pi[e->proc].end, "exit 0"))
+			e->benign = true;   /* its own process ended well despite it */
+		else if (any_ok)
+			e->benign = in_ok;
+		else if (!x->pi[e->proc].end[0] && !strcmp(e->fn, "connect") && strstr(e->res, "ECONNREFUSED"))
+			e->benign = true;   /* no end recorded (LTTng): a refused connect is a retry */
+		else
+			e->benign = 2 * have > x->n;
 	}
 }
 

@@ -474,6 +474,11 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 	uint8_t live[128];
 	socklen_t ll;
 	if (sa[0] == AF_UNIX) {
+		if (!unix_replayed(sa, salen)) {
+			/* a daemon outside the trace (lttng-sessiond, nscd, …) */
+			nrr_rfd_put(s->p, rec, RFD_SERVED);
+			return nrr_rres_injected(res, c);
+		}
 		ll = unix_map(s, sa, salen, (struct sockaddr_un *)live);
 	} else {
 		uint8_t key[NRR_XMAP_MAX];

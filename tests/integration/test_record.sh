@@ -293,6 +293,11 @@ lttng)
 	done
 	echo "16 ranks: the same $(wc -l <"$tmp/a.5") driver/NVML/verbs/NCCL calls per rank (rank 5) in both backends"
 	"$ncclrr" dump --meta --rank 5 --api none "$tmp/lt" | grep -c '^#   backend=lttng' >/dev/null || fail "no backend=lttng in the converted metadata"
+	# and replays from the LTTng trace as from a native one
+	"$ncclrr" replay "$tmp/lt" >"$tmp/rp" 2>&1 || { fail "ncclrr replay of the LTTng trace: exit $?"; tail -5 "$tmp/rp"; }
+	grep -q "result: the replay matches the recording" "$tmp/rp" || fail "LTTng replay: $(tail -3 "$tmp/rp")"
+	grep -q "recorded run: no failure" "$tmp/rp" || fail "LTTng replay sees a failure in a job that exited 0: $(head -5 "$tmp/rp")"
+	echo "replay of the LTTng trace: $(grep '^replay:' "$tmp/rp")"
 	;;
 *) echo "unknown case $case_"; exit 2 ;;
 esac
