@@ -687,54 +687,20 @@ static int r_recv(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rr
 	return 0;
 }
 
-/* The custom:msghdr field (formats/api/README.md). */
-struct rmsg {
-	uint64_t iovlen, len;
-	const uint8_t *head;
-	uint64_t headlen;
-	int nfds;
-	int64_t fds[MAX_PASSED_FDS];
-	const uint8_t *name;
-	uint64_t namelen;
-};
-
-static bool parse_msg(const nrr_call *c, struct rmsg *m)
+/* The recorded custom:msghdr arg of @c (callfmt's decoder). */
+static bool parse_msg(const nrr_call *c, nrr_msghdr_rec *m)
 {
-	memset(m, 0, sizeof(*m));
 	int i = nrr_arg_index(c, "msg");
-	if (i < 0 || !c->args[i].p)
-		return false;
-	const uint8_t *p = c->args[i].p, *end = p + c->args[i].len;
-	if (nrr_get_uvar(&p, end, &m->iovlen) || nrr_get_uvar(&p, end, &m->len) || nrr_get_uvar(&p, end, &m->headlen))
-		return false;
-	if ((uint64_t)(end - p) < m->headlen)
-		return false;
-	m->head = p;
-	p += m->headlen;
-	if (p >= end)
-		return true;
-	unsigned n = *p++;
-	for (unsigned j = 0; j < n; j++) {
-		int64_t fd;
-		if (nrr_get_svar(&p, end, &fd))
-			return false;
-		if (m->nfds < MAX_PASSED_FDS)
-			m->fds[m->nfds++] = fd;
-	}
-	if (p < end && !nrr_get_uvar(&p, end, &m->namelen) && (uint64_t)(end - p) >= m->namelen)
-		m->name = p;
-	else
-		m->namelen = 0;
-	return true;
+	return i >= 0 && c->args[i].p && nrr_msghdr_decode(&c->args[i], m) == 0;
 }
 
 size_t msg_name(const nrr_call *c, const uint8_t **name)
 {
-	struct rmsg m;
+	nrr_msghdr_rec m;
 	if (!parse_msg(c, &m) || !m.name)
 		return 0;
 	*name = m.name;
-	return m.namelen;
+	return m.name_len;
 }
 
 static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
@@ -742,14 +708,14 @@ static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	int fd = live_fd(s, c, "sockfd", res);
 	if (fd < 0)
 		return 0;
-	struct rmsg m;
+	nrr_msghdr_rec m;
 	if (!parse_msg(c, &m))
 		return nrr_rres_injected(res, c);
 	size_t n = c->result > 0 ? (size_t)c->result : 0;
 	uint8_t *data = calloc(1, n + 1);
 	if (!data)
 		return -ENOMEM;
-	memcpy(data, m.head, m.headlen < n ? m.headlen : n);
+	memcpy(data, m.head, m.head_len < n ? m.head_len : n);
 	struct iovec iov = { .iov_base = data, .iov_len = n };
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * MAX_PASSED_FDS)];
@@ -757,23 +723,23 @@ static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	} ctl;
 	struct sockaddr_un un;
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (m.namelen >= 2 && m.name[0] == AF_UNIX) {
-		if (!unix_replayed(m.name, m.namelen)) {   /* to a process not replayed */
+	if (m.name_len >= 2 && m.name[0] == AF_UNIX) {
+		if (!unix_replayed(m.name, m.name_len)) {   /* to a process not replayed */
 			free(data);
 			return nrr_rres_injected(res, c);
 		}
-		msg.msg_namelen = unix_map(s, m.name, m.namelen, &un);
+		msg.msg_namelen = unix_map(s, m.name, m.name_len, &un);
 		msg.msg_name = &un;
 	}
-	if (m.nfds) {
+	if (m.nfd) {
 		memset(&ctl, 0, sizeof(ctl));
 		msg.msg_control = ctl.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)m.nfds);
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)m.nfd);
 		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)m.nfds);
-		for (int j = 0; j < m.nfds; j++) {
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)m.nfd);
+		for (int j = 0; j < (int)m.nfd; j++) {
 			int live = nrr_rfd_get(s->p, m.fds[j]);
 			if (live < 0) {
 				free(data);
@@ -810,22 +776,22 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	int fd = live_fd(s, c, "sockfd", res);
 	if (fd < 0)
 		return 0;
-	struct rmsg m;
+	nrr_msghdr_rec m;
 	if (!parse_msg(c, &m))
 		return nrr_rres_injected(res, c);
 	struct sockaddr_un want;
 	socklen_t wl = 0;
-	if (m.namelen >= 2 && m.name[0] == AF_UNIX) {
-		if (!unix_replayed(m.name, m.namelen)) {
+	if (m.name_len >= 2 && m.name[0] == AF_UNIX) {
+		if (!unix_replayed(m.name, m.name_len)) {
 			/* from a process not replayed: what it passed stays in the trace */
-			for (int j = 0; j < m.nfds; j++)
+			for (int j = 0; j < (int)m.nfd; j++)
 				nrr_rfd_put(s->p, m.fds[j], RFD_SERVED);
 			return nrr_rres_injected(res, c);
 		}
-		wl = unix_map(s, m.name, m.namelen, &want);
+		wl = unix_map(s, m.name, m.name_len, &want);
 	} else if (!unix_sent_to(s, argv_i(c, "sockfd", -1))) {
 		/* no replayed process sends to the name this socket is bound to */
-		for (int j = 0; j < m.nfds; j++)
+		for (int j = 0; j < (int)m.nfd; j++)
 			nrr_rfd_put(s->p, m.fds[j], RFD_SERVED);
 		return nrr_rres_injected(res, c);
 	}
@@ -873,13 +839,13 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	}
 	int err = errno;
 	if (r >= 0) {
-		for (int j = 0; j < m.nfds && j < ngot; j++)
+		for (int j = 0; j < (int)m.nfd && j < ngot; j++)
 			nrr_rfd_put(s->p, m.fds[j], got[j]);
-		if (ngot != m.nfds) {
+		if (ngot != (int)m.nfd) {
 			free(data);
-			return nrr_rres_set(res, NRR_R_DIVERGED, "recorded %d passed fd(s), replayed %d", m.nfds, ngot);
+			return nrr_rres_set(res, NRR_R_DIVERGED, "recorded %d passed fd(s), replayed %d", m.nfd, ngot);
 		}
-		size_t cmp = m.headlen < (size_t)r ? m.headlen : (size_t)r;
+		size_t cmp = m.head_len < (size_t)r ? m.head_len : (size_t)r;
 		if (memcmp(data, m.head, cmp)) {
 			free(data);
 			return nrr_rres_set(res, NRR_R_DIVERGED, "message bytes differ from the recording");
