@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* fuzz_msghdr.c - the recorded sendmsg/recvmsg field (custom:msghdr) that
+ * `dump`, the Chrome export and the replayer decode: any bytes either
+ * decode to pieces that lie inside the input, or are refused. */
+#include <stdlib.h>
+
+#include "callfmt.h"
+#include "driver.h"
+
+static int inside(const uint8_t *p, size_t n, const uint8_t *lo, size_t size)
+{
+	return !n || (p && p >= lo && p + n <= lo + size);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	nrr_value v = { .p = data, .len = (uint32_t)size, .total = (uint32_t)size };
+	nrr_msghdr_rec m;
+	int rc = nrr_msghdr_decode(&v, &m);
+	if (rc != 0 && rc != NRR_ETRUNC && rc != NRR_ECORRUPT)
+		abort();
+	if (rc)
+		return 0;
+	if (m.nfd > 16 || m.head_len > 64 || !inside(m.head, m.head_len, data, size) ||
+	    !inside(m.name, m.name_len, data, size) || (m.name_len && !m.has_name))
+		abort();
+	return 0;
+}
