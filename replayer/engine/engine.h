@@ -69,7 +69,6 @@ struct nrr_rproc {
 	size_t ns;
 	pthread_mutex_t mu;     /* ordering between the threads */
 	pthread_cond_t cv;
-	atomic_int stop;        /* set to make the threads stop at their next call */
 	pthread_mutex_t fdmu;
 	struct rfd *fds;
 	size_t nfds, fdcap;

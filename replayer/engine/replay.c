@@ -70,6 +70,7 @@ struct outcome {
 	char unsup_first[400];
 	unsigned reached_sig; /* chain elements reproduced (count) */
 	bool fatal;
+	bool fatal_setup;    /* a trace a worker cannot read, or no fake runtime (exit 2) */
 	char fatal_msg[1024];
 	double secs;
 	uint64_t units;
@@ -334,9 +335,10 @@ static void on_line(struct coord *x, size_t proc, char *line, struct outcome *ou
 				snprintf(out->unsup_first, sizeof(out->unsup_first), "%s #%" PRIu64 " %s: %s", pi->who, seq, fn, line + n);
 		}
 		break;
-	case 'F':
+	case 'F':   /* "F bad-trace …" or "F setup …" */
 		if (!out->fatal) {
 			out->fatal = true;
+			out->fatal_setup = true;
 			char *m = strchr(line + 2, ' ');
 			snprintf(out->fatal_msg, sizeof(out->fatal_msg), "%s: %s", pi->who, m ? m + 1 : line + 2);
 		}
@@ -755,9 +757,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		}
 		if (out->fatal) {
 			fprintf(stderr, "ncclrr replay: %s\n", out->fatal_msg);
-			rc = strstr(out->fatal_msg, "Cannot read trace") ? 2 : 1;
-			if (rc == 2 || strstr(out->fatal_msg, "Cannot load") || strstr(out->fatal_msg, "fake"))
-				rc = 2;
+			rc = out->fatal_setup ? 2 : 1;
 			goto out;
 		}
 		tsum += out->secs;
@@ -773,8 +773,6 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		if (r && !same_outcome(&first, out))
 			fprintf(f, "  differs from replay 1: %s\n", out->first[0] ? out->first : out->hang[0] ? out->hang : "the failure reproduced differently");
 	}
-	const struct outcome *last = reps > 1 ? &cur : &first;
-	(void)last;
 	if (first.unsupported)
 		fprintf(f, "note: %u call(s) the replayer cannot run were answered from the trace; first: %s\n", first.unsupported,
 			first.unsup_first);
@@ -786,8 +784,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		fprintf(f, "%s:\n", matched(&x, &first) ? "reproduced failure" : "recorded failure, as replayed");
 		print_chain(&x, f, true);
 	}
-	fprintf(f, "replay: %" PRIu64 " calls in %.3f s (recorded %.3f s)%s\n", first.units, first.secs, rec_s,
-		reps > 1 ? "" : "");
+	fprintf(f, "replay: %" PRIu64 " calls in %.3f s (recorded %.3f s)\n", first.units, first.secs, rec_s);
 	if (reps > 1)
 		fprintf(f, "repeat: %u of %u replays %s, %u of %u identical to the first (mean %.3f s, max %.3f s)\n", ok, reps,
 			failed ? "reproduced the failure" : "matched the recording", same, reps, tsum / reps, tmax);

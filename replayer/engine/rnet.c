@@ -390,11 +390,6 @@ static void pause_a_little(unsigned *tries)
 	nanosleep(&t, NULL);
 }
 
-static bool stopping(struct rnet *s)
-{
-	return atomic_load(&s->p->stop);
-}
-
 /* ------------------------------------------------------------ calls */
 /* Under s->mu.  Live init once per process: the recorded process may have
  * inherited an initialised plugin (fork) and never called init itself. */
@@ -529,7 +524,7 @@ static int r_connect(struct rnet *s, struct rstream *st, const nrr_call *c, nrr_
 		r = p_connect(s, cn->live, &comm);
 		for (size_t j = 0; j < HMAX; j++)
 			cn->mask[j] |= before[j] != cn->live[j];
-		if (r || !ready || stopping(s))
+		if (r || !ready)
 			break;
 		pthread_mutex_unlock(&s->mu);
 		pause_a_little(&tries);
@@ -577,7 +572,7 @@ static int r_accept(struct rnet *s, const nrr_call *c, nrr_rres *res)
 		if (!lo)
 			return nrr_rres_set(res, NRR_R_DIVERGED, "the listen comm was closed while accepting");
 		r = p_accept(s, lo->live, &comm);
-		if (r || !ready || stopping(s))
+		if (r || !ready)
 			break;
 		pthread_mutex_unlock(&s->mu);
 		pause_a_little(&tries);
@@ -694,7 +689,7 @@ static int r_isend(struct rnet *s, const nrr_call *c, nrr_rres *res)
 			return nrr_rres_set(res, NRR_R_DIVERGED, "the send comm was closed while posting");
 		}
 		r = p_isend(s, co->live, buf, size, (int)arg_i(c, "tag", 0), mo && !mo->served ? mo->live : NULL, &req);
-		if (r || req || stopping(s))
+		if (r || req)
 			break;
 		pthread_mutex_unlock(&s->mu);
 		pause_a_little(&tries);
@@ -757,7 +752,7 @@ static int r_irecv(struct rnet *s, const nrr_call *c, nrr_rres *res)
 			break;
 		}
 		r = p_irecv(s, co->live, n, (void **)bufs, sizes, tags, &req);
-		if (r || req || stopping(s))
+		if (r || req)
 			break;
 		pthread_mutex_unlock(&s->mu);
 		pause_a_little(&tries);
@@ -798,7 +793,7 @@ static int r_test(struct rnet *s, const nrr_call *c, nrr_rres *res)
 		for (int j = 0; j < MAX_RECVS; j++)
 			sizes[j] = -1;
 		r = P(s, test)(o->live, &done, sizes);
-		if (r || !rdone || done || stopping(s))
+		if (r || !rdone || done)
 			break;
 		pthread_mutex_unlock(&s->mu);
 		pause_a_little(&tries);

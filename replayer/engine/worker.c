@@ -252,25 +252,16 @@ static void wait_exit_time(struct nrr_rproc *p)
 	}
 }
 
-/* Wait until unit @k of @s may start. @return false when the worker stops. */
-static bool wait_turn(struct nrr_rproc *p, struct rstream *s, size_t k)
+/* Wait until unit @k of @s may start. */
+static void wait_turn(struct nrr_rproc *p, struct rstream *s, size_t k)
 {
 	uint64_t ts = s->u[k].c.ts;
 	pthread_mutex_lock(&p->mu);
-	while (!turn_ok(p, s, ts) && !atomic_load(&p->stop)) {
-		struct timespec dl;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_nsec += 100 * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&p->cv, &p->mu, &dl);
-	}
+	while (!turn_ok(p, s, ts))
+		pthread_cond_wait(&p->cv, &p->mu);
 	s->started = k + 1;
 	update_frontier(p);
 	pthread_mutex_unlock(&p->mu);
-	return !atomic_load(&p->stop);
 }
 
 static void finish(struct nrr_rproc *p, struct rstream *s, size_t k)
@@ -342,8 +333,7 @@ static void *stream_main(void *arg)
 		struct unit *u = &s->u[k];
 		if (p->o->chaos)
 			chaos_pause(s);
-		if (!wait_turn(p, s, k))
-			break;
+		wait_turn(p, s, k);
 		if (p->o->until_rank >= 0 && p->o->until_rank == p->pi->rank && u->c.seq == p->o->until_seq)
 			until_stop(p, u);
 		atomic_store(&p->st->cur[slot].seq, u->c.seq);
