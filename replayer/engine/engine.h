@@ -101,6 +101,9 @@ void rsock_close(struct rsock *s);
 bool rsock_handles(const nrr_fn_schema *fn);
 /* Replay unit @k of stream @st (lookahead allowed within @st). */
 int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res);
+/* @c was in flight (blocked) when its trace ended: @return 1 (why set)
+ * when its socket would let it return now, 0 when it would still block. */
+int rsock_inflight_check(struct rsock *s, const nrr_call *c, char *why, size_t len);
 
 /* ---- rnet.c: ncclNet plugin calls against a live net plugin */
 struct rnet;

@@ -948,6 +948,34 @@ static int r_simple(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	return check_result(res, c, r, errno);
 }
 
+int rsock_inflight_check(struct rsock *s, const nrr_call *c, char *why, size_t len)
+{
+	const char *n = c->fn->name;
+	bool rd = !strcmp(n, "recv") || !strcmp(n, "recvfrom") || !strcmp(n, "recvmsg");
+	bool acc = !strcmp(n, "accept") || !strcmp(n, "accept4");
+	if (!rd && !acc && strcmp(n, "read"))
+		return 0;
+	int fd = rfd_lookup(s->p, argv_i(c, !strcmp(n, "read") ? "fd" : "sockfd", -1));
+	if (fd < 0)
+		return 0;
+	if (acc) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN)) {
+			snprintf(why, len, "blocked when the recording ended, but here a connection is waiting to be accepted");
+			return 1;
+		}
+		return 0;
+	}
+	/* only bytes count: a peer that ended (end of stream) may have ended
+	 * a moment earlier here than in the recording */
+	uint8_t b;
+	if (recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1) {
+		snprintf(why, len, "blocked when the recording ended, but here data arrived (first byte %02x) that the recording never received", b);
+		return 1;
+	}
+	return 0;
+}
+
 int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;

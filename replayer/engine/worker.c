@@ -243,7 +243,7 @@ static void wait_exit_time(struct nrr_rproc *p)
 	for (;;) {
 		bool ok = true;
 		for (size_t i = 0; i < p->nall && ok; i++)
-			if (&p->all[i] != p->st && atomic_load(&p->all[i].frontier) <= p->pi->end_wall)
+			if (&p->all[i] != p->st && atomic_load(&p->all[i].frontier) < p->pi->end_wall)
 				ok = false;
 		if (ok)
 			return;
@@ -456,14 +456,37 @@ int nrr_worker_main(struct nrr_rproc *p)
 		}
 	for (size_t i = 0; i < p->ns; i++)
 		pthread_join(p->s[i].th, NULL);
+	/* Calls the recorded threads were blocked in when the trace ended:
+	 * once every other worker has started what it recorded before this
+	 * process's end (and before any of those whose end comes later may
+	 * leave: our frontier stays at our end meanwhile), each must still
+	 * block here. */
+	bool inflight = false;
+	for (size_t i = 0; i < p->ns; i++)
+		inflight |= p->s[i].n && p->s[i].u[p->s[i].n - 1].kind == U_INFLIGHT;
 	pthread_mutex_lock(&p->mu);
 	for (size_t i = 0; i < p->ns; i++)
 		p->s[i].started = p->s[i].n;
 	update_frontier(p);
+	if (inflight)
+		atomic_store(&p->st->frontier, p->pi->end_wall);
 	pthread_mutex_unlock(&p->mu);
 	wait_exit_time(p);
+	int div = 0;
+	for (size_t i = 0; inflight && i < p->ns; i++) {
+		const struct unit *u = p->s[i].n ? &p->s[i].u[p->s[i].n - 1] : NULL;
+		char why[300];
+		if (u && u->kind == U_INFLIGHT && rsock_handles(u->c.fn) &&
+		    rsock_inflight_check(p->sock, &u->c, why, sizeof(why))) {
+			nrr_report(p, "D %u %" PRIu64 " %" PRIu64 " %s %s", (unsigned)i, u->c.seq, u->c.ts, u->c.fn->name, why);
+			div = 1;
+		}
+	}
+	atomic_store(&p->st->frontier, UINT64_MAX);
 	rnet_close(p->net);
-	nrr_report(p, "X 0");
+	nrr_report(p, "X %d", div);
+	if (div)
+		return 1;
 	/* sockets and memory go with the process, as they went with the recorded one */
 	return 0;
 }

@@ -14,9 +14,15 @@
  *                 polls ibv_poll_cq ("not ready") 1000 times up to the end;
  *                 rank 3 exited 0 (end=exit 0); rank 4 spins on a
  *                 non-blocking recv (EAGAIN, 500 times) from rank 1.
+ *   unseen SEND:  for `ncclrr replay`'s check of calls in flight at the
+ *                 end: rank 1 connects to rank 0's listener (and with
+ *                 SEND=1 sends 4 bytes), rank 0 accepts and is blocked in
+ *                 recv on that connection when its trace ends, so with
+ *                 SEND=1 the replay finds data there the recording never
+ *                 received (a trace that cannot be true: the divergence).
  * Every file: metadata host, pid, rank, env.NCCLRR_NRANKS, env.NCCL_COMM_ID;
  * no `end` key (the processes were still running when written).
- * usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed
+ * usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -167,12 +173,52 @@ static int mixed(const char *dir)
 	return 0;
 }
 
+static void call(nrr_tls *t, const char *fname, const struct val *v, size_t nv, int64_t result)
+{
+	enter(t, fname, v, nv);
+	leave(t, fname, result);
+}
+
+static int unseen(const char *dir, bool send)
+{
+	nrr_writer *w0 = open_rank(dir, 0, 2), *w1 = open_rank(dir, 1, 2);
+	nrr_tls *t0 = nrr_writer_thread(w0), *t1 = nrr_writer_thread(w1);
+	struct sockaddr_in any = addr(0), root = addr(29600);
+	struct val sk[] = { { "domain", 2, NULL, 0 }, { "type", 1, NULL, 0 } };
+	struct val bind_[] = { { "sockfd", 5, NULL, 0 }, { "addr", 0, &any, sizeof(any) }, { "addrlen", 16, NULL, 0 } };
+	struct val listen_[] = { { "sockfd", 5, NULL, 0 }, { "backlog", 16, NULL, 0 } };
+	call(t0, "socket", sk, 2, 5);
+	call(t0, "bind", bind_, 3, 0);
+	call(t0, "listen", listen_, 2, 0);
+	sock_info(t0, 5, 1, 0, 29600, 0);
+	struct val conn[] = { { "sockfd", 5, NULL, 0 }, { "addr", 0, &root, sizeof(root) }, { "addrlen", 16, NULL, 0 } };
+	call(t1, "socket", sk, 2, 5);
+	call(t1, "connect", conn, 3, 0);
+	sock_info(t1, 5, 2, 0, 40001, 29600);
+	if (send) {
+		struct val v[] = { { "sockfd", 5, NULL, 0 }, { "buf", 0, "abcd", 4 }, { "len", 4, NULL, 0 } };
+		call(t1, "send", v, 3, 4);
+	}
+	struct val acc[] = { { "sockfd", 5, NULL, 0 } };
+	call(t0, "accept", acc, 1, 6);
+	sock_info(t0, 6, 3, 0, 29600, 40001);
+	blocked(t0, "recv", 6);
+	nrr_writer_set_end(w1, "exit 0", false);
+	if (nrr_writer_close(w1) || nrr_writer_close(w0)) {   /* rank 0 ends last, still in recv */
+		fprintf(stderr, "hang_gen: cannot write the traces\n");
+		return 2;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[2], "mixed"))
 		return mixed(argv[1]);
+	if (argc == 4 && !strcmp(argv[2], "unseen"))
+		return unseen(argv[1], atoi(argv[3]) != 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed\n");
+		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND\n");
 		return 2;
 	}
 	const char *dir = argv[1];

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # `ncclrr replay` on the golden traces of traces/replay/ (recorded from the
 # fake 16-rank conn_setup job by traces/replay/record.sh).
-# usage: test_replay.sh CASE NCCLRR SOURCE_ROOT
-# CASE: golden | repeat | load | chaos | inject | ranks | damaged | usage
+# usage: test_replay.sh CASE NCCLRR SOURCE_ROOT HANG_GEN
+# CASE: golden | repeat | load | chaos | inject | ranks | damaged | usage | inflight
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
 root=$3
+hang_gen=${4:-}
 g=$root/traces/replay
 topo=$root/topo/2node_16gpu.xml
 tmp=$(mktemp -d)
@@ -121,6 +122,20 @@ usage)
 	[ -n "$wpid" ] && kill -USR1 "$wpid"
 	wait $pid || fail "--until: exit $?"
 	has "$tmp/u" "failure reproduced" until
+	;;
+inflight)
+	# a call in flight when the trace ended must still block at the end of
+	# the replay: hang_gen's rank 0 waits in recv; with SEND=1 its peer's
+	# recorded bytes are there (a trace that cannot be true), with 0 not
+	for snd in 0 1; do
+		mkdir -p "$tmp/u$snd"
+		"$hang_gen" "$tmp/u$snd" unseen $snd || fail "hang_gen unseen $snd"
+		"$ncclrr" replay "$tmp/u$snd" >"$tmp/u$snd.out" 2>&1
+		echo "$snd $?" >>"$tmp/rcs"
+	done
+	grep -qx "0 0" "$tmp/rcs" || fail "still blocked as recorded: want exit 0: $(cat "$tmp/u0.out")"
+	grep -qx "1 1" "$tmp/rcs" || fail "data the recording never received: want exit 1: $(cat "$tmp/u1.out")"
+	has "$tmp/u1.out" "first divergence: rank 0 #7 recv: blocked when the recording ended, but here data arrived (first byte 61)" inflight
 	;;
 *) echo "unknown case $case_"; exit 2 ;;
 esac
