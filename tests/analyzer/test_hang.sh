@@ -17,10 +17,8 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 topo=$root/topo/2node_16gpu.xml
 unset NCCL_DEBUG NCCLRR_FAULT CONN_SETUP_STALL CONN_SETUP_DIE
-if ldd "$(dirname "$ncclrr")/../tracer/libncclrr-trace.so" 2>/dev/null | grep -c libasan >/dev/null; then
-	echo "SKIP: the tracer is built with AddressSanitizer, which cannot be preloaded into other programs; run these tests in a build without -Db_sanitize"
-	exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/skip_asan_tracer.sh"
+skip_asan_tracer "$(dirname "$ncclrr")/../tracer/libncclrr-trace.so"
 
 # record DIR [VAR=VALUE...]: the 16-rank job, killed after 3 s if it hangs
 record() {

@@ -15,12 +15,8 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 topo=$root/topo/2node_16gpu.xml
 unset NCCL_DEBUG NCCLRR_FAULT CONN_SETUP_STALL
-# An AddressSanitizer build of the tracer cannot be preloaded into programs
-# (the ASan runtime must come first in a process); these tests need a plain build.
-if ldd "$(dirname "$forker")/../libncclrr-trace.so" 2>/dev/null | grep -c libasan >/dev/null; then
-	echo "SKIP: the tracer is built with AddressSanitizer, which cannot be preloaded into other programs; run these tests in a build without -Db_sanitize"
-	exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/skip_asan_tracer.sh"
+skip_asan_tracer "$(dirname "$forker")/../libncclrr-trace.so"
 
 # record DIR LOG [record options] -- the 16-rank conn_setup job
 record() {

@@ -14,12 +14,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# An AddressSanitizer build of the tracer cannot be preloaded into programs
-# (the ASan runtime must come first in a process): recording needs a plain build.
-if ldd "$(dirname "$ncclrr")/../tracer/libncclrr-trace.so" 2>/dev/null | grep -c libasan >/dev/null; then
-	echo "SKIP: the tracer is built with AddressSanitizer, which cannot be preloaded into other programs; run this test in a build without -Db_sanitize"
-	exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/skip_asan_tracer.sh"
+skip_asan_tracer "$(dirname "$ncclrr")/../tracer/libncclrr-trace.so"
 unset NCCLRR_FAULT NCCLRR_NET_SOCKET_ADDR NCCLRR_NET_PLUGIN_REPLAY NCCL_DEBUG
 
 NCCL_NET_PLUGIN=$plugin "$ncclrr" record -q -o "$tmp/t" -- "$pingpong" - >"$tmp/rec.out" 2>&1 \

@@ -11,12 +11,8 @@ trap '[ -n "${RERUN_KEEP:-}" ] || rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 topo=$root/topo/2node_16gpu.xml
-# An AddressSanitizer build of the tracer cannot be preloaded into programs
-# (the ASan runtime must come first in a process): recording needs a plain build.
-if ldd "$(dirname "$ncclrr")/../tracer/libncclrr-trace.so" 2>/dev/null | grep -c libasan >/dev/null; then
-	echo "SKIP: the tracer is built with AddressSanitizer, which cannot be preloaded into other programs; run this test in a build without -Db_sanitize"
-	exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/skip_asan_tracer.sh"
+skip_asan_tracer "$(dirname "$ncclrr")/../tracer/libncclrr-trace.so"
 unset NCCL_DEBUG NCCLRR_FAULT CONN_SETUP_STALL CONN_SETUP_DIE NCCL_SOCKET_IFNAME
 export TMPDIR=$tmp
 
