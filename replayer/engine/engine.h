@@ -97,6 +97,14 @@ int nrr_worker_main(struct nrr_rproc *p);
 struct rsock;
 int rsock_open(struct rsock **out, struct nrr_rproc *p);
 void rsock_close(struct rsock *s);
+/* The key a recorded address goes by in the coordinator's table: for an
+ * internet address family, port and address bytes (what identifies an
+ * endpoint), else the bytes themselves (at most NRR_XMAP_MAX).  @return its
+ * length. */
+size_t nrr_addr_key(const uint8_t *sa, size_t len, uint8_t *key);
+/* The name bytes of a recorded AF_UNIX address (after sun_family), at most
+ * NRR_XMAP_MAX: @return their length (0: none) and set *@key. */
+size_t nrr_unix_key(const uint8_t *sa, size_t len, const uint8_t **key);
 /* true for functions of the socket domain (sock_info included) */
 bool rsock_handles(const nrr_fn_schema *fn);
 /* Replay unit @k of stream @st (lookahead allowed within @st). */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,7 +47,7 @@ struct coord {
 	struct perr *err;
 	size_t nerr, errcap;
 	/* recorded listen addresses and connector addresses of replayed processes */
-	struct { uint8_t key[24]; uint8_t len; bool listen; size_t proc; } *addr;
+	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; bool listen; size_t proc; } *addr;
 	size_t naddr, addrcap;
 	/* UNIX socket names bound (sun_path bytes) */
 	struct { uint8_t name[NRR_XMAP_MAX]; uint8_t len; bool sent; size_t proc; } *unix_names;
@@ -85,29 +86,12 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static size_t key_of(const nrr_value *v, uint8_t *key)
-{
-	const uint8_t *sa = v->p;
-	if (!sa || v->len < 8)
-		return 0;
-	if (sa[0] == 2) {                 /* AF_INET: family, port, address */
-		memcpy(key, sa, 8);
-		return 8;
-	}
-	if (sa[0] == 10 && v->len >= 24) { /* AF_INET6 */
-		memcpy(key, sa, 4);
-		memcpy(key + 4, sa + 8, 16);
-		return 20;
-	}
-	return 0;
-}
-
 static int add_addr(struct coord *x, size_t proc, const nrr_value *v, bool listen)
 {
-	uint8_t key[24];
-	size_t kl = key_of(v, key);
-	if (!kl)
+	if (!v->p || v->len < 8 || (v->p[0] != AF_INET && v->p[0] != AF_INET6))
 		return 0;
+	uint8_t key[NRR_XMAP_MAX];
+	size_t kl = nrr_addr_key(v->p, v->len, key);
 	if (!nrr_grow(&x->addr, x->naddr, &x->addrcap, sizeof(*x->addr)))
 		return -ENOMEM;
 	memcpy(x->addr[x->naddr].key, key, kl);
@@ -121,10 +105,13 @@ static int add_addr(struct coord *x, size_t proc, const nrr_value *v, bool liste
 /* A UNIX name a process binds, or (@sent) sends datagrams to. */
 static int add_unix(struct coord *x, size_t proc, const uint8_t *sa, size_t len, bool sent)
 {
+	const uint8_t *name;
+	size_t n = nrr_unix_key(sa, len, &name);
+	if (!n)
+		return 0;
 	if (!nrr_grow(&x->unix_names, x->nunix, &x->unixcap, sizeof(*x->unix_names)))
 		return -ENOMEM;
-	size_t n = len - 2 < NRR_XMAP_MAX ? len - 2 : NRR_XMAP_MAX;
-	memcpy(x->unix_names[x->nunix].name, sa + 2, n);
+	memcpy(x->unix_names[x->nunix].name, name, n);
 	x->unix_names[x->nunix].len = (uint8_t)n;
 	x->unix_names[x->nunix].proc = proc;
 	x->unix_names[x->nunix].sent = sent;

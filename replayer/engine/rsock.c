@@ -163,8 +163,7 @@ static bool answer_failure(struct rsock *s, const nrr_call *c)
 	return s->p->o->inject != NRR_INJECT_NONE;
 }
 
-/* Key of an internet address: family, port and address bytes. */
-static size_t addr_key(const uint8_t *sa, size_t len, uint8_t *key)
+size_t nrr_addr_key(const uint8_t *sa, size_t len, uint8_t *key)
 {
 	if (len >= sizeof(struct sockaddr_in) && sa[0] == AF_INET) {
 		memcpy(key, sa, 8);
@@ -226,13 +225,20 @@ static bool xmap_has(const char *kind, const uint8_t *key, size_t klen)
 	return nrr_xmap_get(kind, key, klen, v, &vl, 0) == 0;
 }
 
+size_t nrr_unix_key(const uint8_t *sa, size_t len, const uint8_t **key)
+{
+	if (len <= 2)
+		return 0;
+	*key = sa + 2;
+	return len - 2 < NRR_XMAP_MAX ? len - 2 : NRR_XMAP_MAX;
+}
+
 /* Is the recorded UNIX name @sa bound by a replayed process? */
 static bool unix_replayed(const uint8_t *sa, size_t len)
 {
-	if (len <= 2)
-		return true;
-	size_t n = len - 2 < NRR_XMAP_MAX ? len - 2 : NRR_XMAP_MAX;
-	return xmap_has("usel", sa + 2, n);
+	const uint8_t *name;
+	size_t n = nrr_unix_key(sa, len, &name);
+	return !n || xmap_has("usel", name, n);
 }
 
 /* Wait until @fd is ready for @events. */
@@ -394,10 +400,12 @@ static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		socklen_t l = unix_map(s, sa, c->args[i].len, &un);
 		r = bind(fd, (struct sockaddr *)&un, l);
 		pthread_mutex_lock(&s->mu);
-		if (c->args[i].len > 2 && nrr_grow(&s->bound, s->nbound, &s->bcap, sizeof(*s->bound))) {
+		const uint8_t *name;
+		size_t n = nrr_unix_key(sa, c->args[i].len, &name);
+		if (n && nrr_grow(&s->bound, s->nbound, &s->bcap, sizeof(*s->bound))) {
 			s->bound[s->nbound].rec = argv_i(c, "sockfd", -1);
-			s->bound[s->nbound].len = c->args[i].len - 2 < NRR_XMAP_MAX ? c->args[i].len - 2 : NRR_XMAP_MAX;
-			memcpy(s->bound[s->nbound].name, sa + 2, s->bound[s->nbound].len);
+			s->bound[s->nbound].len = n;
+			memcpy(s->bound[s->nbound].name, name, n);
 			s->nbound++;
 		}
 		pthread_mutex_unlock(&s->mu);
@@ -424,7 +432,7 @@ static int r_listen(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 	int li = info ? nrr_arg_index(info, "local") : -1;
 	if (r == 0 && li >= 0) {
 		uint8_t key[NRR_XMAP_MAX], live[128];
-		size_t kl = addr_key(info->args[li].p, info->args[li].len, key);
+		size_t kl = nrr_addr_key(info->args[li].p, info->args[li].len, key);
 		socklen_t ll = sizeof(live);
 		if (getsockname(fd, (struct sockaddr *)live, &ll) == 0 && kl) {
 			int pr = nrr_xmap_put("sock", key, kl, live, ll);
@@ -453,9 +461,9 @@ static int publish_conn(int fd, const uint8_t *peer, socklen_t plen, const uint8
 			return -errno;
 	}
 	uint8_t key[2 * NRR_XMAP_MAX], val[NRR_XMAP_MAX];
-	size_t kl = addr_key(mine, ml, key);
-	kl += addr_key(peer, plen, key + kl);
-	size_t vl = addr_key(rec, rlen, val);
+	size_t kl = nrr_addr_key(mine, ml, key);
+	kl += nrr_addr_key(peer, plen, key + kl);
+	size_t vl = nrr_addr_key(rec, rlen, val);
 	return nrr_xmap_put("conn", key, kl, val, vl);
 }
 
@@ -482,7 +490,7 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 		ll = unix_map(s, sa, salen, (struct sockaddr_un *)live);
 	} else {
 		uint8_t key[NRR_XMAP_MAX];
-		size_t kl = addr_key(sa, salen, key);
+		size_t kl = nrr_addr_key(sa, salen, key);
 		if (!xmap_has("lsel", key, kl)) {
 			/* nobody replayed listens there: the peer is served from the trace */
 			nrr_rfd_put(s->p, rec, RFD_SERVED);
@@ -565,7 +573,7 @@ static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 	const nrr_call *info = info_after(st, k, c->result, ROLE_ACCEPT);
 	int pi = info ? nrr_arg_index(info, "peer") : -1;
 	uint8_t want[NRR_XMAP_MAX];
-	size_t wl = pi >= 0 ? addr_key(info->args[pi].p, info->args[pi].len, want) : 0;
+	size_t wl = pi >= 0 ? nrr_addr_key(info->args[pi].p, info->args[pi].len, want) : 0;
 	if (wl && !xmap_has("csel", want, wl)) {
 		/* the connecting process is not replayed: served from the trace */
 		nrr_rfd_put(s->p, c->result, RFD_SERVED);
@@ -594,8 +602,8 @@ static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 		uint8_t key[2 * NRR_XMAP_MAX], rec[NRR_XMAP_MAX], here[128];
 		socklen_t hl = sizeof(here);
 		getsockname(a, (struct sockaddr *)here, &hl);
-		size_t kl = addr_key(sa, sl, key), rl = sizeof(rec);
-		kl += addr_key(here, hl, key + kl);
+		size_t kl = nrr_addr_key(sa, sl, key), rl = sizeof(rec);
+		kl += nrr_addr_key(here, hl, key + kl);
 		if (nrr_xmap_get("conn", key, kl, rec, &rl, s->p->o->timeout_s * 1000) < 0)
 			return nrr_rres_set(res, NRR_R_DIVERGED, "accepted a connection no replayed process says it made");
 		if (rl == wl && !memcmp(rec, want, wl)) {
