@@ -37,26 +37,16 @@ int nrr_ddmin(size_t n, int (*test)(const size_t *subset, size_t k, void *ctx), 
 		if (gran > nc)
 			gran = nc;
 		bool reduced = false;
-		/* chunk i is c[lo(i) .. lo(i+1)) */
+		/* candidates 0..gran-1: chunk i, c[lo(i) .. lo(i+1)); then, with
+		 * more than two chunks, their complements (with two they are the
+		 * chunks again) */
 #define LO(i) ((i) * nc / gran)
-		for (size_t i = 0; i < gran && !reduced; i++) {
-			size_t k = LO(i + 1) - LO(i);
-			memcpy(t, c + LO(i), k * sizeof(size_t));
-			int r = test(t, k, ctx);
-			if (r < 0)
-				goto fail;
-			if (r == 1) {
-				memcpy(c, t, k * sizeof(size_t));
-				nc = k;
-				gran = 2;
-				reduced = true;
-			}
-		}
-		/* complements (with two chunks they are the chunks again) */
-		for (size_t i = 0; i < gran && !reduced && gran > 2; i++) {
-			size_t k = 0;
+		size_t ncand = gran > 2 ? 2 * gran : gran;
+		for (size_t cand = 0; cand < ncand && !reduced; cand++) {
+			size_t i = cand % gran, k = 0;
+			bool chunk = cand < gran;
 			for (size_t j = 0; j < nc; j++)
-				if (j < LO(i) || j >= LO(i + 1))
+				if ((j >= LO(i) && j < LO(i + 1)) == chunk)
 					t[k++] = c[j];
 			int r = test(t, k, ctx);
 			if (r < 0)
@@ -64,7 +54,7 @@ int nrr_ddmin(size_t n, int (*test)(const size_t *subset, size_t k, void *ctx), 
 			if (r == 1) {
 				memcpy(c, t, k * sizeof(size_t));
 				nc = k;
-				gran = gran - 1 > 2 ? gran - 1 : 2;
+				gran = chunk || gran - 1 < 2 ? 2 : gran - 1;
 				reduced = true;
 			}
 		}
