@@ -117,17 +117,19 @@ static const struct {
 
 #define NERRS (sizeof(errs) / sizeof(errs[0]))
 
-const char fake_lib_prefix[] = "cu";
+const char fake_lib_what[] = "the CUDA driver (CUDA_ERROR_...)";
+
+/* cu*, but not the runtime's cuda* nor NVML */
+int fake_lib_owns(const char *api)
+{
+	return strncmp(api, "cu", 2) == 0 && strncmp(api, "cuda", 4) != 0;
+}
 
 int fake_lib_error_code(const char *name)
 {
 	for (size_t i = 0; i < NERRS; i++)
 		if (strcmp(errs[i].name, name) == 0)
 			return errs[i].code;
-	char *e;
-	long v = strtol(name, &e, 10);
-	if (*name && !*e && v > 0 && v < 100000)
-		return (int)v;
 	return -1;
 }
 

@@ -246,15 +246,17 @@ static void parse_faults(void)
 				 "R and N numbers or *); rule ignored", badtok, rule);
 			continue;
 		}
-		size_t pl = strlen(fake_lib_prefix);
-		int ours = strncmp(f.api, fake_lib_prefix, pl) == 0 &&
-			   !(pl == 2 && strncmp(f.api, "nvml", 4) == 0); /* "cu" must not claim nvml* */
-		if (!ours)
-			continue; /* the other fake library's rule */
+		if (!fake_lib_owns(f.api))
+			continue; /* another fake library's rule */
 		f.code = fake_lib_error_code(f.errname);
 		if (f.code <= 0) {
+			char *e;
+			long v = strtol(f.errname, &e, 10);
+			f.code = f.errname[0] && !*e && v > 0 && v < 100000 ? (int)v : -1;
+		}
+		if (f.code <= 0) {
 			fake_log("NCCLRR_FAULT: bad token '%s' in rule '%s' (not an error name of %s); rule ignored",
-				 f.errname, rule, pl == 2 ? "the CUDA driver (CUDA_ERROR_...)" : "NVML (NVML_ERROR_...)");
+				 f.errname, rule, fake_lib_what);
 			continue;
 		}
 		if (nfaults < (int)(sizeof(faults) / sizeof(faults[0])))

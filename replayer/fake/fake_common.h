@@ -50,11 +50,13 @@ struct fake_api {
 /* Count a call; @return 0, or the error code the fault switch injects. */
 FAKE_HIDDEN int fake_enter(struct fake_api *api);
 
-/* Provided by each library: error code for a name ("CUDA_ERROR_INVALID_VALUE",
- * "NVML_ERROR_UNKNOWN" or a number), -1 if unknown; and the prefix of the
- * API names it owns ("cu", "nvml"). */
+/* Provided by each library: the error code of a name ("CUDA_ERROR_INVALID_VALUE",
+ * "cudaErrorInvalidValue", "NVML_ERROR_UNKNOWN"), -1 if unknown (numbers are
+ * the fault switch's); whether an API name is its own (a rule for another
+ * library is left to that one); what its error names look like, for messages. */
 FAKE_HIDDEN int fake_lib_error_code(const char *name);
-FAKE_HIDDEN extern const char fake_lib_prefix[];
+FAKE_HIDDEN int fake_lib_owns(const char *api);
+FAKE_HIDDEN extern const char fake_lib_what[];
 
 /* stderr diagnostics: always for errors; NCCLRR_FAKE_DEBUG=1 for traces. */
 FAKE_HIDDEN extern int fake_debug;

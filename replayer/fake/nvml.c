@@ -62,17 +62,18 @@ static const struct {
 	{ 999, "NVML_ERROR_UNKNOWN", "Unknown Error" },
 };
 
-const char fake_lib_prefix[] = "nvml";
+const char fake_lib_what[] = "NVML (NVML_ERROR_...)";
+
+int fake_lib_owns(const char *api)
+{
+	return strncmp(api, "nvml", 4) == 0;
+}
 
 int fake_lib_error_code(const char *name)
 {
 	for (size_t i = 0; i < sizeof(nvml_errs) / sizeof(nvml_errs[0]); i++)
 		if (strcmp(nvml_errs[i].name, name) == 0)
 			return nvml_errs[i].code;
-	char *e;
-	long v = strtol(name, &e, 10);
-	if (*name && !*e && v > 0 && v < 100000)
-		return (int)v;
 	return -1;
 }
 
