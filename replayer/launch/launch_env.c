@@ -196,6 +196,8 @@ int nrr_launch_rank_env(struct nrr_env *e, const struct nrr_rank_env *r)
 		rc |= nrr_env_set(e, "NCCL_HOSTID", r->host_name);
 	if (r->comm_id)
 		rc |= nrr_env_set(e, "NCCL_COMM_ID", r->comm_id);
+	if (r->id_dir)
+		rc |= nrr_env_set(e, "NCCLRR_ID_DIR", r->id_dir);
 	rc |= nrr_env_set(e, "NCCL_SOCKET_IFNAME", r->socket_ifname ? r->socket_ifname : "lo");
 	if (r->host_xml)
 		rc |= nrr_env_set(e, "NCCL_TOPO_FILE", r->host_xml);

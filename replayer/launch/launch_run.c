@@ -545,6 +545,7 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		re.host_name = c->host_names ? c->host_names[re.pl.host] : NULL;
 		re.host_xml = c->write_host_xml ? xml[re.pl.host] : NULL;
 		re.comm_id = comm_id;
+		re.id_dir = tmpdir;
 		re.fake_libdir = o->fake_libdir;
 		re.user_env = o->user_env;
 		re.n_user_env = o->n_user_env;

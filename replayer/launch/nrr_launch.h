@@ -66,6 +66,8 @@ struct nrr_rank_env {
 	const char *host_name;     /* -> NCCL_HOSTID */
 	const char *host_xml;      /* per-host topology -> NCCL_TOPO_FILE */
 	const char *comm_id;       /* "127.0.0.1:PORT" -> NCCL_COMM_ID */
+	const char *id_dir;        /* a directory every rank sees -> NCCLRR_ID_DIR,
+				    * where rank 0 leaves its ncclUniqueId */
 	const char *fake_libdir;   /* prepended to LD_LIBRARY_PATH */
 	const char *socket_ifname; /* -> NCCL_SOCKET_IFNAME (NULL: "lo") */
 	char *const *user_env;     /* "K=V" set last, overriding everything */

@@ -62,6 +62,7 @@ int wl_nccl_open(struct wl_nccl *n)
 	LOAD(n->handle, n->CommGetAsyncError, "ncclCommGetAsyncError");
 	LOAD(n->handle, n->CommFinalize, "ncclCommFinalize");
 	LOAD(n->handle, n->CommDestroy, "ncclCommDestroy");
+	LOAD(n->handle, n->CommAbort, "ncclCommAbort");
 	LOAD(n->handle, n->CommCount, "ncclCommCount");
 	LOAD(n->handle, n->CommUserRank, "ncclCommUserRank");
 	LOAD(n->handle, n->AllReduce, "ncclAllReduce");
@@ -154,9 +155,17 @@ int wl_job_from_env(struct wl_job *j)
 	return 0;
 }
 
+/* Like a framework, rank 0 makes the id (ncclGetUniqueId opens the bootstrap
+ * root) and hands it to the others out of band, here through a file in
+ * NCCLRR_ID_DIR (ncclrr run sets it). With only NCCL_COMM_ID, every rank
+ * races rank 0's root, which NCCL before 2.24 loses now and then
+ * (FAKE_CUDA.md, "bootstrap race"); WL_USE_COMM_ID=1 asks for that race. */
 int wl_unique_id(const struct wl_nccl *n, const struct wl_job *j, wl_ncclUniqueId *id)
 {
 	const char *dir = getenv("NCCLRR_ID_DIR");
+	const char *race = getenv("WL_USE_COMM_ID");
+	if (dir && *dir && !(race && *race == '1') && getenv("NCCL_COMM_ID"))
+		unsetenv("NCCL_COMM_ID"); /* before NCCL reads it */
 	if (getenv("NCCL_COMM_ID") || !dir) {
 		if (!getenv("NCCL_COMM_ID") && j->nranks > 1) {
 			fprintf(stderr, "rank %d: neither NCCL_COMM_ID nor NCCLRR_ID_DIR is set: "

@@ -52,6 +52,7 @@ struct wl_nccl {
 	wl_ncclResult_t (*CommGetAsyncError)(wl_ncclComm_t, wl_ncclResult_t *);
 	wl_ncclResult_t (*CommFinalize)(wl_ncclComm_t);
 	wl_ncclResult_t (*CommDestroy)(wl_ncclComm_t);
+	wl_ncclResult_t (*CommAbort)(wl_ncclComm_t);
 	wl_ncclResult_t (*CommCount)(wl_ncclComm_t, int *);
 	wl_ncclResult_t (*CommUserRank)(wl_ncclComm_t, int *);
 	wl_ncclResult_t (*AllReduce)(const void *, void *, size_t, int, int, wl_ncclComm_t, wl_cudaStream_t);
