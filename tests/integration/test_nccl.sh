@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Real NCCL on the fake runtime under `ncclrr run` (suite nccl / slow).
 # usage: test_nccl.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR [NCCL_HINT] [RUNS]
-# CASE: cumem | ipc | shm | nonblocking | tp_dp | fault
+# CASE: cumem | ipc | shm | nonblocking | tp_dp | tp_dp_connect_at_init | 4node |
+#       ipc_fault | cumem_fault
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -29,21 +30,74 @@ run() {
 count() { grep -c -- "$1" "$2" || true; }
 show_tail() { echo "---- last lines of $1"; tail -n 40 "$1"; echo "----"; }
 
-# 8 ranks on 1node_8gpu, each reaching Init COMPLETE, channels via $1
+# every Channel line names the transport the topology implies (nccl_channels.py)
+channels() { # log world local_size intra-pattern label
+	python3 "$here/nccl_channels.py" "$1" "$2" "$3" "$4" || fail "$5: channels do not follow the topology"
+}
+
+# 8 ranks on 1node_8gpu, each reaching Init COMPLETE, every channel via $1,
+# then ncclCommFinalize + ncclCommDestroy (no NET proxy: destroy ends)
 one_node() { # pattern label [extra ncclrr-run args]
 	local pat=$1 label=$2; shift 2
 	local log=$tmp/$label.log
-	run 1node_8gpu.xml 240 "$log" "$@" -- "$wl/init_allreduce"
+	run 1node_8gpu.xml 240 "$log" "$@" -- "$wl/init_allreduce" --end destroy
 	local rc=$?
 	[ $rc -eq 0 ] || { fail "$label: ncclrr run exited $rc"; show_tail "$log"; }
 	local n; n=$(grep -- '- Init COMPLETE' "$log" | sed -n 's/^\[\([0-9]*\)\].*/\1/p' | sort -u | wc -l)
 	[ "$n" -eq 8 ] || fail "$label: $n of 8 ranks reached Init COMPLETE"
-	n=$(count "via $pat" "$log")
-	[ "$n" -gt 0 ] || { fail "$label: no channel 'via $pat'"; grep -m5 ' via ' "$log"; }
-	echo "$label: $(count '- Init COMPLETE' "$log") Init COMPLETE, $n channels via $pat"
-	grep -m1 -- "via $pat" "$log"
+	channels "$log" 8 8 "$pat" "$label"
 	n=$(count ': allreduce ok' "$log")
 	[ "$n" -eq 8 ] || fail "$label: $n of 8 ranks finished the AllReduce"
+	n=$(count ': world comm destroyed' "$log")
+	[ "$n" -eq 8 ] || fail "$label: $n of 8 ranks destroyed their communicator"
+}
+
+# tp_dp on 2node_16gpu: three communicators per rank, a first collective on
+# each, ncclCommAbort of all three, every rank exit 0
+tp_dp() { # label [extra ncclrr-run args]
+	local label=$1; shift
+	local log=$tmp/$label.log
+	run 2node_16gpu.xml 290 "$log" "$@" -- "$wl/tp_dp" ${TP_DP_ARGS:-}
+	local rc=$?
+	[ $rc -eq 0 ] || { fail "$label: ncclrr run exited $rc"; show_tail "$log"; }
+	for r in $(seq 0 15); do
+		n=$(grep -c "^\[$r\] .*- Init COMPLETE" "$log")
+		[ "$n" -eq 3 ] || fail "$label: rank $r has $n Init COMPLETE (want 3: global, tp, dp)"
+	done
+	n=$(grep -c -- 'splitCount .* color .* - Init COMPLETE\|ncclCommSplit .* color .* - Init COMPLETE' "$log")
+	[ "$n" -eq 32 ] || fail "$label: $n split Init COMPLETE (want 32)"
+	n=$(count 'via P2P/' "$log"); [ "$n" -gt 0 ] || fail "$label: no P2P channel"
+	n=$(count 'via NET/Socket' "$log"); [ "$n" -gt 0 ] || fail "$label: no NET/Socket channel"
+	n=$(count ': .* allreduce ok' "$log"); [ "$n" -eq 48 ] || fail "$label: $n of 48 AllReduces done"
+	n=$(count ': done' "$log"); [ "$n" -eq 16 ] || fail "$label: $n of 16 ranks done"
+	echo "$label: $(count '- Init COMPLETE' "$log") Init COMPLETE, $(count 'via P2P/' "$log") P2P and $(count 'via NET/Socket' "$log") NET/Socket channel lines"
+}
+
+# A fault on rank 3 through the fake runtime: NCCL's own chain on rank 3
+# (a transport/p2p.cc WARN, then transport.cc:N -> 1), the job ends at the
+# timeout (the other ranks wait for rank 3). Extra greps: "RANK:REGEX" lines
+# some rank must print.
+fault_chain() { # label fault-rule "extra-env..." expect...
+	local label=$1 rule=$2 envs=$3; shift 3
+	local fto=${NCCLRR_TEST_FAULT_TIMEOUT:-60}
+	for i in $(seq 1 "$runs"); do
+		local log=$tmp/$label$i.log
+		local t0=$(date +%s)
+		# shellcheck disable=SC2086
+		run 2node_16gpu.xml "$fto" "$log" $envs --env "NCCLRR_FAULT=$rule" -- "$wl/tp_dp"
+		local rc=$? el=$(( $(date +%s) - t0 ))
+		[ $rc -ne 0 ] || fail "$label run $i: ncclrr run exited 0"
+		[ $el -le $((fto + 15)) ] || fail "$label run $i: took ${el}s (timeout $fto s)"
+		grep -q '^\[3\] ncclrr-fake: injecting' "$log" || fail "$label run $i: the fault was not injected on rank 3"
+		local want
+		for want in '^\[3\] .*transport/p2p\.cc:[0-9]+ NCCL WARN Cuda failure' \
+			    '^\[3\] .*transport\.cc:[0-9]+ -> 1$' "$@"; do
+			if ! grep -E -m1 -- "$want" "$log"; then
+				fail "$label run $i: no line matching $want"
+				show_tail "$log"
+			fi
+		done
+	done
 }
 
 case $case_ in
@@ -52,53 +106,38 @@ ipc) one_node "P2P/IPC" ipc --env NCCL_CUMEM_ENABLE=0 ;;
 shm) one_node "SHM/" shm --env NCCL_P2P_DISABLE=1 ;;
 nonblocking)
 	log=$tmp/nb.log
-	run 1node_8gpu.xml 240 "$log" -- "$wl/init_allreduce" --nonblocking
+	run 1node_8gpu.xml 240 "$log" -- "$wl/init_allreduce" --nonblocking --end destroy
 	rc=$?
 	[ $rc -eq 0 ] || { fail "nonblocking: exit $rc"; show_tail "$log"; }
 	n=$(count ': init ok' "$log"); [ "$n" -eq 8 ] || fail "nonblocking: $n of 8 init ok"
 	;;
-tp_dp)
-	log=$tmp/tp_dp.log
-	run 2node_16gpu.xml 290 "$log" -- "$wl/tp_dp" ${TP_DP_ARGS:-}
-	rc=$?
-	[ $rc -eq 0 ] || { fail "tp_dp: ncclrr run exited $rc"; show_tail "$log"; }
-	for r in $(seq 0 15); do
-		n=$(grep -c "^\[$r\] .*- Init COMPLETE" "$log")
-		[ "$n" -eq 3 ] || fail "tp_dp: rank $r has $n Init COMPLETE (want 3: global, tp, dp)"
-	done
-	n=$(grep -c -- 'splitCount .* color .* - Init COMPLETE' "$log"); [ "$n" -eq 32 ] || fail "tp_dp: $n split Init COMPLETE (want 32)"
-	n=$(count 'via P2P/' "$log"); [ "$n" -gt 0 ] || fail "tp_dp: no P2P channel"
-	n=$(count 'via NET/Socket' "$log"); [ "$n" -gt 0 ] || fail "tp_dp: no NET/Socket channel"
-	# a NET/Socket channel must join ranks on different hosts (DP), P2P ones the same host (TP)
-	if grep -q 'via NET/Socket' "$log"; then
-		grep -m1 'via NET/Socket' "$log"
-		grep -m1 'via P2P/' "$log"
-	fi
-	n=$(count ': done' "$log"); [ "$n" -eq 16 ] || fail "tp_dp: $n of 16 ranks done"
-	echo "tp_dp: $(count '- Init COMPLETE' "$log") Init COMPLETE, $(count 'via P2P/' "$log") P2P and $(count 'via NET/Socket' "$log") NET/Socket channel lines"
+tp_dp) tp_dp tp_dp ;;
+tp_dp_connect_at_init)
+	# NCCL_RUNTIME_CONNECT=0: every connection inside its communicator's
+	# init, so each Channel line can be checked against the topology
+	tp_dp tp_dp_rc0 --env NCCL_RUNTIME_CONNECT=0
+	channels "$tmp/tp_dp_rc0.log" 16 8 'P2P|SHM' tp_dp_rc0
 	;;
-fault)
-	# cuMemImportFromShareableHandle fails on rank 3 (first call): NCCL must
-	# report the connect failure for rank 3 and the job must end in time.
-	# the other ranks may wait for rank 3 until the timeout: keep it short
-	fto=${NCCLRR_TEST_FAULT_TIMEOUT:-80}
-	for i in $(seq 1 "$runs"); do
-		log=$tmp/fault$i.log
-		t0=$(date +%s)
-		run 1node_8gpu.xml "$fto" "$log" \
-			--env NCCLRR_FAULT=cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE \
-			-- "$wl/init_allreduce"
-		rc=$?
-		el=$(( $(date +%s) - t0 ))
-		[ $rc -ne 0 ] || fail "fault run $i: ncclrr run exited 0"
-		[ $el -le $((fto + 15)) ] || fail "fault run $i: took ${el}s (timeout $fto s)"
-		if grep -E '^\[3\] .*(transport\.cc:[0-9]+ -> [0-9]+|Failed to execute operation Connect)' "$log" >"$tmp/m"; then
-			echo "fault run $i: exit $rc in ${el}s; rank 3: $(head -n1 "$tmp/m")"
-		else
-			fail "fault run $i: no transport.cc/Connect failure on rank 3"
-			show_tail "$log"
-		fi
-	done
+4node)
+	log=$tmp/4node.log
+	run 4node_32gpu.xml 290 "$log" -- "$wl/init_allreduce"
+	rc=$?
+	[ $rc -eq 0 ] || { fail "4node: ncclrr run exited $rc"; show_tail "$log"; }
+	n=$(count '- Init COMPLETE' "$log"); [ "$n" -eq 32 ] || fail "4node: $n of 32 Init COMPLETE"
+	n=$(count ': allreduce ok' "$log"); [ "$n" -eq 32 ] || fail "4node: $n of 32 AllReduces"
+	channels "$log" 32 8 'P2P|SHM' 4node
+	;;
+ipc_fault)
+	# legacy IPC: rank 3's first cudaIpcOpenMemHandle fails in P2P setup
+	fault_chain ipc_fault cudaIpcOpenMemHandle:rank=3:nth=1:cudaErrorInvalidValue \
+		"--env NCCL_CUMEM_ENABLE=0" '^\[3\] rank 3: ncclCommInitRank failed: unhandled cuda error'
+	;;
+cumem_fault)
+	# cuMem: rank 3's first import of a peer's buffer fails (connect at
+	# init); the peer asking rank 3's proxy for the fd then fails too
+	fault_chain cumem_fault cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE \
+		"--env NCCL_RUNTIME_CONNECT=0" '^\[3\] rank 3: ncclCommInitRank failed: unhandled cuda error' \
+		'^\[[0-9]+\] .*(call to tpRank 3 .*failed|Proxy Service 3\] Failed to execute operation)'
 	;;
 *) echo "unknown case $case_"; exit 2 ;;
 esac

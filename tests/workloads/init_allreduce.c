@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* init_allreduce - one communicator over the whole job, one AllReduce
- * (float sum, 1M elements), stream synchronize, destroy.
- * usage: init_allreduce [--nonblocking] [--count N]
+ * (float sum, 1M elements), stream synchronize, then ncclCommAbort
+ * (--end destroy: ncclCommFinalize + ncclCommDestroy; see wl_end_comm()).
+ * usage: init_allreduce [--nonblocking] [--count N] [--end abort|destroy]
  * Rank, world size and device come from RANK, WORLD_SIZE, LOCAL_RANK. */
 #include <stdint.h>
 #include <stdio.h>
@@ -13,14 +14,17 @@
 int main(int argc, char **argv)
 {
 	int nonblocking = 0;
+	enum wl_end end = WL_END_ABORT;
 	size_t count = 1 << 20;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--nonblocking") == 0) {
 			nonblocking = 1;
 		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
 			count = strtoull(argv[++i], NULL, 0);
+		} else if (strcmp(argv[i], "--end") == 0 && i + 1 < argc && wl_parse_end(argv[i + 1], &end) == 0) {
+			i++;
 		} else {
-			fprintf(stderr, "usage: init_allreduce [--nonblocking] [--count N]\n");
+			fprintf(stderr, "usage: init_allreduce [--nonblocking] [--count N] [--end abort|destroy]\n");
 			return 2;
 		}
 	}
@@ -75,12 +79,7 @@ int main(int argc, char **argv)
 	printf("rank %d: allreduce ok (%zu floats)\n", r, count);
 	fflush(stdout);
 
-	if (nonblocking) {
-		if (wl_check(&nccl, r, "ncclCommFinalize", nccl.CommFinalize(comm), comm) < 0 ||
-		    wl_wait_comm(&nccl, r, "ncclCommFinalize", comm) < 0)
-			return 1;
-	}
-	if (wl_check(&nccl, r, "ncclCommDestroy", nccl.CommDestroy(comm), NULL) < 0)
+	if (wl_end_comm(&nccl, r, "world", comm, end, nonblocking) < 0)
 		return 1;
 	if (cuda.StreamDestroy)
 		cuda.StreamDestroy(stream);

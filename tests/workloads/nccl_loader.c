@@ -214,6 +214,37 @@ int wl_check(const struct wl_nccl *n, int rank, const char *what, wl_ncclResult_
 	return -1;
 }
 
+int wl_parse_end(const char *word, enum wl_end *end)
+{
+	if (strcmp(word, "abort") == 0)
+		*end = WL_END_ABORT;
+	else if (strcmp(word, "destroy") == 0)
+		*end = WL_END_DESTROY;
+	else
+		return -1;
+	return 0;
+}
+
+int wl_end_comm(const struct wl_nccl *n, int rank, const char *name, wl_ncclComm_t comm, enum wl_end end,
+		int nonblocking)
+{
+	if (end == WL_END_ABORT) {
+		if (wl_check(n, rank, "ncclCommAbort", n->CommAbort(comm), NULL) < 0)
+			return -1;
+		printf("rank %d: %s comm aborted\n", rank, name);
+	} else {
+		if (wl_check(n, rank, "ncclCommFinalize", n->CommFinalize(comm), comm) < 0)
+			return -1;
+		if (nonblocking && wl_wait_comm(n, rank, "ncclCommFinalize", comm) < 0)
+			return -1;
+		if (wl_check(n, rank, "ncclCommDestroy", n->CommDestroy(comm), NULL) < 0)
+			return -1;
+		printf("rank %d: %s comm destroyed\n", rank, name);
+	}
+	fflush(stdout);
+	return 0;
+}
+
 int wl_wait_comm(const struct wl_nccl *n, int rank, const char *what, wl_ncclComm_t comm)
 {
 	for (;;) {

@@ -101,6 +101,19 @@ int wl_unique_id(const struct wl_nccl *n, const struct wl_job *j, wl_ncclUniqueI
 int wl_check(const struct wl_nccl *n, int rank, const char *what, wl_ncclResult_t rc,
 	     wl_ncclComm_t comm);
 /* Poll ncclCommGetAsyncError until not in progress.  @return 0 or -1. */
+/* How a workload ends its communicators (--end abort|destroy). On the fake
+ * cluster kernels never run, so after a collective over NET the proxy waits
+ * for GPU progress that never comes and ncclCommFinalize waits for the
+ * proxy forever: abort (ncclCommAbort, the default) ends every job;
+ * destroy (ncclCommFinalize + ncclCommDestroy, as on real GPUs) ends jobs
+ * whose communicators use P2P and SHM only. */
+enum wl_end { WL_END_ABORT, WL_END_DESTROY };
+/* Parse the word after --end. @return 0, or -1 when it is neither. */
+int wl_parse_end(const char *word, enum wl_end *end);
+/* End @comm as @end says; prints "rank R: NAME comm aborted|destroyed". */
+int wl_end_comm(const struct wl_nccl *n, int rank, const char *name, wl_ncclComm_t comm, enum wl_end end,
+		int nonblocking);
+
 int wl_wait_comm(const struct wl_nccl *n, int rank, const char *what, wl_ncclComm_t comm);
 /* A config for non-blocking init. */
 void wl_config_nonblocking(const struct wl_nccl *n, wl_ncclConfig_t *cfg);

@@ -3,7 +3,7 @@
  * ncclCommSplit into tensor-parallel groups (one per host, color = host)
  * and data-parallel groups across hosts (color = local rank), an AllReduce
  * on each, then ncclCommAbort of all three (--end destroy: ncclCommFinalize
- * + ncclCommDestroy; see teardown()).
+ * + ncclCommDestroy; see wl_end_comm()).
  * usage: tp_dp [--nonblocking] [--count N] [--end abort|destroy]
  * Needs RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (ncclrr run sets them). */
 #include <stdint.h>
@@ -56,28 +56,11 @@ static int split(int r, const char *name, wl_ncclComm_t parent, int color, int k
 	return 0;
 }
 
-/* --end abort (default): ncclCommAbort. On the fake cluster kernels never
- * run, so after a collective over NET the proxy waits for GPU progress
- * that never comes, and ncclCommFinalize would wait for the proxy forever.
- * --end destroy: ncclCommFinalize + ncclCommDestroy, as on real GPUs. */
-static int end_abort = 1;
+static enum wl_end end = WL_END_ABORT;
 
 static int teardown(int r, const char *name, wl_ncclComm_t comm)
 {
-	if (end_abort) {
-		if (wl_check(&nccl, r, "ncclCommAbort", nccl.CommAbort(comm), NULL) < 0)
-			return -1;
-		printf("rank %d: %s comm aborted\n", r, name);
-		return 0;
-	}
-	if (wl_check(&nccl, r, "ncclCommFinalize", nccl.CommFinalize(comm), comm) < 0)
-		return -1;
-	if (nonblocking && wl_wait_comm(&nccl, r, "ncclCommFinalize", comm) < 0)
-		return -1;
-	if (wl_check(&nccl, r, "ncclCommDestroy", nccl.CommDestroy(comm), NULL) < 0)
-		return -1;
-	printf("rank %d: %s comm destroyed\n", r, name);
-	return 0;
+	return wl_end_comm(&nccl, r, name, comm, end, nonblocking);
 }
 
 int main(int argc, char **argv)
@@ -88,9 +71,8 @@ int main(int argc, char **argv)
 			nonblocking = 1;
 		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
 			count = strtoull(argv[++i], NULL, 0);
-		} else if (strcmp(argv[i], "--end") == 0 && i + 1 < argc &&
-			   (strcmp(argv[i + 1], "abort") == 0 || strcmp(argv[i + 1], "destroy") == 0)) {
-			end_abort = strcmp(argv[++i], "abort") == 0;
+		} else if (strcmp(argv[i], "--end") == 0 && i + 1 < argc && wl_parse_end(argv[i + 1], &end) == 0) {
+			i++;
 		} else {
 			fprintf(stderr, "usage: tp_dp [--nonblocking] [--count N] [--end abort|destroy]\n");
 			return 2;
