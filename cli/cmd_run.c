@@ -10,7 +10,8 @@
 #include "nrr_launch.h"
 
 const char cmd_run_usage[] =
-"Usage: ncclrr run --topo FILE [-np N] [--timeout S] [--env K=V]... [--unset K]... [--rank-env R:K=V]...\n"
+"Usage: ncclrr run --topo FILE [-np N] [--timeout S] [--nccl VERSION|PATH] [--env K=V]... [--unset K]...\n"
+"                  [--rank-env R:K=V]...\n"
 "                  [--] PROGRAM [ARGS]\n"
 "       ncclrr run --topo FILE [--wrap] [--comm-id HOST:PORT] [--env K=V]... [--unset K]...\n"
 "                  [--rank-env R:K=V]... [--] PROGRAM [ARGS]\n"
@@ -35,6 +36,11 @@ const char cmd_run_usage[] =
 "                       --unset; may be repeated (e.g. --rank-env\n"
 "                       3:NCCL_SOCKET_IFNAME=eth9 gives one rank a different value)\n"
 "  --comm-id HOST:PORT  NCCL_COMM_ID to use (default: 127.0.0.1 and a free port)\n"
+"  --nccl VERSION|PATH  the NCCL every rank loads as libnccl.so.2: a version\n"
+"                       relinked against ncclrr's CUDA runtime by scripts/nccl.sh\n"
+"                       (e.g. 2.22.3, 2.29.7), or a libnccl.so.2 (or its directory).\n"
+"                       Default: $NCCLRR_NCCL_DIR, else 2.22.3, else any version\n"
+"                       relinked; none: the system's libnccl.so.2, if any\n"
 "  --wrap               wrapper mode: set up this one process as a rank of an\n"
 "                       outer launcher and exec PROGRAM (see below)\n"
 "  -h, --help           this text;  --version  the version\n"
@@ -44,9 +50,11 @@ const char cmd_run_usage[] =
 "  NCCLRR_NRANKS, NCCLRR_LOCAL_RANK, NCCLRR_LOCAL_SIZE; RANK, WORLD_SIZE,\n"
 "  LOCAL_RANK, LOCAL_WORLD_SIZE; NCCL_HOSTID (the host's name), NCCL_COMM_ID,\n"
 "  NCCL_SOCKET_IFNAME=lo, NCCL_TOPO_FILE (the host's topology XML, written to a\n"
-"  private temporary directory removed at exit), and LD_LIBRARY_PATH with the\n"
-"  fake runtime's directory first ($NCCLRR_FAKE_LIBDIR, else found next to this\n"
-"  program). Standard input is /dev/null.\n"
+"  private temporary directory removed at exit), NCCLRR_ID_DIR (a directory all\n"
+"  ranks see, where rank 0 of ncclrr's workloads leaves its ncclUniqueId), and\n"
+"  LD_LIBRARY_PATH with the fake runtime's directory first ($NCCLRR_FAKE_LIBDIR,\n"
+"  else found next to this program: libcuda.so.1, libnvidia-ml.so.1,\n"
+"  libcudart.so.12/.13), then the NCCL of --nccl. Standard input is /dev/null.\n"
 "\n"
 "Every line a rank writes is copied to the same stream (stdout or stderr)\n"
 "prefixed with \"[R] \". At the end a summary goes to stderr, with each rank's\n"
@@ -81,7 +89,7 @@ static int parse_int(const char *s, int *out)
 
 int cmd_run(int argc, char **argv)
 {
-	const char *topo = NULL, *comm_id = NULL;
+	const char *topo = NULL, *comm_id = NULL, *nccl = NULL;
 	int np = 0, wrap = 0;
 	double timeout = 0;
 	char **user_env = calloc((size_t)argc + 1, sizeof(char *));
@@ -165,6 +173,9 @@ int cmd_run(int argc, char **argv)
 		} else if (OPT("--comm-id")) {
 			NEED_VAL();
 			comm_id = val;
+		} else if (OPT("--nccl")) {
+			NEED_VAL();
+			nccl = val;
 		} else if (OPT("--wrap")) {
 			wrap = 1;
 		} else {
@@ -212,8 +223,18 @@ int cmd_run(int argc, char **argv)
 		nrr_cluster_free(&cluster);
 		goto end;
 	}
-	char libdir[PATH_MAX];
+	char libdir[2 * PATH_MAX + 1], nccldir[PATH_MAX];
 	if (nrr_launch_find_fake_libdir(libdir, sizeof(libdir), err, sizeof(err)) < 0) {
+		fprintf(stderr, "ncclrr run: %s\n", err);
+		nrr_cluster_free(&cluster);
+		goto end;
+	}
+	/* the NCCL relinked against ncclrr's runtime, after the runtime; none
+	 * found and none asked for: the ranks load whatever libnccl.so.2 they find */
+	if (nrr_launch_find_nccl_dir(nccl, nccldir, sizeof(nccldir), err, sizeof(err)) == 0) {
+		size_t l = strlen(libdir);
+		snprintf(libdir + l, sizeof(libdir) - l, ":%s", nccldir);
+	} else if (nccl) {
 		fprintf(stderr, "ncclrr run: %s\n", err);
 		nrr_cluster_free(&cluster);
 		goto end;

@@ -4,9 +4,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-packages=(meson ninja-build pkg-config gcc python3 libzstd-dev liblttng-ust-dev
+packages=(meson ninja-build pkg-config gcc g++ binutils python3 libzstd-dev liblttng-ust-dev
           lttng-tools libbabeltrace2-dev babeltrace2 libibverbs-dev rdma-core
-          procps)
+          procps debian-archive-keyring)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -26,3 +26,6 @@ if [ ! -f build/build.ninja ]; then
 	meson setup build --buildtype=debugoptimized >/dev/null
 fi
 ninja -C build
+# real NCCL for the fake cluster: Debian's libnccl-dev relinked against
+# ncclrr's CUDA runtime into build/nccl/VERSION (scripts/nccl.sh)
+bash scripts/nccl.sh setup

@@ -47,7 +47,7 @@ static int has_file(const char *dir, const char *file)
 int nrr_find_near_exe(const char *envvar, const char *file, const char *const *rel, const char *what, char *buf,
 		      size_t size, char *err, size_t errsize)
 {
-	const char *env = getenv(envvar);
+	const char *env = envvar ? getenv(envvar) : NULL;
 	if (env && *env) {
 		if (!has_file(env, file)) {
 			snprintf(err, errsize, "%s=%s has no %s", envvar, env, file);
@@ -85,8 +85,8 @@ int nrr_find_near_exe(const char *envvar, const char *file, const char *const *r
 		}
 		globfree(&g);
 	}
-	snprintf(err, errsize, "cannot find %s (%s): looked in %s; set %s to the directory that holds it", what,
-		 file, looked, envvar);
+	snprintf(err, errsize, "cannot find %s (%s): looked in %s%s%s%s", what, file, looked,
+		 envvar ? "; set " : "", envvar ? envvar : "", envvar ? " to the directory that holds it" : "");
 	return -ENOENT;
 }
 
@@ -96,6 +96,50 @@ int nrr_launch_find_fake_libdir(char *buf, size_t size, char *err, size_t errsiz
 					   "../lib64/ncclrr/fake", "../lib/*/ncclrr/fake", NULL };
 	return nrr_find_near_exe("NCCLRR_FAKE_LIBDIR", "libcuda.so.1", rel, "the fake CUDA runtime", buf, size, err,
 				 errsize);
+}
+
+/* Is @path a directory with a libnccl.so.2 (then @buf is it), or that file
+ * (then @buf is its directory)? */
+static int nccl_at(const char *path, char *buf, size_t size)
+{
+	char real[PATH_MAX];
+	if (!realpath(path, real))
+		return 0;
+	if (has_file(real, "libnccl.so.2")) {
+		snprintf(buf, size, "%s", real);
+		return 1;
+	}
+	char *slash = strrchr(real, '/');
+	if (slash && strcmp(slash + 1, "libnccl.so.2") == 0 && access(real, R_OK) == 0) {
+		*slash = '\0';
+		snprintf(buf, size, "%s", real);
+		return 1;
+	}
+	return 0;
+}
+
+int nrr_launch_find_nccl_dir(const char *want, char *buf, size_t size, char *err, size_t errsize)
+{
+	if (want && strchr(want, '/')) {
+		if (nccl_at(want, buf, size))
+			return 0;
+		snprintf(err, errsize, "--nccl %s: neither libnccl.so.2 nor a directory holding one", want);
+		return -ENOENT;
+	}
+	/* a version relinked by scripts/nccl.sh: the pinned default first */
+	char rel[4][PATH_MAX];
+	const char *ver = want ? want : NRR_NCCL_DEFAULT_VERSION;
+	snprintf(rel[0], sizeof(rel[0]), "../nccl/%s", ver);
+	snprintf(rel[1], sizeof(rel[1]), "../lib/ncclrr/nccl/%s", ver);
+	snprintf(rel[2], sizeof(rel[2]), "../lib/*/ncclrr/nccl/%s", ver);
+	const char *const rels[] = { rel[0], rel[1], rel[2], want ? NULL : "../nccl/*", NULL };
+	char e2[1024];
+	int rc = nrr_find_near_exe(want ? NULL : "NCCLRR_NCCL_DIR", "libnccl.so.2", rels, "NCCL", buf, size, e2,
+				   sizeof(e2));
+	if (rc < 0)
+		snprintf(err, errsize, "no NCCL %s relinked for the fake cluster (run 'scripts/nccl.sh setup', or "
+			 "'scripts/nccl.sh relink libnccl_static.a' for your own): %s", want ? want : "", e2);
+	return rc;
 }
 
 int nrr_launch_free_port(void)

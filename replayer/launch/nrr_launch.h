@@ -110,7 +110,17 @@ int nrr_launch_wrap_rank(char *const *env, int *rank, int *nranks,
  * (installed). @return 0, or -ENOENT with @err explaining where it looked. */
 int nrr_launch_find_fake_libdir(char *buf, size_t size, char *err, size_t errsize);
 
-/* The directory holding @file: $@envvar if set (it must hold @file), else
+/* The NCCL every rank gets (scripts/nccl.sh relinks it against ncclrr's
+ * CUDA runtime): the directory of its libnccl.so.2, for LD_LIBRARY_PATH
+ * after the fake runtime's. @want: a version ("2.22.3", looked for in
+ * ../nccl/VERSION beside this program, or the installed ncclrr/nccl/VERSION),
+ * a path (libnccl.so.2 or its directory), or NULL: $NCCLRR_NCCL_DIR, else
+ * NRR_NCCL_DEFAULT_VERSION, else any version relinked there.
+ * @return 0, or -ENOENT with @err saying where it looked and what to do. */
+#define NRR_NCCL_DEFAULT_VERSION "2.22.3"
+int nrr_launch_find_nccl_dir(const char *want, char *buf, size_t size, char *err, size_t errsize);
+
+/* The directory holding @file: $@envvar if @envvar and set (it must hold @file), else
  * the first of @rel (NULL-terminated; relative to the directory of
  * /proc/self/exe, '*' allowed) that holds it.  @what names it in the
  * error.  @return 0, or -ENOENT with @err saying where it looked. */

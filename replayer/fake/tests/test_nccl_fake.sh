@@ -8,6 +8,9 @@
 # NET/Socket. Exit 77 when no libnccl.so.2 is found.
 set -u
 exe=$1 libdir=$2 topodir=$3
+# which NCCL, or skip saying why: one rule for every NCCL test
+NCCL_HINT=${NCCLRR_NCCL_HINT:-}
+. "$(dirname "$0")/../../../tests/integration/nccl_common.sh"
 out=$(mktemp -d "${TMPDIR:-/tmp}/test_nccl_fake.XXXXXX")
 trap 'rm -rf "$out"' EXIT INT TERM
 
