@@ -13,12 +13,12 @@
  * out-of-band or RAS.  That is how bootstrap, proxy and NET traffic are
  * told apart in a trace.
  *
- * On NCCL's proxy sockets (type proxy, NCCL's socket magic) the bytes are
- * also decoded into the RPCs they carry (NCCL 2.19-2.28 framing, from the
- * asking side: type, connection, reqSize, respSize, request, opId; from
- * the proxy: opId, result, respSize, answer): ncclProxyRequest and
- * ncclProxyResponse events, in the rank that asks and in the process whose
- * proxy thread answers.
+ * On NCCL's proxy sockets (type proxy) the bytes are also decoded into
+ * the RPCs they carry (NCCL 2.19-2.28 framing, from the asking side:
+ * type, connection, reqSize, respSize, request, opId; from the proxy:
+ * opId, result, respSize, answer): ncclProxyRequest and ncclProxyResponse
+ * events, in the rank that asks and in the process whose proxy thread
+ * answers.
  *
  * The table is lock-free: pages of 1024 entries made on first use.
  */
@@ -52,7 +52,6 @@ struct sock_ent {
 	struct rpc *rpc;    /* proxy sockets: the RPC decoder */
 };
 
-#define NCCL_SOCKET_MAGIC 0x564ab9f2fc4b9d6cULL
 #define RPC_KEEP 512          /* request/answer bytes kept per RPC */
 #define RPC_MAX_SIZE (64u << 20)
 #define RPC_TYPES 16          /* opId -> type, for the answers */
@@ -335,9 +334,10 @@ void nrr_sock_data(int fd, const void *buf, long n, int sent)
 	if (type >= 1 && type <= 5) {
 		e->type = (uint8_t)type;
 		info(fd, e);
-		uint64_t magic;
-		memcpy(&magic, e->hs, sizeof(magic));
-		if (type == 2 && magic == NCCL_SOCKET_MAGIC && nccl_proxy_version())
+		/* the magic is the communicator's (random per unique id), not a
+		 * constant: the framing check in rpc_feed() is what rejects a
+		 * socket that only looks like a proxy's */
+		if (type == 2 && nccl_proxy_version())
 			e->rpc = calloc(1, sizeof(*e->rpc));
 		/* the rest of these bytes, if any, is the first message */
 		if (e->rpc && (size_t)n > k)
