@@ -6,6 +6,7 @@
  * or the return value, sockaddrs, coalesced polling).
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -147,6 +148,18 @@ static void test_encoders(void)
 	socklen_t salen = 300;
 	nrr_rec_getsockname_enter(t, 3, (struct sockaddr *)&big, &salen);
 	nrr_rec_getsockname_leave(t, 0, 0, 3, (struct sockaddr *)&big, &salen);
+	/* a non-blocking socket's EAGAIN is "not ready" (poll=err:EAGAIN): 50 in a
+	 * row are one record; another fd, or a real error, are not folded in */
+	for (int i = 0; i < 50; i++) {
+		nrr_rec_recv_enter(t, 5, buf, sizeof(buf), MSG_DONTWAIT);
+		nrr_rec_recv_leave(t, -1, EAGAIN, 5, buf, sizeof(buf), MSG_DONTWAIT);
+	}
+	nrr_rec_recv_enter(t, 6, buf, sizeof(buf), MSG_DONTWAIT);
+	nrr_rec_recv_leave(t, -1, EAGAIN, 6, buf, sizeof(buf), MSG_DONTWAIT);
+	for (int i = 0; i < 2; i++) {
+		nrr_rec_recv_enter(t, 6, buf, sizeof(buf), MSG_DONTWAIT);
+		nrr_rec_recv_leave(t, -1, ECONNRESET, 6, buf, sizeof(buf), MSG_DONTWAIT);
+	}
 	CHECK_FATAL(nrr_writer_close(w) == 0, "close");
 
 	nrr_reader *r;
@@ -187,6 +200,16 @@ static void test_encoders(void)
 	CHECK_FATAL(nrr_cursor_next(c, &call) == 0, "call 8");
 	CHECK(strcmp(call->fn->name, "getsockname") == 0 && call->args[1].total == 128 && call->args[2].u == 300,
 	      "getsockname: sockaddr capped at 128 (total %u)", (unsigned)call->args[1].total);
+	CHECK_FATAL(nrr_cursor_next(c, &call) == 0, "call 9");
+	CHECK(strcmp(call->fn->name, "recv") == 0 && call->args[0].u == 5 && call->repeat == 49 && call->err == EAGAIN,
+	      "50 EAGAIN recv on fd 5 in one record (repeat %llu)", (unsigned long long)call->repeat);
+	CHECK_FATAL(nrr_cursor_next(c, &call) == 0, "call 10");
+	CHECK(strcmp(call->fn->name, "recv") == 0 && call->args[0].u == 6 && call->repeat == 0, "EAGAIN on fd 6: its own record");
+	for (int i = 0; i < 2; i++) {
+		CHECK_FATAL(nrr_cursor_next(c, &call) == 0, "call %d", 11 + i);
+		CHECK(call->err == ECONNRESET && call->repeat == 0, "ECONNRESET %d is not coalesced (repeat %llu)", i,
+		      (unsigned long long)call->repeat);
+	}
 	CHECK(nrr_cursor_next(c, &call) == NRR_EEOF, "end");
 	nrr_cursor_close(c);
 	nrr_reader_close(r);
