@@ -334,10 +334,13 @@ static bool poll_notready(const nrr_call *c)
  * non-blocking socket's EAGAIN (NCCL's sockets spin so) */
 static bool notready(const nrr_call *c, const struct fninfo *fi)
 {
+	/* socket calls are polling calls too (coalesced EAGAIN runs), but
+	 * their 0 is an end of file, not "not ready" */
+	if (fi->kind == F_RECV || fi->kind == F_SEND || fi->kind == F_ACCEPT)
+		return c->repeat || (c->result == -1 && (c->err == EAGAIN || c->err == EWOULDBLOCK));
 	if (c->fn->flags & NRR_FN_POLL)
 		return poll_notready(c);
-	return (fi->kind == F_RECV || fi->kind == F_SEND || fi->kind == F_ACCEPT) && c->result == -1 &&
-	       (c->err == EAGAIN || c->err == EWOULDBLOCK);
+	return false;
 }
 
 /* ------------------------------------------------------------ reading */
