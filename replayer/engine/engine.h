@@ -36,7 +36,7 @@ struct rstream {
 };
 
 /* Shared with the coordinator (MAP_SHARED before fork): what each worker is doing. */
-#define NRR_CUR_MAX 8
+#define NRR_CUR_MAX 32
 struct nrr_wstat {
 	_Atomic uint64_t done;        /* units finished */
 	_Atomic uint64_t total;       /* units loaded */

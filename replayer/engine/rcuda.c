@@ -52,6 +52,8 @@ enum sp_what {
 	SP_IPC_PUT,     /* out IPC handle bytes: published (recorded -> live) under kind @arg */
 	SP_IPC_GET,     /* in IPC handle bytes: the live ones another worker published */
 	SP_PTRATTR,     /* cuPointerGetAttribute: data is a pointer/handle for some attributes */
+	SP_IMAGE,       /* in code image (fatbin, cubin) in the program's memory, not recorded: the
+			 * fake driver keeps the pointer and never reads it, so a page of zeros */
 };
 
 static const struct special {
@@ -65,6 +67,11 @@ static const struct special {
 	{ "cuMemHostAlloc", "pp", SP_RANGE, "bytesize" },
 	{ "cuMemcpyDtoH_v2", "dstHost", SP_SCRATCH, "ByteCount" },
 	{ "cuMemcpyHtoD_v2", "srcHost", SP_SCRATCH, "ByteCount" },
+	/* unified addressing: either side may be the program's host memory */
+	{ "cuMemcpy", "dst", SP_SCRATCH, "ByteCount" },
+	{ "cuMemcpy", "src", SP_SCRATCH, "ByteCount" },
+	{ "cuMemcpyAsync", "dst", SP_SCRATCH, "ByteCount" },
+	{ "cuMemcpyAsync", "src", SP_SCRATCH, "ByteCount" },
 	{ "cuMemHostRegister_v2", "p", SP_HOSTREG, "bytesize" },
 	{ "cuMemHostUnregister", "p", SP_DROPRANGE, NULL },
 	{ "cuMemFreeHost", "p", SP_DROPRANGE, NULL },
@@ -75,6 +82,8 @@ static const struct special {
 	{ "cuIpcGetEventHandle", "pHandle", SP_IPC_PUT, "ipcev" },
 	{ "cuIpcOpenEventHandle", "handle", SP_IPC_GET, "ipcev" },
 	{ "cuPointerGetAttribute", "data", SP_PTRATTR, "attribute" },
+	{ "cuModuleLoadData", "image", SP_IMAGE, NULL },
+	{ "cuLibraryLoadData", "code", SP_IMAGE, NULL },
 };
 
 static const struct special *special_of(const char *fn, const char *param)
@@ -754,6 +763,9 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 					ps[i].buf = m;   /* unmapped after the call */
 					ps[i].buflen = len ? len : 4096;
 				}
+			} else if (!known && sp && sp->what == SP_IMAGE) {
+				static const uint8_t no_image[4096];
+				live = (uint64_t)(uintptr_t)no_image;
 			} else if (!known && a->fmt == NRR_FMT_X) {
 				res->status = NRR_R_UNSUPPORTED;
 				why(res, "%s: in %s: a pointer (0x%" PRIx64 ") to memory the trace does not describe", fn->name,

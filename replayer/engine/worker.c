@@ -261,6 +261,10 @@ static void wait_turn(struct nrr_rproc *p, struct rstream *s, size_t k)
 		pthread_cond_wait(&p->cv, &p->mu);
 	s->started = k + 1;
 	update_frontier(p);
+	/* a thread may wait for this one to start (not only to finish): a
+	 * start that goes on to block in a live call would otherwise never
+	 * wake it */
+	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 }
 
