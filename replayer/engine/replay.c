@@ -193,7 +193,9 @@ static int scan(struct coord *x, size_t i)
 				e->stream = s;
 				e->seq = c->seq;
 				e->ts = c->ts;
-				e->wall = nrr_reader_wall(r, c->ts);
+				/* ordered by when the call returned: a failing call comes before
+				 * the NCCL call that contained it and passed its error on */
+				e->wall = nrr_reader_wall(r, c->ts + c->dur);
 				snprintf(e->fn, sizeof(e->fn), "%s", c->fn->name);
 				nrr_result_text(c, e->res, sizeof(e->res));
 			}
@@ -553,26 +555,52 @@ static int cmp_wall(const void *a, const void *b)
 	return x->wall < y->wall ? -1 : x->wall > y->wall;
 }
 
-/* One failed process's chain: "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE (1) (#202) -> exit 1". */
+/* One failed process's chain: "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE (1) (#202) -> exit 1".
+ * A run of the same answer (a connect retried while a peer is gone) is one
+ * entry "(#a..#b, N times)"; an entry is never cut: what does not fit is
+ * counted ("… N more") and the end is always there. */
 static void chain_text(struct coord *x, size_t p, bool show_reached, char *buf, size_t len)
 {
-	FILE *f = fmemopen(buf, len, "w");
-	if (!f) {
-		buf[0] = 0;
-		return;
-	}
+	size_t used = 0, more = 0;
 	const char *sep = "";
+	char ent[400];
+	buf[0] = 0;
 	for (size_t b = 0; b < x->nerr; b++) {
 		const struct perr *e = &x->err[b];
 		if (e->proc != p || e->benign)
 			continue;
-		fprintf(f, "%s%s = %s (#%" PRIu64 "%s)", sep, e->fn, e->res, e->seq,
-			!show_reached ? "" : !e->reached ? ", NOT reached" : e->injected ? ", answered from the trace" : ", reproduced");
+		const struct perr *last = e;
+		size_t n = 1;
+		for (size_t c = b + 1; c < x->nerr; c++) {
+			const struct perr *f = &x->err[c];
+			if (f->proc != p || f->benign)
+				continue;
+			if (strcmp(f->fn, e->fn) || strcmp(f->res, e->res))
+				break;
+			last = f;
+			n++;
+			b = c;
+		}
+		char seqs[64];
+		if (n > 1)
+			snprintf(seqs, sizeof(seqs), "#%" PRIu64 "..#%" PRIu64 ", %zu times", e->seq, last->seq, n);
+		else
+			snprintf(seqs, sizeof(seqs), "#%" PRIu64, e->seq);
+		int l = snprintf(ent, sizeof(ent), "%s%s = %s (%s%s)", sep, e->fn, e->res, seqs,
+				 !show_reached ? "" : !last->reached ? ", NOT reached" : last->injected ? ", answered from the trace" : ", reproduced");
+		/* keep room for " -> … N more -> <end>" */
+		if (more || l < 0 || used + (size_t)l + 80 >= len) {
+			more++;
+			continue;
+		}
+		memcpy(buf + used, ent, (size_t)l + 1);
+		used += (size_t)l;
 		sep = " -> ";
 	}
-	if (proc_failed(&x->pi[p]))
-		fprintf(f, "%s%s", sep, x->pi[p].end);
-	fclose(f);
+	if (more)
+		used += (size_t)snprintf(buf + used, len - used, "%s… %zu more", sep, more), sep = " -> ";
+	if (proc_failed(&x->pi[p]) && used < len)
+		snprintf(buf + used, len - used, "%s%.60s", sep, x->pi[p].end);
 }
 
 /* The failure, one line per distinct chain, in recorded order:

@@ -550,6 +550,42 @@ static int take_stash(struct rsock *s, int lfd, const uint8_t *key, size_t klen)
 	return live;
 }
 
+/* A datagram received earlier for a later recvmsg on @lfd: from sender
+ * @key when the recording named it, else the one whose first bytes are
+ * @head.  @return true with *@out filled (its data is the caller's). */
+static bool take_dgram(struct rsock *s, int lfd, const uint8_t *key, size_t klen, const uint8_t *head, size_t hlen,
+		       size_t len, struct stash *out)
+{
+	bool found = false;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nst && !found; i++) {
+		struct stash *t = &s->st[i];
+		if (t->lfd != lfd || !t->data)
+			continue;
+		if (klen ? (t->klen == klen && !memcmp(t->key, key, klen))
+			 : (t->len == len && !memcmp(t->data, head, hlen < len ? hlen : len))) {
+			*out = *t;
+			s->st[i] = s->st[--s->nst];
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return found;
+}
+
+/* Is something already taken off live socket @lfd waiting in the stash (a
+ * datagram or a connection a later call wants)?  A poll must count it as
+ * ready: the socket itself no longer is. */
+static bool stashed(struct rsock *s, int lfd)
+{
+	bool yes = false;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nst && !yes; i++)
+		yes = s->st[i].lfd == lfd;
+	pthread_mutex_unlock(&s->mu);
+	return yes;
+}
+
 static void put_stash(struct rsock *s, const struct stash *t)
 {
 	pthread_mutex_lock(&s->mu);
@@ -814,6 +850,16 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		return -ENOMEM;
 	int got[MAX_PASSED_FDS], ngot = 0;
 	ssize_t r;
+	struct stash early;
+	if (take_dgram(s, fd, (const uint8_t *)&want, wl, m.head, m.head_len, n, &early)) {
+		memcpy(data, early.data, early.len < n ? early.len : n);
+		free(early.data);
+		r = (ssize_t)early.len;
+		ngot = early.nfds;
+		memcpy(got, early.fds, sizeof(int) * (size_t)ngot);
+		errno = 0;
+		goto have;
+	}
 	for (;;) {
 		struct iovec iov = { .iov_base = data, .iov_len = n ? n : 1 };
 		union {
@@ -837,7 +883,11 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 					memcpy(&got[ngot++], CMSG_DATA(cm) + j * sizeof(int), sizeof(int));
 		/* a datagram from another sender than recorded: the one recorded
 		 * comes later here; that one is for a later recvmsg */
-		if (r >= 0 && wl && msg.msg_namelen && (msg.msg_namelen != wl || memcmp(&from, &want, wl))) {
+		/* without a recorded sender name (NCCL's proxy socket passes
+		 * none), the datagram is recognised by its recorded first bytes */
+		bool other = wl ? msg.msg_namelen && (msg.msg_namelen != wl || memcmp(&from, &want, wl))
+				: (size_t)r != n || memcmp(data, m.head, m.head_len < n ? m.head_len : n);
+		if (r >= 0 && other) {
 			struct stash t = { .lfd = fd, .len = (size_t)r, .nfds = ngot };
 			t.klen = msg.msg_namelen < NRR_XMAP_MAX ? msg.msg_namelen : NRR_XMAP_MAX;
 			memcpy(t.key, &from, t.klen);
@@ -850,6 +900,7 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		}
 		break;
 	}
+have:;
 	int err = errno;
 	if (r >= 0) {
 		for (int j = 0; j < (int)m.nfd && j < ngot; j++)
@@ -899,7 +950,7 @@ static int r_poll(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		}
 		bool all = true;
 		for (size_t j = 0; j < n; j++)
-			if (live[j].fd >= 0 && rec[j].revents && !live[j].revents)
+			if (live[j].fd >= 0 && rec[j].revents && !live[j].revents && !stashed(s, live[j].fd))
 				all = false;
 		if (all)
 			break;

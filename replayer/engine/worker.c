@@ -268,6 +268,50 @@ static void wait_turn(struct nrr_rproc *p, struct rstream *s, size_t k)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* Does @fn give the process a new descriptor number? */
+static bool makes_fd(const nrr_fn_schema *fn)
+{
+	static const char *const names[] = { "socket", "socketpair", "accept", "accept4", "recvmsg" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(fn->name, names[i]))
+			return true;
+	for (uint16_t j = 0; j < fn->nargs; j++)
+		if (fn->args[j].fmt == NRR_FMT_FD && (fn->args[j].dir & NRR_DIR_OUT))
+			return true;
+	return false;
+}
+
+static bool end_ok(struct nrr_rproc *p, struct rstream *s, uint64_t end)
+{
+	for (size_t i = 0; i < p->ns; i++) {
+		struct rstream *t = &p->s[i];
+		if (t != s && (t->started < started_before(t, end) || t->completed < completed_before(t, end)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Descriptor numbers are reused: in the recording, fd 209 was a cuMem
+ * export passed to a peer and closed (untraced) by one thread while
+ * another thread's accept was still blocked, and that accept then
+ * returned 209.  A call that makes a descriptor therefore waits until the
+ * other threads got as far as its recorded end (what they started and
+ * finished before it returned there), so the number is taken here in the
+ * same order as it was there.  Nothing recorded before that end can wait
+ * for this call's result, so this never deadlocks.
+ */
+static void wait_end(struct nrr_rproc *p, struct rstream *s, size_t k)
+{
+	uint64_t end = s->u[k].end;
+	if (end == UINT64_MAX)
+		return;
+	pthread_mutex_lock(&p->mu);
+	while (!end_ok(p, s, end))
+		pthread_cond_wait(&p->cv, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+}
+
 static void finish(struct nrr_rproc *p, struct rstream *s, size_t k)
 {
 	pthread_mutex_lock(&p->mu);
@@ -350,6 +394,7 @@ static void *stream_main(void *arg)
 			break;
 		} else if (u->kind == U_MARK) {
 			res.status = NRR_R_INJECTED;
+		} else if (u->kind == U_EXEC && u->c.result >= 0 && makes_fd(u->c.fn) && (wait_end(p, s, k), false)) {
 		} else if (rsock_handles(u->c.fn)) {
 			ret = rsock_call(p->sock, s, k, &res);
 		} else if (rnet_handles(u->c.fn)) {
