@@ -16,6 +16,17 @@
  * A window of tokens per side lets the alignment accept calls that came in
  * another order (each found in the other side's window) and failed
  * attempts that were retried.  Memory: two cursors and two windows.
+ *
+ * Real NCCL runs differ in many calls that decide nothing (timing, polling,
+ * helper threads), so the headline is a process's first *meaningful*
+ * divergence: the first call that fails for real in one run and not in the
+ * other (failures a healthy run has too, nrr_call_benign(), do not count),
+ * or a process that ends abnormally in one run only (an exit status, a
+ * signal, a trace cut by SIGKILL); only without any, the earliest call
+ * divergence.  Threads are paired by role (the first calls they make
+ * outside the CUDA runtime, driver and NVML: NCCL's proxy service, proxy
+ * progress, UDS and socket helper threads), the main thread with the main
+ * thread, not by creation order.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,6 +43,8 @@
 #define MAX_CONTEXT 32
 #define CONFIRM 3          /* tokens after a resync point that must agree */
 #define SCAN_LIMIT 50000000ull /* events re-read at most to print one call */
+#define MAX_FAILS 4096     /* real failures kept per process */
+#define ROLE_CALLS 4       /* calls that name a thread's role */
 
 /* How an argument is compared. */
 enum cls {
@@ -61,6 +74,20 @@ struct proc {
 	uint32_t nfns;
 	uint32_t *streams;  /* stream indices in order of first call */
 	uint32_t nstreams;
+	uint64_t *role;     /* per stream index: hash of its first calls (see scan) */
+	struct fail *fails; /* real failures in the order they returned */
+	size_t nfails, cfails;
+	char end[64];       /* metadata end ("exit 0", "signal SIGTERM"), "" when none */
+	uint64_t end_wall;  /* the end, or the last record without one */
+};
+
+/* A call that failed for real (not nrr_call_benign()). */
+struct fail {
+	uint64_t key;       /* function, result and errno */
+	uint64_t wall;      /* when it returned */
+	uint64_t seq;
+	uint32_t stream;
+	uint8_t phase;
 };
 
 struct tok {
@@ -68,7 +95,7 @@ struct tok {
 	const nrr_fn_schema *fn;
 	uint8_t phase;
 	bool failed, taken;
-	bool transient;   /* failed the way a retried connection attempt fails */
+	bool transient;   /* failed the way a healthy run fails too (nrr_call_benign()) */
 };
 
 struct side {
@@ -84,6 +111,13 @@ struct side {
 };
 
 enum dkind { D_CALL, D_A_ENDS, D_B_ENDS, D_THREAD_A, D_THREAD_B, D_PROC_A, D_PROC_B };
+
+/* What makes a pair's divergence meaningful (the headline). */
+enum mkind {
+	M_NONE,
+	M_FAIL,    /* a call fails for real in one run only */
+	M_END,     /* the process ends abnormally in one run only */
+};
 
 struct divg {
 	bool found;
@@ -101,6 +135,15 @@ struct pair {
 	struct proc *a, *b;
 	struct divg d;
 	size_t other_threads;  /* further threads that diverge */
+	uint32_t *sa, *sb;     /* threads paired by role: stream of thread k+1 in A, in B */
+	uint32_t nth;
+	/* the meaningful divergence */
+	enum mkind m;
+	bool m_in_b;           /* it is in B (else in A) */
+	struct fail mf;        /* M_FAIL: the first failure only in that run */
+	uint32_t m_thread;     /* M_FAIL: thread number */
+	uint64_t m_t;          /* ns since that run's start */
+	bool m_is_d;           /* M_FAIL is the first call divergence d itself */
 };
 
 struct ctx {
@@ -192,8 +235,14 @@ static uint64_t hash_saddr(uint64_t h, const nrr_value *v)
 		memcpy(&in6, v->p, sizeof(in6));
 		return hash_bytes(h, in6.sin6_addr.s6_addr, 16);
 	}
-	if (fam == AF_UNIX)
-		return hash_fuzzy(h, v->p + sizeof(fam), v->len - sizeof(fam));
+	if (fam == AF_UNIX) {
+		/* an abstract name is padded with NULs to the length given:
+		 * NCCL's "nccl-socket-RANK-HASH" is shorter when HASH is */
+		size_t n = v->len - sizeof(fam);
+		while (n > 1 && v->p[sizeof(fam) + n - 1] == 0)
+			n--;
+		return hash_fuzzy(h, v->p + sizeof(fam), n);
+	}
 	return hash_bytes(h, v->p, v->len);
 }
 
@@ -287,19 +336,6 @@ static bool soft_result(const nrr_call *c)
 	}
 }
 
-/* Socket failures that NCCL (and most programs) answer by trying again. */
-static bool transient_failure(const nrr_call *c)
-{
-	if (c->fn->ret != NRR_RET_ERRNO || c->result != -1)
-		return false;
-	switch (c->err) {
-	case ECONNREFUSED: case ECONNRESET: case ECONNABORTED: case ETIMEDOUT: case EADDRINUSE:
-	case EADDRNOTAVAIL: case EHOSTUNREACH: case ENETUNREACH: case ENOENT: case EPIPE:
-		return true;
-	default:
-		return false;
-	}
-}
 
 static uint64_t hash_result(uint64_t h, const struct fninfo *fi, const nrr_call *c)
 {
@@ -358,7 +394,7 @@ static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
 	t->fn = c->fn;
 	t->phase = c->phase;
 	t->failed = failed;
-	t->transient = failed && transient_failure(c);
+	t->transient = failed && nrr_call_benign(c);   /* a refused connect, a port in use: tried again */
 	t->taken = false;
 	return true;
 }
@@ -686,6 +722,205 @@ static void proc_free(struct proc *p)
 	free(p->label);
 	free(p->fi);
 	free(p->streams);
+	free(p->role);
+	free(p->fails);
+}
+
+static bool role_domain(const char *d)
+{
+	/* every NCCL thread starts by setting its device: these say nothing */
+	return d && strcmp(d, "cuda_driver") != 0 && strcmp(d, "cuda_runtime") != 0 && strcmp(d, "nvml") != 0;
+}
+
+static uint64_t fail_key(const nrr_call *c)
+{
+	uint64_t h = hash_bytes(0, (const uint8_t *)c->fn->name, strlen(c->fn->name));
+	return mix(mix(h, (uint64_t)c->result), c->fn->ret == NRR_RET_CURESULT || c->fn->ret == NRR_RET_CUDART ||
+						  c->fn->ret == NRR_RET_NCCL || c->fn->ret == NRR_RET_NVML ? 0 : c->err);
+}
+
+/* One pass over @p's trace: its real failures (nrr_call_real_failure(),
+ * in the order they returned), each thread's role (a hash of its first
+ * ROLE_CALLS calls outside the CUDA runtime, driver and NVML) and how it
+ * ended.  @return 0 or a reader error (printed). */
+static int proc_scan(struct proc *p)
+{
+	uint32_t *nrole = calloc(p->nstreams + 1, sizeof(*nrole));
+	p->role = calloc(p->nstreams + 1, sizeof(*p->role));
+	if (!nrole || !p->role) {
+		free(nrole);
+		return -ENOMEM;
+	}
+	nrr_merge *m;
+	int rc = nrr_merge_open(&m, &p->r, 1);
+	if (rc) {
+		free(nrole);
+		return rc;
+	}
+	const nrr_call *c;
+	uint64_t last = 0;
+	while ((rc = nrr_merge_next(m, &c, NULL)) == 0) {
+		uint64_t w = nrr_reader_wall(p->r, nrr_call_key(c));
+		if (w > last)
+			last = w;
+		if (c->kind != NRR_CALL || !c->fn || c->stream >= p->nstreams)
+			continue;
+		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && nrole[c->stream] < ROLE_CALLS &&
+		    role_domain(c->fn->domain) && strcmp(c->fn->name, "sock_info") != 0) {
+			p->role[c->stream] = mix(p->role[c->stream] ? p->role[c->stream] : 7, fninfo_of(p, c->fn)->name_h);
+			nrole[c->stream]++;
+		}
+		if ((c->phase != NRR_PHASE_CALL && c->phase != NRR_PHASE_RESUME) || p->nfails >= MAX_FAILS ||
+		    !nrr_call_real_failure(c))
+			continue;
+		if (!nrr_grow(&p->fails, p->nfails, &p->cfails, sizeof(*p->fails))) {
+			rc = -ENOMEM;
+			break;
+		}
+		p->fails[p->nfails++] = (struct fail){ fail_key(c), nrr_reader_wall(p->r, c->ts + c->dur), c->seq, c->stream,
+						       c->phase };
+	}
+	free(nrole);
+	if (rc && rc != NRR_EEOF) {
+		if (rc == -ENOMEM)
+			fprintf(stderr, "ncclrr diff: out of memory\n");
+		else
+			nrr_print_diag("diff", nrr_merge_diag(m));
+		nrr_merge_close(m);
+		return rc;
+	}
+	nrr_merge_close(m);
+	/* the main thread (the first to call) has its own role */
+	if (p->nstreams)
+		p->role[p->streams[0]] = 1;
+	const char *end = nrr_reader_meta(p->r, "end");
+	snprintf(p->end, sizeof(p->end), "%s", end ? end : "");
+	uint64_t ets = nrr_reader_info(p->r)->end_ts;
+	p->end_wall = end && ets ? nrr_reader_wall(p->r, ets) : last;
+	if (p->end_wall < last)
+		p->end_wall = last;
+	return 0;
+}
+
+/* Pair the threads of @pr by role: the main threads, then each thread of
+ * A (in order of first call) with B's first unpaired thread of the same
+ * role, then the rest in order of first call. */
+static int pair_threads(struct pair *pr)
+{
+	struct proc *a = pr->a, *b = pr->b;
+	uint32_t n = a->nstreams + b->nstreams;
+	pr->sa = calloc(n + 1, sizeof(*pr->sa));
+	pr->sb = calloc(n + 1, sizeof(*pr->sb));
+	bool *ua = calloc(a->nstreams + 1, sizeof(*ua)), *ub = calloc(b->nstreams + 1, sizeof(*ub));
+	if (!pr->sa || !pr->sb || !ua || !ub) {
+		free(ua), free(ub);
+		return -ENOMEM;
+	}
+	pr->nth = 0;
+	for (uint32_t i = 0; i < a->nstreams; i++)
+		for (uint32_t j = 0; j < b->nstreams; j++)
+			if (!ub[j] && a->role[a->streams[i]] == b->role[b->streams[j]]) {
+				ua[i] = ub[j] = true;
+				pr->sa[pr->nth] = a->streams[i];
+				pr->sb[pr->nth++] = b->streams[j];
+				break;
+			}
+	uint32_t j = 0;
+	for (uint32_t i = 0; i < a->nstreams; i++) {
+		if (ua[i])
+			continue;
+		while (j < b->nstreams && ub[j])
+			j++;
+		pr->sa[pr->nth] = a->streams[i];
+		pr->sb[pr->nth++] = j < b->nstreams ? b->streams[j] : UINT32_MAX;
+		if (j < b->nstreams)
+			ub[j++] = true;
+	}
+	for (j = 0; j < b->nstreams; j++)
+		if (!ub[j]) {
+			pr->sa[pr->nth] = UINT32_MAX;
+			pr->sb[pr->nth++] = b->streams[j];
+		}
+	free(ua), free(ub);
+	return 0;
+}
+
+/* The thread number of @stream of @p in @pr (side B when @in_b). */
+static uint32_t thread_no(const struct pair *pr, bool in_b, uint32_t stream)
+{
+	const uint32_t *s = in_b ? pr->sb : pr->sa;
+	for (uint32_t k = 0; k < pr->nth; k++)
+		if (s[k] == stream)
+			return k + 1;
+	return 0;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* The first failure of @x that @y does not have (as many times): by
+ * function, result and errno.  @return its index, or -1. */
+static long first_new_failure(const struct proc *x, const struct proc *y)
+{
+	uint64_t *ky = malloc((y->nfails + 1) * sizeof(*ky));
+	if (!ky)
+		return -1;
+	for (size_t i = 0; i < y->nfails; i++)
+		ky[i] = y->fails[i].key;
+	qsort(ky, y->nfails, sizeof(*ky), cmp_u64);
+	long found = -1;
+	for (size_t i = 0; i < x->nfails && found < 0; i++) {
+		uint64_t k = x->fails[i].key;
+		size_t seen = 0, have = 0;
+		for (size_t j = 0; j <= i; j++)
+			seen += x->fails[j].key == k;
+		for (size_t j = 0; j < y->nfails; j++)
+			have += ky[j] == k;
+		if (seen > have)
+			found = (long)i;
+	}
+	free(ky);
+	return found;
+}
+
+static bool end_normal(const struct proc *p)
+{
+	return !strcmp(p->end, "exit 0") || !strcmp(p->end, "exec");
+}
+
+/* Find @pr's meaningful divergence (after diff_pair). */
+static void meaningful(struct pair *pr)
+{
+	pr->m = M_NONE;
+	if (!pr->a || !pr->b)
+		return;
+	long fa = first_new_failure(pr->a, pr->b), fb = first_new_failure(pr->b, pr->a);
+	uint64_t ta = fa >= 0 ? pr->a->fails[fa].wall - pr->a->in->base_wall : UINT64_MAX;
+	uint64_t tb = fb >= 0 ? pr->b->fails[fb].wall - pr->b->in->base_wall : UINT64_MAX;
+	/* an abnormal end in one run only */
+	bool na = end_normal(pr->a), nb = end_normal(pr->b);
+	uint64_t ea = !na && nb ? pr->a->end_wall - pr->a->in->base_wall : UINT64_MAX;
+	uint64_t eb = na && !nb ? pr->b->end_wall - pr->b->in->base_wall : UINT64_MAX;
+	uint64_t best = ta < tb ? ta : tb;
+	if (best != UINT64_MAX && best <= ea && best <= eb) {
+		pr->m = M_FAIL;
+		pr->m_in_b = tb < ta;
+		pr->mf = pr->m_in_b ? pr->b->fails[fb] : pr->a->fails[fa];
+		pr->m_t = best;
+		pr->m_thread = thread_no(pr, pr->m_in_b, pr->mf.stream);
+		const struct divg *d = &pr->d;
+		const struct tok *t = pr->m_in_b ? &d->tb : &d->ta;
+		uint32_t s = pr->m_in_b ? d->stream_b : d->stream_a;
+		pr->m_is_d = d->found && (d->kind == D_CALL || d->kind == (pr->m_in_b ? D_A_ENDS : D_B_ENDS)) &&
+			     s == pr->mf.stream && t->seq == pr->mf.seq;
+	} else if (ea != UINT64_MAX || eb != UINT64_MAX) {
+		pr->m = M_END;
+		pr->m_in_b = eb < ea;
+		pr->m_t = pr->m_in_b ? eb : ea;
+	}
 }
 
 static int cmp_pair(const void *x, const void *y)
@@ -730,15 +965,17 @@ static int diff_pair(struct ctx *x, struct pair *pr)
 		pr->d.t_a = pr->d.t_b = first_wall(p) - p->in->base_wall;
 		return 0;
 	}
-	uint32_t n = pr->a->nstreams > pr->b->nstreams ? pr->a->nstreams : pr->b->nstreams;
+	int prc = pair_threads(pr);
+	if (prc)
+		return prc;
 	bool have = false;
 	uint64_t best = 0;
-	for (uint32_t t = 0; t < n; t++) {
+	for (uint32_t t = 0; t < pr->nth; t++) {
 		struct divg d;
-		if (t >= pr->a->nstreams || t >= pr->b->nstreams) {
-			bool ina = t < pr->a->nstreams;
+		if (pr->sa[t] == UINT32_MAX || pr->sb[t] == UINT32_MAX) {
+			bool ina = pr->sa[t] != UINT32_MAX;
 			struct proc *p = ina ? pr->a : pr->b;
-			uint32_t s = p->streams[t];
+			uint32_t s = ina ? pr->sa[t] : pr->sb[t];
 			memset(&d, 0, sizeof(d));
 			d.found = true;
 			d.kind = ina ? D_THREAD_A : D_THREAD_B;
@@ -746,7 +983,7 @@ static int diff_pair(struct ctx *x, struct pair *pr)
 			d.tid_a = d.tid_b = nrr_reader_stream(p->r, s)->tid;
 			d.t_a = d.t_b = nrr_reader_wall(p->r, nrr_reader_stream(p->r, s)->first_ts) - p->in->base_wall;
 		} else {
-			int rc = align(x, pr->a, pr->a->streams[t], pr->b, pr->b->streams[t], &d);
+			int rc = align(x, pr->a, pr->sa[t], pr->b, pr->sb[t], &d);
 			if (rc)
 				return rc;
 		}
@@ -1043,6 +1280,8 @@ static void json_lines(FILE *f, const char *name, char **l, size_t n)
 	fputc(']', f);
 }
 
+static void json_meaningful(FILE *f, struct pair *pr);
+
 static void json_pair(FILE *f, struct pair *pr, struct lines *L)
 {
 	struct divg *d = &pr->d;
@@ -1071,7 +1310,115 @@ static void json_pair(FILE *f, struct pair *pr, struct lines *L)
 	json_lines(f, "before", L->hist, d->nhist);
 	json_lines(f, "after_a", L->a + (d->kind != D_A_ENDS), d->naft_a);
 	json_lines(f, "after_b", L->b + (d->kind != D_B_ENDS), d->naft_b);
-	fprintf(f, ", \"other_threads\": %zu}", pr->other_threads);
+	fprintf(f, ", \"other_threads\": %zu", pr->other_threads);
+	json_meaningful(f, pr);
+	fputc('}', f);
+}
+
+/* The failing call of @pr's M_FAIL, as dump prints it (malloc'ed), or NULL. */
+static char *fail_line(struct pair *pr)
+{
+	struct tok t = { .seq = pr->mf.seq, .phase = pr->mf.phase };
+	char *line = NULL;
+	load_lines(pr->m_in_b ? pr->b : pr->a, pr->mf.stream, &t, 1, &line);
+	return line;
+}
+
+static const char *end_text(const struct proc *p)
+{
+	return p->end[0] ? p->end : "killed (its trace stops, no end recorded: SIGKILL, or the host went away)";
+}
+
+/* One line on @pr's meaningful divergence when it is not its first call
+ * divergence: "  first failure only in B: ..." or "  ends only in B: ...". */
+static void text_meaningful(FILE *f, struct pair *pr)
+{
+	const char *r = pr->m_in_b ? "B" : "A";
+	if (pr->m == M_FAIL && !pr->m_is_d) {
+		char *line = fail_line(pr);
+		fprintf(f, "  first failure only in %s, thread %u (tid %u) at +%.6f s in %s:\n  %s> %s\n", r, pr->m_thread,
+			nrr_reader_stream((pr->m_in_b ? pr->b : pr->a)->r, pr->mf.stream)->tid, pr->m_t / 1e9, r, r,
+			line ? line : "?");
+		free(line);
+	} else if (pr->m == M_END) {
+		fprintf(f, "  ends abnormally only in %s: A %s at +%.6f s, B %s at +%.6f s\n", r, end_text(pr->a),
+			(pr->a->end_wall - pr->a->in->base_wall) / 1e9, end_text(pr->b),
+			(pr->b->end_wall - pr->b->in->base_wall) / 1e9);
+	}
+}
+
+/* The api and result of @pr's M_FAIL: "cudaIpcOpenMemHandle = cudaErrorInvalidValue (1)". */
+static void fail_what(FILE *f, struct pair *pr)
+{
+	nrr_cursor *c;
+	struct tok t = { .seq = pr->mf.seq, .phase = pr->mf.phase };
+	const nrr_call *call = find_call(pr->m_in_b ? pr->b : pr->a, pr->mf.stream, &t, &c);
+	if (call) {
+		fprintf(f, "%s = ", call->fn->name);
+		nrr_format_result(f, call);
+	} else {
+		fputs("?", f);
+	}
+	if (c)
+		nrr_cursor_close(c);
+}
+
+static void text_headline(FILE *f, struct pair *pr)
+{
+	struct divg *d = &pr->d;
+	const struct proc *p = pr->a ? pr->a : pr->b;
+	const char *r = pr->m_in_b ? "B" : "A";
+	if (pr->m == M_FAIL && !pr->m_is_d) {
+		fprintf(f, "Earliest across ranks: %s thread %u, failure only in %s: ", p->label, pr->m_thread, r);
+		fail_what(f, pr);
+		fprintf(f, " at +%.6f s in %s\n", pr->m_t / 1e9, r);
+		return;
+	}
+	if (pr->m == M_END) {
+		fprintf(f, "Earliest across ranks: %s, abnormal end only in %s: %s at +%.6f s in %s (%s: %s)\n", p->label, r,
+			end_text(pr->m_in_b ? pr->b : pr->a), pr->m_t / 1e9, r, pr->m_in_b ? "A" : "B",
+			end_text(pr->m_in_b ? pr->a : pr->b));
+		return;
+	}
+	const char *api = api_of(d);
+	fprintf(f, "Earliest across ranks: %s thread %u, %s%s%s", p->label, d->thread_no, kind_text(d->kind), api ? ": " : "",
+		api ? api : "");
+	if (pr->m == M_FAIL)
+		fprintf(f, " (fails only in %s)", r);
+	fprintf(f, " at +%.6f s in A, +%.6f s in B\n", d->t_a / 1e9, d->t_b / 1e9);
+}
+
+static void json_meaningful(FILE *f, struct pair *pr)
+{
+	fputs(", \"meaningful\": ", f);
+	if (pr->m == M_NONE) {
+		fputs("null", f);
+		return;
+	}
+	const char *r = pr->m_in_b ? "b" : "a";
+	if (pr->m == M_END) {
+		fprintf(f, "{\"kind\": \"end_only_in_%s\", \"t\": %.9f, \"end_a\": ", r, pr->m_t / 1e9);
+		jstr(f, pr->a->end[0] ? pr->a->end : NULL);
+		fputs(", \"end_b\": ", f);
+		jstr(f, pr->b->end[0] ? pr->b->end : NULL);
+		fputc('}', f);
+		return;
+	}
+	char *line = fail_line(pr), *what = NULL;
+	size_t len = 0;
+	FILE *w = open_memstream(&what, &len);
+	if (w) {
+		fail_what(w, pr);
+		fclose(w);
+	}
+	fprintf(f, "{\"kind\": \"failure_only_in_%s\", \"thread\": %u, \"seq\": %llu, \"t\": %.9f, \"first_divergence\": %s, \"failure\": ",
+		r, pr->m_thread, (unsigned long long)pr->mf.seq, pr->m_t / 1e9, pr->m_is_d ? "true" : "false");
+	jstr(f, what);
+	fputs(", \"call\": ", f);
+	jstr(f, line);
+	fputc('}', f);
+	free(line);
+	free(what);
 }
 
 /* ---------------------------------------------------------- config */
@@ -1176,6 +1523,11 @@ static int procs_open(struct nrr_inputs *in, struct proc **out)
 	for (size_t i = 0; i < in->n; i++)
 		if (proc_init(&ps[i], in, i))
 			return -ENOMEM;
+	for (size_t i = 0; i < in->n; i++) {
+		int rc = proc_scan(&ps[i]);
+		if (rc)
+			return rc;
+	}
 	return proc_keys(ps, in->n);
 }
 
@@ -1189,8 +1541,12 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 	struct config cfg;
 	if (config_read(&cfg, ia, ib))
 		return NRR_EXIT_USAGE;
-	if (procs_open(ia, &pa) || procs_open(ib, &pb) || !(pairs = calloc(ia->n + ib->n + 1, sizeof(*pairs)))) {
-		fprintf(stderr, "ncclrr diff: out of memory\n");
+	int prc = procs_open(ia, &pa);
+	if (!prc)
+		prc = procs_open(ib, &pb);
+	if (prc || !(pairs = calloc(ia->n + ib->n + 1, sizeof(*pairs)))) {
+		if (!prc || prc == -ENOMEM)
+			fprintf(stderr, "ncclrr diff: out of memory\n");
 		goto out;
 	}
 	bool *used = calloc(ib->n + 1, sizeof(*used));
@@ -1218,15 +1574,32 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 	for (size_t i = 0; i < np; i++) {
 		if (diff_pair(&x, &pairs[i]))
 			goto out;
+		meaningful(&pairs[i]);
 		struct divg *d = &pairs[i].d;
-		if (!d->found)
+		if (!d->found && pairs[i].m == M_NONE)
 			continue;
-		uint64_t when = when_of(d);
-		if (!ndiv || when < best) {
-			best = when;
-			first = i;
-		}
 		ndiv++;
+	}
+	/* the headline: the earliest meaningful divergence of a rank, else
+	 * of any process; else the earliest call divergence of a rank, else
+	 * of any process */
+	for (int pass = 0; pass < 4; pass++) {
+		bool have = false;
+		for (size_t i = 0; i < np; i++) {
+			const struct proc *p = pairs[i].a ? pairs[i].a : pairs[i].b;
+			if (pass % 2 == 0 && p->rank == 0x7fffffffL)
+				continue;
+			if (pass < 2 ? pairs[i].m == M_NONE : !pairs[i].d.found)
+				continue;
+			uint64_t when = pass < 2 ? pairs[i].m_t : when_of(&pairs[i].d);
+			if (!have || when < best) {
+				best = when;
+				first = i;
+				have = true;
+			}
+		}
+		if (have)
+			break;
 	}
 	bool differ = ndiv || cfg.n;
 	if (o->json) {
@@ -1240,7 +1613,7 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 			ia->n, ib->n, (unsigned long long)x.compared);
 		const char *sep = "";
 		for (size_t i = 0; i < np; i++) {
-			if (!pairs[i].d.found)
+			if (!pairs[i].d.found && pairs[i].m == M_NONE)
 				continue;
 			struct lines L;
 			lines_load(&pairs[i], &L);
@@ -1249,7 +1622,19 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 			lines_free(&L);
 			sep = ", ";
 		}
-		fputs("], \"earliest\": ", out);
+		fputs("], \"headline\": ", out);
+		char *hl = NULL;
+		size_t hlen = 0;
+		FILE *hf = ndiv ? open_memstream(&hl, &hlen) : NULL;
+		if (hf) {
+			text_headline(hf, &pairs[first]);
+			fclose(hf);
+			if (hl && hlen && hl[hlen - 1] == '\n')
+				hl[hlen - 1] = 0;
+		}
+		jstr(out, hl);
+		free(hl);
+		fputs(", \"earliest\": ", out);
 		if (ndiv) {
 			struct lines L;
 			lines_load(&pairs[first], &L);
@@ -1267,19 +1652,19 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 		} else {
 			fprintf(out, "Calls: %zu of %zu processes diverge; first divergence of each:\n", ndiv, np);
 			for (size_t i = 0; i < np; i++) {
-				if (!pairs[i].d.found)
+				if (!pairs[i].d.found && pairs[i].m == M_NONE)
 					continue;
-				struct lines L;
-				lines_load(&pairs[i], &L);
-				text_pair(out, &pairs[i], &L);
-				lines_free(&L);
+				if (pairs[i].d.found) {
+					struct lines L;
+					lines_load(&pairs[i], &L);
+					text_pair(out, &pairs[i], &L);
+					lines_free(&L);
+				} else {
+					fprintf(out, "%s: the same calls, but\n", (pairs[i].a ? pairs[i].a : pairs[i].b)->label);
+				}
+				text_meaningful(out, &pairs[i]);
 			}
-			struct divg *d = &pairs[first].d;
-			const struct proc *p = pairs[first].a ? pairs[first].a : pairs[first].b;
-			const char *api = api_of(d);
-			fprintf(out, "Earliest across ranks: %s thread %u, %s%s%s at +%.6f s in A, +%.6f s in B\n", p->label,
-				d->thread_no, kind_text(d->kind), api ? ": " : "", api ? api : "", d->t_a / 1e9,
-				d->t_b / 1e9);
+			text_headline(out, &pairs[first]);
 		}
 	}
 	ret = differ ? NRR_EXIT_DIFF : NRR_EXIT_OK;
@@ -1290,6 +1675,8 @@ out:
 		proc_free(&pb[i]);
 	free(pa);
 	free(pb);
+	for (size_t i = 0; pairs && i < np; i++)
+		free(pairs[i].sa), free(pairs[i].sb);
 	free(pairs);
 	config_free(&cfg);
 	return ret;

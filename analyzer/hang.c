@@ -167,6 +167,8 @@ struct hproc {
 	uint32_t last_stream;
 	uint64_t last_seq;
 	char *last_text;
+	char *fail_text;       /* its first real failure (nrr_call_real_failure()) */
+	uint64_t fail_wall;
 	struct hstream *st;
 	uint32_t nst;
 	struct sockrec *socks;
@@ -189,6 +191,7 @@ struct cause {
 	int cls;
 	int score;             /* nodes waiting on it, directly or not */
 	char *text;
+	uint64_t when;         /* died / exited: when its trace ended */
 };
 
 struct nrr_hang {
@@ -215,6 +218,8 @@ struct nrr_hang {
 	size_t nc;
 	char *summary;
 	bool found;
+	int first_bad;         /* no hang: the first rank to end abnormally, or -1 */
+	char *first_bad_text;
 };
 
 static size_t nnodes(const struct nrr_hang *h)
@@ -460,8 +465,8 @@ static void on_done(struct hproc *p, struct hstream *st, const nrr_call *c, cons
 	}
 	/* connect retry loop */
 	if (fi->kind == F_CONNECT) {
-		bool refused = c->result == -1 && (c->err == ECONNREFUSED || c->err == ETIMEDOUT ||
-						   c->err == ENETUNREACH || c->err == EHOSTUNREACH || c->err == ENOENT);
+		/* refused while the peer is not listening (yet): formats/api/socket.api */
+		bool refused = nrr_call_benign(c) != NULL;
 		char addr[ADDR_MAX];
 		arg_text(c, fi->a_addr, addr, sizeof(addr));
 		if (refused) {
@@ -581,6 +586,10 @@ static int read_proc(struct nrr_hang *h, size_t i)
 				} else if (fi->kind == F_PROXY_REQ || fi->kind == F_PROXY_RESP)
 					rc = on_proxy(p, c, fi, nrr_reader_wall(r, c->ts));
 				on_done(p, st, c, fi, r);
+				if (!p->fail_text && nrr_call_real_failure(c)) {
+					p->fail_text = call_text(c, true);
+					p->fail_wall = leave;
+				}
 			}
 			break;
 		default:
@@ -718,6 +727,11 @@ static int add_edge(struct nrr_hang *h, int from, int to, const char *cat, const
 	__attribute__((format(printf, 6, 7)));
 static int add_edge(struct nrr_hang *h, int from, int to, const char *cat, const char *addr, const char *fmt, ...)
 {
+	/* a thread waiting on another thread of its own process (NCCL's main
+	 * thread on its own proxy) is no wait of the process */
+	if (to == from)
+		return 0;
+	h->p[from].waiting = true;
 	for (size_t i = 0; i < h->ne; i++)
 		if (h->e[i].from == from && h->e[i].to == to && !strcmp(h->e[i].cat, cat))
 			return 0;
@@ -737,11 +751,51 @@ static int add_edge(struct nrr_hang *h, int from, int to, const char *cat, const
 	return 0;
 }
 
+/* did process @k end (exit, signal, trace cut) before the job was stopped
+ * and before the job's last trace ended? */
+static bool ended_early(const struct nrr_hang *h, size_t k)
+{
+	const struct hproc *p = &h->p[k];
+	uint64_t ref = h->cut != UINT64_MAX ? h->cut : h->job_end;
+	if (p->in_teardown)
+		return false;
+	if (p->exited)
+		return true;
+	if (!strncmp(p->end_how, "signal ", 7))
+		return p->end_wall + EARLY_NS < ref;
+	return !p->end_how[0] && p->end_wall + EARLY_NOEND_NS < ref;
+}
+
+/* a poll that serves (a listener, or a socket nobody connected: NCCL's
+ * proxy service and UDS threads): waiting for requests is no wait */
+static bool poll_serves(const struct nrr_hang *h, size_t i, const int *fds, int n)
+{
+	for (int j = 0; j < n; j++) {
+		struct sockrec *s = sock_open((struct hproc *)&h->p[i], fds[j]);
+		if (!s || s->role == 1)
+			return true;
+	}
+	return false;
+}
+
 static int edges_accept(struct nrr_hang *h, size_t i, const struct sockrec *l, const char *cat)
 {
-	if (!is_root(h, l->local) || h->nranks <= 0)
+	if (!is_root(h, l->local) || h->nranks <= 0) {
+		/* NCCL's bootstrap listener: any peer connects to send a
+		 * message; those that ended early never will */
+		int rc = 0, nend = 0;
+		for (size_t k = 0; k < h->np && !rc; k++)
+			if (k != i && h->p[k].rank >= 0 && ended_early(h, k)) {
+				nend++;
+				rc = add_edge(h, (int)i, (int)k, cat, l->local,
+					      "%s at %s: peers connect here to send; %s ended early (%s) and never will", cat,
+					      l->local, h->p[k].label, h->p[k].end_how[0] ? h->p[k].end_how : "no end recorded");
+			}
+		if (rc || nend)
+			return rc;
 		return add_edge(h, (int)i, -1, cat, l->local, "%s: waits for a connection on %s (who should connect is not in the traces)",
 				cat, l->local);
+	}
 	/* the bootstrap root: every other rank of the job connects once */
 	int rc = 0, nmiss = 0;
 	for (int r = 0; r < h->nranks && !rc; r++) {
@@ -800,37 +854,37 @@ static int build_edges(struct nrr_hang *h)
 		for (uint32_t k = 0; k < p->nst && !rc; k++) {
 			struct hstream *st = &p->st[k];
 			const struct flight *f = st->ninflight ? &st->inner : NULL;
-			if (f && f->cat) {
-				p->waiting = true;
+			/* a socket wait says most; then a trailing polling run or
+			 * connect retry loop under an NCCL call; then the call */
+			bool sockwait = f && f->cat && f->kind >= F_CONNECT && f->kind <= F_POLL;
+			if (sockwait) {
 				if (f->kind == F_CONNECT)
 					rc = edges_connect(h, i, f->addr, "connect to");
 				else if (f->kind == F_ACCEPT || f->kind == F_RECV || f->kind == F_SEND)
 					rc = edges_fd(h, i, f->fd, f->cat);
-				else if (f->kind == F_POLL)
+				else if (f->kind == F_POLL && !poll_serves(h, i, f->pollfd, f->npoll))
 					for (int j = 0; j < f->npoll && !rc; j++)
 						rc = edges_fd(h, i, f->pollfd[j], "poll");
-				else
-					rc = add_edge(h, (int)i, -1, f->cat, NULL, "in %s: %s since %.6f s", f->cat,
-						      f->text ? f->text : "?", rel(h, f->wall));
 			} else if (st->run_fn) {
-				p->waiting = true;
 				if (st->run_kind == F_RECV || st->run_kind == F_SEND || st->run_kind == F_ACCEPT)
 					rc = edges_fd(h, i, st->run_fd, st->run_kind == F_RECV ? "recv" : st->run_kind == F_SEND ? "send" : "accept");
-				else if (st->run_npoll)
-					for (int j = 0; j < st->run_npoll && !rc; j++)
-						rc = edges_fd(h, i, st->run_pollfd[j], "poll");
-				else
+				else if (st->run_npoll) {
+					if (!poll_serves(h, i, st->run_pollfd, st->run_npoll))
+						for (int j = 0; j < st->run_npoll && !rc; j++)
+							rc = edges_fd(h, i, st->run_pollfd[j], "poll");
+				} else
 					rc = add_edge(h, (int)i, -1, st->run_fn->name, NULL, "polling %s since %.6f s, %llu times",
 						      st->run_fn->name, rel(h, st->run_since), (unsigned long long)st->run_n);
 			} else if (st->cr_trailing) {
-				p->waiting = true;
 				rc = edges_connect(h, i, st->cr_addr, "retrying connect to");
+			} else if (f && f->cat) {
+				rc = add_edge(h, (int)i, -1, f->cat, NULL, "in %s: %s since %.6f s", f->cat,
+					      f->text ? f->text : "?", rel(h, f->wall));
 			}
 		}
 		for (size_t k = 0; k < p->npend && !rc; k++) {
 			struct sockrec *s = sock_open(p, p->pend[k].fd);
 			int to = s ? peer_of(h, i, s) : -1;
-			p->waiting = true;
 			rc = add_edge(h, (int)i, to, "proxy", s ? s->peer : NULL, "an answer to proxy request %s (opId 0x%llx) on fd %d",
 				      p->pend[k].type, (unsigned long long)p->pend[k].opid, p->pend[k].fd);
 		}
@@ -984,8 +1038,11 @@ static char *describe(const struct nrr_hang *h, int n, int cls)
 	default:
 		break;
 	}
+	if (p->fail_text && cls != C_OUTSIDE)
+		fprintf(f, ": its first failure was %s at %.6f s;", p->fail_text, rel(h, p->fail_wall));
 	if (p->last_text)
-		fprintf(f, ": its last call was %s at %.6f s", p->last_text, rel(h, p->last_wall));
+		fprintf(f, "%s its last call was %s at %.6f s", p->fail_text && cls != C_OUTSIDE ? "" : ":", p->last_text,
+			rel(h, p->last_wall));
 	else
 		fprintf(f, ": it completed no traced call");
 	if (fl && fl->text && cls == C_OUTSIDE) {
@@ -1003,11 +1060,20 @@ static char *describe(const struct nrr_hang *h, int n, int cls)
 	return s;
 }
 
+/* the first rank that died or exited comes first: the others' ends may
+ * follow from it (a peer's import failing once its exporter is gone) */
+static int cause_group(int cls)
+{
+	return cls == C_EXITED ? C_DIED : cls;
+}
+
 static int cmp_cause(const void *a, const void *b)
 {
 	const struct cause *x = a, *y = b;
-	if (x->cls != y->cls)
-		return x->cls - y->cls;
+	if (cause_group(x->cls) != cause_group(y->cls))
+		return cause_group(x->cls) - cause_group(y->cls);
+	if (cause_group(x->cls) == C_DIED && x->when != y->when)
+		return x->when < y->when ? -1 : 1;
 	if (x->score != y->score)
 		return y->score - x->score;
 	return x->node - y->node;
@@ -1044,7 +1110,8 @@ static int find_causes(struct nrr_hang *h, const struct graph *g)
 		if (!score[t] || !g->term[t])
 			continue;
 		int cls = classify_node(h, (int)t);
-		h->c[h->nc++] = (struct cause){ (int)t, cls, score[t], describe(h, (int)t, cls) };
+		h->c[h->nc++] = (struct cause){ (int)t, cls, score[t], describe(h, (int)t, cls),
+						t < h->np ? h->p[t].end_wall : 0 };
 	}
 	/* cycles: one cause per cycle (the nodes that reach w and that w
 	 * reaches), named by its lowest node */
@@ -1103,7 +1170,7 @@ static int find_causes(struct nrr_hang *h, const struct graph *g)
 		}
 		fprintf(f, " (a cycle: nothing outside it can end it)");
 		fclose(f);
-		h->c[h->nc++] = (struct cause){ mem[0], C_CYCLE, (int)nm, s };
+		h->c[h->nc++] = (struct cause){ mem[0], C_CYCLE, (int)nm, s, 0 };
 	}
 	qsort(h->c, h->nc, sizeof(*h->c), cmp_cause);
 	rc = 0;
@@ -1166,7 +1233,9 @@ static char *wait_key(const struct nrr_hang *h, const struct graph *g, const int
 	rank_list(h, tg, nt, tl, sizeof(tl));
 	char *key = NULL;
 	int rc;
-	if (!strcmp(e0->cat, "accept") || !strcmp(e0->cat, "poll"))
+	if (!strcmp(e0->cat, "accept") && !is_root(h, e0->addr))   /* each on its own listener */
+		rc = asprintf(&key, "in accept on their own listener for %s", tl);
+	else if (!strcmp(e0->cat, "accept") || !strcmp(e0->cat, "poll"))
 		rc = asprintf(&key, "in %s at %s for %s", e0->cat, e0->addr, tl);
 	else if (!strcmp(e0->cat, "connect"))
 		rc = asprintf(&key, "in connect to %s for %s", e0->addr, tl);
@@ -1311,6 +1380,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 	h->p = calloc(h->np + 1, sizeof(*h->p));
 	h->base_wall = in->base_wall;
 	h->root_owner = -1;
+	h->first_bad = -1;
 	if (!h->p) {
 		free(h);
 		return NRR_EXIT_USAGE;
@@ -1362,6 +1432,18 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 		h->summary = strdup("ranks wait, but the traces do not say on what");
 	else
 		h->summary = strdup("no hang: no traced process waits at the end of its trace");
+	/* without a hang: the first rank to end abnormally (died, killed,
+	 * exit status not 0), the others' ends may follow from it */
+	for (size_t i = 0; i < h->np && !h->found; i++) {
+		struct hproc *p = &h->p[i];
+		bool bad = p->rank >= 0 && strcmp(p->end_how, "exit 0") && strcmp(p->end_how, "exec");
+		if (bad && (h->first_bad < 0 || p->end_wall < h->p[h->first_bad].end_wall))
+			h->first_bad = (int)i;
+	}
+	if (h->first_bad >= 0) {
+		struct hproc *p = &h->p[h->first_bad];
+		h->first_bad_text = describe(h, h->first_bad, p->end_how[0] && strncmp(p->end_how, "signal ", 7) ? C_EXITED : C_DIED);
+	}
 	graph_free(&g);
 	*out = h;
 	return 0;
@@ -1379,7 +1461,9 @@ const char *nrr_hang_summary(const struct nrr_hang *h)
 
 int nrr_hang_root_rank(const struct nrr_hang *h)
 {
-	return h->found && h->nc ? node_rank(h, h->c[0].node) : -1;
+	if (!h->found)
+		return h->first_bad >= 0 ? h->p[h->first_bad].rank : -1;
+	return h->nc ? node_rank(h, h->c[0].node) : -1;
 }
 
 void nrr_hang_free(struct nrr_hang *h)
@@ -1396,6 +1480,7 @@ void nrr_hang_free(struct nrr_hang *h)
 		free(p->socks);
 		free(p->pend);
 		free(p->last_text);
+		free(p->fail_text);
 	}
 	for (size_t i = 0; i < h->nc; i++)
 		free(h->c[i].text);
@@ -1404,6 +1489,7 @@ void nrr_hang_free(struct nrr_hang *h)
 	free(h->missing);
 	free(h->e);
 	free(h->summary);
+	free(h->first_bad_text);
 	free(h);
 }
 
@@ -1475,6 +1561,8 @@ void nrr_hang_print_text(FILE *f, const struct nrr_hang *h)
 			rel(h, h->cut));
 	if (!h->found) {
 		fprintf(f, "No hang: no traced process waits at the end of its trace.\n");
+		if (h->first_bad_text)
+			fprintf(f, "First abnormal end: %s\n", h->first_bad_text);
 	} else {
 		char lb[64];
 		if (h->nc)
@@ -1569,6 +1657,11 @@ void nrr_hang_print_json(FILE *f, const struct nrr_hang *h)
 	fputs(",\n  \"root_rank\": ", f);
 	if (nrr_hang_root_rank(h) >= 0)
 		fprintf(f, "%d", nrr_hang_root_rank(h));
+	else
+		fputs("null", f);
+	fputs(",\n  \"first_abnormal_end\": ", f);
+	if (h->first_bad_text)
+		json_str(f, h->first_bad_text);
 	else
 		fputs("null", f);
 	fputs(",\n  \"root_causes\": [", f);

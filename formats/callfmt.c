@@ -71,6 +71,31 @@ bool nrr_call_failed(const nrr_call *c)
 	}
 }
 
+const char *nrr_call_benign(const nrr_call *c)
+{
+	if (!nrr_call_failed(c))
+		return NULL;
+	/* the errno of the failure: -1 / NULL with errno, or a poserr result */
+	int64_t err = c->fn->ret == NRR_RET_POSERR ? c->result : (int64_t)c->err;
+	bool has_err = c->fn->ret == NRR_RET_ERRNO || c->fn->ret == NRR_RET_PTR || c->fn->ret == NRR_RET_POSERR;
+	for (size_t i = 0; i < nrr_benign_nrules; i++) {
+		const nrr_benign_rule *r = &nrr_benign_rules[i];
+		if (r->fn ? strcmp(r->fn, c->fn->name) != 0 : !c->fn->domain || strcmp(r->domain, c->fn->domain) != 0)
+			continue;
+		if (r->err && !has_err)
+			continue;
+		for (unsigned k = 0; k < r->n; k++)
+			if (r->v[k] == (r->err ? err : c->result))
+				return r->why;
+	}
+	return NULL;
+}
+
+bool nrr_call_real_failure(const nrr_call *c)
+{
+	return nrr_call_failed(c) && !nrr_call_benign(c);
+}
+
 static void put_str(FILE *f, const uint8_t *p, uint32_t len, uint32_t total)
 {
 	uint32_t show = len > 96 ? 96 : len;

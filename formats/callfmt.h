@@ -10,6 +10,31 @@
  * ("not ready" / "in progress" answers of polling calls are not errors). */
 bool nrr_call_failed(const nrr_call *c);
 
+/* A failure a healthy run has too, from a `benign=` attribute of a
+ * function or a domain in formats/api/ (table generated into
+ * nrr_benign_gen.c). */
+typedef struct nrr_benign_rule {
+	const char *fn;        /* function name, or NULL: every function of... */
+	const char *domain;    /* ...this domain */
+	bool err;              /* values are errno values (-1 / NULL / poserr result); else results */
+	const char *why;       /* "port probing: ...", printed by diff and hang */
+	uint8_t n;
+	int64_t v[8];
+} nrr_benign_rule;
+extern const nrr_benign_rule nrr_benign_rules[];
+extern const size_t nrr_benign_nrules;
+
+/* Why failed call @c is one a healthy run has too (a port probed while
+ * another process holds it, an optional device absent, a connect
+ * refused while the peer is not listening yet, ...), or NULL: @c did
+ * not fail (nrr_call_failed()) or its failure is a real one.  The one
+ * place diff, hang and dump decide what counts as a failure. */
+const char *nrr_call_benign(const nrr_call *c);
+
+/* @return true when @c failed for real: nrr_call_failed() and not
+ * nrr_call_benign(). */
+bool nrr_call_real_failure(const nrr_call *c);
+
 /* Write "name=value, …" for the args of @c that are recorded. */
 void nrr_format_args(FILE *f, const nrr_call *c);
 /* Write one value of arg @i of @c. */

@@ -10,13 +10,24 @@
 #   align  generated runs (tests/bench/gen_trace) where B reorders calls,
 #          retries a refused connection and polls a different number of
 #          times: the same; with a failure late on rank 2: that call
+# On real NCCL 2.22 (suite nccl, tests/analyzer/nccl_rec.sh):
+#   nccl_ipc     clean vs rank 3's cudaIpcOpenMemHandle failing (legacy
+#                IPC): the headline names rank 3 and that call, not the
+#                many divergences of timing, threads and NCCL_CUMEM_ENABLE
+#   nccl_ifname  clean vs NCCL_SOCKET_IFNAME=nosuchif0 on rank 5: the
+#                headline is rank 5's failing ncclCommInitRank
 set -u
 CASE=$1 NCCLRR=$2 SRCDIR=$3 WL=$4
-CONN="$WL/conn_setup"
-[ -x "$CONN" ] || { echo "SKIP: $CONN not built"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/ncclrr-test-diff.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; [ -f "$T/out" ] && sed 's/^/  | /' "$T/out" | head -60; exit 1; }
+fail() { echo "FAIL: $*"; [ -f "$T/out" ] && sed 's/^/  | /' "$T/out" | grep -v '^  |     = \|^  |   [AB] ' | head -60; exit 1; }
+case $CASE in
+nccl_*) . "$SRCDIR/tests/analyzer/nccl_rec.sh" ;;
+*)
+	CONN="$WL/conn_setup"
+	[ -x "$CONN" ] || { echo "SKIP: $CONN not built"; exit 77; }
+	;;
+esac
 
 # rec DIR [run options...]
 rec() {
@@ -36,7 +47,7 @@ run_diff() {
 	"$NCCLRR" diff "$@" >"$T/out" 2>"$T/err"
 	rc=$?
 	cat "$T/err" >>"$T/out"
-	[ "$rc" = "$want" ] || fail "ncclrr diff $* exited $rc, wanted $want"
+	[ "$want" = -1 ] || [ "$rc" = "$want" ] || fail "ncclrr diff $* exited $rc, wanted $want"
 }
 
 case $CASE in
@@ -128,6 +139,46 @@ align)
 	grep -q '^Calls: 1 of 4 processes diverge' "$T/out" || fail "not exactly one diverging rank"
 	grep -q '^rank 2 thread 1 .*: call #[0-9]* in A, #[0-9]* in B: cuMemImportFromShareableHandle (handle, result differs)' \
 		"$T/out" || fail "rank 2's late failure is not the divergence"
+	;;
+nccl_ipc)
+	nccl_rec clean 60
+	[ "$rec_rc" = 0 ] || { tail -20 "$T/clean.log"; fail "the clean run exited $rec_rc"; }
+	nccl_rec ipc 25 --env NCCL_CUMEM_ENABLE=0 --env "$IPC_FAULT"
+	grep -q '^\[3\] ncclrr-fake: injecting' "$T/ipc.log" || { tail -20 "$T/ipc.log"; fail "the fault was not injected"; }
+	run_diff 1 "$T/clean" "$T/ipc"
+	grep -q "^  env.NCCLRR_FAULT (every rank): A absent, B 'cudaIpcOpenMemHandle:rank=3" "$T/out" ||
+		fail "the fault switch is not a configuration difference"
+	grep -q "^  env.NCCL_CUMEM_ENABLE (every rank): A absent, B '0'" "$T/out" || fail "NCCL_CUMEM_ENABLE not listed"
+	grep "^Earliest" "$T/out" | grep -q '^Earliest across ranks: rank 3 thread 1, failure only in B: cudaIpcOpenMemHandle = cudaErrorInvalidValue (1) at ' ||
+		fail "the headline is not rank 3's cudaIpcOpenMemHandle: $(grep "^Earliest" "$T/out")"
+	grep -A1 '^  first failure only in B, thread 1' "$T/out" | grep -q 'B> .* cudaIpcOpenMemHandle(.*= cudaErrorInvalidValue' ||
+		fail "rank 3's failing call is not shown"
+	# the launcher's end (exit 124 at the timeout) is never the headline
+	grep -q '^Earliest across ranks: process' "$T/out" && fail "the launcher is the headline"
+	run_diff 1 --json "$T/clean" "$T/ipc"
+	python3 - "$T/out" <<'PY' || fail "JSON does not name rank 3's failure"
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["earliest"]
+assert e["rank"] == 3 and e["meaningful"]["kind"] == "failure_only_in_b", e
+assert e["meaningful"]["failure"].startswith("cudaIpcOpenMemHandle = cudaErrorInvalidValue"), e["meaningful"]
+assert d["headline"].startswith("Earliest across ranks: rank 3 thread 1, failure only in B"), d["headline"]
+PY
+	# two clean runs of real NCCL: benign failures (NVML NOT_SUPPORTED,
+	# no IB devices, IPv6) and thread order are not divergences that matter
+	nccl_rec clean2 60
+	run_diff -1 "$T/clean" "$T/clean2"
+	grep -q '^Earliest across ranks: .*failure only\|abnormal end only' "$T/out" && fail "two clean runs differ by a failure or an end"
+	;;
+nccl_ifname)
+	nccl_rec clean 60
+	[ "$rec_rc" = 0 ] || { tail -20 "$T/clean.log"; fail "the clean run exited $rec_rc"; }
+	nccl_rec ifname 25 --rank-env 5:NCCL_SOCKET_IFNAME=nosuchif0
+	run_diff 1 "$T/clean" "$T/ifname"
+	grep -q "^  env.NCCL_SOCKET_IFNAME (rank 5): A 'lo', B 'nosuchif0'" "$T/out" ||
+		fail "NCCL_SOCKET_IFNAME on rank 5 is not a configuration difference"
+	grep "^Earliest" "$T/out" | grep -q '^Earliest across ranks: rank 5 thread 1, failure only in B: ncclCommInitRank = ncclInternalError (3) at ' ||
+		fail "the headline is not rank 5's bootstrap failure: $(grep "^Earliest" "$T/out")"
 	;;
 *) echo "unknown case $CASE"; exit 2 ;;
 esac

@@ -6,6 +6,12 @@
 # usage: test_hang.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR
 # CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed
 # (cycle and scale: jobs written by hang_gen, built next to this test)
+# On real NCCL 2.22 (suite nccl, tests/analyzer/nccl_rec.sh):
+#   nccl_ipc     rank 3's cudaIpcOpenMemHandle fails, it exits, the others
+#                wait: rank 3 is the root cause with that failure; no
+#                process waits on itself, proxy/UDS service polls are no waits
+#   nccl_killed  rank 5 SIGKILLed mid-init: it is named (a hang's root
+#                cause, or the first abnormal end when NCCL notices)
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -53,6 +59,46 @@ expect() {
 }
 
 case $case_ in
+nccl_*)
+	NCCLRR=$ncclrr SRCDIR=$root WL=$wl T=$tmp
+	. "$(dirname "${BASH_SOURCE[0]}")/nccl_rec.sh"
+	;;
+esac
+
+# no edge "rank N -> rank N", no proxy/UDS service poll as a wait
+no_self_waits() {
+	if grep -E '^  (rank [0-9]+) -> \1:' "$tmp/out"; then fail "a process waits on itself"; fi
+	if grep -E '^  rank [0-9]+ -> .*: poll on fd' "$tmp/out" | grep -q 'proxy'; then
+		fail "a proxy service poll is shown as a wait"
+	fi
+	return 0
+}
+
+case $case_ in
+nccl_ipc)
+	nccl_rec ipc 25 --env NCCL_CUMEM_ENABLE=0 --env "$IPC_FAULT"
+	grep -q '^\[3\] ncclrr-fake: injecting' "$tmp/ipc.log" || { tail -20 "$tmp/ipc.log"; fail "the fault was not injected"; }
+	hang "$tmp/ipc"
+	expect_rc 1
+	expect "HANG, root cause: rank 3 (exited)"
+	grep '^Chain: ' "$tmp/out" | grep -qE 'wait.* for rank 3; rank 3 ended \(exit 1\) at [0-9.]+ s while others wait on it: its first failure was cudaIpcOpenMemHandle\(.*= cudaErrorInvalidValue' ||
+		{ fail "the chain does not lead to rank 3's cudaIpcOpenMemHandle"; grep '^Chain' "$tmp/out" | cut -c1-400; }
+	no_self_waits
+	;;
+nccl_killed)
+	nccl_rec_killed killed
+	f5=$(file_of_rank 5 "$tmp/killed") || fail "no trace of rank 5"
+	[ -z "$(meta "$f5" end)" ] || fail "rank 5's trace has an end ($(meta "$f5" end)): it was not killed"
+	hang "$tmp/killed"
+	if [ "$rc" -eq 1 ]; then
+		expect "HANG, root cause: rank 5 (died)"
+		grep -q '^Chain: .*for rank 5; rank 5 died: its trace stops' "$tmp/out" || fail "no chain to rank 5"
+	else
+		expect_rc 0
+		expect "First abnormal end: rank 5 died: its trace stops at"
+	fi
+	no_self_waits
+	;;
 stall)
 	# rank 5 never starts its bootstrap: rank 0 waits in accept for it, the others in recv for rank 0
 	record "$tmp/t" CONN_SETUP_STALL=5

@@ -1,0 +1,35 @@
+# Sourced by test_diff.sh and test_hang.sh for their cases on real NCCL
+# (suite nccl): find the NCCL relinked for the fake cluster or skip (77),
+# and record init_allreduce on 8 ranks of topo/2node_16gpu.xml (2 hosts
+# x 4: P2P inside a host, NET/Socket across), with faults.
+# Needs NCCLRR, SRCDIR, WL (the workloads dir), T (a scratch dir).
+NCCL_HINT=${NCCL_HINT:-}
+. "$SRCDIR/tests/integration/nccl_common.sh"
+ALLRED="$WL/init_allreduce"
+[ -x "$ALLRED" ] || { echo "SKIP: $ALLRED not built"; exit 77; }
+
+# nccl_rec DIR TIMEOUT [ncclrr run options...]: exit status in $rec_rc
+nccl_rec() {
+	d=$1 to=$2; shift 2
+	env -u NCCLRR_FAULT NCCL_DEBUG=WARN "$NCCLRR" record -o "$T/$d" -q -- "$NCCLRR" run \
+		--topo "$SRCDIR/topo/2node_16gpu.xml" -np 8 --timeout "$to" "$@" -- "$ALLRED" >"$T/$d.log" 2>&1
+	rec_rc=$?
+	ls "$T/$d"/*.nrt >/dev/null 2>&1 || { tail -20 "$T/$d.log"; echo "FAIL: no traces recorded in $d"; exit 1; }
+}
+
+# nccl_rec_killed DIR: rank 5 SIGKILLs itself once NCCL has started its
+# threads (mid-init); the others hang or fail
+nccl_rec_killed() {
+	cat >"$T/kill5.sh" <<'SH'
+#!/bin/sh
+if [ "${NCCLRR_RANK:-}" = 5 ]; then
+	( while [ "$(ls /proc/$$/task 2>/dev/null | wc -l)" -lt 4 ]; do sleep 0.05; done; kill -9 $$ ) &
+fi
+exec "$@"
+SH
+	chmod +x "$T/kill5.sh"
+	env -u NCCLRR_FAULT NCCL_DEBUG=WARN "$NCCLRR" record -o "$T/$1" -q -- "$NCCLRR" run \
+		--topo "$SRCDIR/topo/2node_16gpu.xml" -np 8 --timeout 25 -- "$T/kill5.sh" "$ALLRED" >"$T/$1.log" 2>&1
+	rec_rc=$?
+}
+IPC_FAULT="NCCLRR_FAULT=cudaIpcOpenMemHandle:rank=3:nth=1:cudaErrorInvalidValue"
