@@ -121,6 +121,7 @@ int cmd_replay(int argc, char **argv)
 	struct nrr_replay_opts o = { .repeat = 1, .until_rank = -1, .timeout_s = 60, .inject = NRR_INJECT_ERRORS };
 	int *ranks = NULL;
 	const char *rerun = NULL, *outdir = NULL;
+	bool timeout_given = false;
 	int c, rc;
 	char *end;
 	optind = 1;
@@ -174,6 +175,7 @@ int cmd_replay(int argc, char **argv)
 			if (*end || v <= 0 || v > 86400)
 				return nrr_cli_usage_error("replay", "--timeout wants seconds (1..86400), not '%s'", optarg);
 			o.timeout_s = (int)v;
+			timeout_given = true;
 			break;
 		}
 		case 'T':
@@ -204,7 +206,7 @@ int cmd_replay(int argc, char **argv)
 		if (optind >= argc)
 			return nrr_cli_usage_error("replay", "--rerun wants the program to run after --");
 		struct nrr_rerun_opts ro = {
-			.dir = rerun, .topo = o.topo, .timeout_s = o.timeout_s, .outdir = outdir, .argv = argv + optind,
+			.dir = rerun, .topo = o.topo, .timeout_s = timeout_given ? o.timeout_s : 0, .outdir = outdir, .argv = argv + optind,
 		};
 		return nrr_rerun(&ro);
 	}
