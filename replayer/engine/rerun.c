@@ -1108,15 +1108,53 @@ static char *fault_spec(const struct run *x, FILE *err)
 }
 
 /* ------------------------------------------------------- the verdict */
-static void describe(char *buf, size_t len, const struct rank_sum *s)
-{
-	snprintf(buf, len, "%s, %s", s->fail[0] ? s->fail : "no failing call",
-		 s->root && s->root->end[0] ? s->root->end : "no end recorded (killed)");
-}
-
 static bool teardown(const struct rank_sum *s)
 {
 	return s->root && !strcmp(s->root->end, "killed at the timeout");
+}
+
+static void describe(char *buf, size_t len, const struct rank_sum *s)
+{
+	const char *end = s->root ? s->root->end : "";
+	if (!*end)
+		end = "killed from outside (no end recorded)";
+	else if (killed(end) && !teardown(s))
+		end = !strcmp(end, "signal SIGKILL") ? "killed from outside (SIGKILL)" : "killed from outside (SIGTERM)";
+	snprintf(buf, len, "%s, %s", s->fail[0] ? s->fail : "no failing call", end);
+}
+
+/* Ranks killed from outside before any teardown: no recorded answer made
+ * that happen, so the rerun cannot (it sends no signal). */
+static void note_outside_kills(const struct run *x, FILE *err)
+{
+	for (int r = 0; r < x->nranks; r++) {
+		const struct rank_sum *s = &x->ranks[r];
+		if (!s->root || !killed(s->root->end) || teardown(s))
+			continue;
+		fprintf(err, "ncclrr replay: note: rank %d was killed from outside %.1f s into the job (%s); a signal "
+			"is not an answer the trace can give back and the rerun sends none, so rank %d and the ranks "
+			"that failed because it was gone will not end as recorded\n", r,
+			(double)(ended_at(s->root) - x->start_wall) / 1e9,
+			*s->root->end ? s->root->end : "SIGKILL leaves no end", r);
+	}
+}
+
+/* NCCL's lines of one rank that only one run has, at most @max */
+static void print_lines(FILE *out, const char *tag, const struct strv *v, const struct strv *other, size_t max)
+{
+	size_t shown = 0, more = 0;
+	for (size_t i = 0; i < v->n; i++) {
+		if (other && strv_has(other, v->v[i]))
+			continue;
+		if (shown < max) {
+			fprintf(out, "  %s: %s\n", tag, v->v[i]);
+			shown++;
+		} else {
+			more++;
+		}
+	}
+	if (more)
+		fprintf(out, "  %s: ... and %zu more\n", tag, more);
 }
 
 /*
@@ -1175,12 +1213,13 @@ static int compare(const struct run *rec, const struct run *re, FILE *out, int *
 			bad++;
 			fprintf(out, "rank %d: NOT reproduced: recorded %s, rerun %s\n", r, da, db);
 		}
+		size_t both = 0;
 		for (size_t i = 0; i < a->warns.n; i++)
-			fprintf(out, "  %s: %s\n", strv_has(&b->warns, a->warns.v[i]) ? "NCCL" : "NCCL, recorded only",
-				a->warns.v[i]);
-		for (size_t i = 0; i < b->warns.n; i++)
-			if (!strv_has(&a->warns, b->warns.v[i]))
-				fprintf(out, "  NCCL, rerun only: %s\n", b->warns.v[i]);
+			both += strv_has(&b->warns, a->warns.v[i]);
+		if (both)
+			fprintf(out, "  NCCL: %zu line(s) in both runs\n", both);
+		print_lines(out, "NCCL, recorded only", &a->warns, &b->warns, 8);
+		print_lines(out, "NCCL, rerun only", &b->warns, &a->warns, 8);
 	}
 	for (int r = rec->nranks; r < re->nranks; r++)
 		if (re->ranks[r].present)
@@ -1190,7 +1229,7 @@ static int compare(const struct run *rec, const struct run *re, FILE *out, int *
 
 /* The rerun's --timeout when none is given: a job that was stopped (by
  * `ncclrr run --timeout`, or ranks killed) ran on after its story was
- * over, waiting: 1.5 times the story plus 5 s is enough for the rerun to
+ * over, waiting: 1.5 times the story plus 10 s is enough for the rerun to
  * get as far, on a machine that may be slower than the recording's.  A
  * job that ended by itself ends by itself again: twice its length plus
  * 10 s only bounds a rerun that hangs where the recording did not. */
@@ -1202,7 +1241,7 @@ static double rerun_timeout(const struct run *x, FILE *err)
 			stopped = true;
 	double len = x->end_wall > x->start_wall ? (double)(x->end_wall - x->start_wall) / 1e9 : 0;
 	double story = x->story_wall > x->start_wall ? (double)(x->story_wall - x->start_wall) / 1e9 : len;
-	double t = stopped ? story * 1.5 + 5 : len * 2 + 10;
+	double t = stopped ? story * 1.5 + 10 : len * 2 + 10;
 	if (t < 10)
 		t = 10;
 	t = (double)(long)(t + 0.999);
@@ -1267,6 +1306,7 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 		}
 	}
 
+	note_outside_kills(&rec, err);
 	char *fault = fault_spec(&rec, err);
 	if (!fault)
 		goto end;
