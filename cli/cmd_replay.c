@@ -63,13 +63,16 @@ const char cmd_replay_usage[] =
 	"\n"
 	"Rerun mode (--rerun DIR -- PROGRAM [ARGS]): run the real program again\n"
 	"on the fake cluster (`ncclrr record` of `ncclrr run`), with what the\n"
-	"environment decided taken from the trace: each recorded CUDA driver /\n"
-	"NVML error becomes a fault-switch rule (NCCLRR_FAULT) for the same call\n"
-	"of the same rank, and environment variables that differed per rank are\n"
-	"given back to that rank (--rank-env). Then compare each rank's end, its\n"
-	"first failing CUDA/NVML call and the recorded NCCL warnings\n"
-	"(`transport.cc:NNN -> N` lines) with the recording.\n"
-	"  --timeout S        for the rerun job (default 60)\n"
+	"environment decided taken from the trace: each recorded CUDA runtime,\n"
+	"driver or NVML error becomes a fault-switch rule (NCCLRR_FAULT) for the\n"
+	"same call of the same rank (a failed runtime call over a failed driver\n"
+	"call is one rule; a failure after another rank had ended is a\n"
+	"consequence, not repeated), and environment variables that differed per\n"
+	"rank are given back to that rank (--rank-env). Then compare each rank's\n"
+	"end, its first failing call and NCCL's WARN and `file.cc:N -> R` lines\n"
+	"(masked) with the recording: reproduced, NOT reproduced, or timing.\n"
+	"  --timeout S        for the rerun job (default: from the recording's\n"
+	"                     length, see the man page)\n"
 	"  -o OUTDIR          record the rerun there (default: a new directory\n"
 	"                     under ${TMPDIR:-/tmp}, printed)\n"
 	"  -h, --help         this text\n"
@@ -121,6 +124,7 @@ int cmd_replay(int argc, char **argv)
 	struct nrr_replay_opts o = { .repeat = 1, .until_rank = -1, .timeout_s = 60, .inject = NRR_INJECT_ERRORS };
 	int *ranks = NULL;
 	const char *rerun = NULL, *outdir = NULL;
+	bool timeout_given = false;
 	int c, rc;
 	char *end;
 	optind = 1;
@@ -174,6 +178,7 @@ int cmd_replay(int argc, char **argv)
 			if (*end || v <= 0 || v > 86400)
 				return nrr_cli_usage_error("replay", "--timeout wants seconds (1..86400), not '%s'", optarg);
 			o.timeout_s = (int)v;
+			timeout_given = true;
 			break;
 		}
 		case 'T':
@@ -204,7 +209,7 @@ int cmd_replay(int argc, char **argv)
 		if (optind >= argc)
 			return nrr_cli_usage_error("replay", "--rerun wants the program to run after --");
 		struct nrr_rerun_opts ro = {
-			.dir = rerun, .topo = o.topo, .timeout_s = o.timeout_s, .outdir = outdir, .argv = argv + optind,
+			.dir = rerun, .topo = o.topo, .timeout_s = timeout_given ? o.timeout_s : 0, .outdir = outdir, .argv = argv + optind,
 		};
 		return nrr_rerun(&ro);
 	}

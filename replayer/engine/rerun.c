@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "callfmt.h"
@@ -78,16 +79,31 @@ static void strv_free(struct strv *s)
 }
 
 /* ------------------------------------------------------- one process's trace */
+/* A recorded failure the fault switch can repeat. */
+struct rule {
+	char fn[96];           /* base name, as NCCLRR_FAULT names it */
+	char call[96];         /* the recorded name (cuIpcOpenMemHandle_v2) */
+	char res[64];          /* the error, by name */
+	uint64_t nth;          /* the fake's count of that entry point */
+	uint64_t wall;         /* wall-clock ns of the failed call's return */
+	bool dropped;          /* inside a failed call that is the rule */
+};
+
 struct proc {
 	char *path;
 	int rank;              /* -1: not a rank (the launcher, a helper) */
 	long pid, ppid;
+	char host[64];         /* meta host (masked in NCCL's lines) */
 	char end[96];          /* meta `end`, "" when the trace has none */
+	uint64_t start_wall;   /* wall-clock ns when the trace was opened */
 	uint64_t end_wall;     /* wall-clock time of the end (0: unknown) */
+	uint64_t last_wall;    /* of the last recorded event */
+	double timeout_s;      /* an `ncclrr run --timeout S` launcher's S, else 0 */
 	char fail[320];        /* "fn = RESULT" of the first failing call, "" none */
 	uint64_t fail_wall;    /* its wall-clock time */
-	struct strv warns;     /* normalized NCCL warnings, each once */
-	struct strv rules;     /* NCCLRR_FAULT rules */
+	struct strv warns;     /* NCCL's warnings and error trail, masked, each once */
+	struct rule *rules;    /* what the fault switch can repeat */
+	size_t nrules, caprules;
 	struct strv env;       /* "K=V" of the recorded env.* */
 	char *variants;        /* a note when a rule's function was called under
 				* several names (see rule_for) */
@@ -98,7 +114,7 @@ static void proc_free(struct proc *p)
 	free(p->path);
 	free(p->variants);
 	strv_free(&p->warns);
-	strv_free(&p->rules);
+	free(p->rules);
 	strv_free(&p->env);
 }
 
@@ -130,19 +146,43 @@ static bool fake_answers_itself(const nrr_call *c)
 	return !strncmp(c->fn->name, "cuGetProcAddress", 16) && c->result == 500;
 }
 
-/* What the fake runtime's fault switch can make fail. */
+/* What the fake runtime's fault switch can make fail: the CUDA driver,
+ * the CUDA runtime (ncclrr's libcudart, which real NCCL relinked from its
+ * static archive calls) and NVML. */
 static bool faultable(const nrr_fn_schema *fn)
 {
-	return !strcmp(fn->domain, "cuda_driver") || !strcmp(fn->domain, "nvml");
+	return !strcmp(fn->domain, "cuda_driver") || !strcmp(fn->domain, "cuda_runtime") ||
+	       !strcmp(fn->domain, "nvml");
+}
+
+/* An answer about what the machine has rather than a failure of the job:
+ * "not supported", "not found", "already enabled".  NCCL asks NVML for
+ * fabric information on every GPU and goes on when it has none, enables
+ * peer access that may be on already, probes for entry points.  Such
+ * answers still become rules (a cluster that lacks what the fake has must
+ * lack it in the rerun too), but a rank's "first failing call" is the
+ * first failure that is not one of them. */
+static bool capability_answer(const char *res)
+{
+	static const char *const tails[] = { "NOT_SUPPORTED", "NotSupported", "NOT_FOUND", "NotFound",
+					     "ALREADY_ENABLED", "AlreadyEnabled" };
+	size_t n = strlen(res);
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		size_t t = strlen(tails[i]);
+		if (n >= t && !strcmp(res + n - t, tails[i]))
+			return true;
+	}
+	return false;
 }
 
 /* Failures that say little about where a run went: socket and verbs calls
  * probe and retry (a connect refused until the peer listens, the netlink
  * socket of a verbs provider), and their number depends on timing.  The
  * rank's end and NCCL's warnings carry what the network decided. */
-static bool counts_as_first_failure(const nrr_call *c)
+static bool counts_as_first_failure(const nrr_call *c, const char *res)
 {
-	return strcmp(c->fn->domain, "socket") && strcmp(c->fn->domain, "verbs") && !fake_answers_itself(c);
+	return strcmp(c->fn->domain, "socket") && strcmp(c->fn->domain, "verbs") && !fake_answers_itself(c) &&
+	       !capability_answer(res);
 }
 
 /* "FILE.cc:123 -> 3": NCCL's error trail (printed at INFO or WARN). */
@@ -163,44 +203,137 @@ static bool is_trail(const char *s, size_t n)
 	return false;
 }
 
-/* A log line as compared: from "NCCL WARN "/"NCCL INFO " on (the host,
- * pid and thread before it differ between runs), numbers as '#' except a
- * source line ("x.cc:123") and an error trail's code ("-> 3"). */
-static char *normalize_log(const char *s, size_t n)
+static bool alnum(char c)
 {
-	static const char *const marks[] = { "NCCL WARN ", "NCCL INFO " };
-	for (size_t m = 0; m < 2; m++) {
-		const char *at = memmem(s, n, marks[m], strlen(marks[m]));
-		if (at) {
-			n -= (size_t)(at + strlen(marks[m]) - s);
-			s = at + strlen(marks[m]);
-			break;
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool hexdig(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Length of a dotted IPv4 address at @s (0: none). */
+static size_t ipv4_len(const char *s, size_t n)
+{
+	size_t i = 0;
+	for (int part = 0; part < 4; part++) {
+		size_t d = 0;
+		while (i + d < n && s[i + d] >= '0' && s[i + d] <= '9' && d < 4)
+			d++;
+		if (d == 0 || d > 3)
+			return 0;
+		i += d;
+		if (part < 3) {
+			if (i >= n || s[i] != '.')
+				return 0;
+			i++;
 		}
+	}
+	return i < n && alnum(s[i]) ? 0 : i;
+}
+
+/*
+ * One of NCCL's log lines as compared between two runs.  NCCL writes
+ * "HOST:PID:TID [DEV] FILE:LINE NCCL WARN MSG" and "HOST:PID:TID [DEV]
+ * NCCL INFO MSG"; the line becomes "FILE:LINE WARN MSG" / "INFO MSG",
+ * and in MSG what differs between two runs of one job is masked:
+ * 0x... -> 0x#; IPv4 addresses -> <addr>, their ports ("<54476>" or
+ * ":54476") -> <port>; words of 8 or more hex digits (the hash in a UDS
+ * socket name, UUIDs) -> #; decimals -> #; the host name -> <host>; the
+ * process's pid and a number after "pid" or "process" -> <pid>.  Other
+ * numbers (source lines, trail codes, ranks, error codes) stay.
+ */
+static char *normalize_log(const char *s, size_t n, const char *host, long pid)
+{
+	static const char *const marks[] = { " NCCL WARN ", " NCCL INFO " };
+	const char *where = NULL;
+	size_t wlen = 0;
+	int level = -1;
+	for (int m = 0; m < 2 && level < 0; m++) {
+		const char *at = memmem(s, n, marks[m], strlen(marks[m]));
+		if (!at)
+			continue;
+		level = m;
+		if (m == 0) {   /* FILE:LINE, the word before the mark */
+			const char *w = at;
+			while (w > s && w[-1] != ' ')
+				w--;
+			if (w < at && memchr(w, ':', (size_t)(at - w)) && w[0] != '[') {
+				where = w;
+				wlen = (size_t)(at - w);
+			}
+		}
+		n -= (size_t)(at + strlen(marks[m]) - s);
+		s = at + strlen(marks[m]);
 	}
 	while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
 		n--;
-	char *out = malloc(n + 1);
+	size_t hl = host ? strlen(host) : 0;
+	char *out = malloc(wlen + 8 + 8 * n + 1);   /* "<addr>" for a 1-char token at worst */
 	if (!out)
 		return NULL;
 	size_t o = 0;
+	if (where) {
+		memcpy(out, where, wlen);
+		o = wlen;
+		out[o++] = ' ';
+	}
+	if (level >= 0)
+		o += (size_t)sprintf(out + o, "%s ", level == 0 ? "WARN" : "INFO");
 	for (size_t i = 0; i < n;) {
-		if (s[i] >= '0' && s[i] <= '9') {
-			size_t j = i;
-			while (j < n && ((s[j] >= '0' && s[j] <= '9') || (i + 1 < n && s[i] == '0' && s[i + 1] == 'x' &&
-									    (j == i + 1 || (s[j] >= 'a' && s[j] <= 'f')))))
-				j++;
-			bool keep = (i > 0 && s[i - 1] == ':' && i > 1 && s[i - 2] >= 'a' && s[i - 2] <= 'z') ||
-				    (i >= 3 && !memcmp(s + i - 3, "-> ", 3));
-			if (keep) {
-				memcpy(out + o, s + i, j - i);
-				o += j - i;
-			} else {
-				out[o++] = '#';
-			}
-			i = j;
-		} else {
+		bool start = i == 0 || !alnum(s[i - 1]);
+		if (!start || !alnum(s[i])) {
 			out[o++] = s[i++];
+			continue;
 		}
+		if (s[i] == '0' && i + 2 < n && s[i + 1] == 'x' && hexdig(s[i + 2])) {
+			size_t j = i + 2;
+			while (j < n && hexdig(s[j]))
+				j++;
+			o += (size_t)sprintf(out + o, "0x#");
+			i = j;
+			continue;
+		}
+		size_t a = ipv4_len(s + i, n - i);
+		if (a) {
+			o += (size_t)sprintf(out + o, "<addr>");
+			i += a;
+			size_t j = i + 1;
+			while (j < n && s[j] >= '0' && s[j] <= '9')
+				j++;
+			if (i < n && (s[i] == '<' || s[i] == ':') && j > i + 1 && (s[i] == ':' || (j < n && s[j] == '>'))) {
+				o += (size_t)sprintf(out + o, s[i] == '<' ? "<port>" : ":<port>");
+				i = s[i] == '<' ? j + 1 : j;
+			}
+			continue;
+		}
+		size_t j = i;
+		bool digits = true, hex = true, anydigit = false;
+		while (j < n && alnum(s[j])) {
+			digits &= s[j] >= '0' && s[j] <= '9';
+			hex &= hexdig(s[j]);
+			anydigit |= s[j] >= '0' && s[j] <= '9';
+			j++;
+		}
+		if (hl && j - i == hl && !memcmp(s + i, host, hl)) {
+			o += (size_t)sprintf(out + o, "<host>");
+		} else if (hex && anydigit && j - i >= 8) {
+			out[o++] = '#';
+		} else if (digits && j + 1 < n && s[j] == '.' && s[j + 1] >= '0' && s[j + 1] <= '9') {
+			j++;
+			while (j < n && s[j] >= '0' && s[j] <= '9')
+				j++;
+			out[o++] = '#';
+		} else if (digits && ((pid > 0 && strtol(s + i, NULL, 10) == pid) ||
+				      (i >= 4 && (!memcmp(s + i - 4, "pid ", 4) || !memcmp(s + i - 4, "pid=", 4))) ||
+				      (i >= 8 && !memcmp(s + i - 8, "process ", 8)))) {
+			o += (size_t)sprintf(out + o, "<pid>");
+		} else {
+			memcpy(out + o, s + i, j - i);
+			o += j - i;
+		}
+		i = j;
 	}
 	out[o] = 0;
 	return out;
@@ -235,6 +368,16 @@ static void base_name(const char *name, char *out, size_t len)
 		*v = 0;
 }
 
+/* A call counted while a faultable call was open on its thread: if that
+ * outer call fails and becomes the rule, the fake fails it at its entry
+ * and the calls nested in it never happen in the rerun. */
+struct nested {
+	uint32_t stream;
+	uint8_t depth;
+	uint32_t fn;           /* schema id, whose count it took */
+	long rule;             /* the rule it became, or -1 */
+};
+
 /*
  * Read one trace.  The fault rules count calls as the fake runtime does
  * (replayer/fake/fake_common.c fake_enter): per process, per exported
@@ -247,6 +390,12 @@ static void base_name(const char *name, char *out, size_t len)
  * in the order the trace's merge delivers their entries (enter time
  * across threads), which is the fake's order unless two threads call the
  * same function within the clock's resolution.
+ *
+ * A failed runtime call with driver calls nested in it (cudaIpcOpenMemHandle
+ * over cuIpcOpenMemHandle, failing or not) is ONE failure: the rule is the
+ * outermost faultable call's, the program saw its answer; the nested
+ * calls are uncounted (the fake fails the outer call before it runs them)
+ * and their rules and first-failure are dropped.
  */
 static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *err)
 {
@@ -254,6 +403,10 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 	nrr_merge *m = NULL;
 	nrr_diag d;
 	uint64_t *counts = NULL, *entered = NULL;
+	size_t *mark = NULL;            /* per slot: first nested index of an open faultable call, or SIZE_MAX */
+	struct nested *nest = NULL;
+	size_t nnest = 0, capnest = 0, open = 0;
+	long fail_nest = -1;            /* the nested entry that set p->fail, or -1 */
 	int rc = nrr_reader_open(&r, path, &d);
 	if (rc < 0) {
 		char line[1200];
@@ -268,10 +421,18 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 	p->pid = v ? strtol(v, NULL, 10) : (long)nrr_reader_info(r)->pid;
 	v = nrr_reader_meta(r, "ppid");
 	p->ppid = v ? strtol(v, NULL, 10) : 0;
+	v = nrr_reader_meta(r, "host");
+	snprintf(p->host, sizeof(p->host), "%s", v ? v : "");
 	v = nrr_reader_meta(r, "end");
 	snprintf(p->end, sizeof(p->end), "%s", v ? v : "");
+	p->start_wall = nrr_reader_info(r)->wall_ns;
 	if (nrr_reader_info(r)->end_ts)
 		p->end_wall = nrr_reader_wall(r, nrr_reader_info(r)->end_ts);
+	/* `ncclrr run ... --timeout S ...`: the launcher stops the job at S */
+	v = nrr_reader_meta(r, "argv");
+	const char *t = v && p->rank < 0 && strstr(v, " run ") ? strstr(v, " --timeout ") : NULL;
+	if (t)
+		p->timeout_s = strtod(t + 11, NULL);
 	size_t mlen;
 	const char *meta = nrr_reader_meta_text(r, &mlen);
 	for (const char *l = meta, *e; l && l < meta + mlen; l = e + 1) {
@@ -295,21 +456,28 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 
 	const nrr_schema *s = nrr_reader_schema(r);
 	uint32_t nfns = nrr_schema_nfns(s), nstreams = nrr_reader_info(r)->nstreams;
+	size_t nslots = (size_t)nstreams * NRR_MAX_DEPTH + 1;
 	counts = calloc((size_t)nfns + 1, sizeof(*counts));
-	entered = calloc((size_t)nstreams * NRR_MAX_DEPTH + 1, sizeof(*entered));
-	if (!counts || !entered) {
+	entered = calloc(nslots, sizeof(*entered));
+	mark = malloc(nslots * sizeof(*mark));
+	if (!counts || !entered || !mark) {
 		rc = -ENOMEM;
 		goto out;
 	}
+	for (size_t i = 0; i < nslots; i++)
+		mark[i] = SIZE_MAX;
 	rc = nrr_merge_open(&m, &r, 1);
 	if (rc < 0)
 		goto out;
 	const nrr_call *c;
 	size_t ri;
+	uint64_t last_key = 0;
 	while ((rc = nrr_merge_next(m, &c, &ri)) == 0) {
+		if (nrr_call_key(c) > last_key)
+			last_key = nrr_call_key(c);
 		if (c->kind == NRR_CALL_LOG) {
 			if (c->log_level == 2 || is_trail(c->log, c->log_len)) {
-				char *w = normalize_log(c->log, c->log_len);
+				char *w = normalize_log(c->log, c->log_len, p->host, p->pid);
 				if (w && !strv_has(&p->warns, w))
 					strv_add(&p->warns, w);
 				else
@@ -319,38 +487,87 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 		}
 		if (!c->fn)
 			continue;
-		size_t slot = (size_t)c->stream * NRR_MAX_DEPTH + (c->depth < NRR_MAX_DEPTH ? c->depth : 0);
+		size_t slot = c->stream < nstreams ? (size_t)c->stream * NRR_MAX_DEPTH +
+							    (c->depth < NRR_MAX_DEPTH ? c->depth : 0)
+						  : nslots - 1;
+		uint32_t id = c->fn->id <= nfns ? c->fn->id : 0;
+		bool fa = faultable(c->fn);
 		uint64_t k = 0;
+		long me = -1;   /* this call's nested entry */
 		if (c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) {
-			k = ++counts[c->fn->id <= nfns ? c->fn->id : 0];
-			if (c->phase == NRR_PHASE_ENTER && c->stream < nstreams)
+			k = ++counts[id];
+			if (c->phase == NRR_PHASE_ENTER)
 				entered[slot] = k;
+			if (open && c->depth > 0) {
+				if (!nrr_grow(&nest, nnest, &capnest, sizeof(*nest))) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				nest[nnest] = (struct nested){ c->stream, c->depth, id, -1 };
+				me = (long)nnest++;
+			}
+			if (c->phase == NRR_PHASE_ENTER && fa && mark[slot] == SIZE_MAX) {
+				mark[slot] = nnest;
+				open++;
+			}
 		} else if (c->phase == NRR_PHASE_RESUME) {
-			k = c->stream < nstreams ? entered[slot] : 0;
+			k = entered[slot];
 		}
-		if (c->phase == NRR_PHASE_ENTER || c->phase == NRR_PHASE_INFLIGHT || !nrr_call_failed(c))
+		if (c->phase == NRR_PHASE_ENTER)
 			continue;
+		size_t first_nested = SIZE_MAX;
+		if (c->phase != NRR_PHASE_CALL && mark[slot] != SIZE_MAX) {
+			first_nested = mark[slot];
+			mark[slot] = SIZE_MAX;
+			open--;
+		}
+		bool failed = c->phase != NRR_PHASE_INFLIGHT && nrr_call_failed(c);
 		char res[160];
-		result_text(c, res, sizeof(res));
-		if (!p->fail[0] && counts_as_first_failure(c)) {
+		if (failed)
+			result_text(c, res, sizeof(res));
+		bool is_rule = failed && want_rules && fa && !fake_answers_itself(c) && k;
+		/* the outer call failed: what failed inside it is this failure */
+		if (failed && fa && first_nested != SIZE_MAX) {
+			for (size_t i = first_nested; i < nnest; i++) {
+				if (nest[i].stream != c->stream || nest[i].depth <= c->depth)
+					continue;
+				if (is_rule && counts[nest[i].fn])
+					counts[nest[i].fn]--;
+				if (nest[i].rule >= 0)
+					p->rules[nest[i].rule].dropped = true;
+				if (fail_nest == (long)i) {
+					p->fail[0] = 0;
+					fail_nest = -1;
+				}
+			}
+		}
+		if (!open) {
+			nnest = 0;
+			if (fail_nest >= 0)
+				fail_nest = -1;
+		}
+		if (!failed)
+			continue;
+		if (!p->fail[0] && counts_as_first_failure(c, res)) {
 			snprintf(p->fail, sizeof(p->fail), "%s = %s", c->fn->name, res);
 			p->fail_wall = nrr_reader_wall(r, nrr_call_key(c));
+			fail_nest = me >= 0 && open ? me : -1;
 		}
-		if (!want_rules || !faultable(c->fn) || fake_answers_itself(c) || !k)
+		if (!is_rule)
 			continue;
 		if (p->rank < 0) {
 			fprintf(err, "ncclrr replay: note: %s: %s failed in a process without a rank; the fault switch "
 				"cannot aim at it, so the rerun does not repeat it\n", path, c->fn->name);
 			continue;
 		}
-		char base[128];
+		char base[96];
 		base_name(c->fn->name, base, sizeof(base));
 		/* The fake's rule names the base; another variant with a counter of
 		 * its own reaching the same nth would fail too. */
-		for (uint32_t id = 1; id <= nfns; id++) {
-			const nrr_fn_schema *o = nrr_schema_fn(s, id);
-			char ob[128];
-			if (!o || o == c->fn || !counts[id])
+		for (uint32_t o_id = 1; o_id <= nfns; o_id++) {
+			const nrr_fn_schema *o = nrr_schema_fn(s, o_id);
+			char ob[96];
+			if (!o || o == c->fn || !counts[o_id])
 				continue;
 			base_name(o->name, ob, sizeof(ob));
 			if (!strcmp(ob, base) && !p->variants &&
@@ -358,8 +575,23 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 				     c->fn->name, o->name, c->fn->name, o->name) < 0)
 				p->variants = NULL;
 		}
-		strv_addf(&p->rules, "%s:rank=%d:nth=%llu:%s", base, p->rank, (unsigned long long)k, res);
+		if (!nrr_grow(&p->rules, p->nrules, &p->caprules, sizeof(*p->rules))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		struct rule *ru = &p->rules[p->nrules];
+		memset(ru, 0, sizeof(*ru));
+		snprintf(ru->fn, sizeof(ru->fn), "%s", base);
+		snprintf(ru->call, sizeof(ru->call), "%s", c->fn->name);
+		snprintf(ru->res, sizeof(ru->res), "%s", res);
+		ru->nth = k;
+		ru->wall = nrr_reader_wall(r, c->ts + c->dur);
+		if (me >= 0 && open)
+			nest[me].rule = (long)p->nrules;
+		p->nrules++;
 	}
+	if (last_key)
+		p->last_wall = nrr_reader_wall(r, last_key);
 	if (rc == NRR_EEOF) {
 		rc = 0;
 	} else {
@@ -370,6 +602,8 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 out:
 	free(counts);
 	free(entered);
+	free(mark);
+	free(nest);
 	if (m)
 		nrr_merge_close(m);
 	nrr_reader_close(r);
@@ -386,6 +620,12 @@ struct rank_sum {
 	uint64_t fail_wall;
 	struct strv warns;
 	bool present;
+	/* the first other rank to end, and when: a failure of this rank after
+	 * that may be the peer's going (a connection closed, a peer's memory
+	 * gone), which the rerun brings about by itself */
+	int first_other;           /* -1: none ended */
+	uint64_t first_other_wall;
+	bool consequence;          /* it failed only after first_other ended */
 };
 
 struct run {
@@ -393,6 +633,9 @@ struct run {
 	size_t n, cap;
 	struct rank_sum *ranks;    /* indexed by rank */
 	int nranks;                /* max rank + 1 */
+	const struct proc *launcher; /* an `ncclrr run` stopped at its --timeout, or NULL */
+	uint64_t start_wall, end_wall; /* the job's first start, last end */
+	uint64_t story_wall;       /* the last failure or end that was not the timeout's teardown */
 };
 
 static void run_free(struct run *x)
@@ -411,33 +654,86 @@ static bool killed(const char *end)
 	return !*end || !strcmp(end, "signal SIGTERM") || !strcmp(end, "signal SIGKILL");
 }
 
+/* When a process ended: its recorded end, else its last event (SIGKILL
+ * leaves no end). */
+static uint64_t ended_at(const struct proc *p)
+{
+	return p->end_wall ? p->end_wall : p->last_wall;
+}
+
+static bool ended_well(const struct proc *p)
+{
+	return !strcmp(p->end, "exit 0");
+}
+
 /*
  * A job that `ncclrr run` stopped at its --timeout (its own trace, the
  * process without a rank, ends "exit 124"): the ranks still running were
  * sent SIGTERM one after the other, and one whose peer died first may see
  * the connection close and exit on its own in between.  How such a rank
  * ended says when the teardown reached it, not what the environment
- * answered, so every rank that ended by SIGTERM/SIGKILL, without an end,
- * or after the first of those counts as "killed at the timeout".
+ * answered.  The teardown starts at the launcher's start + its --timeout
+ * (meta argv); every rank that ended from then on counts as "killed at
+ * the timeout", and so does one killed (SIGTERM, SIGKILL, no end) less
+ * than a second before.  A rank killed earlier was killed from outside
+ * and keeps its end.  Without the launcher's --timeout, the teardown
+ * starts at the first kill.
  */
 static void mark_teardown(struct run *x)
 {
-	bool timed_out = false;
 	uint64_t first = 0;
 	for (size_t i = 0; i < x->n; i++)
 		if (x->procs[i].rank < 0 && !strcmp(x->procs[i].end, "exit 124"))
-			timed_out = true;
-	if (!timed_out)
+			x->launcher = &x->procs[i];
+	if (!x->launcher)
 		return;
-	for (int r = 0; r < x->nranks; r++) {
+	if (x->launcher->timeout_s > 0 && x->launcher->start_wall)
+		first = x->launcher->start_wall + (uint64_t)(x->launcher->timeout_s * 1e9) - 1000000000ull;
+	for (int r = 0; r < x->nranks && !first; r++) {
 		const struct proc *p = x->ranks[r].root;
-		if (p && *p->end && killed(p->end) && p->end_wall && (!first || p->end_wall < first))
-			first = p->end_wall;
+		if (p && killed(p->end) && ended_at(p) && (!first || ended_at(p) < first))
+			first = ended_at(p);
 	}
 	for (int r = 0; r < x->nranks; r++) {
 		struct proc *p = (struct proc *)x->ranks[r].root;
-		if (p && (killed(p->end) || (first && p->end_wall >= first)))
+		if (p && (!first || ended_at(p) >= first) && (killed(p->end) || (first && p->end_wall >= first)))
 			snprintf(p->end, sizeof(p->end), "killed at the timeout");
+	}
+}
+
+/* For every rank: which other rank ended first and when, whether this
+ * one failed only after that, and when the recorded story was over. */
+static void mark_consequences(struct run *x)
+{
+	for (size_t i = 0; i < x->n; i++) {
+		const struct proc *p = &x->procs[i];
+		if (p->start_wall && (!x->start_wall || p->start_wall < x->start_wall))
+			x->start_wall = p->start_wall;
+		if (ended_at(p) > x->end_wall)
+			x->end_wall = ended_at(p);
+	}
+	for (int r = 0; r < x->nranks; r++) {
+		struct rank_sum *s = &x->ranks[r];
+		s->first_other = -1;
+		if (!s->root)
+			continue;
+		for (int q = 0; q < x->nranks; q++) {
+			const struct proc *o = x->ranks[q].root;
+			if (q == r || !o || !ended_at(o) || !strcmp(o->end, "exec"))
+				continue;
+			if (s->first_other < 0 || ended_at(o) < s->first_other_wall) {
+				s->first_other = q;
+				s->first_other_wall = ended_at(o);
+			}
+		}
+		const struct proc *p = s->root;
+		bool teardown = !strcmp(p->end, "killed at the timeout");
+		uint64_t when = s->fail_wall ? s->fail_wall : ended_at(p);
+		s->consequence = !ended_well(p) && !teardown && s->first_other >= 0 && when >= s->first_other_wall;
+		if (s->fail_wall > x->story_wall)
+			x->story_wall = s->fail_wall;
+		if (!teardown && ended_at(p) > x->story_wall)
+			x->story_wall = ended_at(p);
 	}
 }
 
@@ -512,6 +808,7 @@ static int load_run(const char *dir, struct run *x, bool want_rules, FILE *err)
 				if (x->procs[i].rank == r && !x->ranks[r].root)
 					x->ranks[r].root = &x->procs[i];
 	mark_teardown(x);
+	mark_consequences(x);
 	return 0;
 }
 
@@ -703,14 +1000,177 @@ static int run_child(char *const *argv, const char *net_plugin, FILE *err)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* ------------------------------------------------------- the verdict */
-static void describe(char *buf, size_t len, const struct rank_sum *s)
+/* ------------------------------------------------------- the rules */
+/* The fake keeps this many NCCLRR_FAULT rules, of this many characters
+ * (replayer/fake/fake_common.c parse_faults). */
+#define FAKE_MAX_RULES 32
+#define FAKE_MAX_SPEC 4095
+
+struct cand {
+	const struct rule *r;
+	int rank;
+	bool cap;              /* a capability answer (NOT_SUPPORTED ...) */
+	bool done;
+};
+
+/*
+ * The NCCLRR_FAULT value: every rule that is a cause.  A failure of a rank
+ * after another rank had ended is taken as a consequence of that end (the
+ * rerun's own peers end too: a cuIpcOpenMemHandle of memory whose
+ * exporter exited, a proxy call to a rank that is gone) and is not
+ * repeated.  A rule every rank has becomes one rule with rank=*.  Rules
+ * that are failures come before capability answers, so that they are kept
+ * when the fake's limits are reached.  @return a string to free ("" when
+ * there is nothing to inject), or NULL (ENOMEM).
+ */
+static char *fault_spec(const struct run *x, FILE *err)
 {
-	snprintf(buf, len, "%s, %s", s->fail[0] ? s->fail : "no failing call",
-		 s->root && s->root->end[0] ? s->root->end : "no end recorded (killed?)");
+	struct cand *v = NULL;
+	size_t n = 0, cap = 0;
+	int ranks = 0;
+	for (int r = 0; r < x->nranks; r++)
+		ranks += x->ranks[r].root != NULL;
+	for (size_t i = 0; i < x->n; i++) {
+		const struct proc *p = &x->procs[i];
+		size_t kept = 0;
+		if (p->rank < 0)
+			continue;
+		const struct rank_sum *s = &x->ranks[p->rank];
+		for (size_t j = 0; j < p->nrules; j++) {
+			const struct rule *ru = &p->rules[j];
+			if (ru->dropped)
+				continue;
+			if (s->first_other >= 0 && ru->wall >= s->first_other_wall) {
+				fprintf(err, "ncclrr replay: note: rank %d's %s = %s (call %llu) came after rank %d had "
+					"ended: taken as a consequence of that, not repeated\n", p->rank, ru->call, ru->res,
+					(unsigned long long)ru->nth, s->first_other);
+				continue;
+			}
+			if (!nrr_grow(&v, n, &cap, sizeof(*v))) {
+				free(v);
+				return NULL;
+			}
+			v[n++] = (struct cand){ ru, p->rank, capability_answer(ru->res), false };
+			kept++;
+		}
+		if (kept && x->ranks[p->rank].root != p)
+			fprintf(err, "ncclrr replay: note: %s (rank %d) is not the rank's first process; the fault switch "
+				"counts per process and aims by rank, so its rules may fire in another process of rank %d\n",
+				p->path, p->rank, p->rank);
+		if (kept && p->variants)
+			fprintf(err, "ncclrr replay: note: %s: %s\n", p->path, p->variants);
+	}
+	struct strv out = { 0 };
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].done || v[i].cap != (pass == 1))
+				continue;
+			int same = 0;
+			for (size_t j = i; j < n; j++)
+				if (!strcmp(v[j].r->fn, v[i].r->fn) && v[j].r->nth == v[i].r->nth &&
+				    !strcmp(v[j].r->res, v[i].r->res))
+					same++;   /* one rule per rank and call: same K, same rank only once */
+			bool all = ranks > 1 && same == ranks;
+			for (size_t j = i; all && j < n; j++)
+				if (!strcmp(v[j].r->fn, v[i].r->fn) && v[j].r->nth == v[i].r->nth &&
+				    !strcmp(v[j].r->res, v[i].r->res))
+					v[j].done = true;
+			v[i].done = true;
+			char rk[16];
+			snprintf(rk, sizeof(rk), all ? "*" : "%d", v[i].rank);
+			strv_addf(&out, "%s:rank=%s:nth=%llu:%s", v[i].r->fn, rk, (unsigned long long)v[i].r->nth,
+				  v[i].r->res);
+		}
+	}
+	free(v);
+	size_t keep = 0, len = 0;
+	for (; keep < out.n && keep < FAKE_MAX_RULES; keep++) {
+		size_t l = strlen(out.v[keep]) + (keep ? 1 : 0);
+		if (len + l > FAKE_MAX_SPEC)
+			break;
+		len += l;
+	}
+	if (keep < out.n)
+		fprintf(err, "ncclrr replay: warning: %zu fault rules derived, the fake runtime takes %d of at most %d "
+			"characters: the last %zu (from '%s' on) are not repeated\n", out.n, FAKE_MAX_RULES,
+			FAKE_MAX_SPEC, out.n - keep, out.v[keep]);
+	char *spec = malloc(len + 1);
+	if (spec) {
+		spec[0] = 0;
+		for (size_t i = 0; i < keep; i++) {
+			if (i)
+				strcat(spec, ";");
+			strcat(spec, out.v[i]);
+		}
+	}
+	strv_free(&out);
+	return spec;
 }
 
-static int compare(const struct run *rec, const struct run *re, FILE *out)
+/* ------------------------------------------------------- the verdict */
+static bool teardown(const struct rank_sum *s)
+{
+	return s->root && !strcmp(s->root->end, "killed at the timeout");
+}
+
+static void describe(char *buf, size_t len, const struct rank_sum *s)
+{
+	const char *end = s->root ? s->root->end : "";
+	if (!*end)
+		end = "killed from outside (no end recorded)";
+	else if (killed(end) && !teardown(s))
+		end = !strcmp(end, "signal SIGKILL") ? "killed from outside (SIGKILL)" : "killed from outside (SIGTERM)";
+	snprintf(buf, len, "%s, %s", s->fail[0] ? s->fail : "no failing call", end);
+}
+
+/* Ranks killed from outside before any teardown: no recorded answer made
+ * that happen, so the rerun cannot (it sends no signal). */
+static void note_outside_kills(const struct run *x, FILE *err)
+{
+	for (int r = 0; r < x->nranks; r++) {
+		const struct rank_sum *s = &x->ranks[r];
+		if (!s->root || !killed(s->root->end) || teardown(s))
+			continue;
+		fprintf(err, "ncclrr replay: note: rank %d was killed from outside %.1f s into the job (%s); a signal "
+			"is not an answer the trace can give back and the rerun sends none, so rank %d and the ranks "
+			"that failed because it was gone will not end as recorded\n", r,
+			(double)(ended_at(s->root) - x->start_wall) / 1e9,
+			*s->root->end ? s->root->end : "SIGKILL leaves no end", r);
+	}
+}
+
+/* NCCL's lines of one rank that only one run has, at most @max */
+static void print_lines(FILE *out, const char *tag, const struct strv *v, const struct strv *other, size_t max)
+{
+	size_t shown = 0, more = 0;
+	for (size_t i = 0; i < v->n; i++) {
+		if (other && strv_has(other, v->v[i]))
+			continue;
+		if (shown < max) {
+			fprintf(out, "  %s: %s\n", tag, v->v[i]);
+			shown++;
+		} else {
+			more++;
+		}
+	}
+	if (more)
+		fprintf(out, "  %s: ... and %zu more\n", tag, more);
+}
+
+/*
+ * One line per recorded rank:
+ *   rank R: reproduced: FIRST FAILING CALL, END
+ *   rank R: NOT reproduced: recorded ..., rerun ...
+ *   rank R: timing: recorded ..., rerun ... (after rank Q ended)
+ * then, indented, NCCL's lines (WARN, `file.cc:N -> R`): those seen in
+ * both runs, or the ones only one run has.  "timing": the rank failed
+ * after another rank had ended in one run, and in the other it did the
+ * same or waited until the timeout; which peers notice a rank's end, and
+ * how, is decided by timing, not by the recorded answers.  Such ranks do
+ * not count against the verdict.  @return the number of ranks NOT
+ * reproduced.
+ */
+static int compare(const struct run *rec, const struct run *re, FILE *out, int *nsame, int *ntiming)
 {
 	int bad = 0;
 	for (int r = 0; r < rec->nranks; r++) {
@@ -726,23 +1186,72 @@ static int compare(const struct run *rec, const struct run *re, FILE *out)
 			continue;
 		}
 		describe(db, sizeof(db), b);
-		size_t missing = 0;
+		size_t missing = 0, extra = 0;
 		for (size_t i = 0; i < a->warns.n; i++)
 			missing += !strv_has(&b->warns, a->warns.v[i]);
-		if (!strcmp(da, db) && !missing) {
-			fprintf(out, "rank %d: reproduced: %s\n", r, da);
+		for (size_t i = 0; i < b->warns.n; i++)
+			extra += !strv_has(&a->warns, b->warns.v[i]);
+		bool same = !strcmp(da, db) && !missing && !extra;
+		bool timing = (a->consequence && (b->consequence || teardown(b))) ||
+			      (b->consequence && teardown(a));
+		int after = a->consequence ? a->first_other : b->first_other;
+		if (same) {
+			(*nsame)++;
+			if (a->consequence)
+				fprintf(out, "rank %d: reproduced (after rank %d ended): %s\n", r, after, da);
+			else
+				fprintf(out, "rank %d: reproduced: %s\n", r, da);
+			for (size_t i = 0; i < a->warns.n; i++)
+				fprintf(out, "  NCCL: %s\n", a->warns.v[i]);
 			continue;
 		}
-		bad++;
-		fprintf(out, "rank %d: NOT reproduced: recorded %s, rerun %s\n", r, da, db);
+		if (timing) {
+			(*ntiming)++;
+			fprintf(out, "rank %d: timing: recorded %s, rerun %s (after rank %d ended; not counted)\n", r, da,
+				db, after);
+		} else {
+			bad++;
+			fprintf(out, "rank %d: NOT reproduced: recorded %s, rerun %s\n", r, da, db);
+		}
+		size_t both = 0;
 		for (size_t i = 0; i < a->warns.n; i++)
-			if (!strv_has(&b->warns, a->warns.v[i]))
-				fprintf(out, "  recorded warning not seen again: %s\n", a->warns.v[i]);
+			both += strv_has(&b->warns, a->warns.v[i]);
+		if (both)
+			fprintf(out, "  NCCL: %zu line(s) in both runs\n", both);
+		print_lines(out, "NCCL, recorded only", &a->warns, &b->warns, 8);
+		print_lines(out, "NCCL, rerun only", &b->warns, &a->warns, 8);
 	}
 	for (int r = rec->nranks; r < re->nranks; r++)
 		if (re->ranks[r].present)
 			fprintf(out, "rank %d: not in the recording (the rerun has more ranks)\n", r);
 	return bad;
+}
+
+/* The rerun's --timeout when none is given: a job that was stopped (by
+ * `ncclrr run --timeout`, or ranks killed) ran on after its story was
+ * over, waiting: 1.5 times the story plus 10 s is enough for the rerun to
+ * get as far, on a machine that may be slower than the recording's.  A
+ * job that ended by itself ends by itself again: twice its length plus
+ * 10 s only bounds a rerun that hangs where the recording did not. */
+static double rerun_timeout(const struct run *x, FILE *err)
+{
+	bool stopped = x->launcher != NULL;
+	for (int r = 0; r < x->nranks; r++)
+		if (x->ranks[r].root && killed(x->ranks[r].root->end))
+			stopped = true;
+	double len = x->end_wall > x->start_wall ? (double)(x->end_wall - x->start_wall) / 1e9 : 0;
+	double story = x->story_wall > x->start_wall ? (double)(x->story_wall - x->start_wall) / 1e9 : len;
+	double t = stopped ? story * 1.5 + 10 : len * 2 + 10;
+	if (t < 10)
+		t = 10;
+	t = (double)(long)(t + 0.999);
+	if (stopped)
+		fprintf(err, "ncclrr replay: the recorded job ran %.1f s and was stopped; what it did ended at %.1f s: "
+			"rerun timeout %.0f s (--timeout S to change)\n", len, story, t);
+	else
+		fprintf(err, "ncclrr replay: the recorded job ran %.1f s and ended by itself: rerun timeout %.0f s "
+			"(--timeout S to change)\n", len, t);
+	return t;
 }
 
 int nrr_rerun(const struct nrr_rerun_opts *o)
@@ -797,34 +1306,14 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 		}
 	}
 
-	/* the rules, one process after another */
-	struct strv rules = { 0 };
-	for (size_t i = 0; i < rec.n; i++) {
-		const struct proc *p = &rec.procs[i];
-		for (size_t j = 0; j < p->rules.n; j++)
-			strv_addf(&rules, "%s", p->rules.v[j]);
-		if (p->rules.n && rec.ranks[p->rank].root != p)
-			fprintf(err, "ncclrr replay: note: %s (rank %d) is not the rank's first process; the fault switch "
-				"counts per process and aims by rank, so its rules may fire in another process of rank %d\n",
-				p->path, p->rank, p->rank);
-		if (p->variants && p->rules.n)
-			fprintf(err, "ncclrr replay: note: %s: %s\n", p->path, p->variants);
-	}
-	size_t flen = 0;
-	for (size_t i = 0; i < rules.n; i++)
-		flen += strlen(rules.v[i]) + 1;
-	char *fault = calloc(1, flen + 1);
-	for (size_t i = 0; fault && i < rules.n; i++) {
-		if (i)
-			strcat(fault, ";");
-		strcat(fault, rules.v[i]);
-	}
-	strv_free(&rules);
+	note_outside_kills(&rec, err);
+	char *fault = fault_spec(&rec, err);
 	if (!fault)
 		goto end;
 
 	char tmo[32];
-	snprintf(tmo, sizeof(tmo), "%g", o->timeout_s > 0 ? o->timeout_s : 60.0);
+	double rec_len = rec.end_wall > rec.start_wall ? (double)(rec.end_wall - rec.start_wall) / 1e9 : 0;
+	snprintf(tmo, sizeof(tmo), "%g", o->timeout_s > 0 ? o->timeout_s : rerun_timeout(&rec, err));
 	strv_addf(&args, "%s", ncclrr);
 	strv_addf(&args, "record");
 	strv_addf(&args, "-q");
@@ -857,7 +1346,10 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 
 	print_cmd(err, args.v);
 	fprintf(err, "ncclrr replay: the rerun is recorded in %s\n", outdir);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int st = run_child(args.v, net_plugin, err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (st < 0 || st == 127) {
 		fprintf(err, "ncclrr replay: the rerun could not be started\n");
 		goto end;
@@ -866,7 +1358,14 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 		fprintf(err, "ncclrr replay: the rerun (exit %d) left no readable trace in %s\n", st, outdir);
 		goto end;
 	}
-	ret = compare(&rec, &re, out) ? NRR_RERUN_DIFFERENT : NRR_RERUN_REPRODUCED;
+	int same = 0, timing = 0, nrec = 0;
+	for (int r = 0; r < rec.nranks; r++)
+		nrec += rec.ranks[r].present;
+	int bad = compare(&rec, &re, out, &same, &timing);
+	fprintf(out, "rerun: %d of %d ranks reproduced, %d timing, %d NOT reproduced; the rerun took %.1f s (recorded "
+		"%.1f s)\n", same, nrec, timing, bad,
+		(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, rec_len);
+	ret = bad ? NRR_RERUN_DIFFERENT : NRR_RERUN_REPRODUCED;
 	fflush(out);
 end:
 	strv_free(&args);

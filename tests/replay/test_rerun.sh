@@ -1,8 +1,163 @@
 #!/usr/bin/env bash
-# `ncclrr replay --rerun`: the 16-rank conn_setup job is recorded failing, rerun from its
+# `ncclrr replay --rerun`: a 16-rank job is recorded failing, rerun from its
 # trace alone and judged rank by rank.
-# usage: test_rerun.sh NCCLRR SOURCE_ROOT WORKLOAD_DIR
+# usage: test_rerun.sh NCCLRR SOURCE_ROOT WORKLOAD_DIR            (conn_setup, suite integration)
+#        test_rerun.sh nccl_CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR NCCL_HINT  (real NCCL's tp_dp, suite nccl)
+# nccl_CASE: nccl_ipc_open | nccl_ipc_open_driver | nccl_cumem_import | nccl_bad_ifname | nccl_rank_killed
 set -uo pipefail
+
+# ---------------------------------------------------------------- real NCCL
+# Each case records one failure of real NCCL 2.22.3's tp_dp on 2node_16gpu
+# (NCCL_DEBUG=INFO, subsystem INIT: NCCL's `file.cc:N -> R` lines are INFO),
+# reruns it from the trace and checks the verdict, the fault rules, and,
+# independently of the verdict's code, that the failing rank's NCCL WARN
+# and `-> R` lines are the same in the recording and in the rerun's trace.
+nccl_case() {
+	local case_=$1 ncclrr wl root
+	ncclrr=$(realpath "$2"); root=$3; wl=$(realpath "$4"); NCCL_HINT=${5:-}
+	. "$root/tests/integration/nccl_common.sh"
+	. "$root/tests/lib/skip_asan_tracer.sh"
+	skip_asan_tracer "$(dirname "$ncclrr")/../tracer/libncclrr-trace.so"
+	export NCCLRR_NCCL_DIR=$(dirname "$NCCL")
+	unset NCCLRR_FAULT NCCL_SOCKET_IFNAME NCCL_CUMEM_ENABLE NCCL_RUNTIME_CONNECT
+	local tmp; tmp=$(mktemp -d)
+	trap '[ -n "${RERUN_KEEP:-}" ] || rm -rf "$tmp"' EXIT
+	export TMPDIR=$tmp
+	local fails=0 topo=$root/topo/2node_16gpu.xml
+	fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+	# rec [ncclrr run options]: record tp_dp, stopped after 30 s (the peers of
+	# a failed rank wait for it; on 2 busy cores init alone can take 20 s)
+	rec() {
+		NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT "$ncclrr" record -q -o "$tmp/rec" -- \
+			"$ncclrr" run --topo "$topo" --timeout "${RERUN_RECORD_TIMEOUT:-30}" "$@" -- "$wl/tp_dp" >"$tmp/rec.log" 2>&1
+	}
+	# NCCL's WARN and `file.cc:N -> R` lines of rank $2 in the traces of $1,
+	# host/pid/tid/device cut, 0x values, addresses and hashes masked
+	nccl_lines() {
+		"$ncclrr" dump --rank "$2" "$1" 2>/dev/null | grep -E ' log\[[0-9]+\] ' |
+			sed -E 's/.* log\[[0-9]+\] [^ ]+ \[[0-9]+\] //' |
+			grep -E 'NCCL WARN |[A-Za-z_/]+\.cc:[0-9]+ -> [0-9]+' |
+			sed -E 's/0x[0-9a-fA-F]+/0x#/g; s/[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+(<[0-9]+>|:[0-9]+)?/<addr>/g; s/\b[0-9a-f]{8,}\b/#/g' |
+			sort -u
+	}
+	rerun() {
+		local t0; t0=$(date +%s.%N)
+		"$ncclrr" replay --rerun "$tmp/rec" -o "$tmp/re" -- "$wl/tp_dp" >"$tmp/v" 2>"$tmp/e"
+		rc=$?
+		echo "rerun: exit $rc in $(echo "$(date +%s.%N) - $t0" | bc) s; $(grep '^rerun:' "$tmp/v")"
+	}
+	# same_lines RANK: the rank's NCCL lines, recording = rerun, and some
+	same_lines() {
+		nccl_lines "$tmp/rec" "$1" >"$tmp/l.rec"; nccl_lines "$tmp/re" "$1" >"$tmp/l.re"
+		[ -s "$tmp/l.rec" ] || fail "rank $1: no NCCL WARN / -> lines recorded"
+		grep -q 'NCCL WARN ' "$tmp/l.rec" || fail "rank $1: no NCCL WARN line recorded"
+		if diff "$tmp/l.rec" "$tmp/l.re" >"$tmp/l.diff"; then
+			echo "rank $1: $(wc -l <"$tmp/l.rec") NCCL WARN/-> lines, $(grep -c ' -> ' "$tmp/l.rec") of them '-> R', the same in the rerun"
+		else
+			fail "rank $1: NCCL's lines differ between the recording (<) and the rerun (>)"
+			cat "$tmp/l.diff"
+		fi
+	}
+	verdict() { # LINE: an exact verdict line
+		grep -qxF -- "$1" "$tmp/v" || { fail "no verdict line '$1'"; grep "^${1%%:*}:" "$tmp/v"; }
+	}
+	rule() { # RULE: in the rerun's NCCLRR_FAULT
+		grep -q "NCCLRR_FAULT=\([^' ]*;\)\?$1[;']" "$tmp/e" || { fail "no fault rule $1"; grep 'rerun:' "$tmp/e"; }
+	}
+	local rc
+	case $case_ in
+	nccl_ipc_open|nccl_ipc_open_driver)
+		# legacy IPC: rank 3's first cudaIpcOpenMemHandle fails, by the runtime
+		# itself or (_driver, as a real GPU shows it) by the driver call nested in it
+		local inject=cudaIpcOpenMemHandle:rank=3:nth=1:cudaErrorInvalidValue
+		[ "$case_" = nccl_ipc_open_driver ] && inject=cuIpcOpenMemHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE
+		rec --env NCCL_CUMEM_ENABLE=0 --env "NCCLRR_FAULT=$inject"
+		rc=$?
+		[ $rc -eq 124 ] || fail "recording: exit $rc, want 124 (the peers wait for rank 3)"
+		grep -q '^\[3\] .*transport/p2p.cc:[0-9]* NCCL WARN Cuda failure' "$tmp/rec.log" || fail "recording: no P2P WARN on rank 3"
+		rerun
+		[ $rc -eq 0 ] || { fail "rerun: exit $rc, want 0"; cat "$tmp/v"; tail -5 "$tmp/e"; }
+		verdict 'rank 3: reproduced: cudaIpcOpenMemHandle = cudaErrorInvalidValue, exit 1'
+		# one fault: the runtime call's, never the nested driver call's, and
+		# none of the other ranks' opens of memory whose exporter had exited
+		rule 'cudaIpcOpenMemHandle:rank=3:nth=1:cudaErrorInvalidValue'
+		grep 'rerun:' "$tmp/e" | grep -q 'cuIpcOpenMemHandle' && fail "a rule for the nested cuIpcOpenMemHandle"
+		grep 'rerun:' "$tmp/e" | grep -Eq 'IpcOpenMemHandle:rank=([0-24-9]|1[0-5])' && fail "a rule for another rank's open"
+		grep -q "ncclrr-fake: injecting cudaErrorInvalidValue into cudaIpcOpenMemHandle (rank 3, call 1)" "$tmp/e" ||
+			fail "the rerun did not inject into rank 3's first cudaIpcOpenMemHandle"
+		same_lines 3
+		;;
+	nccl_cumem_import)
+		rec --env NCCL_RUNTIME_CONNECT=0 --env NCCLRR_FAULT=cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE
+		rc=$?
+		[ $rc -eq 124 ] || fail "recording: exit $rc, want 124"
+		rerun
+		[ $rc -eq 0 ] || { fail "rerun: exit $rc, want 0"; cat "$tmp/v"; tail -5 "$tmp/e"; }
+		verdict 'rank 3: reproduced: cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE, exit 1'
+		rule 'cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE'
+		same_lines 3
+		# the peers' proxy calls to rank 3 (gone) are consequences: verdict
+		# 'reproduced (after rank 3 ended)' or 'timing', never NOT reproduced
+		grep -q ': NOT reproduced' "$tmp/v" && fail "a rank NOT reproduced"
+		;;
+	nccl_bad_ifname)
+		rec --rank-env 5:NCCL_SOCKET_IFNAME=nosuchif0
+		rc=$?
+		[ $rc -eq 124 ] || fail "recording: exit $rc, want 124"
+		rerun
+		[ $rc -eq 0 ] || { fail "rerun: exit $rc, want 0"; cat "$tmp/v"; tail -5 "$tmp/e"; }
+		verdict 'rank 5: reproduced: ncclCommInitRank = ncclInternalError, exit 1'
+		grep -q -- '--rank-env 5:NCCL_SOCKET_IFNAME=nosuchif0' "$tmp/e" || fail "rank 5's interface not given back"
+		grep -q -- "--unset NCCLRR_FAULT" "$tmp/e" || fail "a fault rule where nothing failed"
+		same_lines 5
+		grep -q 'bootstrap.cc:[0-9]* NCCL WARN Bootstrap : no socket interface found' "$tmp/l.re" || fail "no bootstrap WARN in the rerun"
+		;;
+	nccl_rank_killed)
+		# rank 5 SIGKILLed from outside 2 s after its first line (ncclrr run has
+		# no such option): nothing in the trace says why, so the rerun cannot
+		# repeat it and must say so
+		NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT "$ncclrr" record -q -o "$tmp/rec" -- \
+			"$ncclrr" run --topo "$topo" --timeout 20 -- "$wl/tp_dp" >"$tmp/rec.log" 2>&1 &
+		local job=$! pid="" i
+		for i in $(seq 1 300); do grep -q '^\[5\] rank 5: ' "$tmp/rec.log" && break; sleep 0.1; done
+		sleep 2
+		pid=$(rank_pid "$job" 5) && kill -KILL "$pid"
+		wait "$job"
+		rc=$?
+		[ -n "$pid" ] || fail "recording: rank 5's process not found"
+		grep -q '^ncclrr run: rank 5: killed by signal 9' "$tmp/rec.log" || fail "recording: rank 5 not killed by SIGKILL"
+		rerun
+		[ $rc -eq 1 ] || { fail "rerun: exit $rc, want 1 (not reproduced)"; cat "$tmp/v"; }
+		grep -q '^rank 5: NOT reproduced: recorded no failing call, killed from outside (no end recorded), rerun ' "$tmp/v" ||
+			{ fail "no rank 5 verdict naming the kill from outside"; grep '^rank 5' "$tmp/v"; }
+		grep -q 'note: rank 5 was killed from outside .* the rerun sends none' "$tmp/e" || fail "no note that a signal is not repeated"
+		;;
+	*) echo "unknown case $case_"; exit 2 ;;
+	esac
+	[ $fails -eq 0 ] || { echo "$fails failure(s) in $case_"; exit 1; }
+	echo "PASS $case_"
+	exit 0
+}
+
+# rank_pid ANCESTOR RANK: the pid of rank RANK's program (NCCLRR_RANK=RANK in
+# its environment, not an ncclrr process) among ANCESTOR's descendants
+rank_pid() {
+	local p
+	for p in $(ps -e -o pid=,ppid= | awk -v a="$1" '{ pp[$1] = $2 } END {
+			for (p in pp) { q = p; while (q in pp && q != a && q > 1) q = pp[q]; if (q == a && p != a) print p } }'); do
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = ncclrr ] && continue
+		if tr '\0' '\n' 2>/dev/null </proc/"$p"/environ | grep -qx "NCCLRR_RANK=$2"; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+case ${1:-} in
+nccl_*) nccl_case "$@" ;;
+esac
+
+# ---------------------------------------------------------------- conn_setup
 ncclrr=$(realpath "$1")
 root=$2
 wl=$(realpath "$3")
