@@ -55,6 +55,9 @@ const char cmd_run_usage[] =
 "  LD_LIBRARY_PATH with the fake runtime's directory first ($NCCLRR_FAKE_LIBDIR,\n"
 "  else found next to this program: libcuda.so.1, libnvidia-ml.so.1,\n"
 "  libcudart.so.12/.13), then the NCCL of --nccl. Standard input is /dev/null.\n"
+"  A rank whose environment has NCCLRR_FAULT (the fake cluster's fault switch,\n"
+"  replayer/fake/README.md) also gets libncclrr-fake-socket.so from the fake\n"
+"  runtime's directory appended to LD_PRELOAD, for the rules on connect().\n"
 "\n"
 "Every line a rank writes is copied to the same stream (stdout or stderr)\n"
 "prefixed with \"[R] \". At the end a summary goes to stderr, with each rank's\n"
@@ -73,8 +76,12 @@ const char cmd_run_usage[] =
 "(unknown or malformed topology, program not found, fake runtime not found);\n"
 "124 the timeout fired; 130 interrupted by SIGINT, SIGTERM or SIGHUP.\n"
 "\n"
-"Example:\n"
-"  NCCL_DEBUG=INFO ncclrr run --topo topo/1node_8gpu.xml --timeout 120 -- ./init_allreduce\n";
+"Examples:\n"
+"  NCCL_DEBUG=INFO ncclrr run --topo topo/1node_8gpu.xml --timeout 120 -- ./init_allreduce\n"
+"  # rank 8's first NET/Socket connect refused by the kernel (fault switch):\n"
+"  NCCL_DEBUG=INFO ncclrr run --topo topo/2node_16gpu.xml --timeout 30 --env NCCL_RUNTIME_CONNECT=0 \\\n"
+"      --rank-env 8:NCCL_SET_THREAD_NAME=1 \\\n"
+"      --rank-env '8:NCCLRR_FAULT=connect:thread=NCCL Service:nth=1:ECONNREFUSED' -- ./tp_dp\n";
 
 static int parse_int(const char *s, int *out)
 {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -146,6 +147,10 @@ struct fault {
 	char api[96];
 	int rank;                       /* -1: any */
 	unsigned long nth;              /* 0: every call */
+	char thread[16];                /* "": any; else a prefix of the calling
+					 * thread's name (prctl PR_GET_NAME) */
+	atomic_ulong seen;              /* calls this rule matched so far
+					 * (api, rank, thread): nth counts these */
 	int code;
 	char errname[64];
 };
@@ -228,6 +233,14 @@ static void parse_faults(void)
 					}
 					f.nth = n;
 				}
+			} else if (strncmp(tok, "thread=", 7) == 0) {
+				/* thread names are at most 15 bytes (TASK_COMM_LEN) */
+				if (!tok[7] || strlen(tok + 7) >= sizeof(f.thread)) {
+					bad = 1;
+					badtok = tok;
+					break;
+				}
+				snprintf(f.thread, sizeof(f.thread), "%s", tok + 7);
 			} else if (!have_err) {
 				snprintf(f.errname, sizeof(f.errname), "%s", tok);
 				have_err = 1;
@@ -242,8 +255,8 @@ static void parse_faults(void)
 			badtok = rule;
 		}
 		if (bad) {
-			fake_log("NCCLRR_FAULT: bad token '%s' in rule '%s' (expected API:rank=R:nth=N:ERROR_NAME, "
-				 "R and N numbers or *); rule ignored", badtok, rule);
+			fake_log("NCCLRR_FAULT: bad token '%s' in rule '%s' (expected API:rank=R:nth=N:thread=NAME:ERROR_NAME, "
+				 "R and N numbers or *, NAME a thread name prefix of 1-15 bytes); rule ignored", badtok, rule);
 			continue;
 		}
 		if (!fake_lib_owns(f.api))
@@ -259,8 +272,11 @@ static void parse_faults(void)
 				 f.errname, rule, fake_lib_what);
 			continue;
 		}
-		if (nfaults < (int)(sizeof(faults) / sizeof(faults[0])))
-			faults[nfaults++] = f;
+		if (nfaults < (int)(sizeof(faults) / sizeof(faults[0]))) {
+			faults[nfaults] = f;
+			atomic_init(&faults[nfaults].seen, 0);
+			nfaults++;
+		}
 	}
 	(void)h;
 }
@@ -283,27 +299,46 @@ int fake_enter(struct fake_api *api)
 	if (nfaults == 0)
 		return 0;
 	const struct fake_host *h = fake_host();
+	char tname[16] = "";
+	struct fault *hit = NULL;
+	unsigned long hit_m = 0;
 	for (int i = 0; i < nfaults; i++) {
 		struct fault *f = &faults[i];
 		if (strcmp(f->api, api->name) != 0)
 			continue;
 		if (f->rank >= 0 && f->rank != h->rank)
 			continue;
-		if (f->nth && f->nth != n)
-			continue;
-		char rk[32];
-		if (h->rank >= 0)
-			snprintf(rk, sizeof(rk), "rank %d", h->rank);
-		else
-			snprintf(rk, sizeof(rk), "no rank");
-		char line[256];
-		int len = snprintf(line, sizeof(line), "ncclrr-fake: injecting %s into %s (%s, call %lu)\n",
-				   f->errname, api->name, rk, n);
-		ssize_t w = write(2, line, (size_t)len);
-		(void)w;
-		return f->code;
+		if (f->thread[0]) {
+			if (!tname[0] && prctl(PR_GET_NAME, tname, 0, 0, 0) != 0)
+				tname[0] = 0;
+			if (strncmp(tname, f->thread, strlen(f->thread)) != 0)
+				continue;
+		}
+		/* nth counts the calls this rule matches (without thread=: every
+		 * call of the API in this process), so every matching rule counts
+		 * this call; the first one whose nth it is injects */
+		unsigned long m = atomic_fetch_add_explicit(&f->seen, 1, memory_order_relaxed) + 1;
+		if (!hit && (!f->nth || f->nth == m)) {
+			hit = f;
+			hit_m = m;
+		}
 	}
-	return 0;
+	if (!hit)
+		return 0;
+	char rk[32];
+	if (h->rank >= 0)
+		snprintf(rk, sizeof(rk), "rank %d", h->rank);
+	else
+		snprintf(rk, sizeof(rk), "no rank");
+	char th[48] = "";
+	if (hit->thread[0])
+		snprintf(th, sizeof(th), ", thread '%s'", tname);
+	char line[320];
+	int len = snprintf(line, sizeof(line), "ncclrr-fake: injecting %s into %s (%s%s, call %lu)\n",
+			   hit->errname, api->name, rk, th, hit_m);
+	ssize_t w = write(2, line, (size_t)len);
+	(void)w;
+	return hit->code;
 }
 
 /* ---- stats at exit -------------------------------------------------------- */

@@ -170,6 +170,21 @@ int nrr_env_prepend_path(struct nrr_env *e, const char *key, const char *dir)
 	return rc;
 }
 
+int nrr_env_append_path(struct nrr_env *e, const char *key, const char *item)
+{
+	const char *old = nrr_env_get(e, key);
+	if (!old || !*old)
+		return nrr_env_set(e, key, item);
+	size_t n = strlen(item) + strlen(old) + 2;
+	char *v = malloc(n);
+	if (!v)
+		return -ENOMEM;
+	snprintf(v, n, "%s:%s", old, item);
+	int rc = nrr_env_set(e, key, v);
+	free(v);
+	return rc;
+}
+
 static int env_set_int(struct nrr_env *e, const char *key, int v)
 {
 	char buf[24];
@@ -226,6 +241,16 @@ int nrr_launch_rank_env(struct nrr_env *e, const struct nrr_rank_env *r)
 		int urc = nrr_env_put(e, kv);
 		if (urc < 0)
 			return urc;
+	}
+	/* the fault switch's socket calls live in a library of their own,
+	 * preloaded behind whatever is there (a tracer stays in front) */
+	const char *fault = nrr_env_get(e, "NCCLRR_FAULT");
+	if (r->fake_libdir && fault && *fault) {
+		char lib[4096];
+		int dirlen = (int)strcspn(r->fake_libdir, ":");
+		snprintf(lib, sizeof(lib), "%.*s/%s", dirlen, r->fake_libdir, NRR_FAKE_SOCKET_LIB);
+		if (nrr_env_append_path(e, "LD_PRELOAD", lib) < 0)
+			return -ENOMEM;
 	}
 	return 0;
 }

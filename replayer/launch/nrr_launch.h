@@ -59,6 +59,13 @@ void nrr_env_unset(struct nrr_env *e, const char *key);
 /* Prepend @dir to the ':'-separated list in @key (set it if absent). */
 int nrr_env_prepend_path(struct nrr_env *e, const char *key, const char *dir);
 
+/* Append @item to the ':'-separated list in @key (set it if absent). */
+int nrr_env_append_path(struct nrr_env *e, const char *key, const char *item);
+
+/* The fake cluster's fault switch for socket calls (replayer/fake/fake_socket.c),
+ * in the fake runtime's directory. */
+#define NRR_FAKE_SOCKET_LIB "libncclrr-fake-socket.so"
+
 /* What one rank's environment is built from. NULL strings are left out. */
 struct nrr_rank_env {
 	struct nrr_placement pl;
@@ -68,7 +75,8 @@ struct nrr_rank_env {
 	const char *comm_id;       /* "127.0.0.1:PORT" -> NCCL_COMM_ID */
 	const char *id_dir;        /* a directory every rank sees -> NCCLRR_ID_DIR,
 				    * where rank 0 leaves its ncclUniqueId */
-	const char *fake_libdir;   /* prepended to LD_LIBRARY_PATH */
+	const char *fake_libdir;   /* prepended to LD_LIBRARY_PATH (a ':' list:
+				    * the fake runtime's directory first) */
 	const char *socket_ifname; /* -> NCCL_SOCKET_IFNAME (NULL: "lo") */
 	char *const *user_env;     /* "K=V" set last, overriding everything */
 	size_t n_user_env;
@@ -88,7 +96,10 @@ int nrr_launch_rank_env_parse(const char *s, const char **kv);
  * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NCCL_HOSTID, NCCL_COMM_ID,
  * NCCL_SOCKET_IFNAME, NCCL_TOPO_FILE, LD_LIBRARY_PATH, then the user's
  * variables, then removes the names in unset_env (inherited, set by us or
- * by the user alike), then sets the rank_env entries of this rank.
+ * by the user alike), then sets the rank_env entries of this rank; when
+ * the result has a non-empty NCCLRR_FAULT and fake_libdir is set, appends
+ * NRR_FAKE_SOCKET_LIB in fake_libdir's first directory to LD_PRELOAD (the fault switch's socket
+ * calls).
  * @return -EINVAL for a malformed user or per-rank variable or an unset
  * name that is empty or holds '='. */
 int nrr_launch_rank_env(struct nrr_env *e, const struct nrr_rank_env *r);

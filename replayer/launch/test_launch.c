@@ -127,6 +127,31 @@ static void test_env(void)
 	CHECK(nrr_launch_rank_env(&e, &re) == -EINVAL, "bad --env");
 	nrr_env_free(&e);
 
+	/* NCCLRR_FAULT (inherited or --rank-env) preloads the fault switch's
+	 * socket library behind what LD_PRELOAD already holds; none without it */
+	{
+		char *base2[] = { "LD_PRELOAD=/t/libncclrr-trace.so", NULL };
+		char *fre[] = { "3:NCCLRR_FAULT=connect:thread=NCCL Service:nth=1:ECONNREFUSED" };
+		struct nrr_rank_env r2;
+		memset(&r2, 0, sizeof(r2));
+		CHECK_FATAL(nrr_launch_place(2, 8, 16, 3, &r2.pl) == 0, "place");
+		r2.fake_libdir = "/fake:/nccl";
+		r2.rank_env = fre;
+		r2.n_rank_env = 1;
+		struct nrr_env e2;
+		CHECK_FATAL(nrr_env_init(&e2, base2) == 0 && nrr_launch_rank_env(&e2, &r2) == 0, "rank env with a fault");
+		const char *pl = nrr_env_get(&e2, "LD_PRELOAD");
+		CHECK(pl && strcmp(pl, "/t/libncclrr-trace.so:/fake/" NRR_FAKE_SOCKET_LIB) == 0,
+		      "NCCLRR_FAULT appends the socket fault library to LD_PRELOAD (got %s)", pl ? pl : "(unset)");
+		nrr_env_free(&e2);
+		r2.pl.rank = 4;
+		CHECK_FATAL(nrr_env_init(&e2, base2) == 0 && nrr_launch_rank_env(&e2, &r2) == 0, "rank env without");
+		pl = nrr_env_get(&e2, "LD_PRELOAD");
+		CHECK(pl && strcmp(pl, "/t/libncclrr-trace.so") == 0, "no NCCLRR_FAULT, LD_PRELOAD untouched (got %s)",
+		      pl ? pl : "(unset)");
+		nrr_env_free(&e2);
+	}
+
 	/* LD_LIBRARY_PATH absent or empty */
 	char *empty[] = { "LD_LIBRARY_PATH=", NULL };
 	CHECK_FATAL(nrr_env_init(&e, empty) == 0, "init");

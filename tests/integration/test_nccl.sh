@@ -2,7 +2,7 @@
 # Real NCCL on the fake runtime under `ncclrr run` (suite nccl / slow).
 # usage: test_nccl.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR [NCCL_HINT] [RUNS]
 # CASE: cumem | ipc | shm | nonblocking | tp_dp | tp_dp_connect_at_init | 4node |
-#       ipc_fault | cumem_fault
+#       ipc_fault | cumem_fault | net_connect
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -138,6 +138,57 @@ cumem_fault)
 	fault_chain cumem_fault cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE \
 		"--env NCCL_RUNTIME_CONNECT=0" '^\[3\] rank 3: ncclCommInitRank failed: unhandled cuda error' \
 		'^\[[0-9]+\] .*(call to tpRank 3 .*failed|Proxy Service 3\] Failed to execute operation)'
+	;;
+net_connect)
+	# rank 8's first NET/Socket connect (to rank 0, on the other host, at
+	# the world communicator's init) is refused by the
+	# kernel (the fake cluster's socket fault switch points it at a loopback
+	# port with no listener); NCCL 2.22 retries on the same socket, Linux
+	# says ECONNABORTED, and NCCL's own chain follows on rank 8. Connect at
+	# init (NCCL_RUNTIME_CONNECT=0): at the first collective NCCL 2.22.3
+	# dies of SIGSEGV instead (replayer/fake/README.md). Run 1 untraced,
+	# run 2 under `ncclrr record`: the same chain, and the trace has it.
+	fto=${NCCLRR_TEST_FAULT_TIMEOUT:-30}
+	rule='connect:thread=NCCL Service:nth=1:ECONNREFUSED'
+	nruns=$runs; [ "$nruns" -ge 2 ] || nruns=2
+	for i in $(seq 1 "$nruns"); do
+		log=$tmp/net_connect$i.log
+		rec=()
+		[ $((i % 2)) -eq 0 ] && rec=("$ncclrr" record -o "$tmp/rec$i" -q --)
+		t0=$(date +%s)
+		NCCL_DEBUG=INFO "${rec[@]}" "$ncclrr" run --topo "$root/topo/2node_16gpu.xml" --timeout "$fto" \
+			--env NCCL_RUNTIME_CONNECT=0 --rank-env 8:NCCL_SET_THREAD_NAME=1 \
+			--rank-env "8:NCCLRR_FAULT=$rule" -- "$wl/tp_dp" >"$log" 2>&1
+		rc=$? el=$(( $(date +%s) - t0 ))
+		what="net_connect run $i${rec:+ (recorded)}"
+		echo "wall: $el s ($what, exit $rc)"
+		[ $rc -ne 0 ] || fail "$what: ncclrr run exited 0"
+		[ $el -le $((fto + 15)) ] || fail "$what: took ${el}s (timeout $fto s)"
+		n=$(grep -c "ncclrr-fake: injecting ECONNREFUSED into connect" "$log")
+		[ "$n" -eq 1 ] || fail "$what: $n injections, want 1"
+		grep -Eq "^\[8\] ncclrr-fake: injecting ECONNREFUSED into connect \(rank 8, thread 'NCCL Service *[0-9]+', call 1\)" "$log" ||
+			fail "$what: the refusal was not on rank 8's proxy service thread"
+		for want in \
+		    '^\[8\] .*misc/socket\.cc:[0-9]+ NCCL WARN socketStartConnect: Connect to 127\.0\.0\.1<[0-9]+> failed : Software caused connection abort$' \
+		    '^\[8\] .*misc/socket\.cc:[0-9]+ -> 2$' \
+		    '^\[8\] .*transport/net_socket\.cc:[0-9]+ -> 2$' \
+		    '^\[8\] .*transport/net\.cc:[0-9]+ -> 2$' \
+		    '^\[8\] .*transport\.cc:[0-9]+ -> 2$' \
+		    '^\[8\] rank 8: ncclCommInitRank failed: unhandled system error'; do
+			grep -E -m1 -- "$want" "$log" || { fail "$what: no line matching $want"; show_tail "$log"; }
+		done
+		# (ranks may then fail their own connects to rank 8, which has
+		# exited: a consequence, not a second injection)
+		if [ ${#rec[@]} -gt 0 ]; then
+			d=$("$ncclrr" dump --rank 8 --api connect,getsockopt "$tmp/rec$i" 2>&1)
+			printf '%s\n' "$d" | grep -E -m1 'connect\(sockfd=[0-9]+, addr=127\.0\.0\.1:[0-9]+, .*= -1 EINPROGRESS' >/dev/null &&
+			printf '%s\n' "$d" | grep -E -m1 'getsockopt\(.*optname=4, optval=6f000000' >/dev/null &&
+			printf '%s\n' "$d" | grep -E -m1 'connect\(.*= -1 ECONNABORTED' ||
+				fail "$what: rank 8's trace lacks connect EINPROGRESS, SO_ERROR 111, connect ECONNABORTED"
+			"$ncclrr" dump --rank 8 --errors "$tmp/rec$i" 2>&1 | grep -E -m1 'ncclProxyResponse\(.*type=ncclProxyMsgConnect.*= ncclSystemError' ||
+				fail "$what: rank 8's trace lacks the proxy's Connect answer ncclSystemError"
+		fi
+	done
 	;;
 *) echo "unknown case $case_"; exit 2 ;;
 esac
