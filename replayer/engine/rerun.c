@@ -719,7 +719,9 @@ static void mark_consequences(struct run *x)
 			continue;
 		for (int q = 0; q < x->nranks; q++) {
 			const struct proc *o = x->ranks[q].root;
-			if (q == r || !o || !ended_at(o) || !strcmp(o->end, "exec"))
+			/* only a peer that ended badly can be the cause (in
+			 * conn_setup, ranks that finished their part exit 0 early) */
+			if (q == r || !o || !ended_at(o) || !strcmp(o->end, "exec") || ended_well(o))
 				continue;
 			if (s->first_other < 0 || ended_at(o) < s->first_other_wall) {
 				s->first_other = q;
