@@ -253,6 +253,19 @@ static void mark_benign(struct coord *x)
 	}
 }
 
+/* A native trace records how its process ended; one that has no end while
+ * the others have was killed outright (SIGKILL, the OOM killer) or its
+ * host went away: say so, it is likely the failure. */
+static void mark_killed(struct coord *x)
+{
+	bool any_end = false;
+	for (size_t i = 0; i < x->n; i++)
+		any_end |= x->pi[i].end[0] != 0;
+	for (size_t i = 0; any_end && i < x->n; i++)
+		if (!x->pi[i].end[0])
+			snprintf(x->pi[i].end, sizeof(x->pi[i].end), "killed (no end recorded: SIGKILL?)");
+}
+
 static bool proc_failed(const struct nrr_proc_info *pi)
 {
 	return pi->end[0] && strcmp(pi->end, "exit 0") != 0 && strcmp(pi->end, "exec") != 0;
@@ -613,25 +626,37 @@ static void print_chain(struct coord *x, FILE *f, bool show_reached)
 	char (*txt)[512] = calloc(x->n + 1, sizeof(*txt));
 	if (!order || !seen || !txt)
 		goto out;
-	for (size_t a = 0; a < x->nerr; a++) {   /* failed processes with errors, by first error */
+	/* failed processes in the order their story began: the first error
+	 * that is part of the failure, else the end (a rank killed outright
+	 * has no error, but its peers' errors come after its death) */
+	uint64_t *key = calloc(x->n + 1, sizeof(*key));
+	if (!key)
+		goto out;
+	for (size_t p = 0; p < x->n; p++)
+		key[p] = x->pi[p].end_wall;
+	for (size_t a = 0; a < x->nerr; a++) {
 		size_t p = x->err[a].proc;
-		if (!x->err[a].benign && !seen[p] && x->pi[p].selected) {
+		if (x->err[a].benign || !x->pi[p].selected)
+			continue;
+		if (!seen[p]) {
 			seen[p] = true;
 			order[no++] = p;
 		}
+		if (x->err[a].wall < key[p])
+			key[p] = x->err[a].wall;
 	}
-	size_t from = no;
 	for (size_t p = 0; p < x->n; p++)
 		if (!seen[p] && proc_failed(&x->pi[p]) && x->pi[p].selected) {
 			seen[p] = true;
 			order[no++] = p;
 		}
-	for (size_t i = from + 1; i < no; i++)   /* then those that only ended badly, first to end first */
-		for (size_t j = i; j > from && x->pi[order[j]].end_wall < x->pi[order[j - 1]].end_wall; j--) {
+	for (size_t i = 1; i < no; i++)
+		for (size_t j = i; j > 0 && key[order[j]] < key[order[j - 1]]; j--) {
 			size_t t = order[j];
 			order[j] = order[j - 1];
 			order[j - 1] = t;
 		}
+	free(key);
 	for (size_t i = 0; i < no; i++)
 		chain_text(x, order[i], show_reached, txt[order[i]], sizeof(txt[0]));
 	for (size_t i = 0; i < no; i++) {
@@ -734,6 +759,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		goto out;
 	}
 	qsort(x.err, x.nerr, sizeof(*x.err), cmp_wall);
+	mark_killed(&x);
 	mark_benign(&x);
 	if (nrr_xmap_init(4096 + 4 * (x.naddr + x.nunix)) < 0) {
 		fprintf(stderr, "ncclrr replay: Cannot map the replay table: %s\n", strerror(errno));

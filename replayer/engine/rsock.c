@@ -467,6 +467,29 @@ static int publish_conn(int fd, const uint8_t *peer, socklen_t plen, const uint8
 	return nrr_xmap_put("conn", key, kl, val, vl);
 }
 
+/* Did the getsockopt(SO_ERROR) that followed the in-progress connect of
+ * recorded fd @fd (unit @k) report an error? */
+static bool connect_failed_later(struct rstream *st, size_t k, int64_t fd)
+{
+	for (size_t j = k + 1; j < st->n && j <= k + 64; j++) {
+		const nrr_call *c = &st->u[j].c;
+		if (!c->fn || argv_i(c, "sockfd", -1) != fd)
+			continue;
+		if (!strcmp(c->fn->name, "close") || !strcmp(c->fn->name, "send") || !strcmp(c->fn->name, "recv"))
+			return false;
+		if (strcmp(c->fn->name, "getsockopt") || argv_i(c, "level", -1) != SOL_SOCKET ||
+		    argv_i(c, "optname", -1) != SO_ERROR)
+			continue;
+		int i = nrr_arg_index(c, "optval");
+		if (c->result != 0 || i < 0 || c->args[i].len < sizeof(int))
+			return false;
+		int err;
+		memcpy(&err, c->args[i].p, sizeof(err));
+		return err != 0;
+	}
+	return false;
+}
+
 static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;
@@ -505,6 +528,13 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 					s->p->o->timeout_s);
 		}
 		ll = (socklen_t)vl;
+	}
+	/* A non-blocking connect whose SO_ERROR then said it failed (refused:
+	 * the peer was gone, or the fault switch sent it to a closed port)
+	 * made no connection in the recording: none is made here either. */
+	if (c->result < 0 && c->err == EINPROGRESS && connect_failed_later(st, k, rec)) {
+		nrr_rfd_put(s->p, rec, RFD_SERVED);
+		return nrr_rres_injected(res, c);
 	}
 	/* Say which recorded connection this is before it exists, under the
 	 * live 4-tuple (never reused while the connection may wait in the

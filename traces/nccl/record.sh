@@ -53,18 +53,18 @@ rec_killed() {
 	wait "$job" || true
 }
 
-want() { [ $# -eq 0 ] || [[ " $* " == *" $1 "* ]]; }
+want() { local n=$1; shift; [ $# -eq 0 ] || [[ " $* " == *" $n "* ]]; }
 names=("$@")
 run_one() {
 	local n=$1
 	want "$n" "${names[@]}" || return 0
 	case $n in
 	clean) rec clean 120 ;;
-	p2p_ipc_open) rec p2p_ipc_open 20 --env NCCL_CUMEM_ENABLE=0 \
+	p2p_ipc_open) rec p2p_ipc_open 10 --env NCCL_CUMEM_ENABLE=0 \
 		--env NCCLRR_FAULT=cudaIpcOpenMemHandle:rank=3:nth=1:cudaErrorInvalidValue ;;
-	cumem_import) rec cumem_import 20 --env NCCL_RUNTIME_CONNECT=0 \
+	cumem_import) rec cumem_import 10 --env NCCL_RUNTIME_CONNECT=0 \
 		--env NCCLRR_FAULT=cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE ;;
-	net_connect) rec net_connect 20 --env NCCL_RUNTIME_CONNECT=0 --rank-env 8:NCCL_SET_THREAD_NAME=1 \
+	net_connect) rec net_connect 10 --env NCCL_RUNTIME_CONNECT=0 --rank-env 8:NCCL_SET_THREAD_NAME=1 \
 		--rank-env '8:NCCLRR_FAULT=connect:thread=NCCL Service:nth=1:ECONNREFUSED' ;;
 	bad_ifname) rec bad_ifname 20 --rank-env 5:NCCL_SOCKET_IFNAME=nosuchif0 ;;
 	rank_killed) rec_killed ;;
