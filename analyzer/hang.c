@@ -844,12 +844,14 @@ static int edges_connect(struct nrr_hang *h, size_t i, const char *addr, const c
 			to < 0 ? ": no traced process listens there" : "");
 }
 
+static bool killed_outright(const struct nrr_hang *h, const struct hproc *p);
+
 static int build_edges(struct nrr_hang *h)
 {
 	int rc = 0;
 	for (size_t i = 0; i < h->np && !rc; i++) {
 		struct hproc *p = &h->p[i];
-		if (p->exited)
+		if (p->exited || killed_outright(h, p))
 			continue;   /* calls left in flight at exit are not a wait */
 		for (uint32_t k = 0; k < p->nst && !rc; k++) {
 			struct hstream *st = &p->st[k];
@@ -965,12 +967,26 @@ static void reach(const struct nrr_hang *h, const struct graph *g, int n, bool *
 	}
 }
 
+/* Killed outright (nrr_no_end_means_killed) wherever it was: what it had
+ * in flight is not a wait. */
+static bool killed_outright(const struct nrr_hang *h, const struct hproc *p)
+{
+	if (p->end_how[0])
+		return false;
+	size_t without = 0;
+	for (size_t i = 0; i < h->np; i++)
+		without += !h->p[i].end_how[0];
+	return nrr_no_end_means_killed(without, h->np);
+}
+
 static int classify_node(const struct nrr_hang *h, int n)
 {
 	if ((size_t)n >= h->np)
 		return C_MISSING;
 	const struct hproc *p = &h->p[n];
 	uint64_t ref = h->cut != UINT64_MAX ? h->cut : h->job_end;
+	if (killed_outright(h, p))
+		return C_DIED;
 	if (p->waiting)
 		return C_OUTSIDE;
 	if (!strncmp(p->end_how, "signal ", 7)) {
@@ -1014,6 +1030,9 @@ static char *describe(const struct nrr_hang *h, int n, int cls)
 	case C_DIED:
 		if (p->end_how[0])
 			fprintf(f, "%s died: its trace ended by %s at %.6f s", lb, p->end_how, rel(h, p->end_wall));
+		else if (!p->end_wall)
+			fprintf(f, "%s died: its trace holds no call and no end (killed by SIGKILL, or its host went away, "
+				"before its first chunk was written)", lb);
 		else
 			fprintf(f, "%s died: its trace stops at %.6f s with no end recorded (killed by SIGKILL, or its host went away)",
 				lb, rel(h, p->end_wall));
@@ -1499,6 +1518,8 @@ static void end_text(const struct nrr_hang *h, const struct hproc *p, char *buf,
 {
 	if (p->end_how[0])
 		snprintf(buf, len, "trace ended at %.6f s by %s", rel(h, p->end_wall), p->end_how);
+	else if (!p->end_wall)
+		snprintf(buf, len, "no call and no end recorded (lost with its process)");
 	else
 		snprintf(buf, len, "trace stops at %.6f s, no end recorded", rel(h, p->end_wall));
 }

@@ -35,6 +35,16 @@ const char *nrr_call_benign(const nrr_call *c);
  * nrr_call_benign(). */
 bool nrr_call_real_failure(const nrr_call *c);
 
+/* A native trace records how its process ended (exit, signal, exec).  Of
+ * @n processes of one run, @without have no end: are those killed outright
+ * (SIGKILL, the OOM killer, a lost host)?  Yes when they are the exception
+ * (fewer than half); when most have none the whole run was cut (kill -9 of
+ * a hung job, flight-recorder dumps, LTTng).  Used by replay and hang. */
+static inline bool nrr_no_end_means_killed(size_t without, size_t n)
+{
+	return without && 2 * without < n;
+}
+
 /* Write "name=value, …" for the args of @c that are recorded. */
 void nrr_format_args(FILE *f, const nrr_call *c);
 /* Write one value of arg @i of @c. */

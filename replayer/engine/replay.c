@@ -68,7 +68,9 @@ struct outcome {
 	bool hung;
 	char hang[1024];
 	unsigned unsupported;
-	char unsup_first[400];
+	char unsup_first[400];     /* of the lowest process index, then call number: the same every replay */
+	size_t unsup_proc;
+	uint64_t unsup_seq;
 	unsigned reached_sig; /* chain elements reproduced (count) */
 	bool fatal;
 	bool fatal_setup;    /* a trace a worker cannot read, or no fake runtime (exit 2) */
@@ -253,15 +255,14 @@ static void mark_benign(struct coord *x)
 	}
 }
 
-/* A native trace records how its process ended; one that has no end while
- * the others have was killed outright (SIGKILL, the OOM killer) or its
- * host went away: say so, it is likely the failure. */
+/* Processes killed outright (nrr_no_end_means_killed): say so, it is
+ * likely the failure. */
 static void mark_killed(struct coord *x)
 {
-	bool any_end = false;
+	size_t without = 0;
 	for (size_t i = 0; i < x->n; i++)
-		any_end |= x->pi[i].end[0] != 0;
-	for (size_t i = 0; any_end && i < x->n; i++)
+		without += !x->pi[i].end[0];
+	for (size_t i = 0; nrr_no_end_means_killed(without, x->n) && i < x->n; i++)
 		if (!x->pi[i].end[0])
 			snprintf(x->pi[i].end, sizeof(x->pi[i].end), "killed (no end recorded: SIGKILL?)");
 }
@@ -333,8 +334,11 @@ static void on_line(struct coord *x, size_t proc, char *line, struct outcome *ou
 		break;
 	case 'U':
 		if (sscanf(line, "U %u %" SCNu64 " %79s %n", &stream, &seq, fn, &n) >= 3 && n) {
-			if (!out->unsupported++)
+			if (!out->unsupported++ || proc < out->unsup_proc || (proc == out->unsup_proc && seq < out->unsup_seq)) {
+				out->unsup_proc = proc;
+				out->unsup_seq = seq;
 				snprintf(out->unsup_first, sizeof(out->unsup_first), "%s #%" PRIu64 " %s: %s", pi->who, seq, fn, line + n);
+			}
 		}
 		break;
 	case 'F':   /* "F bad-trace …" or "F setup …" */

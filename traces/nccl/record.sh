@@ -41,7 +41,7 @@ rec_killed() {
 		grep -q '^\[5\] rank 5: NCCL' "$log" && break
 		sleep 0.1
 	done
-	sleep 0.3
+	sleep 1.5   # into ncclCommInitRank: bootstrap and transport setup
 	# the rank's process: the tp_dp whose environment says NCCLRR_RANK=5
 	local p
 	for p in $(pgrep -f "$wl"); do
