@@ -651,7 +651,7 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	memset(outv, 0, sizeof(outv));
 	int rc = 0;
 	char note[160] = "";
-	bool bail = false;
+	bool bail = false, served = false;
 	for (uint8_t i = 0; i < g->nparams && !bail; i++) {
 		const nrr_rc_param *pp = &g->params[i];
 		ps[i].j = -1;
@@ -710,6 +710,14 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 			if (sp && sp->what == SP_IPC_GET && x->inject != NRR_INJECT_ALL) {
 				uint8_t live[NRR_XMAP_MAX];
 				size_t ll = sizeof(live);
+				/* made by a process that is not replayed (--ranks): the
+				 * answer, and what it maps, come from the trace */
+				if (nrr_xmap_get(!strcmp(sp->arg, "ipc") ? "isel" : "iesel", v->p, v->len, live, &ll, 0) < 0) {
+					served = true;
+					bail = true;
+					break;
+				}
+				ll = sizeof(live);
 				int e = nrr_xmap_get(sp->arg, v->p, v->len, live, &ll, IPC_TIMEOUT_MS);
 				if (e < 0) {
 					res->status = NRR_R_DIVERGED;
@@ -786,7 +794,14 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		slot[i] = v->u;
 	}
 
-	if (!bail) {
+	if (served) {
+		inject(x, c, res);
+		pthread_mutex_lock(&x->mu);
+		for (uint16_t j = 0; j < fn->nargs; j++)
+			if ((fn->args[j].dir & NRR_DIR_OUT) && fn->args[j].fmt == NRR_FMT_HANDLE && (c->present >> j & 1))
+				taint_add(x, c->args[j].u, 1);
+		pthread_mutex_unlock(&x->mu);
+	} else if (!bail) {
 		int64_t r = g->call(x->fp[gi], slot);
 		g->read(slot, outv);
 		res->result = r;

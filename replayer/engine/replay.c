@@ -52,6 +52,9 @@ struct coord {
 	/* UNIX socket names bound (sun_path bytes) */
 	struct { uint8_t name[NRR_XMAP_MAX]; uint8_t len; bool sent; size_t proc; } *unix_names;
 	size_t nunix, unixcap;
+	/* IPC handle bytes made by cuIpcGet{Mem,Event}Handle (kind "isel", "iesel") */
+	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; const char *kind; size_t proc; } *ipc;
+	size_t nipc, ipccap;
 	uint64_t total_units;
 };
 
@@ -169,6 +172,21 @@ static int scan(struct coord *x, size_t i)
 				    (ret = add_unix(x, i, c->args[ai].p, c->args[ai].len, false)) < 0)
 					break;
 			}
+			if (kind == U_EXEC && !nrr_call_failed(c) &&
+			    (!strcmp(c->fn->name, "cuIpcGetMemHandle") || !strcmp(c->fn->name, "cuIpcGetEventHandle"))) {
+				int hi = nrr_arg_index(c, "pHandle");
+				if (hi >= 0 && c->args[hi].len && c->args[hi].len <= NRR_XMAP_MAX) {
+					if (!nrr_grow(&x->ipc, x->nipc, &x->ipccap, sizeof(*x->ipc))) {
+						ret = -ENOMEM;
+						break;
+					}
+					memcpy(x->ipc[x->nipc].key, c->args[hi].p, c->args[hi].len);
+					x->ipc[x->nipc].len = (uint8_t)c->args[hi].len;
+					x->ipc[x->nipc].kind = c->fn->name[5] == 'M' ? "isel" : "iesel";
+					x->ipc[x->nipc].proc = i;
+					x->nipc++;
+				}
+			}
 			if (kind == U_EXEC && !strcmp(c->fn->name, "sendmsg")) {
 				const uint8_t *nm;
 				size_t nl = msg_name(c, &nm);
@@ -281,6 +299,9 @@ static void publish_sets(struct coord *x)
 	for (size_t a = 0; a < x->naddr; a++)
 		if (x->pi[x->addr[a].proc].selected)
 			nrr_xmap_put(x->addr[a].listen ? "lsel" : "csel", x->addr[a].key, x->addr[a].len, &one, 1);
+	for (size_t a = 0; a < x->nipc; a++)
+		if (x->pi[x->ipc[a].proc].selected)
+			nrr_xmap_put(x->ipc[a].kind, x->ipc[a].key, x->ipc[a].len, &one, 1);
 	for (size_t a = 0; a < x->nunix; a++)
 		if (x->pi[x->unix_names[a].proc].selected)
 			nrr_xmap_put(x->unix_names[a].sent ? "usnd" : "usel", x->unix_names[a].name, x->unix_names[a].len, &one, 1);
