@@ -299,6 +299,11 @@ static void publish_sets(struct coord *x)
 	for (size_t a = 0; a < x->naddr; a++)
 		if (x->pi[x->addr[a].proc].selected)
 			nrr_xmap_put(x->addr[a].listen ? "lsel" : "csel", x->addr[a].key, x->addr[a].len, &one, 1);
+	/* the addresses of processes killed outright (mark_killed): their
+	 * peers' reads of what they sent last are served from the trace */
+	for (size_t a = 0; a < x->naddr; a++)
+		if (!strncmp(x->pi[x->addr[a].proc].end, "killed", 6))
+			nrr_xmap_put("kill", x->addr[a].key, x->addr[a].len, &one, 1);
 	for (size_t a = 0; a < x->nipc; a++)
 		if (x->pi[x->ipc[a].proc].selected)
 			nrr_xmap_put(x->ipc[a].kind, x->ipc[a].key, x->ipc[a].len, &one, 1);

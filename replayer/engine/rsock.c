@@ -316,6 +316,34 @@ static const nrr_call *info_after(struct rstream *st, size_t k, int64_t fd, int 
 
 enum { ROLE_LISTEN = 1, ROLE_CONNECT = 2, ROLE_ACCEPT = 3 };
 
+/* Is recorded socket @fd (used by unit @k) connected to a process that was
+ * killed outright?  Its trace lost what it did last (up to the tracer's
+ * sync interval), so what it sent then is not there to be replayed. */
+static bool peer_killed(struct rstream *st, size_t k, int64_t fd)
+{
+	/* the last sock_info for @fd before this call, in any thread (the
+	 * socket may have been made by another one) */
+	const nrr_call *best = NULL;
+	uint64_t ts = st->u[k].c.ts;
+	for (size_t i = 0; i < st->p->ns; i++) {
+		const struct rstream *t = &st->p->s[i];
+		for (size_t j = t->n; j-- > 0;) {
+			const nrr_call *c = &t->u[j].c;
+			if (c->ts > ts || t->u[j].kind != U_INFO || argv_i(c, "fd", -1) != fd)
+				continue;
+			if (!best || c->ts > best->ts)
+				best = c;
+			break;
+		}
+	}
+	int pi = best ? nrr_arg_index(best, "peer") : -1;
+	if (pi < 0 || best->args[pi].len < 2)
+		return false;
+	uint8_t key[NRR_XMAP_MAX];
+	size_t kl = nrr_addr_key(best->args[pi].p, best->args[pi].len, key);
+	return xmap_has("kill", key, kl);
+}
+
 /* Live fd of the recorded socket arg @name; RFD_SERVED; or -1 (res set). */
 static int sock_fd(struct rsock *s, const nrr_call *c, const char *name, nrr_rres *res)
 {
@@ -557,6 +585,15 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 		getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
 		r = err ? -1 : 0;
 	}
+	if (r < 0 && err == ECONNREFUSED && c->result == 0 && sa[0] != AF_UNIX) {
+		uint8_t key[NRR_XMAP_MAX];
+		size_t kl = nrr_addr_key(sa, salen, key);
+		if (xmap_has("kill", key, kl)) {
+			/* its listener was killed outright earlier here than there */
+			nrr_rfd_put(s->p, rec, RFD_SERVED);
+			return nrr_rres_injected(res, c);
+		}
+	}
 	if (c->result < 0 && c->err == EINPROGRESS && (r == 0 || err == EINPROGRESS)) {
 		res->result = c->result;
 		return 0;
@@ -685,8 +722,9 @@ static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 	return 0;
 }
 
-static int r_send(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rres *res)
+static int r_send(struct rsock *s, struct rstream *st, size_t k, const char *fdname, nrr_rres *res)
 {
+	const nrr_call *c = &st->u[k].c;
 	int fd = live_fd(s, c, fdname, res);
 	if (fd < 0)
 		return 0;
@@ -708,14 +746,21 @@ static int r_send(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rr
 	ssize_t w = write_all(fd, b, n, flags);
 	int err = errno;
 	free(b);
+	if (w < 0 && peer_killed(st, k, argv_i(c, fdname, -1))) {
+		/* the killed peer went earlier here than there (its last moments
+		 * were lost with its trace) */
+		nrr_rfd_put(s->p, argv_i(c, fdname, -1), RFD_SERVED);
+		return nrr_rres_injected(res, c);
+	}
 	if (w < 0)
 		return nrr_rres_set(res, NRR_R_DIVERGED, "sent %zu bytes in the recording; here: -1 %s", n, strerror(err));
 	res->result = w;
 	return 0;
 }
 
-static int r_recv(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rres *res)
+static int r_recv(struct rsock *s, struct rstream *st, size_t k, const char *fdname, nrr_rres *res)
 {
+	const nrr_call *c = &st->u[k].c;
 	int fd = live_fd(s, c, fdname, res);
 	if (fd < 0)
 		return 0;
@@ -738,6 +783,12 @@ static int r_recv(struct rsock *s, const nrr_call *c, const char *fdname, nrr_rr
 	ssize_t r = read_exact(fd, b, n, flags);
 	int err = errno;
 	int bi = nrr_arg_index(c, "buf");
+	if ((r < 0 || (size_t)r < n) && peer_killed(st, k, argv_i(c, fdname, -1))) {
+		/* what the killed peer sent last was lost with its trace */
+		free(b);
+		nrr_rfd_put(s->p, argv_i(c, fdname, -1), RFD_SERVED);
+		return nrr_rres_injected(res, c);
+	}
 	if (r < 0) {
 		free(b);
 		return nrr_rres_set(res, NRR_R_DIVERGED, "recorded %zu bytes, replayed -1 %s", n, strerror(err));
@@ -1091,13 +1142,13 @@ int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 	if (!strcmp(n, "accept") || !strcmp(n, "accept4"))
 		return r_accept(s, st, k, res);
 	if (!strcmp(n, "send") || !strcmp(n, "sendto"))
-		return r_send(s, c, "sockfd", res);
+		return r_send(s, st, k, "sockfd", res);
 	if (!strcmp(n, "write"))
-		return r_send(s, c, "fd", res);
+		return r_send(s, st, k, "fd", res);
 	if (!strcmp(n, "recv") || !strcmp(n, "recvfrom"))
-		return r_recv(s, c, "sockfd", res);
+		return r_recv(s, st, k, "sockfd", res);
 	if (!strcmp(n, "read"))
-		return r_recv(s, c, "fd", res);
+		return r_recv(s, st, k, "fd", res);
 	if (!strcmp(n, "sendmsg"))
 		return r_sendmsg(s, c, res);
 	if (!strcmp(n, "recvmsg"))

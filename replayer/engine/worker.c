@@ -522,7 +522,10 @@ int nrr_worker_main(struct nrr_rproc *p)
 	pthread_mutex_unlock(&p->mu);
 	wait_exit_time(p);
 	int div = 0;
-	for (size_t i = 0; inflight && i < p->ns; i++) {
+	/* a process killed outright (replay.c mark_killed) stopped at an
+	 * unknown moment: data a peer sent it may have arrived before or after */
+	bool killed = !strncmp(p->pi->end, "killed", 6);
+	for (size_t i = 0; inflight && !killed && i < p->ns; i++) {
 		const struct unit *u = p->s[i].n ? &p->s[i].u[p->s[i].n - 1] : NULL;
 		char why[300];
 		if (u && u->kind == U_INFLIGHT && rsock_handles(u->c.fn) &&
