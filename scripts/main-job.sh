@@ -1,89 +1,88 @@
 #!/usr/bin/env bash
-# The main job: build ncclrr, then record a fake multi-node run that fails
-# at connect and diagnose it from the trace.
-#  - `ncclrr run` starts conn_setup as 16 ranks on topo/2node_16gpu.xml (2
-#    virtual hosts x 8 fake GPUs): driver discovery through
-#    cuGetProcAddress, cuMem buffers, a bootstrap over TCP, a ring of proxy
-#    connections whose same-host peers import each other's buffer, and the
-#    real NCCL's own start-up;
-#  - the fake runtime's fault switch makes rank 3's
-#    cuMemImportFromShareableHandle fail, as a broken P2P/cuMem import does;
-#  - `ncclrr record` traces every process; `ncclrr stats` and `ncclrr dump`
-#    find the failing call, its rank, and what led to it.
-#  - `ncclrr diff` against a clean run names the configuration difference and
-#    rank 3's import as the first divergence; `ncclrr export` writes the
-#    HTML report and the Chrome/Perfetto JSON.
-#  - `ncclrr replay` re-executes the trace here (one worker per recorded
-#    process, real loopback sockets, the fake runtime) ten times and
-#    reproduces rank 3's failure at the same call each time, then again with
-#    only ranks 2 and 3 (the others served from the trace).
+# The main job: build ncclrr, then record a fake multi-node run of real NCCL
+# that fails at connect, and replay, rerun and diagnose it.
+#  - `ncclrr run` starts tests/workloads/tp_dp as 16 ranks on
+#    topo/2node_16gpu.xml (2 virtual hosts x 8 fake GPUs) with real NCCL
+#    2.22.3 (Debian's libnccl_static.a relinked against ncclrr's CUDA
+#    runtime by scripts/nccl.sh) and legacy CUDA IPC for P2P
+#    (NCCL_CUMEM_ENABLE=0);
+#  - the fake runtime's fault switch makes rank 3's first
+#    cudaIpcOpenMemHandle fail, as a broken P2P/IPC path does; NCCL prints
+#    its own transport/p2p.cc WARN and `transport.cc:N -> 1` chain, and the
+#    other ranks wait for rank 3 until the launcher's timeout;
+#  - `ncclrr record` traces every process; `ncclrr replay` re-executes the
+#    trace here ten times, then with ranks 3 and 2 only, and reproduces
+#    rank 3's failure at the same call each time; `ncclrr replay --rerun`
+#    runs the real program again with the recorded answers;
+#  - `ncclrr diff` against a clean recording names the fault and its rank;
+#    `ncclrr export` writes the HTML report and the Chrome/Perfetto JSON.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh
 ncclrr=build/cli/ncclrr
 out=build/main-job
+topo=topo/2node_16gpu.xml
+wl=build/tests/workloads/tp_dp
 rm -rf "$out"
 mkdir -p "$out"
-fault=cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE
+fault=cudaIpcOpenMemHandle:rank=3:nth=1:cudaErrorInvalidValue
+# NCCL's WARN lines and its "file.cc:N -> R" chain (printed at INFO for
+# every subsystem); ENV keeps the rest of INFO to a few lines per rank
+export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ENV
 
 echo
-echo "== ncclrr record -o $out/trace -- ncclrr run --topo topo/2node_16gpu.xml -- conn_setup"
-echo "   (NCCLRR_FAULT=$fault)"
+echo "== ncclrr record -o $out/trace -- ncclrr run --topo $topo -- tp_dp   (16 ranks, real NCCL 2.22.3)"
+echo "   NCCL_CUMEM_ENABLE=0 (P2P over legacy CUDA IPC), NCCLRR_FAULT=$fault"
 set +e
-NCCLRR_FAULT=$fault "$ncclrr" record -o "$out/trace" -- \
-	"$ncclrr" run --topo topo/2node_16gpu.xml --timeout 120 -- build/tests/workloads/conn_setup >"$out/run.log" 2>&1
+"$ncclrr" record -q -o "$out/trace" -- "$ncclrr" run --topo "$topo" --timeout 15 \
+	--env NCCL_CUMEM_ENABLE=0 --env "NCCLRR_FAULT=$fault" -- "$wl" >"$out/run.log" 2>&1
 rc=$?
 set -e
-grep -E '^\[3\] rank 3: (cuMemImport|proxy|[0-9]+ failure)|^\[4\] .*could not use|^ncclrr (run|record):' "$out/run.log" || true
+echo "-- what NCCL printed (rank 3, and the first line of each other rank that failed):"
+grep -E '^\[3\] .*(NCCL WARN|-> [0-9]+$|ncclCommInitRank failed|injecting)' "$out/run.log" | head -n 14 || true
+grep -E '^\[[0-9]+\] rank [0-9]+: ncclCommInitRank failed' "$out/run.log" | grep -v '^\[3\]' | head -n 3 || true
+grep -E '^ncclrr run: .*(timeout|exited)' "$out/run.log" | head -n 2 || true
 echo "(job exit status $rc; full output in $out/run.log)"
 
 echo
-echo "== ncclrr stats --rank 3 --top 12 $out/trace"
-"$ncclrr" stats --rank 3 --top 12 "$out/trace"
+echo "== ncclrr replay --repeat 10 $out/trace"
+"$ncclrr" replay --repeat 10 "$out/trace" | tee "$out/replay.txt" | grep -E '^(ncclrr replay|recorded failure|  rank 3|reproduced failure|repeat|result)'
+echo
+echo "== ncclrr replay --ranks 3,2 $out/trace   (ranks 3 and 2 only; the other 14 served from the trace)"
+"$ncclrr" replay --ranks 3,2 "$out/trace" | tee "$out/replay-ranks.txt" | grep -E '^(ncclrr replay|  rank 3: .*answered|result)'
 
 echo
-echo "== ncclrr dump --errors --api 'cuMem*' $out/trace   (every rank)"
-"$ncclrr" dump --errors --api 'cuMem*' "$out/trace" | tee "$out/errors.txt"
+echo "== ncclrr replay --rerun $out/trace -- tp_dp   (the real program again, with the recorded answers)"
+"$ncclrr" replay --rerun "$out/trace" -o "$out/rerun" -- "$wl" 2>"$out/rerun.err" | tee "$out/rerun.txt" |
+	grep -E '^(rank 3:|  NCCL: transport|rerun:)' | head -n 4
 
 echo
-echo "== ncclrr dump --errors --rank 3 --api 'cuGetExportTable,nccl*' $out/trace"
-echo "   (the real NCCL's own start-up on this machine, in the same trace)"
-"$ncclrr" dump --errors --rank 3 --api 'cuGetExportTable,nccl*' "$out/trace" | tee "$out/nccl-errors.txt"
-
-echo
-echo "== rank 3 around the failure: its proxy connection, its GetFd request and the answer, the fd, the import"
-"$ncclrr" dump --rank 3 --api 'sock_info,ncclProxy*,recvmsg,cuMemImport*' "$out/trace" | tail -n 8
-
-echo
-echo "== ncclrr diff: a clean run of the same job against this one"
-"$ncclrr" record -o "$out/clean" -q -- \
-	"$ncclrr" run --topo topo/2node_16gpu.xml --timeout 120 -- build/tests/workloads/conn_setup >"$out/clean.log" 2>&1 || true
+echo "== ncclrr diff: a clean recording of the same job (default cuMem P2P) against this one"
+"$ncclrr" record -q -o "$out/clean" -- "$ncclrr" run --topo "$topo" --timeout 120 -- "$wl" >"$out/clean.log" 2>&1 || true
 set +e
-"$ncclrr" diff --context 1 "$out/clean" "$out/trace" | tee "$out/diff.txt" | grep -E '^(Configuration|  env|Earliest)'
+"$ncclrr" diff "$out/clean" "$out/trace" >"$out/diff.txt"
 set -e
+grep -E '^(Configuration|  env|Earliest)' "$out/diff.txt"
 "$ncclrr" export --html "$out/report.html" --chrome "$out/trace.json" "$out/trace"
 echo "(full diff in $out/diff.txt; HTML report $out/report.html; Chrome/Perfetto JSON $out/trace.json)"
 
 echo
-echo "== ncclrr replay --repeat 10 $out/trace"
-"$ncclrr" replay --repeat 10 "$out/trace" | tee "$out/replay.txt"
-echo
-echo "== ncclrr replay --ranks 2,3 $out/trace   (ranks 2 and 3 only; the other 14 served from the trace)"
-"$ncclrr" replay --ranks 2,3 "$out/trace" | grep -E '^(ncclrr replay|  rank 3|result)'
-
-echo
 echo "== diagnosis"
-line=$(grep -m1 'cuMemImportFromShareableHandle(.*) = CUDA_ERROR_INVALID_VALUE' "$out/errors.txt" || true)
-if [ -z "$line" ] || [ "$rc" -eq 0 ]; then
-	echo "main job: the injected failure is not in the trace (job exit $rc)" >&2
+first=$(sed -n '/^recorded failure:/{n;p;q}' "$out/replay.txt")
+if [ "$rc" -eq 0 ] || ! grep -q "rank 3: cudaIpcOpenMemHandle = cudaErrorInvalidValue" <<<"$first"; then
+	echo "main job: the injected failure is not the recorded failure (job exit $rc): $first" >&2
 	exit 1
 fi
-host_pid=$(echo "$line" | awk '{print $2}')
-echo "rank 3 ($host_pid): cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE on the buffer rank 4 sent"
-echo "over its proxy connection; rank 3 reported it to rank 4 and the job exited $rc."
-if grep -q 'd4082055.*CUDA_ERROR_NOT_FOUND' "$out/nccl-errors.txt"; then
-	echo "NCCL itself stops at start-up here: its statically linked CUDA runtime asked for the driver"
-	echo "integrity table d4082055-..., which the fake driver does not provide (replayer/fake/README.md),"
-	echo "and ncclCommInitRank returned ncclUnhandledCudaError."
+if ! grep -q '^repeat: 10 of 10 replays reproduced the failure' "$out/replay.txt"; then
+	echo "main job: the replay did not reproduce the failure every time: $(grep -E '^(repeat|result)' "$out/replay.txt")" >&2
+	exit 1
 fi
+seq=$(sed -n 's/.*cudaIpcOpenMemHandle = cudaErrorInvalidValue (1) (#\([0-9]*\)).*/\1/p' <<<"$first")
+echo "rank 3 failed first: its call #$seq cudaIpcOpenMemHandle = cudaErrorInvalidValue, while NCCL set up"
+echo "P2P/IPC with its peers; NCCL printed transport/p2p.cc 'Cuda failure' and 'transport.cc:N -> 1', and"
+echo "ncclCommInitRank returned ncclUnhandledCudaError; the ranks that opened rank 3's memory after it had"
+echo "exited failed in turn, and the rest waited until the launcher's timeout (exit $rc)."
+echo "The replay reproduced it at the same call 10 of 10 times, and with ranks 3 and 2 alone;"
+echo "$(grep -E '^rerun:' "$out/rerun.txt" | head -1)"
+echo "$(grep -E '^Earliest across ranks:' "$out/diff.txt" | cut -c1-160)"
 exit 0
