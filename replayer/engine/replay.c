@@ -282,7 +282,7 @@ static void mark_killed(struct coord *x)
 		without += !x->pi[i].end[0];
 	for (size_t i = 0; nrr_no_end_means_killed(without, x->n) && i < x->n; i++)
 		if (!x->pi[i].end[0])
-			snprintf(x->pi[i].end, sizeof(x->pi[i].end), "killed (no end recorded: SIGKILL?)");
+			snprintf(x->pi[i].end, sizeof(x->pi[i].end), "%s", NRR_END_KILLED);
 }
 
 static bool proc_failed(const struct nrr_proc_info *pi)
@@ -302,7 +302,7 @@ static void publish_sets(struct coord *x)
 	/* the addresses of processes killed outright (mark_killed): their
 	 * peers' reads of what they sent last are served from the trace */
 	for (size_t a = 0; a < x->naddr; a++)
-		if (!strncmp(x->pi[x->addr[a].proc].end, "killed", 6))
+		if (nrr_proc_killed(&x->pi[x->addr[a].proc]))
 			nrr_xmap_put("kill", x->addr[a].key, x->addr[a].len, &one, 1);
 	for (size_t a = 0; a < x->nipc; a++)
 		if (x->pi[x->ipc[a].proc].selected)

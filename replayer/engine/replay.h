@@ -13,15 +13,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "nrt.h"
 
 /* What the coordinator learnt about one recorded process. */
+/* The end of a process killed outright (no end recorded while most
+ * processes have one: nrr_no_end_means_killed). */
+#define NRR_END_KILLED "killed (no end recorded: SIGKILL?)"
+
 struct nrr_proc_info {
 	const char *path;    /* its .nrt file */
 	char who[96];        /* "rank 3" or "host:pid" */
 	int rank;            /* -1 when the trace does not say */
-	char end[64];        /* how it ended ("exit 1", "signal SIGKILL", "" unknown) */
+	char end[64];        /* how it ended ("exit 1", "signal SIGKILL", NRR_END_KILLED, "" unknown) */
 	char topo[512], host[32]; /* recorded NCCLRR_TOPO, NCCLRR_HOST */
 	bool selected;       /* replayed by a worker (else served from its trace) */
 	uint64_t end_wall;   /* recorded wall time of its end (ns) */
@@ -29,6 +34,11 @@ struct nrr_proc_info {
 	bool uses_cuda;      /* has CUDA driver / NVML / verbs calls to replay */
 	double wall_s;       /* recorded duration (first to last record) */
 };
+
+static inline bool nrr_proc_killed(const struct nrr_proc_info *pi)
+{
+	return !strcmp(pi->end, NRR_END_KILLED);
+}
 
 struct nrr_replay_opts {
 	nrr_reader **readers;  /* one per recorded process */

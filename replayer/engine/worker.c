@@ -281,16 +281,6 @@ static bool makes_fd(const nrr_fn_schema *fn)
 	return false;
 }
 
-static bool end_ok(struct nrr_rproc *p, struct rstream *s, uint64_t end)
-{
-	for (size_t i = 0; i < p->ns; i++) {
-		struct rstream *t = &p->s[i];
-		if (t != s && (t->started < started_before(t, end) || t->completed < completed_before(t, end)))
-			return false;
-	}
-	return true;
-}
-
 /*
  * Descriptor numbers are reused: in the recording, fd 209 was a cuMem
  * export passed to a peer and closed (untraced) by one thread while
@@ -307,7 +297,7 @@ static void wait_end(struct nrr_rproc *p, struct rstream *s, size_t k)
 	if (end == UINT64_MAX)
 		return;
 	pthread_mutex_lock(&p->mu);
-	while (!end_ok(p, s, end))
+	while (!turn_ok(p, s, end))   /* the turn of a call starting at @end */
 		pthread_cond_wait(&p->cv, &p->mu);
 	pthread_mutex_unlock(&p->mu);
 }
@@ -388,13 +378,14 @@ static void *stream_main(void *arg)
 		atomic_store(&p->st->cur[slot].fn, u->c.fn->id + 1);
 		nrr_rres res = { .status = NRR_R_MATCH };
 		int ret = 0;
+		if (u->kind == U_EXEC && u->c.result >= 0 && makes_fd(u->c.fn))
+			wait_end(p, s, k);
 		if (u->kind == U_INFLIGHT) {
 			/* the recorded thread was here when the trace ended */
 			nrr_report(p, "I %u %" PRIu64 " %s", s->index, u->c.seq, u->c.fn->name);
 			break;
 		} else if (u->kind == U_MARK) {
 			res.status = NRR_R_INJECTED;
-		} else if (u->kind == U_EXEC && u->c.result >= 0 && makes_fd(u->c.fn) && (wait_end(p, s, k), false)) {
 		} else if (rsock_handles(u->c.fn)) {
 			ret = rsock_call(p->sock, s, k, &res);
 		} else if (rnet_handles(u->c.fn)) {
@@ -524,7 +515,7 @@ int nrr_worker_main(struct nrr_rproc *p)
 	int div = 0;
 	/* a process killed outright (replay.c mark_killed) stopped at an
 	 * unknown moment: data a peer sent it may have arrived before or after */
-	bool killed = !strncmp(p->pi->end, "killed", 6);
+	bool killed = nrr_proc_killed(p->pi);
 	for (size_t i = 0; inflight && !killed && i < p->ns; i++) {
 		const struct unit *u = p->s[i].n ? &p->s[i].u[p->s[i].n - 1] : NULL;
 		char why[300];

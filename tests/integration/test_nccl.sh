@@ -79,7 +79,7 @@ tp_dp() { # label [extra ncclrr-run args]
 # some rank must print.
 fault_chain() { # label fault-rule "extra-env..." expect...
 	local label=$1 rule=$2 envs=$3; shift 3
-	local fto=${NCCLRR_TEST_FAULT_TIMEOUT:-60}
+	local fto=${NCCLRR_TEST_FAULT_TIMEOUT:-25}
 	for i in $(seq 1 "$runs"); do
 		local log=$tmp/$label$i.log
 		local t0=$(date +%s)
@@ -148,7 +148,7 @@ net_connect)
 	# init (NCCL_RUNTIME_CONNECT=0): at the first collective NCCL 2.22.3
 	# dies of SIGSEGV instead (replayer/fake/README.md). Run 1 untraced,
 	# run 2 under `ncclrr record`: the same chain, and the trace has it.
-	fto=${NCCLRR_TEST_FAULT_TIMEOUT:-30}
+	fto=${NCCLRR_TEST_FAULT_TIMEOUT:-25}
 	rule='connect:thread=NCCL Service:nth=1:ECONNREFUSED'
 	nruns=$runs; [ "$nruns" -ge 2 ] || nruns=2
 	for i in $(seq 1 "$nruns"); do
