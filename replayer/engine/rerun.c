@@ -107,6 +107,8 @@ struct proc {
 	struct strv env;       /* "K=V" of the recorded env.* */
 	char *variants;        /* a note when a rule's function was called under
 				* several names (see rule_for) */
+	struct rule last;      /* its last call the fault switch counts: where a
+				* rank killed outright is killed in the rerun */
 };
 
 static void proc_free(struct proc *p)
@@ -149,6 +151,16 @@ static bool fake_answers_itself(const nrr_call *c)
 /* What the fake runtime's fault switch can make fail: the CUDA driver,
  * the CUDA runtime (ncclrr's libcudart, which real NCCL relinked from its
  * static archive calls) and NVML. */
+/* A connect to an IPv4/IPv6 address (the socket fault switch counts
+ * those; UNIX-domain ones pass through it uncounted). */
+static bool ip_connect(const nrr_call *c)
+{
+	for (uint16_t i = 0; i < c->fn->nargs; i++)
+		if (!strcmp(c->fn->args[i].name, "addr") && (c->present >> i & 1) && c->args[i].len >= 2)
+			return c->args[i].p[0] == 2 /* AF_INET */ || c->args[i].p[0] == 10 /* AF_INET6 */;
+	return false;
+}
+
 static bool faultable(const nrr_fn_schema *fn)
 {
 	return !strcmp(fn->domain, "cuda_driver") || !strcmp(fn->domain, "cuda_runtime") ||
@@ -406,6 +418,7 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 	size_t *mark = NULL;            /* per slot: first nested index of an open faultable call, or SIZE_MAX */
 	struct nested *nest = NULL;
 	size_t nnest = 0, capnest = 0, open = 0;
+	uint64_t nconnect = 0;          /* connects on IP sockets, as the socket fault switch counts them */
 	long fail_nest = -1;            /* the nested entry that set p->fail, or -1 */
 	int rc = nrr_reader_open(&r, path, &d);
 	if (rc < 0) {
@@ -512,6 +525,15 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 			}
 		} else if (c->phase == NRR_PHASE_RESUME) {
 			k = entered[slot];
+		}
+		/* the last call the fault switch counts: CUDA and NVML ones, and
+		 * connects on IP sockets (libncclrr-fake-socket.so counts those) */
+		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) &&
+		    ((fa && k) || (!strcmp(c->fn->name, "connect") && ip_connect(c)))) {
+			base_name(c->fn->name, p->last.fn, sizeof(p->last.fn));
+			snprintf(p->last.call, sizeof(p->last.call), "%s", c->fn->name);
+			p->last.nth = fa ? k : ++nconnect;
+			p->last.wall = nrr_reader_wall(r, c->ts);
 		}
 		if (c->phase == NRR_PHASE_ENTER)
 			continue;
@@ -1085,6 +1107,22 @@ static char *fault_spec(const struct run *x, FILE *err)
 		}
 	}
 	free(v);
+	/* A rank killed outright (its trace has no end while most have one)
+	 * is killed again, at its last call the fault switch counts: the
+	 * nearest point the trace knows before the signal came. */
+	size_t without = 0, procs = 0;
+	for (size_t i = 0; i < x->n; i++) {
+		procs++;
+		without += !x->procs[i].end[0];
+	}
+	for (size_t i = 0; nrr_no_end_means_killed(without, procs) && i < x->n; i++) {
+		const struct proc *p = &x->procs[i];
+		if (p->rank < 0 || p->end[0] || !p->last.nth)
+			continue;
+		fprintf(err, "ncclrr replay: note: rank %d was killed outright (no end recorded): the rerun kills it at "
+			"its last counted call, %s #%llu\n", p->rank, p->last.call, (unsigned long long)p->last.nth);
+		strv_addf(&out, "%s:rank=%d:nth=%llu:SIGKILL", p->last.fn, p->rank, (unsigned long long)p->last.nth);
+	}
 	size_t keep = 0, len = 0;
 	for (; keep < out.n && keep < FAKE_MAX_RULES; keep++) {
 		size_t l = strlen(out.v[keep]) + (keep ? 1 : 0);
@@ -1133,6 +1171,8 @@ static void note_outside_kills(const struct run *x, FILE *err)
 		const struct rank_sum *s = &x->ranks[r];
 		if (!s->root || !killed(s->root->end) || teardown(s))
 			continue;
+		if (!*s->root->end && s->root->last.nth)
+			continue;   /* killed outright: fault_spec kills it again */
 		fprintf(err, "ncclrr replay: note: rank %d was killed from outside %.1f s into the job (%s); a signal "
 			"is not an answer the trace can give back and the rerun sends none, so rank %d and the ranks "
 			"that failed because it was gone will not end as recorded\n", r,

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +156,11 @@ struct fault {
 	char errname[64];
 };
 
+/* The action SIGKILL: the process is killed at that call, as a rank
+ * SIGKILLed from outside (the OOM killer, a scheduler) dies wherever it is;
+ * `ncclrr replay --rerun` repeats a recorded kill so. */
+#define FAULT_KILL 0x7fffffff
+
 static struct fault faults[32];
 static int nfaults;
 static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
@@ -261,7 +267,7 @@ static void parse_faults(void)
 		}
 		if (!fake_lib_owns(f.api))
 			continue; /* another fake library's rule */
-		f.code = fake_lib_error_code(f.errname);
+		f.code = !strcmp(f.errname, "SIGKILL") ? FAULT_KILL : fake_lib_error_code(f.errname);
 		if (f.code <= 0) {
 			char *e;
 			long v = strtol(f.errname, &e, 10);
@@ -338,6 +344,8 @@ int fake_enter(struct fake_api *api)
 			   hit->errname, api->name, rk, th, hit_m);
 	ssize_t w = write(2, line, (size_t)len);
 	(void)w;
+	if (hit->code == FAULT_KILL)
+		raise(SIGKILL);
 	return hit->code;
 }
 
