@@ -54,7 +54,8 @@ echo "== ncclrr replay --ranks 3,2 $out/trace   (ranks 3 and 2 only; the other 1
 echo
 echo "== ncclrr replay --rerun $out/trace -- tp_dp   (the real program again, with the recorded answers)"
 "$ncclrr" replay --rerun "$out/trace" -o "$out/rerun" -- "$wl" 2>"$out/rerun.err" | tee "$out/rerun.txt" |
-	grep -E '^(rank 3:|  NCCL: transport|rerun:)' | head -n 4
+	awk '/^rank 3:/ { p = 1; print; next } /^rank / { p = 0 } p && /NCCL: transport/ { print } /^rerun:/ { print }'
+
 
 echo
 echo "== ncclrr diff: a clean recording of the same job (default cuMem P2P) against this one"
