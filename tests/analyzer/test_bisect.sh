@@ -181,9 +181,9 @@ usage)
 	u "no traces in dir" 2 "$tmp/empty" --good "$tmp/empty" --bad "$tmp/empty" -- true
 	printf 'not a trace' >"$tmp/junk.nrt"
 	u "not a trace" 2 "junk.nrt" --good "$tmp/junk.nrt" --bad "$tmp/junk.nrt" -- true
-	"$ncclrr" bisect --help | grep -q '^Usage: ncclrr bisect --good A --bad B'
+	grep -q '^Usage: ncclrr bisect --good A --bad B' <<<"$("$ncclrr" bisect --help)"
 	check "--help" $?
-	"$ncclrr" --help | grep -q ' bisect '
+	grep -q ' bisect ' <<<"$("$ncclrr" --help)"
 	check "bisect listed in ncclrr --help" $?
 	# a run without NCCLRR_TOPO (not recorded under ncclrr run) needs --topo
 	"$ncclrr" record -o "$tmp/plain" -q -- sh -c 'exec "$0" --no-nccl' "$conn" >/dev/null 2>&1

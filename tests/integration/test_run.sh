@@ -17,8 +17,10 @@ fails=0 pass=0
 check() { if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
 must() { grep -q -- "$2" "$3"; check "$1" $?; }
 
-"$ncclrr" run --help | grep -q '^Usage: ncclrr run'; check "run --help" $?
-"$ncclrr" --help | grep -q ' run '; check "run listed in ncclrr --help" $?
+# not `--help | grep -q`: grep stops reading, and a help text longer than a
+# pipe's buffer then ends in SIGPIPE (exit 141 under pipefail)
+grep -q '^Usage: ncclrr run' <<<"$("$ncclrr" run --help)"; check "run --help" $?
+grep -q ' run ' <<<"$("$ncclrr" --help)"; check "run listed in ncclrr --help" $?
 
 # prefixes, placement and environment on 2 hosts x 8 GPUs
 cat >"$tmp/env.sh" <<'E'
