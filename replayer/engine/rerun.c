@@ -1271,8 +1271,10 @@ static int compare(const struct run *rec, const struct run *re, FILE *out, int *
 
 /* The rerun's --timeout when none is given: a job that was stopped (by
  * `ncclrr run --timeout`, or ranks killed) ran on after its story was
- * over, waiting: 1.5 times the story plus 10 s is enough for the rerun to
- * get as far, on a machine that may be slower than the recording's.  A
+ * over, waiting: twice the story plus 15 s lets the rerun get as far on a
+ * machine that may be slower than the recording's (1.5 times plus 10 s
+ * was once short: a 16-rank NCCL init took 4 s recorded and over 16 s in
+ * a rerun).  A
  * job that ended by itself ends by itself again: twice its length plus
  * 10 s only bounds a rerun that hangs where the recording did not. */
 static double rerun_timeout(const struct run *x, FILE *err)
@@ -1283,7 +1285,7 @@ static double rerun_timeout(const struct run *x, FILE *err)
 			stopped = true;
 	double len = x->end_wall > x->start_wall ? (double)(x->end_wall - x->start_wall) / 1e9 : 0;
 	double story = x->story_wall > x->start_wall ? (double)(x->story_wall - x->start_wall) / 1e9 : len;
-	double t = stopped ? story * 1.5 + 10 : len * 2 + 10;
+	double t = stopped ? story * 2 + 15 : len * 2 + 10;
 	if (t < 10)
 		t = 10;
 	t = (double)(long)(t + 0.999);
