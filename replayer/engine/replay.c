@@ -791,7 +791,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	qsort(x.err, x.nerr, sizeof(*x.err), cmp_wall);
 	mark_killed(&x);
 	mark_benign(&x);
-	if (nrr_xmap_init(4096 + 4 * (x.naddr + x.nunix)) < 0) {
+	if (nrr_xmap_init(4096 + 4 * (x.naddr + x.nunix + x.nipc)) < 0) {
 		fprintf(stderr, "ncclrr replay: Cannot map the replay table: %s\n", strerror(errno));
 		goto out;
 	}

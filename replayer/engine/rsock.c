@@ -437,6 +437,10 @@ static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
 			s->nbound++;
 		}
 		pthread_mutex_unlock(&s->mu);
+		/* senders of datagrams to this name wait for it (r_sendmsg) */
+		static const uint8_t one = 1;
+		if (r == 0 && n)
+			nrr_xmap_put("ubnd", name, n, &one, 1);
 	} else if (sa[0] == AF_INET6) {
 		struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
 		r = bind(fd, (struct sockaddr *)&a, sizeof(a));
@@ -860,6 +864,19 @@ static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		}
 		msg.msg_namelen = unix_map(s, m.name, m.name_len, &un);
 		msg.msg_name = &un;
+		/* the receiver binds in another process: wait for it, as a
+		 * connect waits for its listener (a datagram sent before the bind
+		 * is refused) */
+		const uint8_t *key;
+		size_t kl = nrr_unix_key(m.name, m.name_len, &key);
+		uint8_t v[NRR_XMAP_MAX];
+		size_t vl = sizeof(v);
+		if (c->result >= 0 && kl &&
+		    nrr_xmap_get("ubnd", key, kl, v, &vl, s->p->o->timeout_s * 1000) < 0) {
+			free(data);
+			return nrr_rres_set(res, NRR_R_DIVERGED, "sendmsg to a UNIX name no replayed process bound within %d s",
+					    s->p->o->timeout_s);
+		}
 	}
 	if (m.nfd) {
 		memset(&ctl, 0, sizeof(ctl));
@@ -884,6 +901,11 @@ static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	while (w < 0 && errno == EINTR);
 	int err = errno;
 	free(data);
+	/* the receiver bound its name (waited for above) and is gone: its
+	 * process ended a moment earlier here than there (NCCL's failing rank
+	 * exits while a peer's proxy request to it is on its way) */
+	if (w < 0 && (err == ECONNREFUSED || err == ENOENT) && c->result >= 0 && msg.msg_name)
+		return nrr_rres_injected(res, c);
 	return check_result(res, c, (long)w, err);
 }
 
