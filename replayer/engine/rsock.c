@@ -372,6 +372,14 @@ static int live_fd(struct rsock *s, const nrr_call *c, const char *name, nrr_rre
 	return fd;
 }
 
+/* From now on recorded socket @rec is served from the trace (its peer is
+ * not replayed, or not there any more); @c is answered from it. */
+static int serve(struct rsock *s, int64_t rec, const nrr_call *c, nrr_rres *res)
+{
+	nrr_rfd_put(s->p, rec, RFD_SERVED);
+	return nrr_rres_injected(res, c);
+}
+
 /* Compare a live -1/errno or value result with the recorded one. */
 static int check_result(nrr_rres *res, const nrr_call *c, long live, int err)
 {
@@ -539,8 +547,7 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 	if (sa[0] == AF_UNIX) {
 		if (!unix_replayed(sa, salen)) {
 			/* a daemon outside the trace (lttng-sessiond, nscd, …) */
-			nrr_rfd_put(s->p, rec, RFD_SERVED);
-			return nrr_rres_injected(res, c);
+			return serve(s, rec, c, res);
 		}
 		ll = unix_map(s, sa, salen, (struct sockaddr_un *)live);
 	} else {
@@ -548,8 +555,7 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 		size_t kl = nrr_addr_key(sa, salen, key);
 		if (!xmap_has("lsel", key, kl)) {
 			/* nobody replayed listens there: the peer is served from the trace */
-			nrr_rfd_put(s->p, rec, RFD_SERVED);
-			return nrr_rres_injected(res, c);
+			return serve(s, rec, c, res);
 		}
 		size_t vl = sizeof(live);
 		int g = nrr_xmap_get("sock", key, kl, live, &vl, s->p->o->timeout_s * 1000);
@@ -565,8 +571,7 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 	 * the peer was gone, or the fault switch sent it to a closed port)
 	 * made no connection in the recording: none is made here either. */
 	if (c->result < 0 && c->err == EINPROGRESS && connect_failed_later(st, k, rec)) {
-		nrr_rfd_put(s->p, rec, RFD_SERVED);
-		return nrr_rres_injected(res, c);
+		return serve(s, rec, c, res);
 	}
 	/* Say which recorded connection this is before it exists, under the
 	 * live 4-tuple (never reused while the connection may wait in the
@@ -594,8 +599,7 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 		size_t kl = nrr_addr_key(sa, salen, key);
 		if (xmap_has("kill", key, kl)) {
 			/* its listener was killed outright earlier here than there */
-			nrr_rfd_put(s->p, rec, RFD_SERVED);
-			return nrr_rres_injected(res, c);
+			return serve(s, rec, c, res);
 		}
 	}
 	if (c->result < 0 && c->err == EINPROGRESS && (r == 0 || err == EINPROGRESS)) {
@@ -674,8 +678,7 @@ static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 	if (answer_failure(s, c))
 		return nrr_rres_injected(res, c);
 	if (lfd == RFD_SERVED) {
-		nrr_rfd_put(s->p, c->result, RFD_SERVED);
-		return nrr_rres_injected(res, c);
+		return serve(s, c->result, c, res);
 	}
 	const nrr_call *info = info_after(st, k, c->result, ROLE_ACCEPT);
 	int pi = info ? nrr_arg_index(info, "peer") : -1;
@@ -683,8 +686,7 @@ static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 	size_t wl = pi >= 0 ? nrr_addr_key(info->args[pi].p, info->args[pi].len, want) : 0;
 	if (wl && !xmap_has("csel", want, wl)) {
 		/* the connecting process is not replayed: served from the trace */
-		nrr_rfd_put(s->p, c->result, RFD_SERVED);
-		return nrr_rres_injected(res, c);
+		return serve(s, c->result, c, res);
 	}
 	int fl = (int)argv_i(c, "flags", 0) | SOCK_CLOEXEC;
 	int live = wl ? take_stash(s, lfd, want, wl) : -1;
@@ -753,8 +755,7 @@ static int r_send(struct rsock *s, struct rstream *st, size_t k, const char *fdn
 	if (w < 0 && peer_killed(st, k, argv_i(c, fdname, -1))) {
 		/* the killed peer went earlier here than there (its last moments
 		 * were lost with its trace) */
-		nrr_rfd_put(s->p, argv_i(c, fdname, -1), RFD_SERVED);
-		return nrr_rres_injected(res, c);
+		return serve(s, argv_i(c, fdname, -1), c, res);
 	}
 	if (w < 0)
 		return nrr_rres_set(res, NRR_R_DIVERGED, "sent %zu bytes in the recording; here: -1 %s", n, strerror(err));
@@ -790,8 +791,7 @@ static int r_recv(struct rsock *s, struct rstream *st, size_t k, const char *fdn
 	if ((r < 0 || (size_t)r < n) && peer_killed(st, k, argv_i(c, fdname, -1))) {
 		/* what the killed peer sent last was lost with its trace */
 		free(b);
-		nrr_rfd_put(s->p, argv_i(c, fdname, -1), RFD_SERVED);
-		return nrr_rres_injected(res, c);
+		return serve(s, argv_i(c, fdname, -1), c, res);
 	}
 	if (r < 0) {
 		free(b);
