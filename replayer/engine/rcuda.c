@@ -94,6 +94,23 @@ static const struct special *special_of(const char *fn, const char *param)
 	return NULL;
 }
 
+/* The coordinator's set of the IPC handles of kind @kind ("ipc", "ipcev")
+ * that replayed processes make. */
+static const char *made_set(const char *kind)
+{
+	return !strcmp(kind, "ipc") ? "isel" : "iesel";
+}
+
+const char *nrr_rcuda_ipc_made(const nrr_fn_schema *fn, const char **param)
+{
+	for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); i++)
+		if (specials[i].what == SP_IPC_PUT && !strcmp(specials[i].fn, fn->name)) {
+			*param = specials[i].param;
+			return made_set(specials[i].arg);
+		}
+	return NULL;
+}
+
 /* ---------------------------------------------------------------- tables */
 struct hnode {
 	struct hnode *next;
@@ -712,7 +729,7 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 				size_t ll = sizeof(live);
 				/* made by a process that is not replayed (--ranks): the
 				 * answer, and what it maps, come from the trace */
-				if (nrr_xmap_get(!strcmp(sp->arg, "ipc") ? "isel" : "iesel", v->p, v->len, live, &ll, 0) < 0) {
+				if (nrr_xmap_get(made_set(sp->arg), v->p, v->len, live, &ll, 0) < 0) {
 					served = true;
 					bail = true;
 					break;

@@ -52,7 +52,7 @@ struct coord {
 	/* UNIX socket names bound (sun_path bytes) */
 	struct { uint8_t name[NRR_XMAP_MAX]; uint8_t len; bool sent; size_t proc; } *unix_names;
 	size_t nunix, unixcap;
-	/* IPC handle bytes made by cuIpcGet{Mem,Event}Handle (kind "isel", "iesel") */
+	/* IPC handle bytes made by cuIpcGet{Mem,Event}Handle, with their set (nrr_rcuda_ipc_made) */
 	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; const char *kind; size_t proc; } *ipc;
 	size_t nipc, ipccap;
 	uint64_t total_units;
@@ -172,9 +172,9 @@ static int scan(struct coord *x, size_t i)
 				    (ret = add_unix(x, i, c->args[ai].p, c->args[ai].len, false)) < 0)
 					break;
 			}
-			if (kind == U_EXEC && !nrr_call_failed(c) &&
-			    (!strcmp(c->fn->name, "cuIpcGetMemHandle") || !strcmp(c->fn->name, "cuIpcGetEventHandle"))) {
-				int hi = nrr_arg_index(c, "pHandle");
+			const char *param, *set = kind == U_EXEC && !nrr_call_failed(c) ? nrr_rcuda_ipc_made(c->fn, &param) : NULL;
+			if (set) {
+				int hi = nrr_arg_index(c, param);
 				if (hi >= 0 && c->args[hi].len && c->args[hi].len <= NRR_XMAP_MAX) {
 					if (!nrr_grow(&x->ipc, x->nipc, &x->ipccap, sizeof(*x->ipc))) {
 						ret = -ENOMEM;
@@ -182,7 +182,7 @@ static int scan(struct coord *x, size_t i)
 					}
 					memcpy(x->ipc[x->nipc].key, c->args[hi].p, c->args[hi].len);
 					x->ipc[x->nipc].len = (uint8_t)c->args[hi].len;
-					x->ipc[x->nipc].kind = c->fn->name[5] == 'M' ? "isel" : "iesel";
+					x->ipc[x->nipc].kind = set;
 					x->ipc[x->nipc].proc = i;
 					x->nipc++;
 				}

@@ -90,6 +90,12 @@ int nrr_rcuda_open(nrr_rcuda **out, nrr_rproc *p, const nrr_rcuda_opts *o, char 
 /* @return true when @fn (domain cuda_driver, nvml or verbs) is replayed by
  * nrr_rcuda_call(); false for every other function. */
 bool nrr_rcuda_handles(const nrr_fn_schema *fn);
+/* When @fn makes IPC handle bytes another process opens
+ * (cuIpcGetMemHandle, cuIpcGetEventHandle): the name of the coordinator's
+ * set of those made by replayed processes, with *@param the argument that
+ * holds them; else NULL.  An open of a handle outside the set (its maker
+ * is not replayed: --ranks) is answered from the trace. */
+const char *nrr_rcuda_ipc_made(const nrr_fn_schema *fn, const char **param);
 /* Replay one complete call (c->done).  Called from several threads at once
  * (one per recorded thread), in recorded order per thread.  @return 0, or a
  * negative errno for an engine failure (res->why says what). */
