@@ -49,6 +49,7 @@ struct wbuf {
 	nrr_tls *owner;
 	struct wbuf *next;   /* in the writer's queue, or a free list */
 	struct wbuf *all;    /* every buffer of the owner, for freeing */
+	_Atomic bool handed; /* handed over (queued or written): no longer the owner's to snapshot */
 };
 
 struct frame {
@@ -88,12 +89,21 @@ struct nrr_tls {
 		bool valid;
 		uint32_t fn, gen;
 		size_t end_off, args_off, args_len, body_off, body_len;
+		uint32_t nrec;          /* records up to end_off */
 	} prev;
 	size_t leave_off, body_off;
 	uint64_t rep_count, rep_ns; /* pending coalesced repeats of prev */
 	uint64_t dropped_deep;
 	uint64_t progress;          /* time of the last call that returned (watchdog) */
-	_Atomic size_t committed;   /* bytes of cur that hold whole records */
+	/* What another thread may copy out of cur (snapshot): the bytes that
+	 * hold whole records and how many records they are, in one word
+	 * (offset | count << 32) so the two always agree. */
+	_Atomic uint64_t commit;
+	/* The records before it are final (the same word as commit): a
+	 * coalescing rewind goes back at most to the end of the last "not
+	 * ready" answer (prev), everything else is only appended. */
+	_Atomic uint64_t stable;
+	_Atomic uint32_t folds;     /* coalescing rewinds so far, twice (odd: one under way) */
 	bool dead;
 	nrr_tls *next_all;
 	struct wbuf *all;                /* every buffer this thread owns */
@@ -509,6 +519,18 @@ static void *compress_main(void *arg)
 
 /* -------------------------------------------------------------- threads */
 
+#define COMMIT_OFF(c) ((size_t)((c) & 0xffffffffu))
+#define COMMIT_NREC(c) ((uint32_t)((c) >> 32))
+
+/* The records up to @off (t->nrec of them) are whole: a snapshot may copy them. */
+static inline void publish(nrr_tls *t, size_t off)
+{
+	uint64_t c = (uint64_t)off | (uint64_t)t->nrec << 32;
+	atomic_store_explicit(&t->stable, t->prev.valid ? (uint64_t)t->prev.end_off | (uint64_t)t->prev.nrec << 32 : c,
+			      memory_order_release);
+	atomic_store_explicit(&t->commit, c, memory_order_release);
+}
+
 static void buf_start(nrr_tls *t, struct wbuf *b)
 {
 	t->cur = b;
@@ -518,6 +540,7 @@ static void buf_start(nrr_tls *t, struct wbuf *b)
 	b->first_seq = t->seq + 1;
 	b->first_ts = t->clock;
 	b->nrec = 0;
+	atomic_store(&b->handed, false);
 	t->nrec = 0;
 	t->gen++;
 	t->prev.valid = false;
@@ -530,7 +553,7 @@ static void buf_start(nrr_tls *t, struct wbuf *b)
 		p = nrr_put_uvar(p, t->frames[i].ts);
 	}
 	t->pos = p;
-	atomic_store_explicit(&t->committed, (size_t)(p - b->data), memory_order_release);
+	publish(t, (size_t)(p - b->data));
 }
 
 static inline uint8_t *put_repeat(nrr_tls *t, uint8_t *p)
@@ -599,6 +622,7 @@ static void switch_buf(nrr_tls *t)
 		t->pos = put_repeat(t, t->pos);
 	b->len = (size_t)(t->pos - t->base);
 	b->nrec = t->nrec;
+	atomic_store(&b->handed, true);
 	queue_buf(w, b);
 	struct wbuf *n;
 	while (!(n = take_buf(t))) {
@@ -746,7 +770,7 @@ void nrr_enter_end(nrr_tls *t, uint8_t *p)
 	f->args_len = (size_t)(p - t->base) - f->args_off;
 	t->pos = p;
 	t->nrec++;
-	atomic_store_explicit(&t->committed, (size_t)(p - t->base), memory_order_release);
+	publish(t, (size_t)(p - t->base));
 }
 
 uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max)
@@ -788,19 +812,25 @@ void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 	    memcmp(t->base + t->prev.args_off, t->base + f->args_off, f->args_len) == 0 &&
 	    memcmp(t->base + t->prev.body_off, t->base + t->body_off, body_len) == 0) {
 		/* an identical "not ready" answer: fold it into a count */
-		size_t rewind = f->call_off;
+		bool had_rep = f->rep_off != SIZE_MAX;
+		size_t rewind = had_rep ? f->rep_off : f->call_off;
+		uint32_t nrec = t->nrec - 1 - had_rep;   /* without the ENTER and the REPEAT */
+		/* the bytes from rewind on, and the pending count, change now: tell
+		 * a snapshot copying them, before the first of them changes (odd:
+		 * a fold under way) */
+		atomic_fetch_add(&t->folds, 1);
+		atomic_thread_fence(memory_order_seq_cst);
 		uint64_t elapsed = t->clock - f->clock_before;
-		if (f->rep_off != SIZE_MAX) {
-			rewind = f->rep_off;
+		if (had_rep) {
 			t->rep_count = f->rep_count;
 			t->rep_ns = f->rep_ns;
-			t->nrec--;
 		}
 		t->rep_count++;
 		t->rep_ns += elapsed;
 		t->pos = t->base + rewind;
-		t->nrec--;   /* the ENTER */
-		atomic_store_explicit(&t->committed, rewind, memory_order_release);
+		t->nrec = nrec;
+		publish(t, rewind);
+		atomic_fetch_add_explicit(&t->folds, 1, memory_order_release);
 		return;
 	}
 	t->prev.valid = notready && leaf;
@@ -812,11 +842,12 @@ void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 		t->prev.args_len = f->args_len;
 		t->prev.body_off = t->body_off;
 		t->prev.body_len = body_len;
+		t->prev.nrec = t->nrec + 1;
 	}
 	t->pos = p;
 	t->nrec++;
 	t->progress = t->clock;
-	atomic_store_explicit(&t->committed, end, memory_order_release);
+	publish(t, end);
 }
 
 void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len)
@@ -839,7 +870,7 @@ void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len)
 	t->pos = p;
 	t->nrec++;
 	t->prev.valid = false;
-	atomic_store_explicit(&t->committed, (size_t)(p - t->base), memory_order_release);
+	publish(t, (size_t)(p - t->base));
 }
 
 /* ------------------------------------------------------------ open/close */
@@ -971,25 +1002,49 @@ static int write_index(nrr_writer *w)
 }
 
 /* Write what another (live, blocked or interrupted) thread has committed,
- * as is.  The thread may switch buffers meanwhile: its generation tells,
- * and the copy is taken again. */
+ * as is.  The thread may switch buffers meanwhile (its generation tells,
+ * and the copy is taken again), or coalesce a "not ready" answer into the
+ * one before and rewrite the bytes after it (folds tells, and only the
+ * records that were final before the copy are kept). */
 static void snapshot(nrr_writer *w, nrr_tls *t)
 {
 	uint8_t *copy = malloc(w->chunk_size + SLACK);
 	if (!copy)
 		return;
 	for (int tries = 0; tries < 4; tries++) {
+		uint32_t folds = atomic_load(&t->folds);
 		uint32_t gen = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
 		struct wbuf *b = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
-		size_t n = atomic_load_explicit(&t->committed, memory_order_acquire);
+		uint64_t stable = atomic_load(&t->stable);
+		uint64_t c = atomic_load(&t->commit);
+		size_t n = COMMIT_OFF(c);
+		uint32_t nrec = COMMIT_NREC(c);
 		uint64_t first_seq = b->first_seq, first_ts = b->first_ts;
-		uint32_t nrec = __atomic_load_n(&t->nrec, __ATOMIC_RELAXED);
 		uint64_t rep_count = t->rep_count, rep_ns = t->rep_ns;
 		if (n > w->chunk_size)
 			continue;
+		/* buffers @t handed over since the last drain: the copy continues
+		 * them, so they go first (as snapshots too: the next drain writes
+		 * them over this tail), or the stream would have a gap */
+		struct wbuf *q[64];
+		unsigned nq = 0;
+		for (struct wbuf *x = atomic_load(&w->queue); x && nq < 64; x = x->next)
+			if (x->owner == t)
+				q[nq++] = x;
 		memcpy(copy, b->data, n);
+		atomic_thread_fence(memory_order_seq_cst);
 		if (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) != gen)
 			continue;
+		if ((folds & 1) || atomic_load(&t->folds) != folds) {   /* rewound while copied: the final records only */
+			n = COMMIT_OFF(stable);
+			nrec = COMMIT_NREC(stable);
+			rep_count = 0;   /* the count pending then is not known */
+		}
+		if (atomic_load(&b->handed))   /* the next one not started yet: b is written, or in q */
+			n = 0, nrec = 0, rep_count = 0;
+		while (nq--)
+			emit_chunk(w, NRR_CHUNK_DATA, t->stream, t->tid, q[nq]->first_seq, q[nq]->first_ts,
+				   q[nq]->nrec, q[nq]->data, q[nq]->len);
 		uint8_t *p = copy + n;
 		if (rep_count) {   /* racy read of a quiescent thread; see FORMAT.md */
 			*p++ = NRR_REC_REPEAT;
@@ -1145,7 +1200,7 @@ static void sync_tail(nrr_writer *w)
 	uint64_t mark = w->nindex;
 	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
 		if (!t->dead)
-			mark = mark * 31 + atomic_load_explicit(&t->committed, memory_order_relaxed) +
+			mark = mark * 31 + atomic_load_explicit(&t->commit, memory_order_relaxed) +
 			       (uint64_t)(uintptr_t)__atomic_load_n(&t->cur, __ATOMIC_RELAXED) +
 			       __atomic_load_n(&t->rep_count, __ATOMIC_RELAXED);
 	if (mark == w->sync_mark)
