@@ -299,11 +299,14 @@ static void publish_sets(struct coord *x)
 	for (size_t a = 0; a < x->naddr; a++)
 		if (x->pi[x->addr[a].proc].selected)
 			nrr_xmap_put(x->addr[a].listen ? "lsel" : "csel", x->addr[a].key, x->addr[a].len, &one, 1);
-	/* the addresses of processes killed outright (mark_killed): their
-	 * peers' reads of what they sent last are served from the trace */
+	/* the addresses of processes killed outright (mark_killed), with the
+	 * wall time their trace ends: their peers' calls on connections to
+	 * them from then on, and reads of what they sent last, are served
+	 * from the trace */
 	for (size_t a = 0; a < x->naddr; a++)
 		if (nrr_proc_killed(&x->pi[x->addr[a].proc]))
-			nrr_xmap_put("kill", x->addr[a].key, x->addr[a].len, &one, 1);
+			nrr_xmap_put("kill", x->addr[a].key, x->addr[a].len, &x->pi[x->addr[a].proc].end_wall,
+				     sizeof(uint64_t));
 	for (size_t a = 0; a < x->nipc; a++)
 		if (x->pi[x->ipc[a].proc].selected)
 			nrr_xmap_put(x->ipc[a].kind, x->ipc[a].key, x->ipc[a].len, &one, 1);
