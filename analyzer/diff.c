@@ -79,6 +79,7 @@ struct proc {
 	size_t nfails, cfails;
 	char end[64];       /* metadata end ("exit 0", "signal SIGTERM"), "" when none */
 	uint64_t end_wall;  /* the end, or the last record without one */
+	uint64_t stop;      /* when its run was stopped from outside (nrr_job_stopped_at()) */
 };
 
 /* A call that failed for real (not nrr_call_benign()). */
@@ -902,8 +903,10 @@ static void meaningful(struct pair *pr)
 	uint64_t tb = fb >= 0 ? pr->b->fails[fb].wall - pr->b->in->base_wall : UINT64_MAX;
 	/* an abnormal end in one run only */
 	bool na = end_normal(pr->a), nb = end_normal(pr->b);
-	uint64_t ea = !na && nb ? pr->a->end_wall - pr->a->in->base_wall : UINT64_MAX;
-	uint64_t eb = na && !nb ? pr->b->end_wall - pr->b->in->base_wall : UINT64_MAX;
+	/* (a process the stop ended counts from the stop: a trace cut by the
+	 * launcher's SIGKILL stops up to a second before it) */
+	uint64_t ea = !na && nb ? nrr_end_order(pr->a->end, pr->a->end_wall, pr->a->stop) - pr->a->in->base_wall : UINT64_MAX;
+	uint64_t eb = na && !nb ? nrr_end_order(pr->b->end, pr->b->end_wall, pr->b->stop) - pr->b->in->base_wall : UINT64_MAX;
 	uint64_t best = ta < tb ? ta : tb;
 	if (best != UINT64_MAX && best <= ea && best <= eb) {
 		pr->m = M_FAIL;
@@ -1514,6 +1517,13 @@ static void config_json(FILE *f, const struct config *c)
 
 /* ---------------------------------------------------------- driver */
 
+static const char *proc_end(size_t i, void *arg, uint64_t *wall)
+{
+	const struct proc *p = (const struct proc *)arg + i;
+	*wall = p->end_wall;
+	return p->end;
+}
+
 static int procs_open(struct nrr_inputs *in, struct proc **out)
 {
 	struct proc *ps = calloc(in->n + 1, sizeof(*ps));
@@ -1528,6 +1538,9 @@ static int procs_open(struct nrr_inputs *in, struct proc **out)
 		if (rc)
 			return rc;
 	}
+	uint64_t stop = nrr_job_stopped_at(in->n, proc_end, ps);
+	for (size_t i = 0; i < in->n; i++)
+		ps[i].stop = stop;
 	return proc_keys(ps, in->n);
 }
 

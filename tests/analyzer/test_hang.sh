@@ -4,8 +4,8 @@
 # rank stalled before its bootstrap, one dying mid-connect, one trace
 # removed; a clean run; damaged input.
 # usage: test_hang.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR
-# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed
-# (cycle and scale: jobs written by hang_gen, built next to this test)
+# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed | mpi
+# (cycle, scale, mixed, mpi: jobs written by hang_gen, built next to this test)
 # On real NCCL 2.22 (suite nccl, tests/analyzer/nccl_rec.sh):
 #   nccl_ipc     rank 3's cudaIpcOpenMemHandle fails, it exits, the others
 #                wait: rank 3 is the root cause with that failure; no
@@ -247,6 +247,22 @@ assert d["root_rank"] == 777 and c["kind"] == "stuck" and c["waiting"] == 1023, 
 assert d["summary"].startswith("ranks 1-776,778-1023 wait in recv for rank 0; rank 0 waits in accept at 127.0.0.1:29500 for rank 777; rank 777 never connected"), d["summary"]
 assert len(d["edges"]) == 1023
 EOF
+	;;
+mpi)
+	# a job as mpirun launches it (hang_gen mpi 1): rank 3's trace stops
+	# first with no end (SIGKILLed when mpirun stopped the job), rank 2
+	# exits 1, then mpirun stops the job (SIGTERM) with rank 1 blocked in
+	# recv from an address no trace has: rank 2 is the root cause, not the
+	# rank waiting outside the traces nor the one the stop killed
+	gen=$(dirname "$wl")/analyzer/hang_gen
+	mkdir "$tmp/t"
+	"$gen" "$tmp/t" mpi 1 || fail "hang_gen failed"
+	hang "$tmp/t"
+	expect_rc 1
+	expect "HANG, root cause: rank 2 (exited)"
+	expect "1. [exited, 0 waiting] rank 2 ended (exit 1) at"
+	expect ", the first rank to end abnormally: its first failure was cuDeviceGetAttribute("
+	grep -q "rank 3 died" "$tmp/out" && fail "rank 3, killed by the stop, is named as died"
 	;;
 mixed)
 	# an unanswered proxy request, a rank in cuStreamSynchronize, one polling ibv_poll_cq, one exited,
