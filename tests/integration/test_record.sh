@@ -189,7 +189,16 @@ fork)
 	done
 	# the parent's 200 thread round trips and its own, all there
 	p=$(ls "$tmp"/t/*.nrt | while read -r f; do echo "$("$ncclrr" dump "$f" | grep -c 'socketpair(') $f"; done | sort -n | tail -1)
-	[ "${p%% *}" -eq 202 ] || fail "parent: ${p%% *} socketpair calls, want 202"
+	[ "${p%% *}" -eq 204 ] || fail "parent: ${p%% *} socketpair calls, want 204"
+	# thread names (metadata thread.TID=NAME): set before the first call,
+	# set by another thread after it (written when the trace completes),
+	# the program's own for the others
+	f=${p#* }
+	"$ncclrr" dump --meta --api none "$f" >"$tmp/meta"
+	grep -q '^#   thread\.[0-9]*=NCCL Service  3$' "$tmp/meta" || fail "no thread.TID=NCCL Service  3: $(grep thread "$tmp/meta")"
+	grep -q '^#   thread\.[0-9]*=NCCL Progress 3$' "$tmp/meta" || fail "no thread.TID=NCCL Progress 3: $(grep thread "$tmp/meta")"
+	main=$(sed -n 's/^#   pid=//p' "$tmp/meta")
+	grep -q "^#   thread\.$main=forker$" "$tmp/meta" || fail "the main thread is not named forker: $(grep thread "$tmp/meta")"
 	;;
 nodir)
 	# a trace directory that cannot be written: one message, the program runs as without tracing
