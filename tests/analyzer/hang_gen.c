@@ -22,12 +22,14 @@
  *                 received (a trace that cannot be true: the divergence).
  *   mpi FAULT:    a job launched by mpirun, helpers and benign failures
  *                 included, healthy (0) or failing (1): see mpi() below
- *                 (hang, diff and replay's recorded failure).
+ *                 (hang, diff and replay's recorded failure);
+ *   threads FAIL NAMED: one rank whose NCCL and helper threads neither
+ *                 their creation order nor their first calls pair (diff).
  * Every file but mpi's: metadata host, pid, rank, env.NCCLRR_NRANKS,
  * env.NCCL_COMM_ID; no `end` key (the processes were still running when
  * written).
  * usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND |
- *        hang_gen DIR mpi FAULT
+ *        hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nrt.h"
 
@@ -355,8 +358,67 @@ static int mpi(const char *dir, bool fault)
 	return rc | close_w(lw, "exit 1");
 }
 
+/* threads FAIL NAMED: for diff's thread pairing, one rank 0 with a main
+ * thread, a helper thread that only makes socket calls (a launcher's
+ * progress thread) and an NCCL thread (accept, recv, then
+ * cudaIpcOpenMemHandle: = cudaErrorInvalidValue when FAIL).  The healthy
+ * run (FAIL=0) starts the helper first (tid 1101) then the NCCL thread
+ * (1102); the failing one the NCCL thread first (2101) then the helper
+ * (2102), and each thread's first calls come in another order, so neither
+ * their creation order nor their first calls pair them.  NAMED=1: the
+ * helper makes a CUDA call too (both are NCCL threads) and the threads
+ * are named "NCCL Service  0" and "NCCL Progress 0" (metadata
+ * thread.TID): only the names pair them. */
+static int threads(const char *dir, bool fail, bool named)
+{
+	nrr_writer *w = open_proc(dir, 1000, 0, 1, "/opt/job/init_allreduce");
+	nrr_tls *m = nrr_writer_thread(w);
+	char line[80];
+	int n = snprintf(line, sizeof(line), "thread.%d=init_allreduce\n", (int)getpid());
+	nrr_writer_add_meta(w, line, (size_t)n);
+	struct val ci[] = { { "flags", 0, NULL, 0 } };
+	call(m, "cuInit", ci, 1, 0);
+	uint32_t base = fail ? 2100 : 1100;
+	nrr_tls *nc = NULL, *hp = NULL;
+	if (fail)
+		nc = nrr_writer_stream(w, base + 1), hp = nrr_writer_stream(w, base + 2);
+	else
+		hp = nrr_writer_stream(w, base + 1), nc = nrr_writer_stream(w, base + 2);
+	if (named) {
+		n = snprintf(line, sizeof(line), "thread.%u=NCCL Service  0\nthread.%u=NCCL Progress 0\n",
+			     fail ? base + 1 : base + 2, fail ? base + 2 : base + 1);
+		nrr_writer_add_meta(w, line, (size_t)n);
+		call(hp, "cuCtxGetDevice", NULL, 0, 0);   /* a CUDA thread too: only the names tell them apart */
+	}
+	struct val sd[] = { { "sockfd", 9, NULL, 0 }, { "buf", 0, "abcd", 4 }, { "len", 4, NULL, 0 } };
+	struct val rv[] = { { "sockfd", 9, NULL, 0 }, { "len", 4, NULL, 0 } };
+	struct val ac[] = { { "sockfd", 5, NULL, 0 } };
+	struct val rn[] = { { "sockfd", 7, NULL, 0 }, { "len", 16, NULL, 0 } };
+	struct val ip[] = { { "flags", 1, NULL, 0 } };
+	for (int k = 0; k < 2; k++) {
+		bool nccl_now = fail ? k == 0 : k == 1;
+		if (nccl_now && !fail) {
+			call(nc, "accept", ac, 1, 7);
+			call(nc, "recv", rn, 2, 16);
+		} else if (nccl_now) {
+			call(nc, "recv", rn, 2, 16);
+			call(nc, "accept", ac, 1, 7);
+		} else if (!fail) {
+			call(hp, "send", sd, 3, 4);
+			call(hp, "recv", rv, 2, 4);
+		} else {
+			call(hp, "recv", rv, 2, 4);
+			call(hp, "send", sd, 3, 4);
+		}
+	}
+	call(nc, "cudaIpcOpenMemHandle", ip, 1, fail ? 1 /* cudaErrorInvalidValue */ : 0);
+	return close_w(w, fail ? "exit 1" : "exit 0");
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 5 && !strcmp(argv[2], "threads"))
+		return threads(argv[1], atoi(argv[3]) != 0, atoi(argv[4]) != 0);
 	if (argc == 4 && !strcmp(argv[2], "mpi"))
 		return mpi(argv[1], atoi(argv[3]) != 0);
 	if (argc == 3 && !strcmp(argv[2], "mixed"))
@@ -364,7 +426,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[2], "unseen"))
 		return unseen(argv[1], atoi(argv[3]) != 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT\n");
+		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED\n");
 		return 2;
 	}
 	const char *dir = argv[1];

@@ -10,6 +10,9 @@
 #   mpi    a job as mpirun launches it, healthy vs failing (hang_gen mpi):
 #          the headline is the failing rank, not a rank the launcher's
 #          stop killed (its trace stops early, no end) nor a fork stub
+#   threads  one rank's NCCL thread and a helper (or two named NCCL
+#          threads) created in another order with other first calls:
+#          paired by class and name, not creation order (hang_gen threads)
 #   align  generated runs (tests/bench/gen_trace) where B reorders calls,
 #          retries a refused connection and polls a different number of
 #          times: the same; with a failure late on rank 2: that call
@@ -159,6 +162,20 @@ mpi)
 	# NVML NOT_SUPPORTED, EAGAIN) are no divergence (context lines show them)
 	grep -E '^  [AB]> |^Earliest|only in [AB]' "$T/out" | grep -qE 'ENOSYS|EADDRINUSE|NOT_SUPPORTED|EAGAIN' &&
 		fail "a benign failure is a divergence"
+	;;
+threads)
+	# threads paired by role, not creation order (hang_gen threads): an
+	# NCCL thread never with a launcher's helper thread (socket calls
+	# only), and two NCCL threads by their names (metadata thread.TID)
+	GEN="$WL/../analyzer/hang_gen"
+	for named in 0 1; do
+		mkdir -p "$T/a$named" "$T/b$named"
+		"$GEN" "$T/a$named" threads 0 $named && "$GEN" "$T/b$named" threads 1 $named || fail "hang_gen threads"
+		run_diff 1 "$T/a$named" "$T/b$named"
+		grep -q '^rank 0 thread [0-9]* (tid 1102 in A, 2101 in B): .*cudaIpcOpenMemHandle (result differs)' "$T/out" ||
+			fail "NAMED=$named: the NCCL threads (1102 in A, 2101 in B) are not paired"
+		grep -q 'tid 1101 in A, 2101 in B\|tid 1102 in A, 2102 in B' "$T/out" && fail "NAMED=$named: a thread paired by creation order"
+	done
 	;;
 nccl_ipc)
 	nccl_rec clean 60
