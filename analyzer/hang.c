@@ -25,7 +25,12 @@
 enum fkind {
 	F_OTHER, F_SOCKINFO, F_CONNECT, F_ACCEPT, F_RECV, F_SEND, F_POLL, F_CLOSE, F_PROXY_REQ, F_PROXY_RESP,
 	F_SOCKSETUP, /* socket, setsockopt, fcntl, ...: part of a connect retry loop */
+	F_SOCKPAIR,  /* socketpair: both ends are this process's (or a child's it forks) */
 };
+
+/* sockrec roles: the tracer's sock_role (1 listen, 2 connect, 3 accept),
+ * and one end of a socketpair */
+#define ROLE_PAIR 100
 
 struct fninfo {
 	uint8_t kind;
@@ -92,6 +97,9 @@ static void classify(const nrr_fn_schema *fn, struct fninfo *fi)
 	} else if (!strcmp(fn->domain, "proxy") && !strcmp(n, "ncclProxyResponse")) {
 		fi->kind = F_PROXY_RESP;
 		fi->a_opid = arg_index(fn, "opId");
+	} else if (sock && !strcmp(n, "socketpair")) {
+		fi->kind = F_SOCKPAIR;
+		fi->a_fds = arg_index(fn, "sv");
 	} else if (sock && name_in(n, setup)) {
 		fi->kind = !strcmp(n, "close") ? F_CLOSE : F_SOCKSETUP;
 	} else if (!strcmp(n, "ibv_poll_cq")) {
@@ -387,6 +395,30 @@ static int on_sockinfo(struct hproc *p, const nrr_call *c, const struct fninfo *
 	return 0;
 }
 
+/* both ends of a socketpair: a wait on one is a wait on this process
+ * itself (or on a child it forks with the other end), never on a peer */
+static int on_sockpair(struct hproc *p, const nrr_call *c, const struct fninfo *fi)
+{
+	if (c->result != 0 || fi->a_fds < 0 || !(c->present >> fi->a_fds & 1) || c->args[fi->a_fds].len < 8)
+		return 0;
+	for (int k = 0; k < 2; k++) {
+		int32_t fd;
+		memcpy(&fd, c->args[fi->a_fds].p + 4 * k, 4);
+		struct sockrec *old = sock_open(p, fd);
+		if (old)
+			old->open = false;
+		if (!nrr_grow(&p->socks, p->nsocks, &p->csocks, sizeof(*p->socks)))
+			return -ENOMEM;
+		struct sockrec *s = &p->socks[p->nsocks++];
+		memset(s, 0, sizeof(*s));
+		s->fd = fd;
+		s->role = ROLE_PAIR;
+		s->open = true;
+		snprintf(s->local, sizeof(s->local), "socketpair");
+	}
+	return 0;
+}
+
 static int on_proxy(struct hproc *p, const nrr_call *c, const struct fninfo *fi, uint64_t wall)
 {
 	int fd = arg_int(c, fi->a_fd, -1);
@@ -483,7 +515,7 @@ static void on_done(struct hproc *p, struct hstream *st, const nrr_call *c, cons
 		} else {
 			st->cr_trailing = false;
 		}
-	} else if (fi->kind != F_SOCKINFO && fi->kind != F_SOCKSETUP && fi->kind != F_CLOSE) {
+	} else if (fi->kind != F_SOCKINFO && fi->kind != F_SOCKSETUP && fi->kind != F_SOCKPAIR && fi->kind != F_CLOSE) {
 		st->cr_trailing = false;
 	}
 	/* last completed call (what the tracer learnt is not a call) */
@@ -580,6 +612,8 @@ static int read_proc(struct nrr_hang *h, size_t i)
 			} else if (c->done) {
 				if (fi->kind == F_SOCKINFO)
 					rc = on_sockinfo(p, c, fi);
+				else if (fi->kind == F_SOCKPAIR)
+					rc = on_sockpair(p, c, fi);
 				else if (fi->kind == F_CLOSE) {
 					struct sockrec *sr = sock_open(p, arg_int(c, fi->a_fd, -1));
 					if (sr)
@@ -826,6 +860,8 @@ static int edges_fd(struct nrr_hang *h, size_t i, int fd, const char *cat)
 	struct sockrec *s = sock_open(&h->p[i], fd);
 	if (!s)
 		return add_edge(h, (int)i, -1, cat, NULL, "%s on fd %d (not a socket the trace knows)", cat, fd);
+	if (s->role == ROLE_PAIR)
+		return 0;   /* its own socketpair: no wait on another process */
 	if (s->role == 1)
 		return edges_accept(h, i, s, !strcmp(cat, "poll") ? "poll" : "accept");
 	int to = peer_of(h, i, s);

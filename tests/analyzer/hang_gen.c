@@ -300,8 +300,8 @@ static int close_w(nrr_writer *w, const char *end)
  * it stops the job: its last second is lost); rank 2 then fails 14
  * different calls, then cudaIpcOpenMemHandle inside ncclCommInitRank =
  * ncclInternalError, and exits 1; then mpirun stops the job: ranks 0 and 1
- * end by SIGTERM, rank 1 blocked in recv on a connection to an address no
- * trace has; the launcher exits 1. */
+ * end by SIGTERM, rank 0 blocked in recv on its own socketpair, rank 1 in
+ * recv on a connection to an address no trace has; the launcher exits 1. */
 static int mpi(const char *dir, bool fault)
 {
 	int rc = 0;
@@ -351,6 +351,15 @@ static int mpi(const char *dir, bool fault)
 	leave(rt[2], "ncclCommInitRank", 3 /* ncclInternalError */);
 	rc |= close_w(rw[2], "exit 1");
 	pause_ms(100);
+	/* rank 0 waits on its own socketpair (as a launcher's library does):
+	 * no wait on another process */
+	int32_t sv[2] = { 20, 21 };
+	struct val sp[] = { { "domain", 1, NULL, 0 }, { "type", 1, NULL, 0 } };
+	enter(rt[0], "socketpair", sp, 2);
+	uint8_t *q = nrr_leave_begin(rt[0], 0, 0, 64);
+	q = nrr_put_bytes(q, sv, sizeof(sv), 64);
+	nrr_leave_end(rt[0], q, false);
+	blocked(rt[0], "recv", 20);
 	sock_info(rt[1], 8, 2, 1, 40001, 45555);
 	blocked(rt[1], "recv", 8);
 	rc |= close_w(rw[0], "signal SIGTERM");

@@ -253,7 +253,8 @@ mpi)
 	# first with no end (SIGKILLed when mpirun stopped the job), rank 2
 	# exits 1, then mpirun stops the job (SIGTERM) with rank 1 blocked in
 	# recv from an address no trace has: rank 2 is the root cause, not the
-	# rank waiting outside the traces nor the one the stop killed
+	# rank waiting outside the traces nor the one the stop killed; a recv on
+	# a rank's own socketpair is no wait
 	gen=$(dirname "$wl")/analyzer/hang_gen
 	mkdir "$tmp/t"
 	"$gen" "$tmp/t" mpi 1 || fail "hang_gen failed"
@@ -263,6 +264,9 @@ mpi)
 	expect "1. [exited, 0 waiting] rank 2 ended (exit 1) at"
 	expect ", the first rank to end abnormally: its first failure was cuDeviceGetAttribute("
 	grep -q "rank 3 died" "$tmp/out" && fail "rank 3, killed by the stop, is named as died"
+	# rank 0's recv on its own socketpair is no wait on anyone
+	grep -q "recv on fd 20" "$tmp/out" && fail "rank 0's socketpair recv is a wait: $(grep 'fd 20' "$tmp/out")"
+	grep -q "^  rank 0 (.*): not waiting" "$tmp/out" || fail "rank 0 waits"
 	;;
 mixed)
 	# an unanswered proxy request, a rank in cuStreamSynchronize, one polling ibv_poll_cq, one exited,
