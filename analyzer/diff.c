@@ -1550,6 +1550,14 @@ static void config_json(FILE *f, const struct config *c)
 
 /* ---------------------------------------------------------- driver */
 
+static bool touches_gpu(const struct proc *p)
+{
+	for (uint32_t k = 0; k < p->nstreams; k++)
+		if (p->gpu[k])
+			return true;
+	return false;
+}
+
 static const char *proc_end(size_t i, void *arg, uint64_t *wall)
 {
 	const struct proc *p = (const struct proc *)arg + i;
@@ -1574,6 +1582,26 @@ static int procs_open(struct nrr_inputs *in, struct proc **out)
 	uint64_t stop = nrr_job_stopped_at(in->n, proc_end, ps);
 	for (size_t i = 0; i < in->n; i++)
 		ps[i].stop = stop;
+	/* a helper that carries a rank (a launcher's fork stub or wrapper
+	 * with the rank's variables, which execs the rank or starts it) is
+	 * no rank when another process of that rank touches CUDA, NVML,
+	 * verbs or NCCL and it does not: paired by executable, as helpers */
+	for (size_t i = 0; i < in->n; i++) {
+		if (strncmp(ps[i].key, "exe=", 4) == 0 || touches_gpu(&ps[i]))
+			continue;
+		bool other = false;
+		for (size_t j = 0; j < in->n && !other; j++)
+			other = j != i && !strcmp(ps[j].key, ps[i].key) && touches_gpu(&ps[j]);
+		if (!other)
+			continue;
+		const char *v = nrr_reader_meta(ps[i].r, "exe");
+		char *k;
+		if (asprintf(&k, "exe=%s", v ? base_name(v) : "?") < 0)
+			return -ENOMEM;
+		free(ps[i].key);
+		ps[i].key = k;
+		ps[i].rank = 0x7fffffffL;
+	}
 	return proc_keys(ps, in->n);
 }
 

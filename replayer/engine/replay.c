@@ -292,8 +292,8 @@ static void mark_benign(struct coord *x)
 				in_ok |= !strcmp(x->pi[i].end, "exit 0");
 			}
 		}
-		if (!strcmp(x->pi[e->proc].end, "exit 0"))
-			e->benign = true;   /* its own process ended well despite it */
+		if (!strcmp(x->pi[e->proc].end, "exit 0") || !strcmp(x->pi[e->proc].end, "exec"))
+			e->benign = true;   /* its own process ended well despite it (a fork stub exec'd) */
 		else if (any_ok)
 			e->benign = in_ok;
 		else if (!x->pi[e->proc].end[0] && !strcmp(e->fn, "connect") && strstr(e->res, "ECONNREFUSED"))

@@ -293,8 +293,9 @@ static int close_w(nrr_writer *w, const char *end)
 
 /* mpi FAULT: a 4-rank job as `ncclrr record -- mpirun -np 4 ...` records
  * it: the launcher (no rank; it probes for a server's UNIX socket,
- * ENOENT, and connects when retried), two fork stubs (no rank: they close
- * inherited fds and exec), and ranks 0-3 with the failures every healthy
+ * ENOENT, and connects when retried), two fork stubs (they close
+ * inherited fds and exec; the second has rank 1's variables, and when
+ * FAULT one more close, EBADF), and ranks 0-3 with the failures every healthy
  * rank has too (rank_noise()).  FAULT=0: every rank and the launcher exit 0.
  * FAULT=1: rank 3's trace stops first with no end (mpirun SIGKILLs it when
  * it stops the job: its last second is lost); rank 2 then fails 14
@@ -312,11 +313,12 @@ static int mpi(const char *dir, bool fault)
 	call_err(lt, "connect", uc, 3, -1, ENOENT);
 	call(lt, "connect", uc, 3, 0);
 	for (int k = 0; k < 2; k++) {
-		nrr_writer *w = open_proc(dir, 901 + k, -1, 4, "/usr/bin/orterun");
+		/* the second stub has rank 1's variables already */
+		nrr_writer *w = open_proc(dir, 901 + k, k ? 1 : -1, 4, "/usr/bin/orterun");
 		nrr_tls *t = nrr_writer_thread(w);
 		for (int fd = 15; fd < 18 + (fault ? k : 0); fd++) {
 			struct val v[] = { { "fd", fd, NULL, 0 } };
-			call(t, "close", v, 1, 0);
+			call_err(t, "close", v, 1, fd < 18 ? 0 : -1, fd < 18 ? 0 : EBADF);
 		}
 		rc |= close_w(w, "exec");
 	}
