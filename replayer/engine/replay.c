@@ -261,6 +261,14 @@ static int scan(struct coord *x, size_t i)
 	uint64_t end = fi->end_ts > last ? fi->end_ts : last;
 	pi->end_wall = nrr_reader_wall(r, end ? end : 0);
 	pi->wall_s = first != UINT64_MAX && last > first ? (double)(last - first) / 1e9 : 0;
+	/* a helper (no CUDA, NVML nor verbs: a launcher probing X displays or
+	 * servers that are not there) tells its story by its end: its
+	 * connects refused are probes, not the failure */
+	for (size_t a = 0; !pi->uses_cuda && a < x->nerr; a++)
+		if (x->err[a].proc == i && x->err[a].retry) {
+			x->err[a].retry = false;
+			x->err[a].api_benign = true;
+		}
 	return 0;
 }
 

@@ -292,8 +292,9 @@ static int close_w(nrr_writer *w, const char *end)
 }
 
 /* mpi FAULT: a 4-rank job as `ncclrr record -- mpirun -np 4 ...` records
- * it: the launcher (no rank; it probes for a server's UNIX socket,
- * ENOENT, and connects when retried), two fork stubs (they close
+ * it: the launcher (no rank; it probes for servers that are not there,
+ * as hwloc probes X displays: a UNIX socket, ENOENT, and a TCP port,
+ * ECONNREFUSED), two fork stubs (they close
  * inherited fds and exec; the second has rank 1's variables, and when
  * FAULT one more close, EBADF), and ranks 0-3 with the failures every healthy
  * rank has too (rank_noise()).  FAULT=0: every rank and the launcher exit 0.
@@ -310,8 +311,10 @@ static int mpi(const char *dir, bool fault)
 	nrr_tls *lt = nrr_writer_thread(lw);
 	uint8_t un[20] = { 1, 0, '/', 't', 'm', 'p', '/', 'p', 'm', 'i', 'x' };
 	struct val uc[] = { { "sockfd", 7, NULL, 0 }, { "addr", 0, un, sizeof(un) }, { "addrlen", sizeof(un), NULL, 0 } };
+	struct sockaddr_in x11 = addr(6000);
+	struct val xc[] = { { "sockfd", 8, NULL, 0 }, { "addr", 0, &x11, sizeof(x11) }, { "addrlen", 16, NULL, 0 } };
 	call_err(lt, "connect", uc, 3, -1, ENOENT);
-	call(lt, "connect", uc, 3, 0);
+	call_err(lt, "connect", xc, 3, -1, ECONNREFUSED);
 	for (int k = 0; k < 2; k++) {
 		/* the second stub has rank 1's variables already */
 		nrr_writer *w = open_proc(dir, 901 + k, k ? 1 : -1, 4, "/usr/bin/orterun");
