@@ -118,12 +118,8 @@ static void blocked(nrr_tls *t, const char *fname, int fd)
 	enter(t, fname, v, 2);   /* never returns */
 }
 
-static nrr_writer *open_rank(const char *dir, int rank, int n)
+static nrr_writer *open_file(const char *path, const char *meta, int len)
 {
-	char path[4096], meta[512];
-	snprintf(path, sizeof(path), "%s/gen-%05d.nrt", dir, rank);
-	int len = snprintf(meta, sizeof(meta), "host=gen\npid=%d\nrank=%d\nenv.NCCLRR_NRANKS=%d\nenv.NCCL_COMM_ID=127.0.0.1:29500\n",
-			   1000 + rank, rank, n);
 	nrr_writer_opts o = { .schema = nrr_builtin_schema, .schema_len = nrr_builtin_schema_len, .meta = meta,
 			      .meta_len = (size_t)len };
 	nrr_writer *w;
@@ -132,6 +128,15 @@ static nrr_writer *open_rank(const char *dir, int rank, int n)
 		exit(2);
 	}
 	return w;
+}
+
+static nrr_writer *open_rank(const char *dir, int rank, int n)
+{
+	char path[4096], meta[512];
+	snprintf(path, sizeof(path), "%s/gen-%05d.nrt", dir, rank);
+	int len = snprintf(meta, sizeof(meta), "host=gen\npid=%d\nrank=%d\nenv.NCCLRR_NRANKS=%d\nenv.NCCL_COMM_ID=127.0.0.1:29500\n",
+			   1000 + rank, rank, n);
+	return open_file(path, meta, len);
 }
 
 static int mixed(const char *dir)
@@ -247,14 +252,7 @@ static nrr_writer *open_proc(const char *dir, int pid, int rank, int n, const ch
 		snprintf(rk, sizeof(rk), "rank=%d\n", rank);
 	snprintf(path, sizeof(path), "%s/gen-%d.nrt", dir, pid);
 	int len = snprintf(meta, sizeof(meta), "host=gen\npid=%d\n%sexe=%s\nenv.OMPI_COMM_WORLD_SIZE=%d\n", pid, rk, exe, n);
-	nrr_writer_opts o = { .schema = nrr_builtin_schema, .schema_len = nrr_builtin_schema_len, .meta = meta,
-			      .meta_len = (size_t)len };
-	nrr_writer *w;
-	if (nrr_writer_open(&w, path, &o)) {
-		fprintf(stderr, "hang_gen: cannot create %s\n", path);
-		exit(2);
-	}
-	return w;
+	return open_file(path, meta, len);
 }
 
 static void pause_ms(int ms)

@@ -50,6 +50,16 @@ hang() {
 	rc=$?
 }
 
+# gen_hang [--json] ARGS...: a job hang_gen (built next to this test)
+# writes, then `hang [--json]` on it
+gen_hang() {
+	local opt=
+	[ "$1" = --json ] && { opt=$1; shift; }
+	mkdir "$tmp/t"
+	"$(dirname "$wl")/analyzer/hang_gen" "$tmp/t" "$@" || fail "hang_gen $* failed"
+	hang $opt "$tmp/t"
+}
+
 expect_rc() {
 	[ "$rc" -eq "$1" ] || { fail "ncclrr hang exited $rc, want $1"; cat "$tmp/out" "$tmp/err" | head -30; }
 }
@@ -224,20 +234,14 @@ EOF
 	;;
 cycle)
 	# ranks 0-4, each in recv on its connection to the next: nobody outside the cycle
-	gen=$(dirname "$wl")/analyzer/hang_gen
-	mkdir "$tmp/t"
-	"$gen" "$tmp/t" cycle 5 || fail "hang_gen failed"
-	hang "$tmp/t"
+	gen_hang cycle 5
 	expect_rc 1
 	expect "HANG, root cause: rank 0 (cycle)"
 	expect "Chain: ranks 0-4 wait on each other: rank 0 waits in recv for rank 1, rank 1 waits in recv for rank 2, rank 2 waits in recv for rank 3, rank 3 waits in recv for rank 4, rank 4 waits in recv for rank 0 (a cycle"
 	;;
 scale)
 	# 1024 ranks: rank 777 never connects to the bootstrap root
-	gen=$(dirname "$wl")/analyzer/hang_gen
-	mkdir "$tmp/t"
-	"$gen" "$tmp/t" scale 1024 777 || fail "hang_gen failed"
-	hang --json "$tmp/t"
+	gen_hang --json scale 1024 777
 	expect_rc 1
 	python3 - "$tmp/out" <<'EOF' || fail "the JSON does not name rank 777 with 1023 ranks waiting"
 import json, sys
@@ -255,10 +259,7 @@ mpi)
 	# recv from an address no trace has: rank 2 is the root cause, not the
 	# rank waiting outside the traces nor the one the stop killed; a recv on
 	# a rank's own socketpair is no wait
-	gen=$(dirname "$wl")/analyzer/hang_gen
-	mkdir "$tmp/t"
-	"$gen" "$tmp/t" mpi 1 || fail "hang_gen failed"
-	hang "$tmp/t"
+	gen_hang mpi 1
 	expect_rc 1
 	expect "HANG, root cause: rank 2 (exited)"
 	expect "1. [exited, 0 waiting] rank 2 ended (exit 1) at"
@@ -271,10 +272,7 @@ mpi)
 mixed)
 	# an unanswered proxy request, a rank in cuStreamSynchronize, one polling ibv_poll_cq, one exited,
 	# one spinning on a non-blocking recv
-	gen=$(dirname "$wl")/analyzer/hang_gen
-	mkdir "$tmp/t"
-	"$gen" "$tmp/t" mixed || fail "hang_gen failed"
-	hang "$tmp/t"
+	gen_hang mixed
 	expect_rc 1
 	expect "HANG, root cause: rank 1 (waits outside the traces)"
 	expect "Chain: rank 0 waits for a proxy answer from rank 1; rank 4 waits in recv for rank 1; rank 1 waits on nothing the traces show (in stream/event synchronize: cuStreamSynchronize(hStream=0x5000)"
