@@ -790,7 +790,7 @@ static int proc_scan(struct proc *p)
 			last = w;
 		if (c->kind != NRR_CALL || !c->fn || c->stream >= p->nstreams)
 			continue;
-		if (c->fn->domain && strcmp(c->fn->domain, "socket") != 0)
+		if (nrr_call_gpu_side(c))
 			p->gpu[c->stream] = true;
 		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && nrole[c->stream] < ROLE_CALLS &&
 		    role_domain(c->fn->domain) && strcmp(c->fn->name, "sock_info") != 0) {

@@ -40,10 +40,17 @@ const char cmd_replay_usage[] =
 	"divergence (rank, call number, API, recorded vs replayed) and the\n"
 	"failure as replayed.\n"
 	"\n"
+	"Which processes run: those that make calls of the GPU stack (CUDA,\n"
+	"NVML, verbs, NCCL); helpers that make none (mpirun, orted, srun's\n"
+	"steps, `ncclrr run`'s launcher, fork stubs and wrappers) are served\n"
+	"from their traces: their peers' calls on sockets to them return what\n"
+	"they returned.  A trace with no GPU-stack call at all runs whole.\n"
+	"\n"
 	"Options:\n"
 	"  --ranks R[,R...]   replay only these ranks; sockets to the others are\n"
 	"                     served from the trace (their calls return what they\n"
 	"                     returned)\n"
+	"  --all-processes    replay the helpers too\n"
 	"  --inject MODE      errors (default): a call recorded as failed fails the\n"
 	"                     same way without running; all: every CUDA/NVML/verbs\n"
 	"                     call is answered from the trace; none: everything\n"
@@ -112,6 +119,7 @@ int cmd_replay(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "ranks", required_argument, NULL, 'r' },
+		{ "all-processes", no_argument, NULL, 'A' },
 		{ "inject", required_argument, NULL, 'i' },
 		{ "repeat", required_argument, NULL, 'n' },
 		{ "chaos", required_argument, NULL, 'c' },
@@ -137,6 +145,9 @@ int cmd_replay(int argc, char **argv)
 			if (parse_ranks(optarg, &ranks, &o.nranks) < 0)
 				return nrr_cli_usage_error("replay", "--ranks wants rank numbers separated by commas, not '%s'", optarg);
 			o.ranks = ranks;
+			break;
+		case 'A':
+			o.all_processes = true;
 			break;
 		case 'i':
 			if (!strcmp(optarg, "errors"))

@@ -103,6 +103,11 @@ bool nrr_call_real_failure(const nrr_call *c)
 	return nrr_call_failed(c) && !nrr_call_benign(c);
 }
 
+bool nrr_call_gpu_side(const nrr_call *c)
+{
+	return c->fn && c->fn->domain && strcmp(c->fn->domain, "socket") != 0;
+}
+
 static bool stop_signal(const char *end)
 {
 	return end && (!strcmp(end, "signal SIGTERM") || !strcmp(end, "signal SIGINT") || !strcmp(end, "signal SIGHUP"));

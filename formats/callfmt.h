@@ -41,6 +41,13 @@ const nrr_benign_rule *nrr_call_benign_rule(const nrr_call *c);
  * nrr_call_benign(). */
 bool nrr_call_real_failure(const nrr_call *c);
 
+/* @return true when @c is a call of the GPU communication stack (CUDA,
+ * NVML, verbs, NCCL, its net plugin and proxy), not a plain socket call.
+ * A process that makes none is a helper (a launcher, its daemon, a fork
+ * stub), whatever rank its variables give it: diff pairs it as one,
+ * replay serves it from its trace. */
+bool nrr_call_gpu_side(const nrr_call *c);
+
 /* A native trace records how its process ended (exit, signal, exec).  Of
  * @n processes of one run, @without have no end: are those killed outright
  * (SIGKILL, the OOM killer, a lost host)?  Yes when they are the exception

@@ -4,18 +4,20 @@
 # and print one closing line "tests: N passed, N failed, N skipped".
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/setup.sh
 # Only the tests need these: headless Chromium loads the HTML report
-# (export_html), Graphviz renders `ncclrr hang --dot` (hang_dot).
+# (export_html), Graphviz renders `ncclrr hang --dot` (hang_dot), Open MPI
+# runs and builds the mpirun-launched jobs (nccl_mpi_*: installed before
+# the build is configured, which looks for MPI).
 extra=()
-for p in chromium graphviz; do
+for p in chromium graphviz openmpi-bin libopenmpi-dev; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || extra+=("$p")
 done
 if ((${#extra[@]})) && [ "$(id -u)" -eq 0 ]; then
-	echo "test-all: installing ${extra[*]} for the analyzer tests"
+	echo "test-all: installing ${extra[*]} for the tests"
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null; } ||
 		echo "test-all: could not install ${extra[*]}; the tests that need them skip and say why" >&2
 fi
+source scripts/setup.sh
 rc=0
 meson test -C build --print-errorlogs --num-processes 2 || rc=1
 cp build/meson-logs/testlog.json build/meson-logs/testlog-default.json

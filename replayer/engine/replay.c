@@ -49,13 +49,13 @@ struct coord {
 	struct perr *err;
 	size_t nerr, errcap;
 	/* recorded listen addresses and connector addresses of replayed processes */
-	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; bool listen; size_t proc; } *addr;
+	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; bool listen; size_t proc; uint64_t wall; } *addr;
 	size_t naddr, addrcap;
 	/* UNIX socket names bound (sun_path bytes) */
 	struct { uint8_t name[NRR_XMAP_MAX]; uint8_t len; bool sent; size_t proc; } *unix_names;
 	size_t nunix, unixcap;
 	/* IPC handle bytes made by cuIpcGet{Mem,Event}Handle, with their set (nrr_rcuda_ipc_made) */
-	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; const char *kind; size_t proc; } *ipc;
+	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; const char *kind; size_t proc; uint64_t wall; } *ipc;
 	size_t nipc, ipccap;
 	uint64_t total_units;
 	uint64_t stop;     /* when the job was stopped from outside (nrr_job_stopped_at()) */
@@ -94,7 +94,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static int add_addr(struct coord *x, size_t proc, const nrr_value *v, bool listen)
+static int add_addr(struct coord *x, size_t proc, const nrr_value *v, bool listen, uint64_t wall)
 {
 	if (!v->p || v->len < 8 || (v->p[0] != AF_INET && v->p[0] != AF_INET6))
 		return 0;
@@ -106,6 +106,7 @@ static int add_addr(struct coord *x, size_t proc, const nrr_value *v, bool liste
 	x->addr[x->naddr].len = (uint8_t)kl;
 	x->addr[x->naddr].listen = listen;
 	x->addr[x->naddr].proc = proc;
+	x->addr[x->naddr].wall = wall;
 	x->naddr++;
 	return 0;
 }
@@ -162,6 +163,7 @@ static int scan(struct coord *x, size_t i)
 	snprintf(pi->topo, sizeof(pi->topo), "%s", (v = nrr_reader_meta(r, "env.NCCLRR_TOPO")) ? v : "");
 	snprintf(pi->host, sizeof(pi->host), "%s", (v = nrr_reader_meta(r, "env.NCCLRR_HOST")) ? v : "");
 	uint64_t first = UINT64_MAX, last = 0;
+	uint64_t whole = UINT64_MAX;   /* the earliest stop of a thread that was running */
 	for (uint32_t s = 0; s < fi->nstreams; s++) {
 		nrr_cursor *cur;
 		int ret = nrr_cursor_open(&cur, r, s);
@@ -170,9 +172,15 @@ static int scan(struct coord *x, size_t i)
 		struct nrr_classify k = { .skip = -1 };
 		const nrr_call *c;
 		size_t retry_from = x->nerr, nretry = 0;   /* this stream's failures not yet retried */
+		uint64_t done = 0, open = 0;   /* its last return; the last call open at its end */
 		while ((ret = nrr_cursor_next(cur, &c)) == 0) {
 			if (c->kind != NRR_CALL || !c->fn)
 				continue;
+			if (c->phase == NRR_PHASE_INFLIGHT && c->ts > open)
+				open = c->ts;
+			else if (c->done && c->ts + c->dur > done)
+				done = c->ts + c->dur;
+			pi->gpu |= nrr_call_gpu_side(c);
 			uint64_t key = nrr_call_key(c);
 			if (c->ts < first)
 				first = c->ts;
@@ -181,7 +189,7 @@ static int scan(struct coord *x, size_t i)
 			int kind = nrr_classify(&k, c);
 			if (kind < 0)
 				continue;
-			x->total_units += pi->selected;
+			pi->units++;
 			pi->calls++;
 			pi->uses_cuda |= kind == U_EXEC && nrr_rcuda_handles(c->fn);
 			if (kind == U_EXEC && !strcmp(c->fn->name, "bind")) {
@@ -202,6 +210,7 @@ static int scan(struct coord *x, size_t i)
 					x->ipc[x->nipc].len = (uint8_t)c->args[hi].len;
 					x->ipc[x->nipc].kind = set;
 					x->ipc[x->nipc].proc = i;
+					x->ipc[x->nipc].wall = nrr_reader_wall(r, c->ts);
 					x->nipc++;
 				}
 			}
@@ -217,7 +226,7 @@ static int scan(struct coord *x, size_t i)
 				if (ri >= 0)
 					role = (int64_t)c->args[ri].u;
 				int li = nrr_arg_index(c, "local");
-				if (li >= 0 && (role == 1 || role == 2) && (ret = add_addr(x, i, &c->args[li], role == 1)) < 0)
+				if (li >= 0 && (role == 1 || role == 2) && (ret = add_addr(x, i, &c->args[li], role == 1, nrr_reader_wall(r, c->ts))) < 0)
 					break;
 			}
 			if (kind != U_INFLIGHT && c->done && !nrr_call_failed(c) && nretry)
@@ -257,14 +266,20 @@ static int scan(struct coord *x, size_t i)
 			return ret;
 		}
 		nrr_cursor_close(cur);
+		/* a thread that returned from its last call after entering the
+		 * one it is in at the end (or is in none) was running: what it
+		 * did after that return is lost */
+		if (done && open < done && done < whole)
+			whole = done;
 	}
 	uint64_t end = fi->end_ts > last ? fi->end_ts : last;
 	pi->end_wall = nrr_reader_wall(r, end ? end : 0);
+	pi->whole_wall = whole != UINT64_MAX ? nrr_reader_wall(r, whole) : pi->end_wall;
 	pi->wall_s = first != UINT64_MAX && last > first ? (double)(last - first) / 1e9 : 0;
-	/* a helper (no CUDA, NVML nor verbs: a launcher probing X displays or
-	 * servers that are not there) tells its story by its end: its
+	/* a helper (nothing of the GPU stack: a launcher probing X displays
+	 * or servers that are not there) tells its story by its end: its
 	 * connects refused are probes, not the failure */
-	for (size_t a = 0; !pi->uses_cuda && a < x->nerr; a++)
+	for (size_t a = 0; !pi->gpu && a < x->nerr; a++)
 		if (x->err[a].proc == i && x->err[a].retry) {
 			x->err[a].retry = false;
 			x->err[a].api_benign = true;
@@ -345,22 +360,30 @@ static bool proc_failed(const struct nrr_proc_info *pi)
 /* ------------------------------------------------------------ one replay */
 static struct nrr_wstat *g_stats;
 
+/* Did process @pi, killed outright, make something at @wall, after its
+ * trace stopped being whole?  Its replay stops there (worker.c), so the
+ * address or handle is not made: its peers' uses are served. */
+static bool after_whole(const struct nrr_proc_info *pi, uint64_t wall)
+{
+	return nrr_proc_killed(pi) && wall >= pi->whole_wall;
+}
+
 static void publish_sets(struct coord *x)
 {
 	static const uint8_t one = 1;
 	for (size_t a = 0; a < x->naddr; a++)
-		if (x->pi[x->addr[a].proc].selected)
+		if (x->pi[x->addr[a].proc].selected && !after_whole(&x->pi[x->addr[a].proc], x->addr[a].wall))
 			nrr_xmap_put(x->addr[a].listen ? "lsel" : "csel", x->addr[a].key, x->addr[a].len, &one, 1);
 	/* the addresses of processes killed outright (mark_killed), with the
-	 * wall time their trace ends: their peers' calls on connections to
-	 * them from then on, and reads of what they sent last, are served
-	 * from the trace */
+	 * wall time until which their trace is whole: their peers' calls on
+	 * connections to them from then on, and reads of what they sent
+	 * last, are served from the trace */
 	for (size_t a = 0; a < x->naddr; a++)
 		if (nrr_proc_killed(&x->pi[x->addr[a].proc]))
-			nrr_xmap_put("kill", x->addr[a].key, x->addr[a].len, &x->pi[x->addr[a].proc].end_wall,
+			nrr_xmap_put("kill", x->addr[a].key, x->addr[a].len, &x->pi[x->addr[a].proc].whole_wall,
 				     sizeof(uint64_t));
 	for (size_t a = 0; a < x->nipc; a++)
-		if (x->pi[x->ipc[a].proc].selected)
+		if (x->pi[x->ipc[a].proc].selected && !after_whole(&x->pi[x->ipc[a].proc], x->ipc[a].wall))
 			nrr_xmap_put(x->ipc[a].kind, x->ipc[a].key, x->ipc[a].len, &one, 1);
 	for (size_t a = 0; a < x->nunix; a++)
 		if (x->pi[x->unix_names[a].proc].selected)
@@ -812,6 +835,45 @@ static bool matched(const struct coord *x, const struct outcome *o)
 	return !o->hung && !o->fatal && !o->ndiv && o->reached_sig == chain_len(x);
 }
 
+/* Which processes workers replay; the others are served from their
+ * traces (their peers' sockets to them too).  Helpers (no call of the GPU
+ * stack: nrr_call_gpu_side) are served unless --all-processes: a
+ * launcher, its daemons, fork stubs and wrappers carrying a rank's
+ * variables; with --ranks, only those ranks.  A trace where nothing
+ * touches the GPU stack (a socket-only job) is replayed whole.
+ * @return how many are replayed. */
+static size_t select_procs(struct coord *x)
+{
+	const struct nrr_replay_opts *o = x->o;
+	bool any_gpu = false;
+	for (size_t i = 0; i < x->n; i++)
+		any_gpu |= x->pi[i].gpu;
+	size_t nsel = 0;
+	for (size_t i = 0; i < x->n; i++) {
+		struct nrr_proc_info *pi = &x->pi[i];
+		/* a rank that ended before its first GPU-stack call is no helper,
+		 * unless another process of that rank made them (a fork stub or
+		 * wrapper carrying the rank's variables: as diff pairs them) */
+		bool helper = !pi->gpu && any_gpu;
+		if (helper && pi->rank >= 0) {
+			helper = false;
+			for (size_t j = 0; j < x->n && !helper; j++)
+				helper = j != i && x->pi[j].rank == pi->rank && x->pi[j].gpu;
+		}
+		bool sel = o->all_processes || !helper;
+		if (o->ranks) {
+			bool listed = false;
+			for (size_t k = 0; k < o->nranks; k++)
+				listed |= pi->rank >= 0 && pi->rank == o->ranks[k];
+			sel = sel && listed;
+		}
+		pi->selected = sel;
+		nsel += sel;
+		x->total_units += sel ? pi->units : 0;
+	}
+	return nsel;
+}
+
 int nrr_replay(const struct nrr_replay_opts *o)
 {
 	struct coord x = { .o = o, .n = o->n };
@@ -821,16 +883,6 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	x.pi = calloc(o->n ? o->n : 1, sizeof(*x.pi));
 	if (!x.pi)
 		return 2;
-	size_t nsel = 0;
-	for (size_t i = 0; i < o->n; i++) {
-		const char *v = nrr_reader_meta(o->readers[i], "rank");
-		int rank = v ? atoi(v) : -1;
-		bool sel = !o->ranks;
-		for (size_t k = 0; o->ranks && k < o->nranks; k++)
-			sel |= v && rank == o->ranks[k];
-		x.pi[i].selected = sel;
-		nsel += sel;
-	}
 	for (size_t k = 0; o->ranks && k < o->nranks; k++) {
 		bool found = false;
 		for (size_t i = 0; i < o->n; i++) {
@@ -842,13 +894,14 @@ int nrr_replay(const struct nrr_replay_opts *o)
 			goto out;
 		}
 	}
+	for (size_t i = 0; i < o->n; i++)
+		if (scan(&x, i) < 0)
+			goto out;
+	size_t nsel = select_procs(&x);
 	if (!nsel) {
 		fprintf(stderr, "ncclrr replay: nothing to replay in %s\n", o->dir);
 		goto out;
 	}
-	for (size_t i = 0; i < o->n; i++)
-		if (scan(&x, i) < 0)
-			goto out;
 	/* the fake runtime needs the cluster the recording ran on */
 	for (size_t i = 0; i < o->n && !o->topo && o->inject != NRR_INJECT_ALL; i++) {
 		if (!x.pi[i].selected || !x.pi[i].uses_cuda || access(x.pi[i].topo, R_OK) == 0)
@@ -864,6 +917,8 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	}
 	qsort(x.err, x.nerr, sizeof(*x.err), cmp_wall);
 	x.stop = nrr_job_stopped_at(x.n, proc_end, &x);
+	for (size_t i = 0; i < x.n; i++)
+		x.pi[i].stopped = nrr_end_by_stop(x.pi[i].end, x.pi[i].end_wall, x.stop);
 	mark_killed(&x);
 	mark_benign(&x);
 	if (nrr_xmap_init(4096 + 4 * (x.naddr + x.nunix + x.nipc)) < 0) {

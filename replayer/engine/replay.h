@@ -30,8 +30,16 @@ struct nrr_proc_info {
 	char topo[512], host[32]; /* recorded NCCLRR_TOPO, NCCLRR_HOST */
 	bool selected;       /* replayed by a worker (else served from its trace) */
 	uint64_t end_wall;   /* recorded wall time of its end (ns) */
+	/* Killed outright, its trace is whole until here: the earliest last
+	 * return of a thread that was running (not in a call) at the end.
+	 * Other threads' records may go further (their chunks were written
+	 * later), but what the running ones did then is lost. */
+	uint64_t whole_wall;
 	uint64_t calls;
+	uint64_t units;      /* what a worker would replay */
 	bool uses_cuda;      /* has CUDA driver / NVML / verbs calls to replay */
+	bool gpu;            /* makes calls of the GPU stack (nrr_call_gpu_side): no helper */
+	bool stopped;        /* ended by the job's stop from outside (nrr_end_by_stop) */
 	double wall_s;       /* recorded duration (first to last record) */
 };
 
@@ -44,8 +52,9 @@ struct nrr_replay_opts {
 	nrr_reader **readers;  /* one per recorded process */
 	size_t n;
 	const char *dir;       /* for messages */
-	const int *ranks;      /* --ranks subset, NULL: every process */
+	const int *ranks;      /* --ranks subset, NULL: every rank */
 	size_t nranks;
+	bool all_processes;    /* --all-processes: helpers too (launchers, daemons, fork stubs) */
 	int inject;            /* enum nrr_inject */
 	unsigned repeat;       /* 1 by default */
 	bool chaos;

@@ -319,8 +319,8 @@ enum { ROLE_LISTEN = 1, ROLE_CONNECT = 2, ROLE_ACCEPT = 3 };
 /* Is recorded socket @fd (used by unit @k) connected to a process that was
  * killed outright?  Its trace lost what it did last (up to the tracer's
  * sync interval), so what it sent then is not there to be replayed.
- * @return the wall time its trace ends (at least 1), or 0 when it was not
- * killed. */
+ * @return the wall time until which its trace is whole (at least 1), or 0
+ * when it was not killed. */
 static uint64_t peer_killed(struct rstream *st, size_t k, int64_t fd)
 {
 	/* the last sock_info for @fd before this call, in any thread (the
@@ -350,14 +350,18 @@ static uint64_t peer_killed(struct rstream *st, size_t k, int64_t fd)
 	return end ? end : 1;
 }
 
-/* Was unit @k recorded after the end of the trace of the killed process at
- * the other end of @fd?  What that process did from then on is not known
- * (its replay stops there), so the call is not run: the connection is
- * served from the trace from here on. */
+/* Was unit @k on @fd recorded after the trace of a process killed outright
+ * stops being whole, this one's or the peer's (nrr_proc_info.whole_wall)?
+ * What it did from then on is partly lost (a thread's chunk written later
+ * holds more, the running threads' last moments are gone), so the call is
+ * not run: the connection is served from the trace from here on. */
 static bool after_killed_peer(struct rstream *st, size_t k, int64_t fd)
 {
+	uint64_t at = nrr_reader_wall(st->p->r, st->u[k].c.ts);
+	if (nrr_proc_killed(st->p->pi) && at >= st->p->pi->whole_wall)
+		return true;
 	uint64_t end = peer_killed(st, k, fd);
-	return end > 1 && nrr_reader_wall(st->p->r, st->u[k].c.ts) >= end;
+	return end > 1 && at >= end;
 }
 
 /* Live fd of the recorded socket arg @name; RFD_SERVED; or -1 (res set). */
@@ -1147,10 +1151,27 @@ int rsock_inflight_check(struct rsock *s, const nrr_call *c, char *why, size_t l
 	if (fd < 0)
 		return 0;
 	if (acc) {
+		/* a connection a replayed process made by a recorded connect
+		 * waited unaccepted in the recording too (its connect returned,
+		 * this accept never did); any other is new */
+		uint8_t sa[128], here[128];
+		socklen_t sl = sizeof(sa), hl = sizeof(here);
+		int a;
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN)) {
-			snprintf(why, len, "blocked when the recording ended, but here a connection is waiting to be accepted");
-			return 1;
+		while (poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN) &&
+		       (a = accept4(fd, (struct sockaddr *)sa, &sl, SOCK_CLOEXEC)) >= 0) {
+			uint8_t key[2 * NRR_XMAP_MAX], rec[NRR_XMAP_MAX];
+			size_t rl = sizeof(rec);
+			getsockname(a, (struct sockaddr *)here, &hl);
+			size_t kl = nrr_addr_key(sa, sl, key);
+			kl += nrr_addr_key(here, hl, key + kl);
+			close(a);
+			if (nrr_xmap_get("conn", key, kl, rec, &rl, 0) < 0) {
+				snprintf(why, len, "blocked when the recording ended, but here a connection no replayed process recorded is waiting to be accepted");
+				return 1;
+			}
+			sl = sizeof(sa);
+			hl = sizeof(here);
 		}
 		return 0;
 	}

@@ -160,7 +160,13 @@ static int load_stream(struct nrr_rproc *p, struct rstream *s, char *err, size_t
 	}
 	struct nrr_classify k = { .skip = -1 };
 	const nrr_call *c;
+	/* a process killed outright replays while its trace is whole
+	 * (nrr_proc_info.whole_wall): the rest was cut from the threads that
+	 * were running, so what the others did then would run without it */
+	bool killed = nrr_proc_killed(p->pi);
 	while ((ret = nrr_cursor_next(cur, &c)) == 0) {
+		if (killed && c->kind == NRR_CALL && nrr_reader_wall(p->r, c->ts) >= p->pi->whole_wall)
+			break;
 		int kind = nrr_classify(&k, c);
 		if (kind >= 0 && (ret = add_unit(s, c, (uint8_t)kind)) < 0)
 			break;
@@ -514,8 +520,10 @@ int nrr_worker_main(struct nrr_rproc *p)
 	wait_exit_time(p);
 	int div = 0;
 	/* a process killed outright (replay.c mark_killed) stopped at an
-	 * unknown moment: data a peer sent it may have arrived before or after */
-	bool killed = nrr_proc_killed(p->pi);
+	 * unknown moment, and one the job's stop ended (mpirun's SIGTERM when a
+	 * rank aborts) was stopped wherever it was: data a peer sent it may
+	 * have arrived before or after */
+	bool killed = nrr_proc_killed(p->pi) || p->pi->stopped;
 	for (size_t i = 0; inflight && !killed && i < p->ns; i++) {
 		const struct unit *u = p->s[i].n ? &p->s[i].u[p->s[i].n - 1] : NULL;
 		char why[300];

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# An MPI program (tests/workloads/mpi_allreduce.c: MPI_Init, the NCCL id
+# shared with MPI_Bcast, MPI_Abort on failure) under Open MPI's mpirun, on
+# 8 ranks of topo/2node_16gpu.xml with real NCCL 2.22 (`ncclrr run` in
+# wrapper mode as the per-rank command), rank 3's first
+# cudaIpcOpenMemHandle failing (legacy IPC).  mpirun aborts the job:
+# SIGTERM, then SIGKILL for the ranks still there (their traces lose their
+# last moments).  Recorded
+#   outside: ncclrr record -- mpirun ... ncclrr run ... -- mpi_allreduce
+#            (mpirun and its helpers traced too: served, not replayed)
+#   inside:  mpirun ... ncclrr record -- ncclrr run ... -- mpi_allreduce
+#            (only the ranks traced; the launcher's sockets are not)
+# then replayed 20 of 20 with the failure reproduced, and with --ranks 3;
+# `hang` and `diff` (against a clean run) name rank 3.
+# usage: test_nccl_mpi_replay.sh outside|inside NCCLRR SRCDIR WORKLOADS_DIR NCCL
+set -uo pipefail
+case_=$1
+NCCLRR=$(realpath "$2") SRCDIR=$3 WL=$(realpath "$4") NCCL_HINT=${5:-}
+command -v mpirun >/dev/null || { echo "SKIP: no mpirun (Debian: openmpi-bin)"; exit 77; }
+[ -x "$WL/mpi_allreduce" ] || { echo "SKIP: mpi_allreduce not built (Debian: libopenmpi-dev)"; exit 77; }
+. "$SRCDIR/tests/integration/nccl_common.sh"
+T=$(mktemp -d "${TMPDIR:-/tmp}/ncclrr-test-mpirp.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+TOPO=$SRCDIR/topo/2node_16gpu.xml
+unset NCCLRR_FAULT NCCL_COMM_ID
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np 8 -x NCCL_DEBUG ${NCCLRR_FAKE_LIBDIR:+-x NCCLRR_FAKE_LIBDIR})
+RUN=("$NCCLRR" run --topo "$TOPO" --nccl "$NCCL" --env NCCL_CUMEM_ENABLE=0)
+FAULT=(--env NCCLRR_FAULT=cudaIpcOpenMemHandle:rank=3:nth=1:cudaErrorInvalidValue)
+
+# rec NAME [ncclrr run options...]: exit status in $rc
+rec() {
+	local name=$1; shift
+	if [ "$case_" = outside ]; then
+		NCCL_DEBUG=WARN timeout 180 "$NCCLRR" record -q -o "$T/$name" -- \
+			"${MPIRUN[@]}" "${RUN[@]}" "$@" -- "$WL/mpi_allreduce" >"$T/$name.log" 2>&1
+	else
+		NCCL_DEBUG=WARN timeout 180 "${MPIRUN[@]}" "$NCCLRR" record -q -o "$T/$name" -- \
+			"${RUN[@]}" "$@" -- "$WL/mpi_allreduce" >"$T/$name.log" 2>&1
+	fi
+	rc=$?
+	ls "$T/$name"/*.nrt >/dev/null 2>&1 || { tail -20 "$T/$name.log"; echo "FAIL: no traces in $name"; exit 1; }
+}
+
+case $case_ in outside | inside) ;; *) echo "unknown case $case_"; exit 2 ;; esac
+rec clean
+[ "$rc" = 0 ] || { tail -20 "$T/clean.log"; fail "the clean job exited $rc"; }
+rec ipc "${FAULT[@]}"
+grep -q 'injecting cudaErrorInvalidValue into cudaIpcOpenMemHandle (rank 3' "$T/ipc.log" ||
+	{ tail -20 "$T/ipc.log"; echo "FAIL: the fault was not injected"; exit 1; }
+grep -q '^rank 3: ncclCommInitRank failed' "$T/ipc.log" || fail "rank 3 did not fail in ncclCommInitRank"
+[ "$rc" != 0 ] || fail "the failing job exited 0"
+echo "$case_: $(ls "$T/ipc"/*.nrt | wc -l) traces, job exit $rc"
+
+# 20 of 20 replays reproduce rank 3's failure at its call
+chain='rank 3: cudaIpcOpenMemHandle = cudaErrorInvalidValue \(1\) \(#[0-9]+, answered from the trace\) -> ncclCommInitRank = ncclUnhandledCudaError \(1\) \(#[0-9]+, answered from the trace\) -> exit 1'
+timeout 600 "$NCCLRR" replay --timeout 30 --repeat 20 "$T/ipc" >"$T/replay" 2>&1
+r=$?
+[ $r -eq 0 ] || fail "replay --repeat 20 exited $r: $(grep -E '^(repeat|first divergence|replay hung)' "$T/replay" | cut -c1-400)"
+grep -q '^repeat: 20 of 20 replays reproduced the failure, 20 of 20 identical to the first' "$T/replay" ||
+	fail "not 20 of 20: $(grep '^repeat' "$T/replay")"
+grep -qE "^  $chain\$" "$T/replay" || fail "the reproduced failure is not rank 3's chain: $(sed -n '/^reproduced failure:/,/^replay:/p' "$T/replay" | head -5)"
+# the ranks are replayed; mpirun, orted and fork stubs (outside) are served
+grep -qE '^ncclrr replay: 8 of [0-9]+ processes from' "$T/replay" ||
+	fail "not the 8 ranks replayed: $(grep '^ncclrr replay: [0-9]' "$T/replay")"
+echo "replay: $(grep '^ncclrr replay: [0-9]' "$T/replay" | cut -d, -f1); $(grep '^repeat' "$T/replay")"
+
+# only the failing rank
+timeout 120 "$NCCLRR" replay --timeout 30 --ranks 3 "$T/ipc" >"$T/ranks" 2>&1
+r=$?
+[ $r -eq 0 ] || fail "replay --ranks 3 exited $r: $(grep -E '^(first divergence|replay hung)' "$T/ranks" | cut -c1-400)"
+grep -qE "^  $chain\$" "$T/ranks" || fail "--ranks 3 did not reproduce rank 3's chain"
+grep -qE '^ncclrr replay: 1 of [0-9]+ processes' "$T/ranks" || fail "--ranks 3: $(grep '^ncclrr replay: [0-9]' "$T/ranks")"
+
+# hang and diff name rank 3
+"$NCCLRR" hang "$T/ipc" >"$T/hang" 2>&1
+grep -qE '^HANG, root cause: rank 3 \(exited\)|^First abnormal end: rank 3 ' "$T/hang" ||
+	fail "hang does not name rank 3: $(grep -E '^HANG|^First|^Chain|^No' "$T/hang" | cut -c1-300)"
+"$NCCLRR" diff "$T/clean" "$T/ipc" >"$T/diff" 2>&1
+grep '^Earliest' "$T/diff" | grep -qE '^Earliest across ranks: rank 3 thread 1, (failure only in B: cudaIpcOpenMemHandle = cudaErrorInvalidValue|call: cudaIpcOpenMemHandle \(fails only in B\))' ||
+	fail "diff's headline is not rank 3's cudaIpcOpenMemHandle: $(grep '^Earliest' "$T/diff")"
+
+[ $fails -eq 0 ] && echo "PASS: mpi $case_"
+exit $((fails > 0))
