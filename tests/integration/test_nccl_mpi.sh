@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
-# A job launched by Open MPI's mpirun, recorded from outside
-# (`ncclrr record -- mpirun ... ncclrr run --topo T -- init_allreduce`,
-# `ncclrr run` in wrapper mode as the per-rank command): real NCCL 2.22 on
-# 8 ranks of topo/2node_16gpu.xml, the unique id shared through
-# NCCLRR_ID_DIR (NCCL_COMM_ID would let a rank connect before rank 0
-# listens: NCCL's bootstrap race).  Once clean, once with rank 3's first
-# cudaIpcOpenMemHandle failing (legacy IPC); mpirun stops the job when
-# rank 3 exits 1, SIGTERMs and SIGKILLs the others.  Then every summary
-# names rank 3 and that call: `hang`'s root cause, `diff`'s headline,
-# `replay`'s recorded failure (first, whole, without the benign failures
-# every rank and the launcher have).
-# usage: test_nccl_mpi.sh NCCLRR SRCDIR WORKLOADS_DIR NCCL
+# Jobs launched by Open MPI's mpirun on 8 ranks of topo/2node_16gpu.xml
+# with real NCCL 2.22 (`ncclrr run` in wrapper mode as the per-rank
+# command), rank 3's first cudaIpcOpenMemHandle failing (legacy IPC).
+#
+# summaries: init_allreduce, recorded from outside (`ncclrr record --
+#   mpirun ... ncclrr run --topo T -- init_allreduce`), the unique id
+#   shared through NCCLRR_ID_DIR (NCCL_COMM_ID would let a rank connect
+#   before rank 0 listens: NCCL's bootstrap race).  Once clean, once
+#   failing; mpirun stops the job when rank 3 exits 1, SIGTERMs and
+#   SIGKILLs the others.  Every summary names rank 3 and that call:
+#   `hang`'s root cause, `diff`'s headline, `replay`'s recorded failure
+#   (first, whole, without the benign failures every rank and the
+#   launcher have).
+# outside | inside: an MPI program (tests/workloads/mpi_allreduce.c: the
+#   NCCL id through MPI_Bcast, MPI_Abort on failure), recorded
+#     outside: ncclrr record -- mpirun ... ncclrr run ... -- mpi_allreduce
+#              (mpirun and its helpers traced too: served, not replayed)
+#     inside:  mpirun ... ncclrr record -- ncclrr run ... -- mpi_allreduce
+#              (only the ranks traced)
+#   mpirun aborts the job: SIGTERM, then SIGKILL for the ranks still there
+#   (their traces lose their last moments).  Replayed 20 of 20 with the
+#   failure reproduced, and with --ranks 3; `hang` and `diff` (against a
+#   clean run) name rank 3.
+# usage: test_nccl_mpi.sh summaries|outside|inside NCCLRR SRCDIR WORKLOADS_DIR NCCL
 set -uo pipefail
-NCCLRR=$(realpath "$1") SRCDIR=$2 WL=$(realpath "$3") NCCL_HINT=${4:-}
+case_=$1
+NCCLRR=$(realpath "$2") SRCDIR=$3 WL=$(realpath "$4") NCCL_HINT=${5:-}
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (Debian: openmpi-bin)"; exit 77; }
 . "$SRCDIR/tests/integration/nccl_common.sh"
 T=$(mktemp -d "${TMPDIR:-/tmp}/ncclrr-test-mpi.XXXXXX") || exit 1
@@ -22,44 +35,82 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 TOPO=$SRCDIR/topo/2node_16gpu.xml
 unset NCCLRR_FAULT NCCL_COMM_ID
 
-# rec NAME [ncclrr run options...]: exit status in $rc
+case $case_ in
+summaries) PROG=init_allreduce ;;
+outside | inside)
+	PROG=mpi_allreduce
+	[ -x "$WL/$PROG" ] || { echo "SKIP: $PROG not built (Debian: libopenmpi-dev)"; exit 77; }
+	;;
+*) echo "unknown case $case_"; exit 2 ;;
+esac
+
+# rec NAME [ncclrr run options...]: exit status in $rc.  The tracer around
+# mpirun (summaries, outside) or inside it, per rank (inside).
 rec() {
 	local name=$1; shift
 	mkdir -p "$T/id-$name"
-	NCCLRR_ID_DIR=$T/id-$name NCCL_DEBUG=WARN timeout 180 "$NCCLRR" record -q -o "$T/$name" -- \
-		mpirun --allow-run-as-root --oversubscribe -np 8 -x NCCLRR_ID_DIR -x NCCL_DEBUG \
-		${NCCLRR_FAKE_LIBDIR:+-x NCCLRR_FAKE_LIBDIR} \
-		"$NCCLRR" run --topo "$TOPO" --nccl "$NCCL" "$@" -- "$WL/init_allreduce" >"$T/$name.log" 2>&1
+	local mpi=(mpirun --allow-run-as-root --oversubscribe -np 8 -x NCCLRR_ID_DIR -x NCCL_DEBUG
+		${NCCLRR_FAKE_LIBDIR:+-x NCCLRR_FAKE_LIBDIR})
+	local run=("$NCCLRR" run --topo "$TOPO" --nccl "$NCCL" --env NCCL_CUMEM_ENABLE=0 "$@" -- "$WL/$PROG")
+	if [ "$case_" = inside ]; then
+		NCCLRR_ID_DIR=$T/id-$name NCCL_DEBUG=WARN timeout 180 "${mpi[@]}" "$NCCLRR" record -q -o "$T/$name" -- "${run[@]}"
+	else
+		NCCLRR_ID_DIR=$T/id-$name NCCL_DEBUG=WARN timeout 180 "$NCCLRR" record -q -o "$T/$name" -- "${mpi[@]}" "${run[@]}"
+	fi >"$T/$name.log" 2>&1
 	rc=$?
 	ls "$T/$name"/*.nrt >/dev/null 2>&1 || { tail -20 "$T/$name.log"; echo "FAIL: no traces in $name"; exit 1; }
 }
 
-rec clean --env NCCL_CUMEM_ENABLE=0
+rec clean
 [ "$rc" = 0 ] || { tail -20 "$T/clean.log"; fail "the clean job exited $rc"; }
-rec ipc --env NCCL_CUMEM_ENABLE=0 --env NCCLRR_FAULT=cudaIpcOpenMemHandle:rank=3:nth=1:cudaErrorInvalidValue
+rec ipc --env NCCLRR_FAULT=cudaIpcOpenMemHandle:rank=3:nth=1:cudaErrorInvalidValue
 grep -q 'injecting cudaErrorInvalidValue into cudaIpcOpenMemHandle (rank 3' "$T/ipc.log" ||
 	{ tail -20 "$T/ipc.log"; echo "FAIL: the fault was not injected"; exit 1; }
+grep -q '^rank 3: ncclCommInitRank failed' "$T/ipc.log" || fail "rank 3 did not fail in ncclCommInitRank"
 [ "$rc" != 0 ] || fail "the failing job exited 0"
+echo "$case_: $(ls "$T/ipc"/*.nrt | wc -l) traces, job exit $rc"
 
 # hang: rank 3, the first rank to exit (1), is the root cause or the first abnormal end
 "$NCCLRR" hang "$T/ipc" >"$T/hang" 2>&1
 grep -qE '^HANG, root cause: rank 3 \(exited\)|^First abnormal end: rank 3 ' "$T/hang" ||
-	fail "hang does not name rank 3: $(grep -E '^HANG|^First|^Chain' "$T/hang" | cut -c1-300)"
+	fail "hang does not name rank 3: $(grep -E '^HANG|^First|^Chain|^No' "$T/hang" | cut -c1-300)"
 grep -E '^Chain|^First' "$T/hang" | grep -q 'rank 3 ended (exit 1).*its first failure was cudaIpcOpenMemHandle(.*= cudaErrorInvalidValue' ||
 	fail "hang's summary does not give rank 3's exit and failing call"
 grep -qE 'rank ([0-9]+) waits [a-z ]* for rank \1[;: ]' "$T/hang" && fail "a rank waits on itself"
 
 # diff: the headline is rank 3's failing call, not a killed rank or a helper
 "$NCCLRR" diff "$T/clean" "$T/ipc" >"$T/diff" 2>&1
-grep '^Earliest' "$T/diff" | grep -q '^Earliest across ranks: rank 3 thread 1, failure only in B: cudaIpcOpenMemHandle = cudaErrorInvalidValue (1) at ' ||
+grep '^Earliest' "$T/diff" | grep -qE '^Earliest across ranks: rank 3 thread 1, (failure only in B: cudaIpcOpenMemHandle = cudaErrorInvalidValue|call: cudaIpcOpenMemHandle \(fails only in B\))' ||
 	fail "diff's headline is not rank 3's cudaIpcOpenMemHandle: $(grep '^Earliest' "$T/diff")"
 
-# replay: the recorded failure starts with rank 3's whole chain; no benign failure
-timeout 120 "$NCCLRR" replay --topo "$TOPO" --timeout 20 "$T/ipc" >"$T/replay" 2>&1
-sed -n '/^recorded failure:/,/^[a-z]/p' "$T/replay" | sed '1d;$d' >"$T/chain"
-head -1 "$T/chain" | grep -qE '^  rank 3: cudaIpcOpenMemHandle = cudaErrorInvalidValue \(1\) \(#[0-9]+\) -> ncclCommInitRank = ncclUnhandledCudaError \(1\) \(#[0-9]+\) -> exit 1$' ||
-	fail "the recorded failure does not start with rank 3's chain: $(cat "$T/chain")"
-grep -E 'ENOSYS|EADDRINUSE|NOT_SUPPORTED|ENOENT' "$T/chain" && fail "a benign failure in the recorded failure"
+if [ "$case_" = summaries ]; then
+	# replay: the recorded failure starts with rank 3's whole chain; no benign failure
+	timeout 120 "$NCCLRR" replay --topo "$TOPO" --timeout 20 "$T/ipc" >"$T/replay" 2>&1
+	sed -n '/^recorded failure:/,/^[a-z]/p' "$T/replay" | sed '1d;$d' >"$T/chain"
+	head -1 "$T/chain" | grep -qE '^  rank 3: cudaIpcOpenMemHandle = cudaErrorInvalidValue \(1\) \(#[0-9]+\) -> ncclCommInitRank = ncclUnhandledCudaError \(1\) \(#[0-9]+\) -> exit 1$' ||
+		fail "the recorded failure does not start with rank 3's chain: $(cat "$T/chain")"
+	grep -E 'ENOSYS|EADDRINUSE|NOT_SUPPORTED|ENOENT' "$T/chain" && fail "a benign failure in the recorded failure"
+else
+	# 20 of 20 replays reproduce rank 3's failure at its call
+	chain='rank 3: cudaIpcOpenMemHandle = cudaErrorInvalidValue \(1\) \(#[0-9]+, answered from the trace\) -> ncclCommInitRank = ncclUnhandledCudaError \(1\) \(#[0-9]+, answered from the trace\) -> exit 1'
+	timeout 600 "$NCCLRR" replay --timeout 30 --repeat 20 "$T/ipc" >"$T/replay" 2>&1
+	r=$?
+	[ $r -eq 0 ] || fail "replay --repeat 20 exited $r: $(grep -E '^(repeat|first divergence|replay hung)' "$T/replay" | cut -c1-400)"
+	grep -q '^repeat: 20 of 20 replays reproduced the failure, 20 of 20 identical to the first' "$T/replay" ||
+		fail "not 20 of 20: $(grep '^repeat' "$T/replay")"
+	grep -qE "^  $chain\$" "$T/replay" ||
+		fail "the reproduced failure is not rank 3's chain: $(sed -n '/^reproduced failure:/,/^replay:/p' "$T/replay" | head -5)"
+	# the ranks are replayed; mpirun, orted and fork stubs (outside) are served
+	grep -qE '^ncclrr replay: 8 of [0-9]+ processes from' "$T/replay" ||
+		fail "not the 8 ranks replayed: $(grep '^ncclrr replay: [0-9]' "$T/replay")"
+	echo "replay: $(grep '^ncclrr replay: [0-9]' "$T/replay" | cut -d, -f1); $(grep '^repeat' "$T/replay")"
+	# only the failing rank
+	timeout 120 "$NCCLRR" replay --timeout 30 --ranks 3 "$T/ipc" >"$T/ranks" 2>&1
+	r=$?
+	[ $r -eq 0 ] || fail "replay --ranks 3 exited $r: $(grep -E '^(first divergence|replay hung)' "$T/ranks" | cut -c1-400)"
+	grep -qE "^  $chain\$" "$T/ranks" || fail "--ranks 3 did not reproduce rank 3's chain"
+	grep -qE '^ncclrr replay: 1 of [0-9]+ processes' "$T/ranks" || fail "--ranks 3: $(grep '^ncclrr replay: [0-9]' "$T/ranks")"
+fi
 
-[ $fails -eq 0 ] && echo "PASS: nccl mpi"
+[ $fails -eq 0 ] && echo "PASS: mpi $case_"
 exit $((fails > 0))
