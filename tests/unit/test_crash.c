@@ -137,7 +137,12 @@ static void torn_tail(const char *path, uint64_t size, uint64_t good, uint64_t *
 	free(b);
 }
 
-static void one_run(const char *path, unsigned chunks, unsigned extra_us)
+/* Fork a writer process: @body(path, ready_fd, arg) writes a byte to
+ * ready_fd when it may be killed, and never returns.  Once the byte came
+ * (@what: what the child failed to do if it did not), wait @us more and
+ * SIGKILL it.  @return its wait status. */
+static int kill_writer(const char *path, void (*body)(const char *, int, const void *), const void *arg, unsigned us,
+		       const char *what)
 {
 	int pfd[2];
 	CHECK_FATAL(pipe(pfd) == 0, "pipe");
@@ -145,16 +150,28 @@ static void one_run(const char *path, unsigned chunks, unsigned extra_us)
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(pfd[0]);
-		child(path, pfd[1], chunks);
+		body(path, pfd[1], arg);
+		_exit(5);
 	}
 	close(pfd[1]);
 	char c;
-	CHECK_FATAL(read(pfd[0], &c, 1) == 1, "child never reported progress");
-	usleep(extra_us);
+	CHECK_FATAL(read(pfd[0], &c, 1) == 1, "the child never %s", what);
+	usleep(us);
 	kill(pid, SIGKILL);
 	int st;
 	waitpid(pid, &st, 0);
 	close(pfd[0]);
+	return st;
+}
+
+static void counting_child(const char *path, int ready_fd, const void *arg)
+{
+	child(path, ready_fd, *(const unsigned *)arg);
+}
+
+static void one_run(const char *path, unsigned chunks, unsigned extra_us)
+{
+	int st = kill_writer(path, counting_child, &chunks, extra_us, "reported progress");
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child killed");
 
 	struct stat sb;
@@ -199,36 +216,28 @@ static void one_run(const char *path, unsigned chunks, unsigned extra_us)
 /* A process killed while a call is in flight, its trace written out first
  * (as the tracer's SIGTERM handler does): the call ran until the trace
  * ended (end_ts), not until its own enter record, the stream's last. */
+static void inflight_child(const char *path, int ready_fd, const void *arg)
+{
+	nrr_writer *w;
+	nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1 };
+	if (nrr_writer_open(&w, path, &o))
+		_exit(3);
+	nrr_tls *t = nrr_writer_thread(w);
+	uint8_t *p = nrr_enter_begin(t, 1, 2 * NRR_VAR_MAX + 60);
+	p = nrr_put_uvar(p, 7);
+	p = nrr_put_bytes(p, "x", 1, 64);
+	nrr_enter_end(t, p);   /* ... and it never returns */
+	usleep(300000);
+	nrr_writer_set_end(w, "signal SIGTERM", false);
+	nrr_writer_set_end(w, "exit 0", true);   /* kept: one is set */
+	if (nrr_writer_dump(w, 5000) || write(ready_fd, "r", 1) != 1)
+		_exit(4);
+	pause();
+}
+
 static void inflight_until_end(const char *path)
 {
-	int pfd[2];
-	CHECK_FATAL(pipe(pfd) == 0, "pipe");
-	unlink(path);
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(pfd[0]);
-		nrr_writer *w;
-		nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1 };
-		if (nrr_writer_open(&w, path, &o))
-			_exit(3);
-		nrr_tls *t = nrr_writer_thread(w);
-		uint8_t *p = nrr_enter_begin(t, 1, 2 * NRR_VAR_MAX + 60);
-		p = nrr_put_uvar(p, 7);
-		p = nrr_put_bytes(p, "x", 1, 64);
-		nrr_enter_end(t, p);   /* ... and it never returns */
-		usleep(300000);
-		nrr_writer_set_end(w, "signal SIGTERM", false);
-		nrr_writer_set_end(w, "exit 0", true);   /* kept: one is set */
-		if (nrr_writer_dump(w, 5000) || write(pfd[1], "r", 1) != 1)
-			_exit(4);
-		pause();
-	}
-	close(pfd[1]);
-	char c;
-	CHECK_FATAL(read(pfd[0], &c, 1) == 1, "child never dumped");
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	close(pfd[0]);
+	kill_writer(path, inflight_child, NULL, 0, "dumped");
 	nrr_reader *r;
 	nrr_diag d;
 	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open the dumped trace: %s", d.msg);
@@ -281,38 +290,29 @@ static void *poller(void *arg)
 	return NULL;
 }
 
+static void folding_child(const char *path, int ready_fd, const void *arg)
+{
+	nrr_writer *w;
+	nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .chunk_size = 65536 };
+	pthread_t th;
+	if (nrr_writer_open(&w, path, &o) || pthread_create(&th, NULL, poller, w))
+		_exit(3);
+	for (int n = 0;; n++) {
+		if (nrr_writer_dump(w, 1000))
+			_exit(4);
+		if (n == 3) {   /* tails are being written, and the poller polls */
+			while (atomic_load(&polled) < 1000)
+				sched_yield();
+			if (write(ready_fd, "r", 1) != 1)
+				_exit(4);
+		}
+	}
+}
+
 static void snapshot_while_folding(const char *path, unsigned kill_after_us)
 {
 	folding_runs++;
-	int pfd[2];
-	CHECK_FATAL(pipe(pfd) == 0, "pipe");
-	unlink(path);
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(pfd[0]);
-		nrr_writer *w;
-		nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .chunk_size = 65536 };
-		pthread_t th;
-		if (nrr_writer_open(&w, path, &o) || pthread_create(&th, NULL, poller, w))
-			_exit(3);
-		for (int n = 0;; n++) {
-			if (nrr_writer_dump(w, 1000))
-				_exit(4);
-			if (n == 3) {   /* tails are being written, and the poller polls */
-				while (atomic_load(&polled) < 1000)
-					sched_yield();
-				if (write(pfd[1], "r", 1) != 1)
-					_exit(4);
-			}
-		}
-	}
-	close(pfd[1]);
-	char c;
-	CHECK_FATAL(read(pfd[0], &c, 1) == 1, "the child never wrote a tail");
-	usleep(kill_after_us);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	close(pfd[0]);
+	kill_writer(path, folding_child, NULL, kill_after_us, "wrote a tail");
 	nrr_reader *r;
 	nrr_diag d;
 	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open the killed poller's trace: %s", d.msg);
