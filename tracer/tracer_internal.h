@@ -34,6 +34,10 @@ int nrr_launcher_rank(const char **src);
 /* hooks_dl.c */
 void nrr_hooks_init(void);
 void *nrr_real_dlsym(void *handle, const char *name);
+/* The next definition of function @name after this library (what
+ * dlsym(RTLD_NEXT) would answer us), found without any dl* call, so the
+ * program's dlerror() state is left as it was; NULL if none. */
+void *nrr_real_next(const char *name);
 const nrr_wrap_ent *nrr_wrap_find(const char *name);
 void nrr_cuda_procaddr(const char *symbol, void **pfn, int ret);
 bool nrr_caller_is_nccl(const void *addr);
