@@ -54,8 +54,8 @@ typedef struct nrr_diag {
 void nrr_diag_format(const nrr_diag *d, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- format */
-#define NRR_FORMAT_MAJOR 1
-#define NRR_FORMAT_MINOR 1
+#define NRR_FORMAT_MAJOR 2
+#define NRR_FORMAT_MINOR 0
 
 #define NRR_FILE_MAGIC "\x89NRT\r\n\x1a\n"   /* 8 bytes */
 #define NRR_FILE_HEADER_SIZE 64
@@ -77,6 +77,7 @@ enum nrr_rec_tag {
 	NRR_REC_LEAVE = 2,   /* dur:uvar result:svar errno:uvar out-args */
 	NRR_REC_REPEAT = 3,  /* count:uvar elapsed:uvar  (previous call repeated) */
 	NRR_REC_LOG = 4,     /* dts:uvar level:uvar text:bytes */
+	NRR_REC_CYCLE = 5,   /* period:uvar count:uvar elapsed:uvar  (previous `period` calls repeated) */
 };
 
 /* ---------------------------------------------------------------- schema */
@@ -363,6 +364,10 @@ const char *nrr_reader_meta_text(const nrr_reader *r, size_t *len);
 
 #define NRR_MAX_ARGS 24
 #define NRR_MAX_DEPTH 48
+/* CYCLE records: the longest repeated sequence of calls, and the most
+ * repetitions one record may stand for (a reader delivers each call). */
+#define NRR_CYCLE_MAX 8
+#define NRR_CYCLE_COUNT_MAX (1u << 24)
 
 typedef struct nrr_value {
 	uint64_t u;            /* wire U, or wire S sign-extended */
