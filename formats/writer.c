@@ -51,6 +51,8 @@ struct wbuf {
 	struct wbuf *all;    /* every buffer of the owner, for freeing */
 };
 
+#define HIST (2 * NRR_CYCLE_MAX)
+
 /* A call without nested records, as written in the current buffer. */
 struct leaf {
 	uint32_t fn;
@@ -95,8 +97,8 @@ struct nrr_tls {
 	 * runs of the same sequence (holding a "not ready" answer) went by,
 	 * the sequence is the template and each further run of it is folded
 	 * into a count. */
-	struct leaf hist[2 * NRR_CYCLE_MAX];
-	unsigned nhist;
+	struct leaf hist[HIST];     /* a ring: hist_at() */
+	unsigned nhist, hnext;
 	struct leaf tmpl[NRR_CYCLE_MAX];
 	unsigned period;            /* calls in the template; 0: no cycle */
 	unsigned part;              /* calls of the next run matched so far */
@@ -808,6 +810,12 @@ uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max)
 	return p;
 }
 
+/* The @i-th of the calls in hist, oldest first. */
+static inline struct leaf *hist_at(nrr_tls *t, unsigned i)
+{
+	return &t->hist[(t->hnext + HIST - t->nhist + i) % HIST];
+}
+
 static inline bool leaf_same(const nrr_tls *t, const struct leaf *a, const struct leaf *b)
 {
 	return a->fn == b->fn && a->args_len == b->args_len && a->body_len == b->body_len &&
@@ -830,15 +838,17 @@ static bool cycle_start(nrr_tls *t)
 {
 	unsigned n = t->nhist;
 	for (unsigned per = 1; per <= NRR_CYCLE_MAX && 2 * per <= n; per++) {
-		const struct leaf *a = &t->hist[n - 2 * per], *b = &t->hist[n - per];
 		bool notready = false, same = true;
 		for (unsigned i = 0; i < per && same; i++) {
-			same = leaf_same(t, &a[i], &b[i]);
-			notready |= b[i].notready;
+			const struct leaf *b = hist_at(t, n - per + i);
+			same = leaf_same(t, hist_at(t, n - 2 * per + i), b);
+			notready |= b->notready;
 		}
 		if (!same || !notready)
 			continue;
-		memcpy(t->tmpl, a, per * sizeof(*a));
+		for (unsigned i = 0; i < per; i++)
+			t->tmpl[i] = *hist_at(t, n - 2 * per + i);
+		const struct leaf *b = hist_at(t, n - per);
 		t->period = per;
 		t->part = 0;
 		t->rec_off = SIZE_MAX;
@@ -900,13 +910,12 @@ void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 		}
 	}
 	/* remember it, after the calls it directly follows */
-	if (t->nhist && t->hist[t->nhist - 1].end_off != cur.call_off)
+	if (t->nhist && hist_at(t, t->nhist - 1)->end_off != cur.call_off)
 		t->nhist = 0;
-	if (t->nhist == 2 * NRR_CYCLE_MAX) {
-		memmove(t->hist, t->hist + 1, (t->nhist - 1) * sizeof(t->hist[0]));
-		t->nhist--;
-	}
-	t->hist[t->nhist++] = cur;
+	t->hist[t->hnext] = cur;
+	t->hnext = (t->hnext + 1) % HIST;
+	if (t->nhist < HIST)
+		t->nhist++;
 	if (!t->period)
 		cycle_start(t);
 }
