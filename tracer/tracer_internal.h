@@ -4,6 +4,7 @@
 #define NCCLRR_TRACER_INTERNAL_H
 
 #include <poll.h>
+#include <sys/select.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
@@ -52,6 +53,16 @@ bool nrr_sock_is(int fd);
 bool nrr_sock_any(const struct pollfd *fds, unsigned long nfds);
 bool nrr_sock_take(int fd);
 void nrr_sock_new(int fd);
+/* traced descriptors other than sockets (enum values of the table) */
+enum { NRR_FD_SOCKET = 1, NRR_FD_PIPE = 2, NRR_FD_EVENTFD = 3, NRR_FD_EPOLL = 4 };
+void nrr_sock_mark(int fd, int kind);
+void nrr_sock_pair_kind(int ret, const int *fds, int kind);
+bool nrr_sock_fdset(int nfds, const fd_set *r, const fd_set *w, const fd_set *x);
+void nrr_sock_watch(int epfd, int ret);
+bool nrr_sock_watched(int epfd);
+bool nrr_sock_dup_any(int oldfd, int newfd);
+void nrr_sock_dup(int oldfd, int ret);
+void nrr_sock_fcntl(int fd, int cmd, int ret);
 void nrr_sock_pair(int ret, const int *sv);
 void nrr_sock_note(int fd, int ret, int role);
 void nrr_sock_connect_done(int fd, int ret, int err);
