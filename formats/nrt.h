@@ -224,6 +224,12 @@ int nrr_writer_close(nrr_writer *w);
  * threads may still record: the file is completed, but no memory is freed
  * (their records after this point are not written). */
 int nrr_writer_finish(nrr_writer *w);
+/* The program is about to close descriptor @fd (or copy another one over
+ * it): when it is the trace file's, the writer goes on with a copy of it.
+ * @return 1 moved, 0 not the writer's, or -errno. */
+int nrr_writer_move_fd(nrr_writer *w, int fd);
+/* The trace file's descriptor (-1 once closed). */
+int nrr_writer_fd(const nrr_writer *w);
 /* In a forked child: give up the parent's writer without touching its
  * file (closes the descriptor only; the memory is leaked). */
 void nrr_writer_abandon(nrr_writer *w);

@@ -366,10 +366,11 @@ static int write_all(nrr_writer *w, const void *buf, size_t len)
 		w->tail_dirty = false;
 	}
 	while (len) {
-		ssize_t n = sys_write(w->fd, p, len);
+		int fd = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+		ssize_t n = sys_write(fd, p, len);
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+			if (errno == EINTR || (errno == EBADF && fd != __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE)))
+				continue;   /* (moved by nrr_writer_move_fd meanwhile) */
 			int e = errno;
 			io_error(w, e);
 			return -e;
@@ -1343,6 +1344,25 @@ int nrr_writer_close(nrr_writer *w)
 int nrr_writer_finish(nrr_writer *w)
 {
 	return close_impl(w, false);
+}
+
+int nrr_writer_fd(const nrr_writer *w)
+{
+	return __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+}
+
+int nrr_writer_move_fd(nrr_writer *w, int fd)
+{
+	int cur = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+	if (fd < 0 || fd != cur)
+		return 0;
+	/* the lowest free number from 3 on: a program closing every
+	 * descriptor upwards (a launcher's fork stub) has passed it */
+	int n = fcntl(cur, F_DUPFD_CLOEXEC, 3);
+	if (n < 0)
+		return -errno;
+	__atomic_store_n(&w->fd, n, __ATOMIC_RELEASE);
+	return 1;
 }
 
 void nrr_writer_abandon(nrr_writer *w)

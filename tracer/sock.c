@@ -150,6 +150,12 @@ static void mark(int fd)
 	mark_kind(fd, NRR_FD_SOCKET);
 }
 
+bool nrr_sock_close(int fd)
+{
+	nrr_trace_protect_fd(fd);
+	return nrr_sock_take(fd);
+}
+
 bool nrr_sock_take(int fd)
 {
 	struct sock_ent *e = ent(fd, false);
@@ -306,6 +312,8 @@ bool nrr_sock_watched(int epfd)
 
 bool nrr_sock_dup_any(int oldfd, int newfd)
 {
+	if (oldfd != newfd)
+		nrr_trace_protect_fd(newfd);
 	return nrr_sock_is(oldfd) || nrr_sock_is(newfd);
 }
 

@@ -31,6 +31,10 @@ void nrr_trace_end_note(const char *text, bool keep);
 /* "exit STATUS" (not async-signal-safe) */
 void nrr_trace_end_exit(int status);
 int nrr_launcher_rank(const char **src);
+/* The program closes @fd or copies a descriptor over it (a launcher's
+ * fork stub closing everything it inherited): when it is the trace
+ * file's, the writer moves to another number first. */
+void nrr_trace_protect_fd(int fd);
 
 /* hooks_dl.c */
 void nrr_hooks_init(void);
@@ -52,6 +56,8 @@ void nrr_trace_child_forked(void);
 bool nrr_sock_is(int fd);
 bool nrr_sock_any(const struct pollfd *fds, unsigned long nfds);
 bool nrr_sock_take(int fd);
+/* close's filter: protects the trace file's descriptor, then nrr_sock_take */
+bool nrr_sock_close(int fd);
 void nrr_sock_new(int fd);
 /* traced descriptors other than sockets (enum values of the table) */
 enum { NRR_FD_SOCKET = 1, NRR_FD_PIPE = 2, NRR_FD_EVENTFD = 3, NRR_FD_EPOLL = 4 };

@@ -120,8 +120,13 @@ int main(int argc, char **argv)
 		FAIL("pipe");
 	pid_t pid = fork();
 	if (pid == 0) {
-		close(p[0]);
-		close(l);
+		/* as a launcher's fork stub does: close everything inherited
+		 * (the trace file's descriptor too, once the first close has
+		 * opened it) */
+		close(p[0]);   /* a traced call: the child's trace file opens */
+		for (int fd = 3; fd < 1024; fd++)
+			if (fd != p[1])
+				close(fd);
 		return child(ntohs(a.sin_port), p[1], undescribed);
 	}
 	close(p[1]);
