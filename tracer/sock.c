@@ -349,6 +349,18 @@ void nrr_sock_fcntl(int fd, int cmd, int ret)
 
 /* ------------------------------------------- calls that are not described */
 
+/* Of two descriptors a call moves bytes between, the traced socket (its
+ * peer waits for them), else the traced one; -1 if neither is traced. */
+static int pick(int a, int b)
+{
+	struct sock_ent *ea = ent(a, false), *eb = ent(b, false);
+	int ka = ea ? atomic_load_explicit(&ea->is_sock, memory_order_relaxed) : 0;
+	int kb = eb ? atomic_load_explicit(&eb->is_sock, memory_order_relaxed) : 0;
+	if (ka == NRR_FD_SOCKET || (ka && kb != NRR_FD_SOCKET))
+		return a;
+	return kb ? b : -1;
+}
+
 static void undescribed(const char *call, int fd)
 {
 	nrr_trace_fd_undescribed_enter(call, fd);
@@ -367,8 +379,9 @@ ssize_t nrr_hook_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 		errno = ENOSYS;
 		return -1;
 	}
-	if (nrr_sock_is(out_fd) || nrr_sock_is(in_fd))
-		undescribed("sendfile", nrr_sock_is(out_fd) ? out_fd : in_fd);
+	int fd = pick(out_fd, in_fd);
+	if (fd >= 0)
+		undescribed("sendfile", fd);
 	return real(out_fd, in_fd, offset, count);
 }
 
@@ -386,8 +399,9 @@ NRR_HOOK ssize_t splice(int fd_in, off_t *off_in, int fd_out, off_t *off_out, si
 		errno = ENOSYS;
 		return -1;
 	}
-	if (nrr_sock_is(fd_in) || nrr_sock_is(fd_out))
-		undescribed("splice", nrr_sock_is(fd_in) ? fd_in : fd_out);
+	int fd = pick(fd_out, fd_in);
+	if (fd >= 0)
+		undescribed("splice", fd);
 	return real(fd_in, off_in, fd_out, off_out, len, flags);
 }
 

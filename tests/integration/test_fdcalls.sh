@@ -4,7 +4,8 @@
 # tracer/tests/fdcalls.c exchanges messages between a parent and a forked
 # child over TCP with writev/readv, sendmmsg/recvmmsg, epoll, select,
 # pselect, ppoll, pipes, an eventfd and copies of the socket (dup, dup2,
-# dup3, fcntl F_DUPFD), and with `undescribed` also a sendfile.
+# dup3, fcntl F_DUPFD), and with `undescribed` also a sendfile, a splice
+# and a raw syscall(SYS_sendto).
 # usage: test_fdcalls.sh NCCLRR FDCALLS
 set -uo pipefail
 ncclrr=$(realpath "$1")
@@ -51,12 +52,15 @@ grep -Eq ': ([0-9]+) of \1 calls, 0 answered from the trace' "$tmp/r" || fail "t
 # a call the API does not describe: named in the trace and by replay
 "$ncclrr" record -q -o "$tmp/u" -- "$fdcalls" undescribed >"$tmp/out" 2>&1 || { fail "fdcalls undescribed exited $?"; cat "$tmp/out"; }
 "$ncclrr" dump "$tmp/u" >"$tmp/d" 2>&1
-grep -q 'fd_undescribed(call="sendfile", fd=fd:4)' "$tmp/d" || fail "the sendfile on a traced socket was not recorded"
+for call in sendfile splice 'syscall(SYS_sendto)'; do
+	grep -qF "fd_undescribed(call=\"$call\", fd=fd:4)" "$tmp/d" || fail "$call on a traced socket was not recorded"
+done
 "$ncclrr" replay --timeout 20 "$tmp/u" >"$tmp/r" 2>&1
 rc=$?
 cat "$tmp/r"
 [ $rc -eq 0 ] || fail "replay with an undescribed call exited $rc (hung?)"
 grep -Eq "^undescribed call: .* \($tmp/u/[^)]*\.nrt\) #[0-9]+ sendfile on fd 4: " "$tmp/r" ||
 	fail "replay did not say which undescribed call, in which file, at which call"
+grep -Eq "^undescribed call: .* #[0-9]+ syscall\(SYS_sendto\) on fd 4: " "$tmp/r" || fail "replay did not name the raw syscall"
 [ $fails -eq 0 ] || exit 1
 echo "fdcalls: every call recorded and replayed; the undescribed sendfile named"

@@ -5,7 +5,8 @@
  * a forked child, for tests/integration/test_fdcalls.sh: writev/readv,
  * sendmmsg/recvmmsg, epoll, select/pselect/ppoll, pipe/pipe2, dup/dup2/
  * dup3, eventfd, fcntl(F_DUPFD), and with `undescribed` as argument a
- * sendfile on the socket (a call the API description does not describe).
+ * sendfile, a splice and a syscall(SYS_sendto) on the socket (calls the
+ * API description does not describe).
  * Exit status 0 when every exchange went as planned.
  */
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,6 +98,11 @@ static int child(unsigned short port, int pipe_w, int undescribed)
 		if (sendfile(s, f, NULL, 4) != 4)
 			FAIL("sendfile: %s", strerror(errno));
 		close(f);
+		int sp[2];
+		if (pipe(sp) || write(sp[1], "spl", 3) != 3 || splice(sp[0], NULL, s, NULL, 3, 0) != 3)
+			FAIL("splice: %s", strerror(errno));
+		if (syscall(SYS_sendto, s, "raw", 3, 0, NULL, 0) != 3)
+			FAIL("syscall(SYS_sendto): %s", strerror(errno));
 	}
 	/* done: tell the parent over the pipe */
 	if (write(pipe_w, "D", 1) != 1)
@@ -181,12 +188,12 @@ int main(int argc, char **argv)
 	}
 	if (memcmp(m1, "mm1", 3) || memcmp(m2, "mm2-2", 5))
 		FAIL("recvmmsg bytes");
-	char d, file[4];
+	char d, file[10];
 	read_all(p[0], &d, 1);
 	if (undescribed) {
-		read_all(c, file, 4);
-		if (memcmp(file, "file", 4))
-			FAIL("sendfile bytes");
+		read_all(c, file, 10);
+		if (memcmp(file, "filesplraw", 10))
+			FAIL("sendfile, splice and syscall bytes");
 	}
 	close(c);
 	int st;
@@ -197,6 +204,6 @@ int main(int argc, char **argv)
 	close(q[0]);
 	close(q[1]);
 	close(l);
-	printf("fdcalls: parent and child exchanged everything%s\n", undescribed ? " (and a sendfile)" : "");
+	printf("fdcalls: parent and child exchanged everything%s\n", undescribed ? " (and undescribed calls)" : "");
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
