@@ -370,15 +370,20 @@ static void undescribed(const char *call, int fd)
 /* (not <sys/sendfile.h>: with 64-bit offsets it renames sendfile) */
 NRR_HOOK ssize_t nrr_hook_sendfile(int out_fd, int in_fd, off_t *offset, size_t count) __asm__("sendfile");
 NRR_HOOK ssize_t nrr_hook_sendfile64(int out_fd, int in_fd, off_t *offset, size_t count) __asm__("sendfile64");
+/* The real function @name as @real (returning @ret, taking the rest), or
+ * return -1 ENOSYS */
+#define REAL_OR_ENOSYS(ret, name, ...)                                  \
+	static ret (*real)(__VA_ARGS__);                                \
+	if (!real)                                                      \
+		real = (ret (*)(__VA_ARGS__))nrr_real_next(name);       \
+	if (!real) {                                                    \
+		errno = ENOSYS;                                         \
+		return -1;                                              \
+	}
+
 ssize_t nrr_hook_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
-	static ssize_t (*real)(int, int, off_t *, size_t);
-	if (!real)
-		real = (ssize_t (*)(int, int, off_t *, size_t))nrr_real_next("sendfile");
-	if (!real) {
-		errno = ENOSYS;
-		return -1;
-	}
+	REAL_OR_ENOSYS(ssize_t, "sendfile", int, int, off_t *, size_t)
 	int fd = pick(out_fd, in_fd);
 	if (fd >= 0)
 		undescribed("sendfile", fd);
@@ -392,13 +397,7 @@ ssize_t nrr_hook_sendfile64(int out_fd, int in_fd, off_t *offset, size_t count)
 
 NRR_HOOK ssize_t splice(int fd_in, off_t *off_in, int fd_out, off_t *off_out, size_t len, unsigned int flags)
 {
-	static ssize_t (*real)(int, off_t *, int, off_t *, size_t, unsigned int);
-	if (!real)
-		real = (ssize_t (*)(int, off_t *, int, off_t *, size_t, unsigned int))nrr_real_next("splice");
-	if (!real) {
-		errno = ENOSYS;
-		return -1;
-	}
+	REAL_OR_ENOSYS(ssize_t, "splice", int, off_t *, int, off_t *, size_t, unsigned int)
 	int fd = pick(fd_out, fd_in);
 	if (fd >= 0)
 		undescribed("splice", fd);
@@ -408,19 +407,13 @@ NRR_HOOK ssize_t splice(int fd_in, off_t *off_in, int fd_out, off_t *off_out, si
 /* syscall(SYS_x, fd, ...) of a described call bypasses its wrapper */
 NRR_HOOK long syscall(long number, ...)
 {
-	static long (*real)(long, ...);
 	va_list ap;
 	va_start(ap, number);
 	long a[6];
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
-	if (!real)
-		real = (long (*)(long, ...))nrr_real_next("syscall");
-	if (!real) {
-		errno = ENOSYS;
-		return -1;
-	}
+	REAL_OR_ENOSYS(long, "syscall", long, ...)
 	static const struct { long nr; const char *name; } fdcalls[] = {
 		{ SYS_read, "syscall(SYS_read)" }, { SYS_write, "syscall(SYS_write)" },
 		{ SYS_readv, "syscall(SYS_readv)" }, { SYS_writev, "syscall(SYS_writev)" },

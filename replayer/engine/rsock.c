@@ -1206,19 +1206,32 @@ static int r_dup(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	return 0;
 }
 
+/* The live socket and the recorded messages of sendmmsg/recvmmsg @c:
+ * @return their number, or -1 when the call is settled (res set: served
+ * from the trace, or not every message was recorded). */
+static int mmsg_call(struct rsock *s, const nrr_call *c, nrr_mmsg_rec *m, int *fd, nrr_rres *res)
+{
+	*fd = live_fd(s, c, "sockfd", res);
+	if (*fd < 0)
+		return -1;
+	int i = nrr_arg_index(c, "msgvec");
+	int n = i >= 0 ? nrr_mmsg_decode(&c->args[i], m, NRR_MMSG_MAX) : -1;
+	if (n != c->result) {
+		serve(s, argv_i(c, "sockfd", -1), c, res);
+		return -1;
+	}
+	return n;
+}
+
 /* sendmmsg: each recorded message sent (its first bytes, zeros for the
  * rest) on a connected socket */
 static int r_sendmmsg(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;
-	int fd = live_fd(s, c, "sockfd", res);
-	if (fd < 0)
-		return 0;
 	nrr_mmsg_rec m[NRR_MMSG_MAX];
-	int i = nrr_arg_index(c, "msgvec");
-	int n = i >= 0 ? nrr_mmsg_decode(&c->args[i], m, NRR_MMSG_MAX) : -1;
-	if (n != c->result)
-		return serve(s, argv_i(c, "sockfd", -1), c, res);   /* not all recorded */
+	int fd, n = mmsg_call(s, c, m, &fd, res);
+	if (n < 0)
+		return 0;
 	for (int j = 0; j < n; j++)
 		if (m[j].name_len)   /* a datagram to a named address: not re-executed */
 			return serve(s, argv_i(c, "sockfd", -1), c, res);
@@ -1243,14 +1256,10 @@ static int r_sendmmsg(struct rsock *s, struct rstream *st, size_t k, nrr_rres *r
 static int r_recvmmsg(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;
-	int fd = live_fd(s, c, "sockfd", res);
-	if (fd < 0)
-		return 0;
 	nrr_mmsg_rec m[NRR_MMSG_MAX];
-	int i = nrr_arg_index(c, "msgvec");
-	int n = i >= 0 ? nrr_mmsg_decode(&c->args[i], m, NRR_MMSG_MAX) : -1;
-	if (n != c->result)
-		return serve(s, argv_i(c, "sockfd", -1), c, res);
+	int fd, n = mmsg_call(s, c, m, &fd, res);
+	if (n < 0)
+		return 0;
 	int type = SOCK_STREAM;
 	socklen_t tl = sizeof(type);
 	getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl);
