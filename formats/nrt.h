@@ -413,6 +413,8 @@ typedef struct nrr_call {
 				* the file has no end_ts) */
 	uint64_t repeat;       /* identical calls coalesced after this one */
 	uint64_t repeat_ns;    /* time those took in total */
+	uint8_t cycled;        /* delivered again from a CYCLE record (the period;
+				* 0: a call written as itself) */
 	int64_t result;
 	uint32_t err;          /* errno at return */
 	const nrr_fn_schema *fn; /* NULL for logs */

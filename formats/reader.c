@@ -656,6 +656,7 @@ struct nrr_cursor {
 	 * again xleft more times, with times scaled by xnum / xden */
 	const uint8_t *xstart, *xend, *xresume;
 	uint64_t xleft, xbase, xelapsed;
+	uint8_t xperiod;
 	unsigned __int128 xnum, xden;
 	nrr_call out;           /* the event handed out for logs */
 	const nrr_call *held;   /* found by seek, handed out next */
@@ -814,6 +815,7 @@ static int cycle_begin(nrr_cursor *c)
 		return corrupt(c, "CYCLE not after as many calls as it repeats");
 	unsigned first = c->nleaf - (unsigned)period;
 	uint64_t span = c->clock - c->leaf[first].clock;
+	c->xperiod = (uint8_t)period;
 	c->xstart = c->leaf[first].start;
 	c->xend = tag;
 	c->xresume = c->p;
@@ -937,6 +939,7 @@ int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
 			call->ts = c->clock;
 			call->dur = 0;
 			call->repeat = call->repeat_ns = 0;
+			call->cycled = c->xend ? c->xperiod : 0;
 			call->result = 0;
 			call->err = 0;
 			call->fn = fn;
