@@ -281,14 +281,6 @@ void nrr_sock_mark(int fd, int kind)
 		mark_kind(fd, kind);
 }
 
-void nrr_sock_pair_kind(int ret, const int *fds, int kind)
-{
-	if (ret == 0 && fds) {
-		mark_kind(fds[0], kind);
-		mark_kind(fds[1], kind);
-	}
-}
-
 bool nrr_sock_fdset(int nfds, const fd_set *r, const fd_set *w, const fd_set *x)
 {
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)

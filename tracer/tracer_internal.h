@@ -59,10 +59,9 @@ bool nrr_sock_take(int fd);
 /* close's filter: protects the trace file's descriptor, then nrr_sock_take */
 bool nrr_sock_close(int fd);
 void nrr_sock_new(int fd);
-/* traced descriptors other than sockets (enum values of the table) */
-enum { NRR_FD_SOCKET = 1, NRR_FD_PIPE = 2, NRR_FD_EVENTFD = 3, NRR_FD_EPOLL = 4 };
+/* kinds of traced descriptors (values of the table) */
+enum { NRR_FD_SOCKET = 1, NRR_FD_EPOLL = 2 };
 void nrr_sock_mark(int fd, int kind);
-void nrr_sock_pair_kind(int ret, const int *fds, int kind);
 bool nrr_sock_fdset(int nfds, const fd_set *r, const fd_set *w, const fd_set *x);
 void nrr_sock_watch(int epfd, int ret);
 bool nrr_sock_watched(int epfd);

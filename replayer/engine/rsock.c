@@ -1164,9 +1164,9 @@ static int r_epoll_wait(struct rsock *s, const nrr_call *c, nrr_rres *res)
 }
 
 /* Descriptors served from the trace from their creation: pipes and
- * eventfds (the other end of a pipe is often an exec'd child whose
- * writes are not traced: a launcher's output forwarding), epoll
- * instances (their answers are replayed by epoll_wait). */
+ * eventfds (not traced: a call on one is recorded only when it copies one
+ * over a traced descriptor), epoll instances (their answers are replayed
+ * by epoll_wait). */
 static int r_made_served(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
 	int i = nrr_arg_index(c, "pipefd");

@@ -34,9 +34,12 @@ grep -q 'sendmmsg(sockfd=100, msgvec=\[{len=3, head=6d6d31}, {len=5, head=6d6d32
 	fail "sendmmsg's messages (on the dup2 copy, fd 100)"
 # epoll_wait answered with the connection (fd 6 in the event's data)
 grep -q 'epoll_wait(epfd=9, events=010000000600000000000000' "$tmp/d" || fail "epoll_wait's event"
-# the eventfd is a traced descriptor: its write and read are recorded
+# pipes and eventfds are made, not traced: their reads and writes (and
+# the fork stub's dup2 of one) are not recorded
 efd=$(sed -n 's/.* eventfd(initval=0, flags=[0-9]*) = \([0-9]*\) .*/\1/p' "$tmp/d")
-grep -q "write(fd=$efd, buf=0100000000000000, count=8) = 8" "$tmp/d" || fail "the eventfd's (fd $efd) write"
+[ -n "$efd" ] || fail "no eventfd"
+grep -q "write(fd=$efd, " "$tmp/d" && fail "the eventfd's (fd $efd) write was recorded"
+grep -q "read(fd=5, buf=44" "$tmp/d" && fail "the pipe's read was recorded"
 # a copy of the socket closed is recorded as a socket's close
 grep -Eq 'close\(fd=fd:11[0-9]\) = 0' "$tmp/d" || fail "the fcntl(F_DUPFD) copy is not a traced descriptor"
 grep -c . "$tmp/d" | sed 's/^/calls recorded: /'
