@@ -29,8 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -59,8 +57,6 @@ struct rsock {
 	char prefix[48];      /* of UNIX socket names */
 	struct { int64_t rec; uint8_t name[NRR_XMAP_MAX]; size_t len; } *bound;  /* UNIX names bound */
 	size_t nbound, bcap;
-	struct { int64_t epfd, fd; uint64_t data; } *ep;   /* epoll_ctl: which descriptor an event's data names */
-	size_t nep, epcap;
 };
 
 /* ------------------------------------------------------------ fd table */
@@ -138,7 +134,6 @@ int rsock_open(struct rsock **out, struct nrr_rproc *p)
 
 void rsock_close(struct rsock *s)
 {
-	free(s->ep);
 	free(s->bound);
 	free(s->st);
 	free(s);
@@ -1092,77 +1087,6 @@ static int wait_ready(struct rsock *s, const nrr_call *c, const struct pollfd *r
 	return 0;
 }
 
-/* select/pselect: the sets it answered with, waited for as poll's are */
-static int r_select(struct rsock *s, const nrr_call *c, nrr_rres *res)
-{
-	if (c->result <= 0)    /* a timeout or an error: timing */
-		return nrr_rres_injected(res, c);
-	static const char *const sets[] = { "readfds", "writefds", "exceptfds" };
-	static const short ev[] = { POLLIN, POLLOUT, POLLPRI };
-	struct pollfd rec[64], live[64];
-	size_t n = 0;
-	for (int k = 0; k < 3; k++) {
-		int i = nrr_arg_index(c, sets[k]);
-		if (i < 0 || !c->args[i].p || c->args[i].len < sizeof(fd_set))
-			continue;
-		fd_set fs;
-		memcpy(&fs, c->args[i].p, sizeof(fs));
-		for (int fd = 0; fd < FD_SETSIZE && n < 64; fd++)
-			if (FD_ISSET(fd, &fs))
-				rec[n++] = (struct pollfd){ .fd = fd, .events = ev[k], .revents = ev[k] };
-	}
-	return wait_ready(s, c, rec, live, n, res);
-}
-
-/* epoll_ctl: remember which descriptor each event's data stands for */
-static int r_epoll_ctl(struct rsock *s, const nrr_call *c, nrr_rres *res)
-{
-	int i = nrr_arg_index(c, "event");
-	int64_t epfd = argv_i(c, "epfd", -1), fd = argv_i(c, "fd", -1);
-	if (c->result == 0 && i >= 0 && c->args[i].p && c->args[i].len >= sizeof(struct epoll_event)) {
-		uint64_t data;
-		memcpy(&data, c->args[i].p + offsetof(struct epoll_event, data), sizeof(data));
-		pthread_mutex_lock(&s->mu);
-		size_t j;
-		for (j = 0; j < s->nep && !(s->ep[j].epfd == epfd && s->ep[j].data == data); j++)
-			;
-		if (j < s->nep || nrr_grow(&s->ep, s->nep, &s->epcap, sizeof(*s->ep))) {
-			if (j == s->nep)
-				s->nep++;
-			s->ep[j].epfd = epfd;
-			s->ep[j].fd = fd;
-			s->ep[j].data = data;
-		}
-		pthread_mutex_unlock(&s->mu);
-	}
-	return nrr_rres_injected(res, c);
-}
-
-/* epoll_wait/epoll_pwait: the events it answered with, waited for as poll's are */
-static int r_epoll_wait(struct rsock *s, const nrr_call *c, nrr_rres *res)
-{
-	int i = nrr_arg_index(c, "events");
-	if (c->result <= 0 || i < 0 || !c->args[i].p)
-		return nrr_rres_injected(res, c);
-	int64_t epfd = argv_i(c, "epfd", -1);
-	struct pollfd rec[64], live[64];
-	size_t n = 0, ne = c->args[i].len / sizeof(struct epoll_event);
-	for (size_t k = 0; k < ne && n < 64; k++) {
-		struct epoll_event e;
-		memcpy(&e, c->args[i].p + k * sizeof(e), sizeof(e));
-		int64_t fd = -1;
-		pthread_mutex_lock(&s->mu);
-		for (size_t j = 0; j < s->nep; j++)
-			if (s->ep[j].epfd == epfd && s->ep[j].data == e.data.u64)
-				fd = s->ep[j].fd;
-		pthread_mutex_unlock(&s->mu);
-		short ev = (short)((e.events & EPOLLIN ? POLLIN : 0) | (e.events & EPOLLOUT ? POLLOUT : 0));
-		if (fd >= 0 && ev)
-			rec[n++] = (struct pollfd){ .fd = (int)fd, .events = ev, .revents = ev };
-	}
-	return wait_ready(s, c, rec, live, n, res);
-}
-
 /* Descriptors served from the trace from their creation: pipes and
  * eventfds (not traced: a call on one is recorded only when it copies one
  * over a traced descriptor), epoll instances (their answers are replayed
@@ -1447,12 +1371,14 @@ int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 		return r_sendmmsg(s, st, k, res);
 	if (!strcmp(n, "recvmmsg"))
 		return r_recvmmsg(s, st, k, res);
-	if (!strcmp(n, "select") || !strcmp(n, "pselect"))
-		return r_select(s, c, res);
-	if (!strcmp(n, "epoll_ctl"))
-		return r_epoll_ctl(s, c, res);
-	if (!strcmp(n, "epoll_wait") || !strcmp(n, "epoll_pwait"))
-		return r_epoll_wait(s, c, res);
+	/* Readiness over sets of descriptors, libevent's and launchers':
+	 * answered from the trace; the receive, accept or send that follows
+	 * waits for its peer itself. (Waiting here too, as poll does, stalled
+	 * Open MPI's replay for seconds: a peer's send may be ordered after
+	 * this call returns.) */
+	if (!strcmp(n, "select") || !strcmp(n, "pselect") || !strcmp(n, "epoll_ctl") || !strcmp(n, "epoll_wait") ||
+	    !strcmp(n, "epoll_pwait"))
+		return nrr_rres_injected(res, c);
 	if (!strcmp(n, "pipe") || !strcmp(n, "pipe2") || !strcmp(n, "eventfd") || !strcmp(n, "epoll_create") ||
 	    !strcmp(n, "epoll_create1"))
 		return r_made_served(s, c, res);

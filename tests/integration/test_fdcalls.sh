@@ -44,13 +44,14 @@ grep -q "read(fd=5, buf=44" "$tmp/d" && fail "the pipe's read was recorded"
 grep -Eq 'close\(fd=fd:11[0-9]\) = 0' "$tmp/d" || fail "the fcntl(F_DUPFD) copy is not a traced descriptor"
 grep -c . "$tmp/d" | sed 's/^/calls recorded: /'
 
-# replay: the child re-executes every call it made on its socket
+# replay: the child re-executes the calls it made on its socket
 "$ncclrr" replay -v --timeout 20 "$tmp/t" >"$tmp/r" 2>&1
 rc=$?
 cat "$tmp/r"
 [ $rc -eq 0 ] || fail "replay exited $rc"
 grep -q '^result: the replay matches the recording$' "$tmp/r" || fail "replay did not match"
-grep -Eq ': ([0-9]+) of \1 calls, 0 answered from the trace' "$tmp/r" || fail "the child's calls were not all re-executed"
+# (all but its select and pselect, which are answered from the trace)
+grep -Eq ': ([0-9]+) of \1 calls, 2 answered from the trace' "$tmp/r" || fail "the child's calls were not all re-executed"
 
 # a call the API does not describe: named in the trace and by replay
 "$ncclrr" record -q -o "$tmp/u" -- "$fdcalls" undescribed >"$tmp/out" 2>&1 || { fail "fdcalls undescribed exited $?"; cat "$tmp/out"; }
