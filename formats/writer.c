@@ -99,6 +99,7 @@ struct nrr_tls {
 	 * into a count. */
 	struct leaf hist[HIST];     /* a ring: hist_at() */
 	unsigned nhist, hnext;
+	unsigned since_notready;    /* calls of hist after its last "not ready" one */
 	struct leaf tmpl[NRR_CYCLE_MAX];
 	unsigned period;            /* calls in the template; 0: no cycle */
 	unsigned part;              /* calls of the next run matched so far */
@@ -838,7 +839,9 @@ static inline void fold_rewind(nrr_tls *t, size_t off, uint32_t nrec)
 static bool cycle_start(nrr_tls *t)
 {
 	unsigned n = t->nhist;
-	for (unsigned per = 1; per <= NRR_CYCLE_MAX && 2 * per <= n; per++) {
+	/* the second run holds a "not ready" answer: it is among the last
+	 * `per` calls (calls that never answer so cost one test) */
+	for (unsigned per = t->since_notready + 1; per <= NRR_CYCLE_MAX && 2 * per <= n; per++) {
 		bool notready = false, same = true;
 		for (unsigned i = 0; i < per && same; i++) {
 			const struct leaf *b = hist_at(t, n - per + i);
@@ -913,6 +916,12 @@ void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 	/* remember it, after the calls it directly follows */
 	if (t->nhist && hist_at(t, t->nhist - 1)->end_off != cur.call_off)
 		t->nhist = 0;
+	if (cur.notready)
+		t->since_notready = 0;
+	else if (!t->nhist)
+		t->since_notready = NRR_CYCLE_MAX;
+	else if (t->since_notready < NRR_CYCLE_MAX)
+		t->since_notready++;
 	t->hist[t->hnext] = cur;
 	t->hnext = (t->hnext + 1) % HIST;
 	if (t->nhist < HIST)
