@@ -4,7 +4,7 @@
  *
  * Processes are paired by their metadata rank (then their NCCL rank, then
  * for processes without one, like the `ncclrr run` launcher, by executable
- * name and order), threads by order of first call.  Each thread pair is
+ * name and order), threads by role (below).  Each thread pair is
  * streamed through two cursors; every call becomes a token whose hash
  * covers only what decides behaviour: the function, and each argument
  * normalized by its schema format (pointers, handles and descriptors
@@ -23,10 +23,12 @@
  * other (failures a healthy run has too, nrr_call_benign(), do not count),
  * or a process that ends abnormally in one run only (an exit status, a
  * signal, a trace cut by SIGKILL); only without any, the earliest call
- * divergence.  Threads are paired by role (the first calls they make
- * outside the CUDA runtime, driver and NVML: NCCL's proxy service, proxy
+ * divergence.  Threads are paired by role (their names when the program
+ * set them, metadata thread.TID; else the first calls they make outside
+ * the CUDA runtime, driver and NVML: NCCL's proxy service, proxy
  * progress, UDS and socket helper threads), the main thread with the main
- * thread, not by creation order.
+ * thread, not by creation order, and a thread that touches CUDA, NVML,
+ * verbs or NCCL never with one that makes socket calls only.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -74,11 +76,13 @@ struct proc {
 	uint32_t nfns;
 	uint32_t *streams;  /* stream indices in order of first call */
 	uint32_t nstreams;
-	uint64_t *role;     /* per stream index: hash of its first calls (see scan) */
+	uint64_t *role;     /* per stream index: its name, else a hash of its first calls (see proc_scan) */
+	bool *gpu;          /* per stream index: it calls CUDA, NVML, verbs, NCCL, ncclNet or proxy RPCs */
 	struct fail *fails; /* real failures in the order they returned */
 	size_t nfails, cfails;
 	char end[64];       /* metadata end ("exit 0", "signal SIGTERM"), "" when none */
 	uint64_t end_wall;  /* the end, or the last record without one */
+	uint64_t stop;      /* when its run was stopped from outside (nrr_job_stopped_at()) */
 };
 
 /* A call that failed for real (not nrr_call_benign()). */
@@ -723,6 +727,7 @@ static void proc_free(struct proc *p)
 	free(p->fi);
 	free(p->streams);
 	free(p->role);
+	free(p->gpu);
 	free(p->fails);
 }
 
@@ -739,15 +744,35 @@ static uint64_t fail_key(const nrr_call *c)
 						  c->fn->ret == NRR_RET_NCCL || c->fn->ret == NRR_RET_NVML ? 0 : c->err);
 }
 
+/* A thread's name (metadata thread.TID, from the tracer) into @name when
+ * the program gave it one: not the name every thread inherits from the
+ * main thread.  @return whether it has one. */
+static bool thread_name(const struct proc *p, uint32_t stream, char *name, size_t len)
+{
+	char key[48];
+	snprintf(key, sizeof(key), "thread.%u", nrr_reader_stream(p->r, stream)->tid);
+	const char *v = nrr_reader_meta(p->r, key);   /* (a buffer the next call reuses) */
+	if (!v || !*v)
+		return false;
+	snprintf(name, len, "%s", v);
+	snprintf(key, sizeof(key), "thread.%u", nrr_reader_info(p->r)->pid);
+	v = nrr_reader_meta(p->r, key);
+	return !v || strcmp(v, name) != 0;
+}
+
 /* One pass over @p's trace: its real failures (nrr_call_real_failure(),
- * in the order they returned), each thread's role (a hash of its first
- * ROLE_CALLS calls outside the CUDA runtime, driver and NVML) and how it
- * ended.  @return 0 or a reader error (printed). */
+ * in the order they returned), each thread's role (its name when the
+ * program named it, as NCCL does with NCCL_SET_THREAD_NAME=1; else a hash
+ * of its first ROLE_CALLS calls outside the CUDA runtime, driver and
+ * NVML) and class (gpu: it touches CUDA, NVML, verbs or NCCL; else a
+ * helper, like a launcher's progress thread) and how it ended.  @return 0
+ * or a reader error (printed). */
 static int proc_scan(struct proc *p)
 {
 	uint32_t *nrole = calloc(p->nstreams + 1, sizeof(*nrole));
 	p->role = calloc(p->nstreams + 1, sizeof(*p->role));
-	if (!nrole || !p->role) {
+	p->gpu = calloc(p->nstreams + 1, sizeof(*p->gpu));
+	if (!nrole || !p->role || !p->gpu) {
 		free(nrole);
 		return -ENOMEM;
 	}
@@ -765,6 +790,8 @@ static int proc_scan(struct proc *p)
 			last = w;
 		if (c->kind != NRR_CALL || !c->fn || c->stream >= p->nstreams)
 			continue;
+		if (c->fn->domain && strcmp(c->fn->domain, "socket") != 0)
+			p->gpu[c->stream] = true;
 		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && nrole[c->stream] < ROLE_CALLS &&
 		    role_domain(c->fn->domain) && strcmp(c->fn->name, "sock_info") != 0) {
 			p->role[c->stream] = mix(p->role[c->stream] ? p->role[c->stream] : 7, fninfo_of(p, c->fn)->name_h);
@@ -790,6 +817,11 @@ static int proc_scan(struct proc *p)
 		return rc;
 	}
 	nrr_merge_close(m);
+	for (uint32_t k = 0; k < p->nstreams; k++) {
+		char name[64];
+		if (thread_name(p, k, name, sizeof(name)))
+			p->role[k] = mix(hash_bytes(0x6e616d65, (const uint8_t *)name, strlen(name)), 2);
+	}
 	/* the main thread (the first to call) has its own role */
 	if (p->nstreams)
 		p->role[p->streams[0]] = 1;
@@ -804,7 +836,9 @@ static int proc_scan(struct proc *p)
 
 /* Pair the threads of @pr by role: the main threads, then each thread of
  * A (in order of first call) with B's first unpaired thread of the same
- * role, then the rest in order of first call. */
+ * role (name, or first calls), then the rest in order of first call, a
+ * thread only with one of its class (never an NCCL thread with a
+ * launcher's helper thread): the others are threads of one run only. */
 static int pair_threads(struct pair *pr)
 {
 	struct proc *a = pr->a, *b = pr->b;
@@ -825,18 +859,18 @@ static int pair_threads(struct pair *pr)
 				pr->sb[pr->nth++] = b->streams[j];
 				break;
 			}
-	uint32_t j = 0;
 	for (uint32_t i = 0; i < a->nstreams; i++) {
 		if (ua[i])
 			continue;
-		while (j < b->nstreams && ub[j])
+		uint32_t j = 0;
+		while (j < b->nstreams && (ub[j] || a->gpu[a->streams[i]] != b->gpu[b->streams[j]]))
 			j++;
 		pr->sa[pr->nth] = a->streams[i];
 		pr->sb[pr->nth++] = j < b->nstreams ? b->streams[j] : UINT32_MAX;
 		if (j < b->nstreams)
-			ub[j++] = true;
+			ub[j] = true;
 	}
-	for (j = 0; j < b->nstreams; j++)
+	for (uint32_t j = 0; j < b->nstreams; j++)
 		if (!ub[j]) {
 			pr->sa[pr->nth] = UINT32_MAX;
 			pr->sb[pr->nth++] = b->streams[j];
@@ -902,8 +936,10 @@ static void meaningful(struct pair *pr)
 	uint64_t tb = fb >= 0 ? pr->b->fails[fb].wall - pr->b->in->base_wall : UINT64_MAX;
 	/* an abnormal end in one run only */
 	bool na = end_normal(pr->a), nb = end_normal(pr->b);
-	uint64_t ea = !na && nb ? pr->a->end_wall - pr->a->in->base_wall : UINT64_MAX;
-	uint64_t eb = na && !nb ? pr->b->end_wall - pr->b->in->base_wall : UINT64_MAX;
+	/* (a process the stop ended counts from the stop: a trace cut by the
+	 * launcher's SIGKILL stops up to a second before it) */
+	uint64_t ea = !na && nb ? nrr_end_order(pr->a->end, pr->a->end_wall, pr->a->stop) - pr->a->in->base_wall : UINT64_MAX;
+	uint64_t eb = na && !nb ? nrr_end_order(pr->b->end, pr->b->end_wall, pr->b->stop) - pr->b->in->base_wall : UINT64_MAX;
 	uint64_t best = ta < tb ? ta : tb;
 	if (best != UINT64_MAX && best <= ea && best <= eb) {
 		pr->m = M_FAIL;
@@ -1514,6 +1550,21 @@ static void config_json(FILE *f, const struct config *c)
 
 /* ---------------------------------------------------------- driver */
 
+static bool touches_gpu(const struct proc *p)
+{
+	for (uint32_t k = 0; k < p->nstreams; k++)
+		if (p->gpu[k])
+			return true;
+	return false;
+}
+
+static const char *proc_end(size_t i, void *arg, uint64_t *wall)
+{
+	const struct proc *p = (const struct proc *)arg + i;
+	*wall = p->end_wall;
+	return p->end;
+}
+
 static int procs_open(struct nrr_inputs *in, struct proc **out)
 {
 	struct proc *ps = calloc(in->n + 1, sizeof(*ps));
@@ -1527,6 +1578,29 @@ static int procs_open(struct nrr_inputs *in, struct proc **out)
 		int rc = proc_scan(&ps[i]);
 		if (rc)
 			return rc;
+	}
+	uint64_t stop = nrr_job_stopped_at(in->n, proc_end, ps);
+	for (size_t i = 0; i < in->n; i++)
+		ps[i].stop = stop;
+	/* a helper that carries a rank (a launcher's fork stub or wrapper
+	 * with the rank's variables, which execs the rank or starts it) is
+	 * no rank when another process of that rank touches CUDA, NVML,
+	 * verbs or NCCL and it does not: paired by executable, as helpers */
+	for (size_t i = 0; i < in->n; i++) {
+		if (strncmp(ps[i].key, "exe=", 4) == 0 || touches_gpu(&ps[i]))
+			continue;
+		bool other = false;
+		for (size_t j = 0; j < in->n && !other; j++)
+			other = j != i && !strcmp(ps[j].key, ps[i].key) && touches_gpu(&ps[j]);
+		if (!other)
+			continue;
+		const char *v = nrr_reader_meta(ps[i].r, "exe");
+		char *k;
+		if (asprintf(&k, "exe=%s", v ? base_name(v) : "?") < 0)
+			return -ENOMEM;
+		free(ps[i].key);
+		ps[i].key = k;
+		ps[i].rank = 0x7fffffffL;
 	}
 	return proc_keys(ps, in->n);
 }

@@ -14,17 +14,23 @@
 
 #define ADDR_MAX 96
 #define MAX_POLLFD 16
-/* a trace that ends this long before the job's last one ended early */
-#define EARLY_NS 500000000ull
+/* a trace that ends this long before the job's last one ended early
+ * (a stop's burst of ends is as long) */
+#define EARLY_NS NRR_STOP_BURST_NS
 /* a trace without an end note is written out at most every second */
-#define EARLY_NOEND_NS 1500000000ull
+#define EARLY_NOEND_NS NRR_NOEND_SLACK_NS
 
 /* ------------------------------------------------------------ per call kind */
 
 enum fkind {
 	F_OTHER, F_SOCKINFO, F_CONNECT, F_ACCEPT, F_RECV, F_SEND, F_POLL, F_CLOSE, F_PROXY_REQ, F_PROXY_RESP,
 	F_SOCKSETUP, /* socket, setsockopt, fcntl, ...: part of a connect retry loop */
+	F_SOCKPAIR,  /* socketpair: both ends are this process's (or a child's it forks) */
 };
+
+/* sockrec roles: the tracer's sock_role (1 listen, 2 connect, 3 accept),
+ * and one end of a socketpair */
+#define ROLE_PAIR 100
 
 struct fninfo {
 	uint8_t kind;
@@ -92,6 +98,9 @@ static void classify(const nrr_fn_schema *fn, struct fninfo *fi)
 	} else if (!strcmp(fn->domain, "proxy") && !strcmp(n, "ncclProxyResponse")) {
 		fi->kind = F_PROXY_RESP;
 		fi->a_opid = arg_index(fn, "opId");
+	} else if (sock && !strcmp(n, "socketpair")) {
+		fi->kind = F_SOCKPAIR;
+		fi->a_fds = arg_index(fn, "sv");
 	} else if (sock && name_in(n, setup)) {
 		fi->kind = !strcmp(n, "close") ? F_CLOSE : F_SOCKSETUP;
 	} else if (!strcmp(n, "ibv_poll_cq")) {
@@ -387,6 +396,30 @@ static int on_sockinfo(struct hproc *p, const nrr_call *c, const struct fninfo *
 	return 0;
 }
 
+/* both ends of a socketpair: a wait on one is a wait on this process
+ * itself (or on a child it forks with the other end), never on a peer */
+static int on_sockpair(struct hproc *p, const nrr_call *c, const struct fninfo *fi)
+{
+	if (c->result != 0 || fi->a_fds < 0 || !(c->present >> fi->a_fds & 1) || c->args[fi->a_fds].len < 8)
+		return 0;
+	for (int k = 0; k < 2; k++) {
+		int32_t fd;
+		memcpy(&fd, c->args[fi->a_fds].p + 4 * k, 4);
+		struct sockrec *old = sock_open(p, fd);
+		if (old)
+			old->open = false;
+		if (!nrr_grow(&p->socks, p->nsocks, &p->csocks, sizeof(*p->socks)))
+			return -ENOMEM;
+		struct sockrec *s = &p->socks[p->nsocks++];
+		memset(s, 0, sizeof(*s));
+		s->fd = fd;
+		s->role = ROLE_PAIR;
+		s->open = true;
+		snprintf(s->local, sizeof(s->local), "socketpair");
+	}
+	return 0;
+}
+
 static int on_proxy(struct hproc *p, const nrr_call *c, const struct fninfo *fi, uint64_t wall)
 {
 	int fd = arg_int(c, fi->a_fd, -1);
@@ -483,7 +516,7 @@ static void on_done(struct hproc *p, struct hstream *st, const nrr_call *c, cons
 		} else {
 			st->cr_trailing = false;
 		}
-	} else if (fi->kind != F_SOCKINFO && fi->kind != F_SOCKSETUP && fi->kind != F_CLOSE) {
+	} else if (fi->kind != F_SOCKINFO && fi->kind != F_SOCKSETUP && fi->kind != F_SOCKPAIR && fi->kind != F_CLOSE) {
 		st->cr_trailing = false;
 	}
 	/* last completed call (what the tracer learnt is not a call) */
@@ -580,6 +613,8 @@ static int read_proc(struct nrr_hang *h, size_t i)
 			} else if (c->done) {
 				if (fi->kind == F_SOCKINFO)
 					rc = on_sockinfo(p, c, fi);
+				else if (fi->kind == F_SOCKPAIR)
+					rc = on_sockpair(p, c, fi);
 				else if (fi->kind == F_CLOSE) {
 					struct sockrec *sr = sock_open(p, arg_int(c, fi->a_fd, -1));
 					if (sr)
@@ -610,7 +645,7 @@ static int read_proc(struct nrr_hang *h, size_t i)
 	}
 	nrr_merge_close(m);
 	p->end_wall = last;
-	p->in_teardown = cut != UINT64_MAX && last >= cut;
+	p->in_teardown = (cut != UINT64_MAX && last >= cut) || nrr_end_by_stop(end, last, cut);
 	p->exited = end && (!strncmp(end, "exit", 4) || !strcmp(end, "exec")) && !p->in_teardown;
 	if (p->last_seq)
 		p->last_text = call_at(r, p->last_stream, p->last_seq);
@@ -826,6 +861,8 @@ static int edges_fd(struct nrr_hang *h, size_t i, int fd, const char *cat)
 	struct sockrec *s = sock_open(&h->p[i], fd);
 	if (!s)
 		return add_edge(h, (int)i, -1, cat, NULL, "%s on fd %d (not a socket the trace knows)", cat, fd);
+	if (s->role == ROLE_PAIR)
+		return 0;   /* its own socketpair: no wait on another process */
 	if (s->role == 1)
 		return edges_accept(h, i, s, !strcmp(cat, "poll") ? "poll" : "accept");
 	int to = peer_of(h, i, s);
@@ -972,8 +1009,8 @@ static void reach(const struct nrr_hang *h, const struct graph *g, int n, bool *
  * in flight is not a wait. */
 static bool killed_outright(const struct nrr_hang *h, const struct hproc *p)
 {
-	if (p->end_how[0])
-		return false;
+	if (p->end_how[0] || p->in_teardown)
+		return false;   /* killed by the stop (the launcher's SIGKILL after its SIGTERM) */
 	size_t without = 0;
 	for (size_t i = 0; i < h->np; i++)
 		without += !h->p[i].end_how[0];
@@ -1005,7 +1042,8 @@ static int classify_node(const struct nrr_hang *h, int n)
 static void rank_list(const struct nrr_hang *h, const int *nodes, size_t n, char *buf, size_t len);
 static int cmp_int(const void *a, const void *b);
 
-static char *describe(const struct nrr_hang *h, int n, int cls)
+/* @waited: others wait on node @n (a root cause the graph leads to) */
+static char *describe(const struct nrr_hang *h, int n, int cls, bool waited)
 {
 	char *s = NULL;
 	size_t sz = 0;
@@ -1039,7 +1077,8 @@ static char *describe(const struct nrr_hang *h, int n, int cls)
 				lb, rel(h, p->end_wall));
 		break;
 	case C_EXITED:
-		fprintf(f, "%s ended (%s) at %.6f s while others wait on it", lb, p->end_how, rel(h, p->end_wall));
+		fprintf(f, "%s ended (%s) at %.6f s%s", lb, p->end_how, rel(h, p->end_wall),
+			waited ? " while others wait on it" : ", the first rank to end abnormally");
 		break;
 	case C_STUCK:
 		if (h->root_addr[0] && h->root_owner != n && !reached_root(h, (size_t)n))
@@ -1107,7 +1146,7 @@ static int find_causes(struct nrr_hang *h, const struct graph *g)
 	int *stack = calloc(n + 1, sizeof(*stack)), *score = calloc(n + 1, sizeof(*score));
 	int *mem = calloc(n + 1, sizeof(*mem));
 	bool *cyc = calloc(n + 1, sizeof(*cyc));
-	h->c = calloc(n + 1, sizeof(*h->c));
+	h->c = calloc(n + 2, sizeof(*h->c));   /* terminals and cycles (n), the first abnormal end */
 	int rc = -ENOMEM;
 	if (!seen || !back || !in_cycle || !stack || !score || !mem || !cyc || !h->c)
 		goto out;
@@ -1130,8 +1169,28 @@ static int find_causes(struct nrr_hang *h, const struct graph *g)
 		if (!score[t] || !g->term[t])
 			continue;
 		int cls = classify_node(h, (int)t);
-		h->c[h->nc++] = (struct cause){ (int)t, cls, score[t], describe(h, (int)t, cls),
+		h->c[h->nc++] = (struct cause){ (int)t, cls, score[t], describe(h, (int)t, cls, true),
 						t < h->np ? h->p[t].end_wall : 0 };
+	}
+	/* the first rank that ended abnormally before the stop (exit status
+	 * not 0, a signal, killed outright) is a root cause even when no wait
+	 * the traces show leads to it: the others' waits may be on it through
+	 * what no trace shows (a launcher, a peer's dead connection) */
+	int first = -1;
+	for (size_t i = 0; i < h->np; i++) {
+		const struct hproc *p = &h->p[i];
+		if (p->rank < 0 || !ended_early(h, i) || !strcmp(p->end_how, "exit 0") || !strcmp(p->end_how, "exec"))
+			continue;
+		if (first < 0 || p->end_wall < h->p[first].end_wall)
+			first = (int)i;
+	}
+	for (size_t k = 0; first >= 0 && k < h->nc; k++)
+		if (h->c[k].node == first)
+			first = -1;
+	if (first >= 0) {
+		int cls = classify_node(h, first);
+		if (cause_group(cls) == C_DIED)
+			h->c[h->nc++] = (struct cause){ first, cls, 0, describe(h, first, cls, false), h->p[first].end_wall };
 	}
 	/* cycles: one cause per cycle (the nodes that reach w and that w
 	 * reaches), named by its lowest node */
@@ -1357,37 +1416,12 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int cmp_u64(const void *a, const void *b)
+static const char *meta_end(size_t i, void *arg, uint64_t *wall)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* When the job was stopped from outside: the ends by SIGTERM, SIGINT or
- * SIGHUP (a launcher's timeout, a scheduler, ^C) come in one burst at the
- * end; its first is the instant.  From the metadata only. */
-static uint64_t teardown(const struct nrr_hang *h)
-{
-	uint64_t *t = calloc(h->np + 1, sizeof(*t)), cut = UINT64_MAX;
-	size_t n = 0;
-	if (!t)
-		return cut;
-	for (size_t i = 0; i < h->np; i++) {
-		nrr_reader *r = h->in->r[i];
-		const char *end = nrr_reader_meta(r, "end");
-		uint64_t ts = nrr_reader_info(r)->end_ts;
-		if (end && ts && (!strcmp(end, "signal SIGTERM") || !strcmp(end, "signal SIGINT") || !strcmp(end, "signal SIGHUP")))
-			t[n++] = nrr_reader_wall(r, ts);
-	}
-	if (n) {
-		qsort(t, n, sizeof(*t), cmp_u64);
-		size_t j = n - 1;
-		while (j > 0 && t[j] - t[j - 1] < EARLY_NS)
-			j--;
-		cut = t[j];
-	}
-	free(t);
-	return cut;
+	nrr_reader *r = ((const struct nrr_hang *)arg)->in->r[i];
+	uint64_t ts = nrr_reader_info(r)->end_ts;
+	*wall = ts ? nrr_reader_wall(r, ts) : 0;
+	return nrr_reader_meta(r, "end");
 }
 
 int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
@@ -1405,7 +1439,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 		free(h);
 		return NRR_EXIT_USAGE;
 	}
-	h->cut = teardown(h);
+	h->cut = nrr_job_stopped_at(h->np, meta_end, h);
 	nrr_progress_init(&h->prog, "hang", in);
 	for (size_t i = 0; i < h->np; i++) {
 		int rc = read_proc(h, i);
@@ -1457,12 +1491,14 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 	for (size_t i = 0; i < h->np && !h->found; i++) {
 		struct hproc *p = &h->p[i];
 		bool bad = p->rank >= 0 && strcmp(p->end_how, "exit 0") && strcmp(p->end_how, "exec");
-		if (bad && (h->first_bad < 0 || p->end_wall < h->p[h->first_bad].end_wall))
+		uint64_t when = nrr_end_order(p->end_how, p->end_wall, h->cut);
+		if (bad && (h->first_bad < 0 ||
+			    when < nrr_end_order(h->p[h->first_bad].end_how, h->p[h->first_bad].end_wall, h->cut)))
 			h->first_bad = (int)i;
 	}
 	if (h->first_bad >= 0) {
 		struct hproc *p = &h->p[h->first_bad];
-		h->first_bad_text = describe(h, h->first_bad, p->end_how[0] && strncmp(p->end_how, "signal ", 7) ? C_EXITED : C_DIED);
+		h->first_bad_text = describe(h, h->first_bad, p->end_how[0] && strncmp(p->end_how, "signal ", 7) ? C_EXITED : C_DIED, false);
 	}
 	graph_free(&g);
 	*out = h;

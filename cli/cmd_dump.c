@@ -20,7 +20,9 @@ const char cmd_dump_usage[] =
 	"TIME is seconds since the earliest trace started. Calls that contain other\n"
 	"calls print an '<unfinished ...>' line and a '<... resumed>' line; calls\n"
 	"that never returned are marked '<in flight at end of trace>'. Identical\n"
-	"polling answers show as '[+N identical, TIME]'.\n"
+	"polling answers show as '[+N identical, TIME]'. NCCL's proxy RPCs are\n"
+	"decoded (ncclProxyRequest, ncclProxyResponse) for NCCL 2.19 to 2.28; for a\n"
+	"trace of another NCCL a note on stderr says they are not (metadata proxy_rpc).\n"
 	"\n"
 	"Options:\n"
 	"  --rank R[,R...]    only the processes of these ranks (metadata 'rank')\n"
@@ -57,6 +59,33 @@ static int parse_time(const char *s, double *out)
 	errno = 0;
 	*out = strtod(s, &e);
 	return errno || e == s || *e ? -1 : 0;
+}
+
+
+/* Traces whose NCCL's proxy RPCs the tracer does not decode (metadata
+ * proxy_rpc, written by the tracer with the versions it decodes): one
+ * line per NCCL version, on stderr. */
+static void proxy_note(struct nrr_inputs *in)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		char v[128];
+		const char *p = nrr_reader_meta(in->r[i], "proxy_rpc");
+		if (!p || strncmp(p, "not decoded", 11) != 0)
+			continue;
+		snprintf(v, sizeof(v), "%s", p);   /* (nrr_reader_meta answers in one buffer) */
+		size_t n = 0;
+		bool first = true;
+		for (size_t j = 0; j < in->n && first; j++) {
+			const char *q = nrr_reader_meta(in->r[j], "proxy_rpc");
+			bool same = q && !strcmp(q, v);
+			first = !(same && j < i);
+			n += same && j >= i;
+		}
+		if (first)
+			fprintf(stderr, "ncclrr dump: note: NCCL's proxy RPCs are %s (%zu file%s, first %s): no ncclProxyRequest/"
+				"ncclProxyResponse lines; their bytes are in the proxy sockets' send/recv calls\n",
+				v, n, n == 1 ? "" : "s", nrr_reader_path(in->r[i]));
+	}
 }
 
 int cmd_dump(int argc, char **argv)
@@ -113,6 +142,7 @@ int cmd_dump(int argc, char **argv)
 			}
 		}
 	}
+	proxy_note(&in);
 	nrr_merge *m;
 	rc = nrr_merge_open(&m, in.r, in.n);
 	if (rc) {

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -102,6 +103,12 @@ bool nrr_call_failed(const nrr_call *c)
 
 const char *nrr_call_benign(const nrr_call *c)
 {
+	const nrr_benign_rule *r = nrr_call_benign_rule(c);
+	return r ? r->why : NULL;
+}
+
+const nrr_benign_rule *nrr_call_benign_rule(const nrr_call *c)
+{
 	if (!nrr_call_failed(c))
 		return NULL;
 	/* the errno of the failure: -1 / NULL with errno, or a poserr result */
@@ -115,7 +122,7 @@ const char *nrr_call_benign(const nrr_call *c)
 			continue;
 		for (unsigned k = 0; k < r->n; k++)
 			if (r->v[k] == (r->err ? err : c->result))
-				return r->why;
+				return r;
 	}
 	return NULL;
 }
@@ -123,6 +130,48 @@ const char *nrr_call_benign(const nrr_call *c)
 bool nrr_call_real_failure(const nrr_call *c)
 {
 	return nrr_call_failed(c) && !nrr_call_benign(c);
+}
+
+static bool stop_signal(const char *end)
+{
+	return end && (!strcmp(end, "signal SIGTERM") || !strcmp(end, "signal SIGINT") || !strcmp(end, "signal SIGHUP"));
+}
+
+static int cmp_wall(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+uint64_t nrr_job_stopped_at(size_t n, const char *(*end)(size_t i, void *arg, uint64_t *wall), void *arg)
+{
+	uint64_t *t = calloc(n + 1, sizeof(*t)), stop = UINT64_MAX;
+	size_t k = 0;
+	if (!t)
+		return stop;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t w = 0;
+		if (stop_signal(end(i, arg, &w)) && w)
+			t[k++] = w;
+	}
+	if (k) {
+		qsort(t, k, sizeof(*t), cmp_wall);
+		size_t j = k - 1;
+		while (j > 0 && t[j] - t[j - 1] < NRR_STOP_BURST_NS)
+			j--;
+		stop = t[j];
+	}
+	free(t);
+	return stop;
+}
+
+bool nrr_end_by_stop(const char *end, uint64_t end_wall, uint64_t stop)
+{
+	if (stop == UINT64_MAX)
+		return false;
+	if (!end || !end[0])
+		return end_wall + NRR_NOEND_SLACK_NS >= stop;
+	return stop_signal(end) && end_wall >= stop;
 }
 
 static void put_str(FILE *f, const uint8_t *p, uint32_t len, uint32_t total)

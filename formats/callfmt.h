@@ -17,6 +17,7 @@ typedef struct nrr_benign_rule {
 	const char *fn;        /* function name, or NULL: every function of... */
 	const char *domain;    /* ...this domain */
 	bool err;              /* values are errno values (-1 / NULL / poserr result); else results */
+	const char *kind;      /* the WHY of benign=: "probe", "absent", "retry", "done" */
 	const char *why;       /* "port probing: ...", printed by diff and hang */
 	uint8_t n;
 	int64_t v[8];
@@ -30,6 +31,11 @@ extern const size_t nrr_benign_nrules;
  * not fail (nrr_call_failed()) or its failure is a real one.  The one
  * place diff, hang and dump decide what counts as a failure. */
 const char *nrr_call_benign(const nrr_call *c);
+/* The rule that makes @c benign, or NULL (as nrr_call_benign()).  A
+ * "retry" rule's failure (a connect refused) is benign once it was
+ * retried; one never followed by a success is how a peer's absence
+ * showed (the replay's recorded failure keeps it then). */
+const nrr_benign_rule *nrr_call_benign_rule(const nrr_call *c);
 
 /* @return true when @c failed for real: nrr_call_failed() and not
  * nrr_call_benign(). */
@@ -43,6 +49,36 @@ bool nrr_call_real_failure(const nrr_call *c);
 static inline bool nrr_no_end_means_killed(size_t without, size_t n)
 {
 	return without && 2 * without < n;
+}
+
+/* A job stopped from outside (a launcher's timeout, mpirun aborting the
+ * job when one rank exited non-zero, a scheduler, ^C): its processes' ends
+ * by SIGTERM, SIGINT or SIGHUP come in one burst at the end (ends less
+ * than NRR_STOP_BURST_NS apart); the burst's first end is the instant of
+ * the stop.  A process with no end recorded whose trace stops less than
+ * NRR_NOEND_SLACK_NS before it was killed by the stop (the launcher's
+ * SIGKILL after its SIGTERM): the tracer writes its trace out about every
+ * second, so the last second before a SIGKILL is lost. */
+#define NRR_STOP_BURST_NS 500000000ull
+#define NRR_NOEND_SLACK_NS 1500000000ull
+
+/* @return the instant (wall ns) the job of @n processes was stopped from
+ * outside, or UINT64_MAX when it was not.  @end(i, arg, &wall) gives
+ * process i's recorded end ("signal SIGTERM", "exit 1", NULL when none)
+ * and its wall time.  Used by replay, diff and hang. */
+uint64_t nrr_job_stopped_at(size_t n, const char *(*end)(size_t i, void *arg, uint64_t *wall), void *arg);
+
+/* Did a process that ended as @end (NULL or "": no end recorded) at
+ * @end_wall (its end, or its last record without one) end because the
+ * job was stopped at @stop (nrr_job_stopped_at())? */
+bool nrr_end_by_stop(const char *end, uint64_t end_wall, uint64_t stop);
+
+/* When a process's end counts for ordering the ends of a job: its end,
+ * but not before the stop when the stop ended it (a trace cut by the
+ * launcher's SIGKILL stops up to a second before the kill). */
+static inline uint64_t nrr_end_order(const char *end, uint64_t end_wall, uint64_t stop)
+{
+	return nrr_end_by_stop(end, end_wall, stop) && end_wall < stop ? stop : end_wall;
 }
 
 /* Write "name=value, …" for the args of @c that are recorded. */

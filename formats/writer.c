@@ -49,6 +49,7 @@ struct wbuf {
 	nrr_tls *owner;
 	struct wbuf *next;   /* in the writer's queue, or a free list */
 	struct wbuf *all;    /* every buffer of the owner, for freeing */
+	_Atomic bool handed; /* handed over (queued or written): no longer the owner's to snapshot */
 };
 
 #define HIST (2 * NRR_CYCLE_MAX)
@@ -112,7 +113,17 @@ struct nrr_tls {
 	uint64_t rep_count, rep_ns; /* runs folded, not yet written */
 	uint64_t dropped_deep;
 	uint64_t progress;          /* time of the last call that returned (watchdog) */
-	_Atomic size_t committed;   /* bytes of cur that hold whole records */
+	/* What another thread may copy out of cur (snapshot): the bytes that
+	 * hold whole records and how many records they are, in one word
+	 * (offset | count << 32) so the two always agree. */
+	_Atomic uint64_t commit;
+	/* The records before it are final (the same word as commit): a
+	 * coalescing rewind goes back at most to the record written before a
+	 * run being matched, or to the start of one of the last calls that a
+	 * repeated sequence may still end with (stable_point()); everything
+	 * else is only appended. */
+	_Atomic uint64_t stable;
+	_Atomic uint32_t folds;     /* coalescing rewinds so far, twice (odd: one under way) */
 	bool dead;
 	nrr_tls *next_all;
 	struct wbuf *all;                /* every buffer this thread owns */
@@ -529,6 +540,37 @@ static void *compress_main(void *arg)
 
 /* -------------------------------------------------------------- threads */
 
+#define COMMIT_OFF(c) ((size_t)((c) & 0xffffffffu))
+#define COMMIT_NREC(c) ((uint32_t)((c) >> 32))
+
+/* The @i-th of the calls in hist, oldest first. */
+static inline struct leaf *hist_at(nrr_tls *t, unsigned i)
+{
+	return &t->hist[(t->hnext + HIST - t->nhist + i) % HIST];
+}
+
+/* Where a later coalescing rewind may go back to, at the earliest: the
+ * record before the run being matched, or the first of the last calls
+ * that the second run of a sequence found later may begin with. */
+static inline uint64_t stable_point(nrr_tls *t, uint64_t c)
+{
+	if (t->rec_off != SIZE_MAX)
+		return (uint64_t)t->rec_off | (uint64_t)t->rec_nrec << 32;
+	if (t->nhist) {
+		const struct leaf *l = hist_at(t, t->nhist > NRR_CYCLE_MAX - 1 ? t->nhist - (NRR_CYCLE_MAX - 1) : 0);
+		return (uint64_t)l->call_off | (uint64_t)l->nrec_before << 32;
+	}
+	return c;
+}
+
+/* The records up to @off (t->nrec of them) are whole: a snapshot may copy them. */
+static inline void publish(nrr_tls *t, size_t off)
+{
+	uint64_t c = (uint64_t)off | (uint64_t)t->nrec << 32;
+	atomic_store_explicit(&t->stable, stable_point(t, c), memory_order_release);
+	atomic_store_explicit(&t->commit, c, memory_order_release);
+}
+
 /* Nothing folds into what came before any more (the runs folded so far
  * are written). */
 static inline void cycle_reset(nrr_tls *t)
@@ -548,6 +590,7 @@ static void buf_start(nrr_tls *t, struct wbuf *b)
 	b->first_seq = t->seq + 1;
 	b->first_ts = t->clock;
 	b->nrec = 0;
+	atomic_store(&b->handed, false);
 	t->nrec = 0;
 	t->gen++;
 	cycle_reset(t);
@@ -560,7 +603,7 @@ static void buf_start(nrr_tls *t, struct wbuf *b)
 		p = nrr_put_uvar(p, t->frames[i].ts);
 	}
 	t->pos = p;
-	atomic_store_explicit(&t->committed, (size_t)(p - b->data), memory_order_release);
+	publish(t, (size_t)(p - b->data));
 }
 
 /* The folded runs as a record: REPEAT for a single call, else CYCLE. */
@@ -635,6 +678,7 @@ static void switch_buf(nrr_tls *t)
 		t->pos = put_repeat(t, t->pos);
 	b->len = (size_t)(t->pos - t->base);
 	b->nrec = t->nrec;
+	atomic_store(&b->handed, true);
 	queue_buf(w, b);
 	struct wbuf *n;
 	while (!(n = take_buf(t))) {
@@ -784,7 +828,7 @@ void nrr_enter_end(nrr_tls *t, uint8_t *p)
 	f->args_len = (size_t)(p - t->base) - f->args_off;
 	t->pos = p;
 	t->nrec++;
-	atomic_store_explicit(&t->committed, (size_t)(p - t->base), memory_order_release);
+	publish(t, (size_t)(p - t->base));
 }
 
 uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max)
@@ -812,17 +856,20 @@ uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max)
 	return p;
 }
 
-/* The @i-th of the calls in hist, oldest first. */
-static inline struct leaf *hist_at(nrr_tls *t, unsigned i)
-{
-	return &t->hist[(t->hnext + HIST - t->nhist + i) % HIST];
-}
-
 static inline bool leaf_same(const nrr_tls *t, const struct leaf *a, const struct leaf *b)
 {
 	return a->fn == b->fn && a->args_len == b->args_len && a->body_len == b->body_len &&
 	       memcmp(t->base + a->args_off, t->base + b->args_off, a->args_len) == 0 &&
 	       memcmp(t->base + a->body_off, t->base + b->body_off, a->body_len) == 0;
+}
+
+/* A fold starts: the bytes from its rewind point on, and the pending
+ * count, change now; tell a snapshot copying them before the first of
+ * them changes (odd: a fold under way). */
+static inline void fold_begin(nrr_tls *t)
+{
+	atomic_fetch_add(&t->folds, 1);
+	atomic_thread_fence(memory_order_seq_cst);
 }
 
 /* Drop the records from @off on: they are folded into a count. */
@@ -831,7 +878,8 @@ static inline void fold_rewind(nrr_tls *t, size_t off, uint32_t nrec)
 	t->pos = t->base + off;
 	t->nrec = nrec;
 	t->nhist = 0;
-	atomic_store_explicit(&t->committed, off, memory_order_release);
+	publish(t, off);
+	atomic_fetch_add_explicit(&t->folds, 1, memory_order_release);
 }
 
 /* Two runs of the same sequence of at most NRR_CYCLE_MAX leaf calls (one
@@ -853,6 +901,7 @@ static bool cycle_start(nrr_tls *t)
 		for (unsigned i = 0; i < per; i++)
 			t->tmpl[i] = *hist_at(t, n - 2 * per + i);
 		const struct leaf *b = hist_at(t, n - per);
+		fold_begin(t);
 		t->period = per;
 		t->part = 0;
 		t->rec_off = SIZE_MAX;
@@ -874,10 +923,10 @@ void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 	t->pos = p;
 	t->nrec++;
 	t->progress = t->clock;
-	atomic_store_explicit(&t->committed, end, memory_order_release);
 	bool leaf = !f->children && f->gen == t->gen && t->leave_off == f->args_off + f->args_len;
 	if (!leaf) {
 		cycle_reset(t);
+		publish(t, end);
 		return;
 	}
 	struct leaf cur = {
@@ -898,6 +947,7 @@ void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 					t->period = 0;
 					t->part = 0;
 				} else {   /* one more whole run: fold it */
+					fold_begin(t);
 					t->rep_count = t->rec_count + 1;
 					t->rep_ns = t->rec_ns + (t->clock - t->part_clock);
 					t->part = 0;
@@ -926,8 +976,8 @@ void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 	t->hnext = (t->hnext + 1) % HIST;
 	if (t->nhist < HIST)
 		t->nhist++;
-	if (!t->period)
-		cycle_start(t);
+	if (t->period || !cycle_start(t))
+		publish(t, end);
 }
 
 void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len)
@@ -950,7 +1000,7 @@ void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len)
 	t->pos = p;
 	t->nrec++;
 	cycle_reset(t);
-	atomic_store_explicit(&t->committed, (size_t)(p - t->base), memory_order_release);
+	publish(t, (size_t)(p - t->base));
 }
 
 /* ------------------------------------------------------------ open/close */
@@ -1082,26 +1132,50 @@ static int write_index(nrr_writer *w)
 }
 
 /* Write what another (live, blocked or interrupted) thread has committed,
- * as is.  The thread may switch buffers meanwhile: its generation tells,
- * and the copy is taken again. */
+ * as is.  The thread may switch buffers meanwhile (its generation tells,
+ * and the copy is taken again), or coalesce a "not ready" answer into the
+ * one before and rewrite the bytes after it (folds tells, and only the
+ * records that were final before the copy are kept). */
 static void snapshot(nrr_writer *w, nrr_tls *t)
 {
 	uint8_t *copy = malloc(w->chunk_size + SLACK);
 	if (!copy)
 		return;
 	for (int tries = 0; tries < 4; tries++) {
+		uint32_t folds = atomic_load(&t->folds);
 		uint32_t gen = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
 		struct wbuf *b = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
-		size_t n = atomic_load_explicit(&t->committed, memory_order_acquire);
+		uint64_t stable = atomic_load(&t->stable);
+		uint64_t c = atomic_load(&t->commit);
+		size_t n = COMMIT_OFF(c);
+		uint32_t nrec = COMMIT_NREC(c);
 		uint64_t first_seq = b->first_seq, first_ts = b->first_ts;
-		uint32_t nrec = __atomic_load_n(&t->nrec, __ATOMIC_RELAXED);
 		uint64_t rep_count = t->rep_count, rep_ns = t->rep_ns;
 		unsigned period = t->period;
 		if (n > w->chunk_size)
 			continue;
+		/* buffers @t handed over since the last drain: the copy continues
+		 * them, so they go first (as snapshots too: the next drain writes
+		 * them over this tail), or the stream would have a gap */
+		struct wbuf *q[64];
+		unsigned nq = 0;
+		for (struct wbuf *x = atomic_load(&w->queue); x && nq < 64; x = x->next)
+			if (x->owner == t)
+				q[nq++] = x;
 		memcpy(copy, b->data, n);
+		atomic_thread_fence(memory_order_seq_cst);
 		if (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) != gen)
 			continue;
+		if ((folds & 1) || atomic_load(&t->folds) != folds) {   /* rewound while copied: the final records only */
+			n = COMMIT_OFF(stable);
+			nrec = COMMIT_NREC(stable);
+			rep_count = 0;   /* the count pending then is not known */
+		}
+		if (atomic_load(&b->handed))   /* the next one not started yet: b is written, or in q */
+			n = 0, nrec = 0, rep_count = 0;
+		while (nq--)
+			emit_chunk(w, NRR_CHUNK_DATA, t->stream, t->tid, q[nq]->first_seq, q[nq]->first_ts,
+				   q[nq]->nrec, q[nq]->data, q[nq]->len);
 		uint8_t *p = copy + n;
 		if (rep_count) {   /* racy read of a quiescent thread; see FORMAT.md */
 			if (period > 1) {
@@ -1263,7 +1337,7 @@ static void sync_tail(nrr_writer *w)
 	uint64_t mark = w->nindex;
 	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
 		if (!t->dead)
-			mark = mark * 31 + atomic_load_explicit(&t->committed, memory_order_relaxed) +
+			mark = mark * 31 + atomic_load_explicit(&t->commit, memory_order_relaxed) +
 			       (uint64_t)(uintptr_t)__atomic_load_n(&t->cur, __ATOMIC_RELAXED) +
 			       __atomic_load_n(&t->rep_count, __ATOMIC_RELAXED);
 	if (mark == w->sync_mark)

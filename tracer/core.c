@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/timex.h>
 #include <sys/utsname.h>
@@ -64,6 +66,80 @@ static __thread int t_busy __attribute__((tls_model("initial-exec")));
 
 static void open_writer(void);
 
+/* Thread names, as metadata thread.TID=NAME: what pthread_setname_np or
+ * prctl(PR_SET_NAME) set (NCCL names its threads "NCCL Service  3",
+ * "NCCL Progress  3", ... with NCCL_SET_THREAD_NAME=1; other threads keep
+ * the program's name).  Written at a thread's first event and again, for
+ * the threads still alive, when the trace is completed (NCCL names a
+ * thread from its creator, after the thread may have made its first
+ * call; a later value of a key wins).  `ncclrr diff` pairs threads by
+ * them. */
+static __thread int t_named __attribute__((tls_model("initial-exec")));
+
+static size_t thread_line(char *out, size_t len, long tid, const char *name, size_t nlen)
+{
+	int n = snprintf(out, len, "thread.%ld=", tid);
+	if (n < 0 || (size_t)n + nlen + 2 > len)
+		return 0;
+	for (size_t i = 0; i < nlen && name[i] && name[i] != '\n'; i++)
+		out[n++] = name[i] >= 0x20 && name[i] < 0x7f ? name[i] : '?';
+	out[n++] = '\n';
+	return (size_t)n;
+}
+
+static void name_thread(nrr_writer *w)
+{
+	int saved = errno;
+	char name[17] = "", line[64];
+	t_named = 1;
+	size_t n = prctl(PR_GET_NAME, name) == 0
+			   ? thread_line(line, sizeof(line), (long)syscall(SYS_gettid), name, strnlen(name, 16))
+			   : 0;
+	if (n)
+		nrr_writer_add_meta(w, line, n);
+	errno = saved;
+}
+
+/* Every live thread's name, when the trace is completed: raw reads of
+ * /proc/self/task (no allocation: this may run in a forked child). */
+static void name_threads(nrr_writer *w)
+{
+	int saved = errno;
+	int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		errno = saved;
+		return;
+	}
+	char ents[2048], out[2048], path[64], name[32];
+	size_t used = 0;
+	long got;
+	while ((got = syscall(SYS_getdents64, dfd, ents, sizeof(ents))) > 0) {
+		for (long off = 0; off < got;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(ents + off);
+			off += d->d_reclen;
+			long tid = strtol(d->d_name, NULL, 10);
+			if (tid <= 0)
+				continue;
+			snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", tid);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			ssize_t r = fd >= 0 ? read(fd, name, sizeof(name) - 1) : -1;
+			if (fd >= 0)
+				close(fd);
+			if (r <= 0)
+				continue;
+			if (used + 64 > sizeof(out)) {
+				nrr_writer_add_meta(w, out, used);
+				used = 0;
+			}
+			used += thread_line(out + used, sizeof(out) - used, tid, name, (size_t)r);
+		}
+	}
+	close(dfd);
+	if (used)
+		nrr_writer_add_meta(w, out, used);
+	errno = saved;
+}
+
 nrr_tls *nrr_trace_begin(void)
 {
 	if (__builtin_expect(nrr_trace_backend != NRR_BACKEND_NATIVE, 0) || t_busy)
@@ -81,6 +157,8 @@ nrr_tls *nrr_trace_begin(void)
 	nrr_tls *t = nrr_writer_thread(w);
 	if (!t)
 		t_busy = 0;
+	else if (__builtin_expect(!t_named, 0))
+		name_thread(w);
 	return t;
 }
 
@@ -444,6 +522,7 @@ void nrr_trace_finish(void)
 	atomic_store(&g_finishing, (pid_t)syscall(SYS_gettid));
 	nrr_trace_backend = NRR_BACKEND_OFF;
 	atomic_store(&g_w, NULL);
+	name_threads(w);
 	nrr_writer_finish(w);
 	atomic_store(&g_finishing, 0);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -499,6 +578,7 @@ static void atfork_child(void)
 	g_once = (pthread_once_t)PTHREAD_ONCE_INIT;
 	g_generation = 0;
 	t_busy = 0;
+	t_named = 0;   /* its first event in the child's own trace names it */
 	atomic_store(&lttng_meta_sent, 0);
 	nrr_trace_child_forked();
 }

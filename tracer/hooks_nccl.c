@@ -58,6 +58,9 @@ static void nccl_version_once(void)
 		atomic_store(&nccl_version, v >= 10000 ? v : v / 1000 * 10000 + v % 1000);
 		nrr_trace_meta("nccl_version=%d.%d.%d", v >= 10000 ? v / 10000 : v / 1000,
 			       v >= 10000 ? v / 100 % 100 : v / 100 % 10, v % 100);
+		char why[96];
+		nrr_proxy_decodes(atomic_load(&nccl_version), why, sizeof(why));
+		nrr_trace_meta("proxy_rpc=%s", why);   /* `ncclrr dump` says when they are not */
 	}
 }
 

@@ -28,6 +28,7 @@
 #include <sys/select.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -269,10 +270,28 @@ static void rpc_feed(int fd, struct rpc *r, bool asking, const uint8_t *p, size_
 	}
 }
 
+/* The NCCL versions whose proxy RPC framing rpc_feed() knows: 2.19 to
+ * 2.28.  2.17 and 2.18 answer without the retcode (opId, respSize, body)
+ * and 2.17 sends Init in a framing of its own; 2.12-2.16 ask synchronously
+ * and answer with the bare response bytes.  Their proxy sockets' bytes
+ * are recorded in their send/recv calls only. */
+#define PROXY_DECODED_MIN 21900
+#define PROXY_DECODED_MAX 22899
+
+bool nrr_proxy_decodes(int v, char *why, size_t len)
+{
+	bool ok = v >= PROXY_DECODED_MIN && v <= PROXY_DECODED_MAX;
+	if (why)
+		snprintf(why, len, "%s: NCCL %d.%d.%d; decoded: NCCL %d.%d-%d.%d", ok ? "decoded" : "not decoded",
+			 v / 10000, v / 100 % 100, v % 100, PROXY_DECODED_MIN / 10000, PROXY_DECODED_MIN / 100 % 100,
+			 PROXY_DECODED_MAX / 10000, PROXY_DECODED_MAX / 100 % 100);
+	return ok;
+}
+
 static bool nccl_proxy_version(void)
 {
 	int v = nrr_nccl_version();
-	return v == 0 || (v >= 21900 && v < 22900);
+	return v == 0 || nrr_proxy_decodes(v, NULL, 0);
 }
 
 void nrr_sock_mark(int fd, int kind)

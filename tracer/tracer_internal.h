@@ -77,6 +77,10 @@ void nrr_sock_data(int fd, const void *buf, long n, int sent);
 void nrr_nccl_init_begin(int rank, int nranks, const void *uid);
 void nrr_nccl_comm(ncclComm_t *comm, const void *uid, int ret);
 int nrr_nccl_version(void);   /* 22809 for 2.28.9; 0 while unknown */
+/* Does the tracer decode the proxy RPCs of NCCL version @v (sock.c)?
+ * @why (if not NULL) gets "decoded: NCCL 2.22.3; decoded: NCCL 2.19-2.28"
+ * or "not decoded: NCCL 2.18.6; decoded: ...", the metadata proxy_rpc. */
+bool nrr_proxy_decodes(int v, char *why, size_t len);
 
 /* hooks_verbs.c */
 void nrr_verbs_listed(void);

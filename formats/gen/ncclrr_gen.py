@@ -1156,7 +1156,7 @@ def emit_benign(api, outdir):
             nums = vals
         fn_c = f'"{fn_name}"' if fn_name else 'NULL'
         dom_c = f'"{dom}"' if dom else 'NULL'
-        return (f'\t{{ {fn_c}, {dom_c}, {"true" if kind == "err" else "false"}, "{BENIGN_WHY[why]}", '
+        return (f'\t{{ {fn_c}, {dom_c}, {"true" if kind == "err" else "false"}, "{why}", "{BENIGN_WHY[why]}", '
                 f'{len(nums)}, {{ {", ".join(nums)} }} }},')
     for fn in api.fns:
         for rule in fn.benign:

@@ -34,6 +34,8 @@ struct perr {
 	uint64_t seq, ts, wall;
 	char fn[64];
 	char res[96];
+	bool api_benign;   /* a failure a healthy run has too (nrr_call_benign()) */
+	bool retry;        /* a "retry" one (a connect refused) not yet retried */
 	bool benign;
 	bool reached, injected;   /* this replay */
 };
@@ -56,6 +58,7 @@ struct coord {
 	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; const char *kind; size_t proc; } *ipc;
 	size_t nipc, ipccap;
 	uint64_t total_units;
+	uint64_t stop;     /* when the job was stopped from outside (nrr_job_stopped_at()) */
 };
 
 /* The outcome of one replay, compared between --repeat runs. */
@@ -126,6 +129,20 @@ static int add_unix(struct coord *x, size_t proc, const uint8_t *sa, size_t len,
 }
 
 /* Read one process's trace through: validate, count, collect. */
+/* A call of @fn succeeded on stream @s: the failures of @fn before it on
+ * that stream that a retry makes benign (nrr_call_benign_rule()) were. */
+static void retried(struct coord *x, size_t from, uint32_t s, const char *fn, size_t *n)
+{
+	for (size_t a = from; a < x->nerr; a++) {
+		struct perr *e = &x->err[a];
+		if (e->retry && e->stream == s && !strcmp(e->fn, fn)) {
+			e->retry = false;
+			e->api_benign = true;
+			--*n;
+		}
+	}
+}
+
 static int scan(struct coord *x, size_t i)
 {
 	nrr_reader *r = x->o->readers[i];
@@ -153,6 +170,7 @@ static int scan(struct coord *x, size_t i)
 			return ret;
 		struct nrr_classify k = { .skip = -1 };
 		const nrr_call *c;
+		size_t retry_from = x->nerr, nretry = 0;   /* this stream's failures not yet retried */
 		while ((ret = nrr_cursor_next(cur, &c)) == 0) {
 			if (c->kind != NRR_CALL || !c->fn)
 				continue;
@@ -203,6 +221,8 @@ static int scan(struct coord *x, size_t i)
 				if (li >= 0 && (role == 1 || role == 2) && (ret = add_addr(x, i, &c->args[li], role == 1)) < 0)
 					break;
 			}
+			if (kind != U_INFLIGHT && c->done && !nrr_call_failed(c) && nretry)
+				retried(x, retry_from, s, c->fn->name, &nretry);
 			if (kind != U_INFLIGHT && nrr_call_failed(c)) {
 				if (!nrr_grow(&x->err, x->nerr, &x->errcap, sizeof(*x->err))) {
 					ret = -ENOMEM;
@@ -219,6 +239,11 @@ static int scan(struct coord *x, size_t i)
 				e->wall = nrr_reader_wall(r, c->ts + c->dur);
 				snprintf(e->fn, sizeof(e->fn), "%s", c->fn->name);
 				nrr_result_text(c, e->res, sizeof(e->res));
+				const nrr_benign_rule *rule = nrr_call_benign_rule(c);
+				/* a refused connect is benign once it was retried (below) */
+				e->api_benign = rule && strcmp(rule->kind, "retry") != 0;
+				e->retry = rule && !e->api_benign;
+				nretry += e->retry;
 			}
 		}
 		if (ret < 0 && ret != NRR_EEOF) {
@@ -237,14 +262,25 @@ static int scan(struct coord *x, size_t i)
 	uint64_t end = fi->end_ts > last ? fi->end_ts : last;
 	pi->end_wall = nrr_reader_wall(r, end ? end : 0);
 	pi->wall_s = first != UINT64_MAX && last > first ? (double)(last - first) / 1e9 : 0;
+	/* a helper (no CUDA, NVML nor verbs: a launcher probing X displays or
+	 * servers that are not there) tells its story by its end: its
+	 * connects refused are probes, not the failure */
+	for (size_t a = 0; !pi->uses_cuda && a < x->nerr; a++)
+		if (x->err[a].proc == i && x->err[a].retry) {
+			x->err[a].retry = false;
+			x->err[a].api_benign = true;
+		}
 	return 0;
 }
 
-/* An error is part of the failure unless its process ended well anyway, or
- * a process that ended well had it too (cuGetProcAddress of an optional
- * symbol, a netlink socket refused); when none ended well (a job killed at
- * its timeout), unless most had it; when the trace does not say how its
- * process ended (LTTng), a refused connect is a retry, not the failure. */
+/* An error is part of the failure unless the API description says a
+ * healthy run has it too (port probing, an optional device absent, a
+ * connect refused while the peer is not listening yet: nrr_call_benign(),
+ * as diff and hang decide), its process ended well anyway, or a process
+ * that ended well had it too (a netlink socket refused); when none ended
+ * well (a job killed at its timeout), unless most had it; when the trace
+ * does not say how its process ended (LTTng), a refused connect is a
+ * retry, not the failure. */
 static void mark_benign(struct coord *x)
 {
 	bool any_ok = false;
@@ -252,6 +288,8 @@ static void mark_benign(struct coord *x)
 		any_ok |= !strcmp(x->pi[i].end, "exit 0");
 	for (size_t a = 0; a < x->nerr; a++) {
 		struct perr *e = &x->err[a];
+		if ((e->benign = e->api_benign))
+			continue;
 		size_t have = 0;
 		bool in_ok = false;
 		for (size_t i = 0; i < x->n; i++) {
@@ -263,8 +301,8 @@ static void mark_benign(struct coord *x)
 				in_ok |= !strcmp(x->pi[i].end, "exit 0");
 			}
 		}
-		if (!strcmp(x->pi[e->proc].end, "exit 0"))
-			e->benign = true;   /* its own process ended well despite it */
+		if (!strcmp(x->pi[e->proc].end, "exit 0") || !strcmp(x->pi[e->proc].end, "exec"))
+			e->benign = true;   /* its own process ended well despite it (a fork stub exec'd) */
 		else if (any_ok)
 			e->benign = in_ok;
 		else if (!x->pi[e->proc].end[0] && !strcmp(e->fn, "connect") && strstr(e->res, "ECONNREFUSED"))
@@ -286,6 +324,20 @@ static void mark_killed(struct coord *x)
 			snprintf(x->pi[i].end, sizeof(x->pi[i].end), "%s", NRR_END_KILLED);
 }
 
+static const char *proc_end(size_t i, void *arg, uint64_t *wall)
+{
+	const struct coord *x = arg;
+	*wall = x->pi[i].end_wall;
+	return x->pi[i].end;
+}
+
+/* When @pi's end counts for ordering the failed processes (after
+ * mark_killed: a process killed outright has no end recorded). */
+static uint64_t end_order(const struct coord *x, const struct nrr_proc_info *pi)
+{
+	return nrr_end_order(nrr_proc_killed(pi) ? "" : pi->end, pi->end_wall, x->stop);
+}
+
 static bool proc_failed(const struct nrr_proc_info *pi)
 {
 	return pi->end[0] && strcmp(pi->end, "exit 0") != 0 && strcmp(pi->end, "exec") != 0;
@@ -300,11 +352,14 @@ static void publish_sets(struct coord *x)
 	for (size_t a = 0; a < x->naddr; a++)
 		if (x->pi[x->addr[a].proc].selected)
 			nrr_xmap_put(x->addr[a].listen ? "lsel" : "csel", x->addr[a].key, x->addr[a].len, &one, 1);
-	/* the addresses of processes killed outright (mark_killed): their
-	 * peers' reads of what they sent last are served from the trace */
+	/* the addresses of processes killed outright (mark_killed), with the
+	 * wall time their trace ends: their peers' calls on connections to
+	 * them from then on, and reads of what they sent last, are served
+	 * from the trace */
 	for (size_t a = 0; a < x->naddr; a++)
 		if (nrr_proc_killed(&x->pi[x->addr[a].proc]))
-			nrr_xmap_put("kill", x->addr[a].key, x->addr[a].len, &one, 1);
+			nrr_xmap_put("kill", x->addr[a].key, x->addr[a].len, &x->pi[x->addr[a].proc].end_wall,
+				     sizeof(uint64_t));
 	for (size_t a = 0; a < x->nipc; a++)
 		if (x->pi[x->ipc[a].proc].selected)
 			nrr_xmap_put(x->ipc[a].kind, x->ipc[a].key, x->ipc[a].len, &one, 1);
@@ -613,50 +668,69 @@ static int cmp_wall(const void *a, const void *b)
 
 /* One failed process's chain: "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE (1) (#202) -> exit 1".
  * A run of the same answer (a connect retried while a peer is gone) is one
- * entry "(#a..#b, N times)"; an entry is never cut: what does not fit is
- * counted ("… N more") and the end is always there. */
+ * entry "(#a..#b, N times)".  An entry is never cut: when the chain does
+ * not fit, the first entries and the last one (the NCCL call that passed
+ * the failure on) are kept, those between counted ("… N more"), and the
+ * end always closes it. */
+static int chain_entry(const struct perr *e, const struct perr *last, size_t n, bool show_reached, char *ent, size_t len)
+{
+	char seqs[64];
+	if (n > 1)
+		snprintf(seqs, sizeof(seqs), "#%" PRIu64 "..#%" PRIu64 ", %zu times", e->seq, last->seq, n);
+	else
+		snprintf(seqs, sizeof(seqs), "#%" PRIu64, e->seq);
+	int l = snprintf(ent, len, "%s = %s (%s%s)", e->fn, e->res, seqs,
+			 !show_reached ? "" : !last->reached ? ", NOT reached" : last->injected ? ", answered from the trace" : ", reproduced");
+	return l < 0 ? 0 : (size_t)l >= len ? (int)len - 1 : l;
+}
+
 static void chain_text(struct coord *x, size_t p, bool show_reached, char *buf, size_t len)
 {
-	size_t used = 0, more = 0;
-	const char *sep = "";
-	char ent[400];
+	/* the entries: [first, last] error indices of each run of one answer */
+	size_t ne = 0, cap = 0;
+	struct run { size_t first, last, n; } *ent = NULL;
 	buf[0] = 0;
 	for (size_t b = 0; b < x->nerr; b++) {
 		const struct perr *e = &x->err[b];
 		if (e->proc != p || e->benign)
 			continue;
-		const struct perr *last = e;
-		size_t n = 1;
+		struct run r = { b, b, 1 };
 		for (size_t c = b + 1; c < x->nerr; c++) {
 			const struct perr *f = &x->err[c];
 			if (f->proc != p || f->benign)
 				continue;
 			if (strcmp(f->fn, e->fn) || strcmp(f->res, e->res))
 				break;
-			last = f;
-			n++;
+			r.last = c;
+			r.n++;
 			b = c;
 		}
-		char seqs[64];
-		if (n > 1)
-			snprintf(seqs, sizeof(seqs), "#%" PRIu64 "..#%" PRIu64 ", %zu times", e->seq, last->seq, n);
-		else
-			snprintf(seqs, sizeof(seqs), "#%" PRIu64, e->seq);
-		int l = snprintf(ent, sizeof(ent), "%s%s = %s (%s%s)", sep, e->fn, e->res, seqs,
-				 !show_reached ? "" : !last->reached ? ", NOT reached" : last->injected ? ", answered from the trace" : ", reproduced");
-		/* keep room for " -> … N more -> <end>" */
-		if (more || l < 0 || used + (size_t)l + 80 >= len) {
-			more++;
-			continue;
-		}
-		memcpy(buf + used, ent, (size_t)l + 1);
-		used += (size_t)l;
-		sep = " -> ";
+		if (!nrr_grow(&ent, ne, &cap, sizeof(*ent)))
+			break;
+		ent[ne++] = r;
 	}
-	if (more)
-		used += (size_t)snprintf(buf + used, len - used, "%s… %zu more", sep, more), sep = " -> ";
-	if (proc_failed(&x->pi[p]) && used < len)
-		snprintf(buf + used, len - used, "%s%.60s", sep, x->pi[p].end);
+	char end[80] = "", last_txt[400] = "", one[400];
+	if (proc_failed(&x->pi[p]))
+		snprintf(end, sizeof(end), "%.60s", x->pi[p].end);
+	size_t last_len = 0, end_len = strlen(end), used = 0, i = 0;
+	if (ne)
+		last_len = (size_t)chain_entry(&x->err[ent[ne - 1].first], &x->err[ent[ne - 1].last], ent[ne - 1].n,
+					       show_reached, last_txt, sizeof(last_txt));
+	/* the room the last entry, "… N more" and the end need */
+	size_t tail = (ne > 1 ? last_len + 4 : 0) + 24 + (end_len ? end_len + 4 : 0);
+	for (; ne > 1 && i + 1 < ne; i++) {
+		int l = chain_entry(&x->err[ent[i].first], &x->err[ent[i].last], ent[i].n, show_reached, one, sizeof(one));
+		if (used + (used ? 4 : 0) + (size_t)l + tail >= len)
+			break;
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " -> " : "", one);
+	}
+	if (i + 1 < ne)
+		used += (size_t)snprintf(buf + used, len - used, "%s… %zu more", used ? " -> " : "", ne - 1 - i);
+	if (ne && used < len)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " -> " : "", last_txt);
+	if (end_len && used < len)
+		snprintf(buf + used, len - used, "%s%s", used ? " -> " : "", end);
+	free(ent);
 }
 
 /* The failure, one line per distinct chain, in recorded order:
@@ -676,7 +750,7 @@ static void print_chain(struct coord *x, FILE *f, bool show_reached)
 	if (!key)
 		goto out;
 	for (size_t p = 0; p < x->n; p++)
-		key[p] = x->pi[p].end_wall;
+		key[p] = end_order(x, &x->pi[p]);
 	for (size_t a = 0; a < x->nerr; a++) {
 		size_t p = x->err[a].proc;
 		if (x->err[a].benign || !x->pi[p].selected)
@@ -802,6 +876,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		goto out;
 	}
 	qsort(x.err, x.nerr, sizeof(*x.err), cmp_wall);
+	x.stop = nrr_job_stopped_at(x.n, proc_end, &x);
 	mark_killed(&x);
 	mark_benign(&x);
 	if (nrr_xmap_init(4096 + 4 * (x.naddr + x.nunix + x.nipc)) < 0) {

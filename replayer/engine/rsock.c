@@ -318,18 +318,24 @@ enum { ROLE_LISTEN = 1, ROLE_CONNECT = 2, ROLE_ACCEPT = 3 };
 
 /* Is recorded socket @fd (used by unit @k) connected to a process that was
  * killed outright?  Its trace lost what it did last (up to the tracer's
- * sync interval), so what it sent then is not there to be replayed. */
+ * sync interval), so what it sent then is not there to be replayed.
+ * @return the wall time its trace ends (at least 1; 1 when not known), or
+ * 0 when it was not killed. */
 static const nrr_call *last_info(struct rstream *st, size_t k, int64_t fd);
 
-static bool peer_killed(struct rstream *st, size_t k, int64_t fd)
+static uint64_t peer_killed(struct rstream *st, size_t k, int64_t fd)
 {
 	const nrr_call *best = last_info(st, k, fd);
 	int pi = best ? nrr_arg_index(best, "peer") : -1;
 	if (pi < 0 || best->args[pi].len < 2)
-		return false;
+		return 0;
 	uint8_t key[NRR_XMAP_MAX];
 	size_t kl = nrr_addr_key(best->args[pi].p, best->args[pi].len, key);
-	return xmap_has("kill", key, kl);
+	uint64_t end = 0;
+	size_t vl = sizeof(end);
+	if (nrr_xmap_get("kill", key, kl, &end, &vl, 0) != 0)
+		return 0;
+	return end ? end : 1;
 }
 
 /* The last sock_info for @fd before unit @k, in any thread (the socket
@@ -350,6 +356,16 @@ static const nrr_call *last_info(struct rstream *st, size_t k, int64_t fd)
 		}
 	}
 	return best;
+}
+
+/* Was unit @k recorded after the end of the trace of the killed process at
+ * the other end of @fd?  What that process did from then on is not known
+ * (its replay stops there), so the call is not run: the connection is
+ * served from the trace from here on. */
+static bool after_killed_peer(struct rstream *st, size_t k, int64_t fd)
+{
+	uint64_t end = peer_killed(st, k, fd);
+	return end > 1 && nrr_reader_wall(st->p->r, st->u[k].c.ts) >= end;
 }
 
 /* Live fd of the recorded socket arg @name; RFD_SERVED; or -1 (res set). */
@@ -749,6 +765,8 @@ static int r_send(struct rsock *s, struct rstream *st, size_t k, const char *fdn
 	int fd = live_fd(s, c, fdname, res);
 	if (fd < 0)
 		return 0;
+	if (after_killed_peer(st, k, argv_i(c, fdname, -1)))
+		return serve(s, argv_i(c, fdname, -1), c, res);
 	int bi = data_arg(c);
 	size_t n = (size_t)c->result, have = n;
 	uint8_t *b = bi >= 0 ? nrr_arg_bytes(c, bi, &have) : calloc(1, n + 1);
@@ -784,6 +802,8 @@ static int r_recv(struct rsock *s, struct rstream *st, size_t k, const char *fdn
 	int fd = live_fd(s, c, fdname, res);
 	if (fd < 0)
 		return 0;
+	if (after_killed_peer(st, k, argv_i(c, fdname, -1)))
+		return serve(s, argv_i(c, fdname, -1), c, res);
 	size_t n = (size_t)c->result;
 	int flags = (int)argv_i(c, "flags", 0) & ~MSG_DONTWAIT;
 	if (n == 0) {
@@ -1236,9 +1256,10 @@ static int r_undescribed(struct rsock *s, struct rstream *st, size_t k, nrr_rres
 		/* its peer's reads and sends on this connection are served from
 		 * the trace from here on too, as a killed peer's are: the end of
 		 * stream it meets here says so */
-		uint8_t key[NRR_XMAP_MAX], one = 1;
+		uint8_t key[NRR_XMAP_MAX];
+		uint64_t end = 0;   /* (when it stops: not known) */
 		size_t kl = nrr_addr_key(info->args[li].p, info->args[li].len, key);
-		nrr_xmap_put("kill", key, kl, &one, 1);
+		nrr_xmap_put("kill", key, kl, &end, sizeof(end));
 		shutdown(live, SHUT_RDWR);
 	}
 	if (live != -1)

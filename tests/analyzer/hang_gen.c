@@ -20,9 +20,16 @@
  *                 recv on that connection when its trace ends, so with
  *                 SEND=1 the replay finds data there the recording never
  *                 received (a trace that cannot be true: the divergence).
- * Every file: metadata host, pid, rank, env.NCCLRR_NRANKS, env.NCCL_COMM_ID;
- * no `end` key (the processes were still running when written).
- * usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND
+ *   mpi FAULT:    a job launched by mpirun, helpers and benign failures
+ *                 included, healthy (0) or failing (1): see mpi() below
+ *                 (hang, diff and replay's recorded failure);
+ *   threads FAIL NAMED: one rank whose NCCL and helper threads neither
+ *                 their creation order nor their first calls pair (diff).
+ * Every file but mpi's: metadata host, pid, rank, env.NCCLRR_NRANKS,
+ * env.NCCL_COMM_ID; no `end` key (the processes were still running when
+ * written).
+ * usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND |
+ *        hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,6 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "nrt.h"
 
@@ -109,12 +118,8 @@ static void blocked(nrr_tls *t, const char *fname, int fd)
 	enter(t, fname, v, 2);   /* never returns */
 }
 
-static nrr_writer *open_rank(const char *dir, int rank, int n)
+static nrr_writer *open_file(const char *path, const char *meta, int len)
 {
-	char path[4096], meta[512];
-	snprintf(path, sizeof(path), "%s/gen-%05d.nrt", dir, rank);
-	int len = snprintf(meta, sizeof(meta), "host=gen\npid=%d\nrank=%d\nenv.NCCLRR_NRANKS=%d\nenv.NCCL_COMM_ID=127.0.0.1:29500\n",
-			   1000 + rank, rank, n);
 	nrr_writer_opts o = { .schema = nrr_builtin_schema, .schema_len = nrr_builtin_schema_len, .meta = meta,
 			      .meta_len = (size_t)len };
 	nrr_writer *w;
@@ -123,6 +128,15 @@ static nrr_writer *open_rank(const char *dir, int rank, int n)
 		exit(2);
 	}
 	return w;
+}
+
+static nrr_writer *open_rank(const char *dir, int rank, int n)
+{
+	char path[4096], meta[512];
+	snprintf(path, sizeof(path), "%s/gen-%05d.nrt", dir, rank);
+	int len = snprintf(meta, sizeof(meta), "host=gen\npid=%d\nrank=%d\nenv.NCCLRR_NRANKS=%d\nenv.NCCL_COMM_ID=127.0.0.1:29500\n",
+			   1000 + rank, rank, n);
+	return open_file(path, meta, len);
 }
 
 static int mixed(const char *dir)
@@ -211,14 +225,220 @@ static int unseen(const char *dir, bool send)
 	return 0;
 }
 
+/* LEAVE of the innermost open call with errno @err (out-args empty). */
+static void leave_err(nrr_tls *t, const char *fname, int64_t result, int err)
+{
+	const nrr_fn_schema *fn = nrr_schema_fn_by_name(nrr_builtin(), fname);
+	uint8_t *p = nrr_leave_begin(t, result, err, 256);
+	for (unsigned a = 0; a < fn->nargs; a++) {
+		if (!(fn->args[a].dir & NRR_DIR_OUT))
+			continue;
+		p = fn->args[a].wire == NRR_WIRE_B ? nrr_put_bytes(p, "", 0, 0) : nrr_put_uvar(p, 0);
+	}
+	nrr_leave_end(t, p, false);
+}
+
+static void call_err(nrr_tls *t, const char *fname, const struct val *v, size_t nv, int64_t result, int err)
+{
+	enter(t, fname, v, nv);
+	leave_err(t, fname, result, err);
+}
+
+/* A process of the launched job: a rank (@rank >= 0) or a helper without one. */
+static nrr_writer *open_proc(const char *dir, int pid, int rank, int n, const char *exe)
+{
+	char path[4096], meta[512], rk[32] = "";
+	if (rank >= 0)
+		snprintf(rk, sizeof(rk), "rank=%d\n", rank);
+	snprintf(path, sizeof(path), "%s/gen-%d.nrt", dir, pid);
+	int len = snprintf(meta, sizeof(meta), "host=gen\npid=%d\n%sexe=%s\nenv.OMPI_COMM_WORLD_SIZE=%d\n", pid, rk, exe, n);
+	return open_file(path, meta, len);
+}
+
+static void pause_ms(int ms)
+{
+	struct timespec ts = { 0, ms * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* What every rank of a real NCCL job fails at and a healthy run fails at
+ * too (nrr_call_benign()): verbs absent, a port probed, NVML's fabric
+ * query unsupported, a non-blocking recv with nothing there. */
+static void rank_noise(nrr_tls *t)
+{
+	struct sockaddr_in a = addr(29700);
+	struct val nd[] = { { "num_devices", 0, NULL, 0 } };
+	struct val bd[] = { { "sockfd", 5, NULL, 0 }, { "addr", 0, &a, sizeof(a) }, { "addrlen", 16, NULL, 0 } };
+	struct val nv[] = { { "device", 0x100, NULL, 0 } };
+	struct val rv[] = { { "sockfd", 5, NULL, 0 }, { "len", 16, NULL, 0 } };
+	call_err(t, "ibv_get_device_list", nd, 1, 0, ENOSYS);
+	call_err(t, "bind", bd, 3, -1, EADDRINUSE);
+	call(t, "bind", bd, 3, 0);
+	call(t, "nvmlDeviceGetGpuFabricInfoV", nv, 1, 3 /* NVML_ERROR_NOT_SUPPORTED */);
+	call_err(t, "recv", rv, 2, -1, EAGAIN);
+}
+
+static int close_w(nrr_writer *w, const char *end)
+{
+	if (end)
+		nrr_writer_set_end(w, end, false);
+	if (nrr_writer_close(w)) {
+		fprintf(stderr, "hang_gen: cannot write a trace\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* mpi FAULT: a 4-rank job as `ncclrr record -- mpirun -np 4 ...` records
+ * it: the launcher (no rank; it probes for servers that are not there,
+ * as hwloc probes X displays: a UNIX socket, ENOENT, and a TCP port,
+ * ECONNREFUSED), two fork stubs (they close
+ * inherited fds and exec; the second has rank 1's variables, and when
+ * FAULT one more close, EBADF), and ranks 0-3 with the failures every healthy
+ * rank has too (rank_noise()).  FAULT=0: every rank and the launcher exit 0.
+ * FAULT=1: rank 3's trace stops first with no end (mpirun SIGKILLs it when
+ * it stops the job: its last second is lost); rank 2 then fails 14
+ * different calls, then cudaIpcOpenMemHandle inside ncclCommInitRank =
+ * ncclInternalError, and exits 1; then mpirun stops the job: ranks 0 and 1
+ * end by SIGTERM, rank 0 blocked in recv on its own socketpair, rank 1 in
+ * recv on a connection to an address no trace has; the launcher exits 1. */
+static int mpi(const char *dir, bool fault)
+{
+	int rc = 0;
+	nrr_writer *lw = open_proc(dir, 900, -1, 4, "/usr/bin/orterun");
+	nrr_tls *lt = nrr_writer_thread(lw);
+	uint8_t un[20] = { 1, 0, '/', 't', 'm', 'p', '/', 'p', 'm', 'i', 'x' };
+	struct val uc[] = { { "sockfd", 7, NULL, 0 }, { "addr", 0, un, sizeof(un) }, { "addrlen", sizeof(un), NULL, 0 } };
+	struct sockaddr_in x11 = addr(6000);
+	struct val xc[] = { { "sockfd", 8, NULL, 0 }, { "addr", 0, &x11, sizeof(x11) }, { "addrlen", 16, NULL, 0 } };
+	call_err(lt, "connect", uc, 3, -1, ENOENT);
+	call_err(lt, "connect", xc, 3, -1, ECONNREFUSED);
+	for (int k = 0; k < 2; k++) {
+		/* the second stub has rank 1's variables already */
+		nrr_writer *w = open_proc(dir, 901 + k, k ? 1 : -1, 4, "/usr/bin/orterun");
+		nrr_tls *t = nrr_writer_thread(w);
+		for (int fd = 15; fd < 18 + (fault ? k : 0); fd++) {
+			struct val v[] = { { "fd", fd, NULL, 0 } };
+			call_err(t, "close", v, 1, fd < 18 ? 0 : -1, fd < 18 ? 0 : EBADF);
+		}
+		rc |= close_w(w, "exec");
+	}
+	nrr_writer *rw[4];
+	nrr_tls *rt[4];
+	for (int r = 0; r < 4; r++) {
+		rw[r] = open_proc(dir, 1000 + r, r, 4, "/opt/job/init_allreduce");
+		rt[r] = nrr_writer_thread(rw[r]);
+		rank_noise(rt[r]);
+	}
+	struct val da[] = { { "attrib", 16, NULL, 0 }, { "dev", 0, NULL, 0 } };
+	struct val ci[] = { { "nranks", 4, NULL, 0 }, { "rank", 2, NULL, 0 } };
+	struct val ip[] = { { "flags", 1, NULL, 0 } };
+	if (!fault) {
+		for (int r = 0; r < 4; r++) {
+			call(rt[r], "cuDeviceGetAttribute", da, 2, 0);
+			rc |= close_w(rw[r], "exit 0");
+		}
+		return rc | close_w(lw, "exit 0");
+	}
+	rc |= close_w(rw[3], NULL);
+	pause_ms(100);
+	for (int i = 0; i < 14; i++) {
+		struct val v[] = { { "attrib", 16 + i, NULL, 0 }, { "dev", 0, NULL, 0 } };
+		if (i % 2)
+			call(rt[2], "cuCtxGetDevice", NULL, 0, 201 /* CUDA_ERROR_INVALID_CONTEXT */);
+		else
+			call(rt[2], "cuDeviceGetAttribute", v, 2, 1 /* CUDA_ERROR_INVALID_VALUE */);
+	}
+	enter(rt[2], "ncclCommInitRank", ci, 2);
+	call(rt[2], "cudaIpcOpenMemHandle", ip, 1, 1 /* cudaErrorInvalidValue */);
+	leave(rt[2], "ncclCommInitRank", 3 /* ncclInternalError */);
+	rc |= close_w(rw[2], "exit 1");
+	pause_ms(100);
+	/* rank 0 waits on its own socketpair (as a launcher's library does):
+	 * no wait on another process */
+	int32_t sv[2] = { 20, 21 };
+	struct val sp[] = { { "domain", 1, NULL, 0 }, { "type", 1, NULL, 0 } };
+	enter(rt[0], "socketpair", sp, 2);
+	uint8_t *q = nrr_leave_begin(rt[0], 0, 0, 64);
+	q = nrr_put_bytes(q, sv, sizeof(sv), 64);
+	nrr_leave_end(rt[0], q, false);
+	blocked(rt[0], "recv", 20);
+	sock_info(rt[1], 8, 2, 1, 40001, 45555);
+	blocked(rt[1], "recv", 8);
+	rc |= close_w(rw[0], "signal SIGTERM");
+	rc |= close_w(rw[1], "signal SIGTERM");
+	return rc | close_w(lw, "exit 1");
+}
+
+/* threads FAIL NAMED: for diff's thread pairing, one rank 0 with a main
+ * thread, a helper thread that only makes socket calls (a launcher's
+ * progress thread) and an NCCL thread (accept, recv, then
+ * cudaIpcOpenMemHandle: = cudaErrorInvalidValue when FAIL).  The healthy
+ * run (FAIL=0) starts the helper first (tid 1101) then the NCCL thread
+ * (1102); the failing one the NCCL thread first (2101) then the helper
+ * (2102), and each thread's first calls come in another order, so neither
+ * their creation order nor their first calls pair them.  NAMED=1: the
+ * helper makes a CUDA call too (both are NCCL threads) and the threads
+ * are named "NCCL Service  0" and "NCCL Progress 0" (metadata
+ * thread.TID): only the names pair them. */
+static int threads(const char *dir, bool fail, bool named)
+{
+	nrr_writer *w = open_proc(dir, 1000, 0, 1, "/opt/job/init_allreduce");
+	nrr_tls *m = nrr_writer_thread(w);
+	char line[80];
+	int n = snprintf(line, sizeof(line), "thread.%d=init_allreduce\n", (int)getpid());
+	nrr_writer_add_meta(w, line, (size_t)n);
+	struct val ci[] = { { "flags", 0, NULL, 0 } };
+	call(m, "cuInit", ci, 1, 0);
+	uint32_t base = fail ? 2100 : 1100;
+	nrr_tls *nc = NULL, *hp = NULL;
+	if (fail)
+		nc = nrr_writer_stream(w, base + 1), hp = nrr_writer_stream(w, base + 2);
+	else
+		hp = nrr_writer_stream(w, base + 1), nc = nrr_writer_stream(w, base + 2);
+	if (named) {
+		n = snprintf(line, sizeof(line), "thread.%u=NCCL Service  0\nthread.%u=NCCL Progress 0\n",
+			     fail ? base + 1 : base + 2, fail ? base + 2 : base + 1);
+		nrr_writer_add_meta(w, line, (size_t)n);
+		call(hp, "cuCtxGetDevice", NULL, 0, 0);   /* a CUDA thread too: only the names tell them apart */
+	}
+	struct val sd[] = { { "sockfd", 9, NULL, 0 }, { "buf", 0, "abcd", 4 }, { "len", 4, NULL, 0 } };
+	struct val rv[] = { { "sockfd", 9, NULL, 0 }, { "len", 4, NULL, 0 } };
+	struct val ac[] = { { "sockfd", 5, NULL, 0 } };
+	struct val rn[] = { { "sockfd", 7, NULL, 0 }, { "len", 16, NULL, 0 } };
+	struct val ip[] = { { "flags", 1, NULL, 0 } };
+	for (int k = 0; k < 2; k++) {
+		bool nccl_now = fail ? k == 0 : k == 1;
+		if (nccl_now && !fail) {
+			call(nc, "accept", ac, 1, 7);
+			call(nc, "recv", rn, 2, 16);
+		} else if (nccl_now) {
+			call(nc, "recv", rn, 2, 16);
+			call(nc, "accept", ac, 1, 7);
+		} else if (!fail) {
+			call(hp, "send", sd, 3, 4);
+			call(hp, "recv", rv, 2, 4);
+		} else {
+			call(hp, "recv", rv, 2, 4);
+			call(hp, "send", sd, 3, 4);
+		}
+	}
+	call(nc, "cudaIpcOpenMemHandle", ip, 1, fail ? 1 /* cudaErrorInvalidValue */ : 0);
+	return close_w(w, fail ? "exit 1" : "exit 0");
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 5 && !strcmp(argv[2], "threads"))
+		return threads(argv[1], atoi(argv[3]) != 0, atoi(argv[4]) != 0);
+	if (argc == 4 && !strcmp(argv[2], "mpi"))
+		return mpi(argv[1], atoi(argv[3]) != 0);
 	if (argc == 3 && !strcmp(argv[2], "mixed"))
 		return mixed(argv[1]);
 	if (argc == 4 && !strcmp(argv[2], "unseen"))
 		return unseen(argv[1], atoi(argv[3]) != 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND\n");
+		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED\n");
 		return 2;
 	}
 	const char *dir = argv[1];

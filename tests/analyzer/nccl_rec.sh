@@ -17,19 +17,11 @@ nccl_rec() {
 	ls "$T/$d"/*.nrt >/dev/null 2>&1 || { tail -20 "$T/$d.log"; echo "FAIL: no traces recorded in $d"; exit 1; }
 }
 
-# nccl_rec_killed DIR: rank 5 SIGKILLs itself once NCCL has started its
-# threads (mid-init); the others hang or fail
+# nccl_rec_killed DIR: rank 5 is SIGKILLed mid-connect, at its first
+# cuMemImportFromShareableHandle (the fault switch's SIGKILL action: the
+# same point in every run, where a kill from outside lands anywhere); the
+# others hang or fail
 nccl_rec_killed() {
-	cat >"$T/kill5.sh" <<'SH'
-#!/bin/sh
-if [ "${NCCLRR_RANK:-}" = 5 ]; then
-	( while [ "$(ls /proc/$$/task 2>/dev/null | wc -l)" -lt 4 ]; do sleep 0.05; done; kill -9 $$ ) &
-fi
-exec "$@"
-SH
-	chmod +x "$T/kill5.sh"
-	env -u NCCLRR_FAULT NCCL_DEBUG=WARN "$NCCLRR" record -o "$T/$1" -q -- "$NCCLRR" run \
-		--topo "$SRCDIR/topo/2node_16gpu.xml" -np 8 --timeout 25 -- "$T/kill5.sh" "$ALLRED" >"$T/$1.log" 2>&1
-	rec_rc=$?
+	nccl_rec "$1" 25 --env NCCLRR_FAULT=cuMemImportFromShareableHandle:rank=5:nth=1:SIGKILL
 }
 IPC_FAULT="NCCLRR_FAULT=cudaIpcOpenMemHandle:rank=3:nth=1:cudaErrorInvalidValue"

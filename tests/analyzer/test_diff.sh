@@ -7,6 +7,12 @@
 #   env    clean vs a run with one more variable: reported as configuration
 #   json   --json of the fault pair parses and says the same
 #   bad    a truncated trace and bad usage: exit 2 with the file named
+#   mpi    a job as mpirun launches it, healthy vs failing (hang_gen mpi):
+#          the headline is the failing rank, not a rank the launcher's
+#          stop killed (its trace stops early, no end) nor a fork stub
+#   threads  one rank's NCCL thread and a helper (or two named NCCL
+#          threads) created in another order with other first calls:
+#          paired by class and name, not creation order (hang_gen threads)
 #   align  generated runs (tests/bench/gen_trace) where B reorders calls,
 #          retries a refused connection and polls a different number of
 #          times: the same; with a failure late on rank 2: that call
@@ -139,6 +145,41 @@ align)
 	grep -q '^Calls: 1 of 4 processes diverge' "$T/out" || fail "not exactly one diverging rank"
 	grep -q '^rank 2 thread 1 .*: call #[0-9]* in A, #[0-9]* in B: cuMemImportFromShareableHandle (handle, result differs)' \
 		"$T/out" || fail "rank 2's late failure is not the divergence"
+	;;
+mpi)
+	# a job as mpirun launches it (tests/analyzer/hang_gen.c mpi): rank 3's
+	# trace stops first with no end (SIGKILLed when mpirun stopped the job),
+	# a fork stub with rank 1's variables fails one more close (EBADF),
+	# then rank 2 fails and exits 1: the headline is rank 2's first
+	# failure, not the killed rank nor the stub
+	GEN="$WL/../analyzer/hang_gen"
+	mkdir -p "$T/m0" "$T/m1"
+	"$GEN" "$T/m0" mpi 0 && "$GEN" "$T/m1" mpi 1 || fail "hang_gen mpi"
+	run_diff 1 "$T/m0" "$T/m1"
+	grep "^Earliest" "$T/out" | grep -q '^Earliest across ranks: rank 2 thread 1, .*cuDeviceGetAttribute.* in B' ||
+		fail "the headline is not rank 2's first failure: $(grep "^Earliest" "$T/out")"
+	# the stub with rank 1's variables is a helper (no CUDA, NVML, verbs
+	# nor NCCL while rank 1's process has them), paired by executable
+	grep -q '^process orterun#[0-9] thread 1 .*close' "$T/out" || fail "the fork stub's extra close is not a divergence"
+	grep -q '^rank 1#' "$T/out" && fail "the fork stub is paired as a rank"
+	# the benign failures every rank has (verbs absent, a port probed,
+	# NVML NOT_SUPPORTED, EAGAIN) are no divergence (context lines show them)
+	grep -E '^  [AB]> |^Earliest|only in [AB]' "$T/out" | grep -qE 'ENOSYS|EADDRINUSE|NOT_SUPPORTED|EAGAIN' &&
+		fail "a benign failure is a divergence"
+	;;
+threads)
+	# threads paired by role, not creation order (hang_gen threads): an
+	# NCCL thread never with a launcher's helper thread (socket calls
+	# only), and two NCCL threads by their names (metadata thread.TID)
+	GEN="$WL/../analyzer/hang_gen"
+	for named in 0 1; do
+		mkdir -p "$T/a$named" "$T/b$named"
+		"$GEN" "$T/a$named" threads 0 $named && "$GEN" "$T/b$named" threads 1 $named || fail "hang_gen threads"
+		run_diff 1 "$T/a$named" "$T/b$named"
+		grep -q '^rank 0 thread [0-9]* (tid 1102 in A, 2101 in B): .*cudaIpcOpenMemHandle (result differs)' "$T/out" ||
+			fail "NAMED=$named: the NCCL threads (1102 in A, 2101 in B) are not paired"
+		grep -q 'tid 1101 in A, 2101 in B\|tid 1102 in A, 2102 in B' "$T/out" && fail "NAMED=$named: a thread paired by creation order"
+	done
 	;;
 nccl_ipc)
 	nccl_rec clean 60

@@ -4,8 +4,8 @@
 # rank stalled before its bootstrap, one dying mid-connect, one trace
 # removed; a clean run; damaged input.
 # usage: test_hang.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR
-# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed
-# (cycle and scale: jobs written by hang_gen, built next to this test)
+# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed | mpi
+# (cycle, scale, mixed, mpi: jobs written by hang_gen, built next to this test)
 # On real NCCL 2.22 (suite nccl, tests/analyzer/nccl_rec.sh):
 #   nccl_ipc     rank 3's cudaIpcOpenMemHandle fails, it exits, the others
 #                wait: rank 3 is the root cause with that failure; no
@@ -48,6 +48,16 @@ meta() { "$ncclrr" dump --meta --api none "$1" | sed -n "s/^#   $2=//p" | tail -
 hang() {
 	"$ncclrr" hang "$@" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
+}
+
+# gen_hang [--json] ARGS...: a job hang_gen (built next to this test)
+# writes, then `hang [--json]` on it
+gen_hang() {
+	local opt=
+	[ "$1" = --json ] && { opt=$1; shift; }
+	mkdir "$tmp/t"
+	"$(dirname "$wl")/analyzer/hang_gen" "$tmp/t" "$@" || fail "hang_gen $* failed"
+	hang $opt "$tmp/t"
 }
 
 expect_rc() {
@@ -224,20 +234,14 @@ EOF
 	;;
 cycle)
 	# ranks 0-4, each in recv on its connection to the next: nobody outside the cycle
-	gen=$(dirname "$wl")/analyzer/hang_gen
-	mkdir "$tmp/t"
-	"$gen" "$tmp/t" cycle 5 || fail "hang_gen failed"
-	hang "$tmp/t"
+	gen_hang cycle 5
 	expect_rc 1
 	expect "HANG, root cause: rank 0 (cycle)"
 	expect "Chain: ranks 0-4 wait on each other: rank 0 waits in recv for rank 1, rank 1 waits in recv for rank 2, rank 2 waits in recv for rank 3, rank 3 waits in recv for rank 4, rank 4 waits in recv for rank 0 (a cycle"
 	;;
 scale)
 	# 1024 ranks: rank 777 never connects to the bootstrap root
-	gen=$(dirname "$wl")/analyzer/hang_gen
-	mkdir "$tmp/t"
-	"$gen" "$tmp/t" scale 1024 777 || fail "hang_gen failed"
-	hang --json "$tmp/t"
+	gen_hang --json scale 1024 777
 	expect_rc 1
 	python3 - "$tmp/out" <<'EOF' || fail "the JSON does not name rank 777 with 1023 ranks waiting"
 import json, sys
@@ -248,13 +252,27 @@ assert d["summary"].startswith("ranks 1-776,778-1023 wait in recv for rank 0; ra
 assert len(d["edges"]) == 1023
 EOF
 	;;
+mpi)
+	# a job as mpirun launches it (hang_gen mpi 1): rank 3's trace stops
+	# first with no end (SIGKILLed when mpirun stopped the job), rank 2
+	# exits 1, then mpirun stops the job (SIGTERM) with rank 1 blocked in
+	# recv from an address no trace has: rank 2 is the root cause, not the
+	# rank waiting outside the traces nor the one the stop killed; a recv on
+	# a rank's own socketpair is no wait
+	gen_hang mpi 1
+	expect_rc 1
+	expect "HANG, root cause: rank 2 (exited)"
+	expect "1. [exited, 0 waiting] rank 2 ended (exit 1) at"
+	expect ", the first rank to end abnormally: its first failure was cuDeviceGetAttribute("
+	grep -q "rank 3 died" "$tmp/out" && fail "rank 3, killed by the stop, is named as died"
+	# rank 0's recv on its own socketpair is no wait on anyone
+	grep -q "recv on fd 20" "$tmp/out" && fail "rank 0's socketpair recv is a wait: $(grep 'fd 20' "$tmp/out")"
+	grep -q "^  rank 0 (.*): not waiting" "$tmp/out" || fail "rank 0 waits"
+	;;
 mixed)
 	# an unanswered proxy request, a rank in cuStreamSynchronize, one polling ibv_poll_cq, one exited,
 	# one spinning on a non-blocking recv
-	gen=$(dirname "$wl")/analyzer/hang_gen
-	mkdir "$tmp/t"
-	"$gen" "$tmp/t" mixed || fail "hang_gen failed"
-	hang "$tmp/t"
+	gen_hang mixed
 	expect_rc 1
 	expect "HANG, root cause: rank 1 (waits outside the traces)"
 	expect "Chain: rank 0 waits for a proxy answer from rank 1; rank 4 waits in recv for rank 1; rank 1 waits on nothing the traces show (in stream/event synchronize: cuStreamSynchronize(hStream=0x5000)"

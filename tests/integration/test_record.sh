@@ -2,7 +2,7 @@
 # `ncclrr record` on real components: the fake CUDA driver and NVML, real
 # libibverbs, real sockets and, where found, the real NCCL.
 # usage: test_record.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR FORKER
-# CASE: counts | same | fault | proxy | kill | ring | watchdog | fork | dlerror | nodir | diskfull | net | lttng
+# CASE: counts | same | fault | proxy | kill | ring | watchdog | fork | dlerror | nodir | diskfull | net | lttng | oldnccl
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -189,7 +189,16 @@ fork)
 	done
 	# the parent's 200 thread round trips and its own, all there
 	p=$(ls "$tmp"/t/*.nrt | while read -r f; do echo "$("$ncclrr" dump "$f" | grep -c 'socketpair(') $f"; done | sort -n | tail -1)
-	[ "${p%% *}" -eq 202 ] || fail "parent: ${p%% *} socketpair calls, want 202"
+	[ "${p%% *}" -eq 204 ] || fail "parent: ${p%% *} socketpair calls, want 204"
+	# thread names (metadata thread.TID=NAME): set before the first call,
+	# set by another thread after it (written when the trace completes),
+	# the program's own for the others
+	f=${p#* }
+	"$ncclrr" dump --meta --api none "$f" >"$tmp/meta"
+	grep -q '^#   thread\.[0-9]*=NCCL Service  3$' "$tmp/meta" || fail "no thread.TID=NCCL Service  3: $(grep thread "$tmp/meta")"
+	grep -q '^#   thread\.[0-9]*=NCCL Progress 3$' "$tmp/meta" || fail "no thread.TID=NCCL Progress 3: $(grep thread "$tmp/meta")"
+	main=$(sed -n 's/^#   pid=//p' "$tmp/meta")
+	grep -q "^#   thread\.$main=forker$" "$tmp/meta" || fail "the main thread is not named forker: $(grep thread "$tmp/meta")"
 	;;
 dlerror)
 	# the program's dlerror() after a failed dlopen / dlsym is what it is
@@ -256,6 +265,24 @@ proxy)
 	f=$(file_of_rank 3 "$tmp/t")
 	"$ncclrr" dump --errors "$f" | grep -c 'ncclProxyResponse(.*= ncclInternalError (3)' >/dev/null || fail "rank 3's own trace lacks the failed answer"
 	echo "proxy: $(grep -c ncclProxyRequest "$tmp/d") requests, $(grep -c ncclProxyResponse "$tmp/d") answers; $(head -1 "$tmp/e")"
+	;;
+oldnccl)
+	# an NCCL whose proxy RPC framing the tracer does not decode (2.18.6,
+	# the stub of tracer/tests/nccl_stub.c): the metadata proxy_rpc says so
+	# and dump says it in one line; 2.22.3's are decoded and dump is quiet
+	old=$(dirname "$forker")/old_nccl
+	for v in 21806 22203; do
+		NCCL_STUB_VERSION=$v "$ncclrr" record -q -o "$tmp/o$v" -- "$old" >"$tmp/o$v.out" 2>&1 || fail "old_nccl exited $?"
+		"$ncclrr" dump "$tmp/o$v" >"$tmp/d$v" 2>"$tmp/e$v" || fail "dump of $v exited $?"
+	done
+	"$ncclrr" dump --meta --api none "$tmp/o21806" | grep -qx '#   proxy_rpc=not decoded: NCCL 2.18.6; decoded: NCCL 2.19-2.28' ||
+		fail "no proxy_rpc=not decoded for 2.18.6: $("$ncclrr" dump --meta --api none "$tmp/o21806" | grep -E 'nccl_version|proxy')"
+	grep -q "^ncclrr dump: note: NCCL's proxy RPCs are not decoded: NCCL 2.18.6; decoded: NCCL 2.19-2.28 (1 file, first " "$tmp/e21806" ||
+		fail "dump does not say 2.18.6's proxy RPCs are not decoded: $(cat "$tmp/e21806")"
+	grep -q 'ncclCommInitRank(.*= ncclSystemError' "$tmp/d21806" || fail "the stub's ncclCommInitRank is not recorded"
+	"$ncclrr" dump --meta --api none "$tmp/o22203" | grep -qx '#   proxy_rpc=decoded: NCCL 2.22.3; decoded: NCCL 2.19-2.28' ||
+		fail "no proxy_rpc=decoded for 2.22.3"
+	[ -s "$tmp/e22203" ] && fail "dump of 2.22.3 printed: $(cat "$tmp/e22203")"
 	;;
 net)
 	# an external net plugin: record puts its wrapper in NCCL_NET_PLUGIN; every ncclNet call of both

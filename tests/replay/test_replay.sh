@@ -2,7 +2,7 @@
 # `ncclrr replay` on the golden traces of traces/replay/ (recorded from the
 # fake 16-rank conn_setup job by traces/replay/record.sh).
 # usage: test_replay.sh CASE NCCLRR SOURCE_ROOT HANG_GEN
-# CASE: golden | repeat | load | chaos | inject | ranks | damaged | usage | inflight
+# CASE: golden | repeat | load | chaos | inject | ranks | damaged | usage | inflight | summary
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -136,6 +136,28 @@ inflight)
 	grep -qx "0 0" "$tmp/rcs" || fail "still blocked as recorded: want exit 0: $(cat "$tmp/u0.out")"
 	grep -qx "1 1" "$tmp/rcs" || fail "data the recording never received: want exit 1: $(cat "$tmp/u1.out")"
 	has "$tmp/u1.out" "first divergence: rank 0 #7 recv: blocked when the recording ended, but here data arrived (first byte 61)" inflight
+	;;
+summary)
+	# the recorded failure of a job as mpirun launches it (hang_gen mpi 1):
+	# no benign failure (verbs absent, a port probed, NVML NOT_SUPPORTED,
+	# EAGAIN, the launcher's connect retried), the failing rank first (not
+	# the rank the launcher's stop killed, whose trace stops earlier), and
+	# its long chain never cut in an entry: the first entries, "… N more",
+	# the decisive ncclCommInitRank and the end
+	mkdir -p "$tmp/m"
+	"$hang_gen" "$tmp/m" mpi 1 || fail "hang_gen mpi 1"
+	"$ncclrr" replay --topo "$topo" --timeout 5 "$tmp/m" >"$tmp/m.out" 2>&1
+	sed -n '/^recorded failure:/,/^[a-z]/p' "$tmp/m.out" | sed '1d;$d' >"$tmp/chain"
+	grep -E 'ENOSYS|EADDRINUSE|NOT_SUPPORTED|EAGAIN|ENOENT' "$tmp/chain" && fail "a benign failure in the summary"
+	head -1 "$tmp/chain" | grep -q '^  rank 2: cuDeviceGetAttribute = CUDA_ERROR_INVALID_VALUE (1) (#6) -> ' ||
+		fail "rank 2 is not first: $(cat "$tmp/chain")"
+	grep '^  rank 2: ' "$tmp/chain" | grep -qE ' -> … [0-9]+ more -> ncclCommInitRank = ncclInternalError \(3\) \(#20\) -> exit 1$' ||
+		fail "rank 2's decisive call or its end is missing: $(cat "$tmp/chain")"
+	# every entry whole: "fn = result (#seq...)", "… N more", or the end
+	grep '^  rank 2: ' "$tmp/chain" | sed 's/^  rank 2: //; s/ -> /\n/g' |
+		grep -vE '^[A-Za-z_0-9]+ = .+ \(#[0-9]+(\.\.#[0-9]+, [0-9]+ times)?\)$|^… [0-9]+ more$|^exit 1$' &&
+		fail "an entry is cut"
+	grep -qx '  rank 3: killed (no end recorded: SIGKILL?)' "$tmp/chain" || fail "rank 3's end is not listed"
 	;;
 *) echo "unknown case $case_"; exit 2 ;;
 esac

@@ -4,7 +4,10 @@
  * the reader opens: index rebuilt by scanning, every complete chunk
  * recovered, the partial tail reported in bytes and offset.
  */
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -246,6 +249,99 @@ static void inflight_until_end(const char *path)
 	nrr_reader_close(r);
 }
 
+/* A thread that folds "not ready" answers all the time (a proxy thread
+ * polling recv = EAGAIN) while another writes provisional tails of it, and
+ * the process is killed: the last tail reads cleanly, every call once, in
+ * order.  Tails used to copy a record the thread was rewriting to fold one
+ * more answer ("truncated LEAVE", "REPEAT not after a completed call"),
+ * give a record count that did not match the bytes, leave out a buffer
+ * handed over after the drain (a gap) or copy one already written (calls
+ * twice). */
+static _Atomic uint64_t polled;
+static int folding_runs, folding_read;
+
+static void *poller(void *arg)
+{
+	nrr_tls *t = nrr_writer_thread(arg);
+	for (uint64_t i = 1;; i++) {
+		atomic_store(&polled, i);
+		uint8_t *p = nrr_enter_begin(t, 1, 2 * NRR_VAR_MAX + 60);   /* one that counts */
+		p = nrr_put_uvar(p, i);
+		p = nrr_put_bytes(p, "data", 4, 64);
+		nrr_enter_end(t, p);
+		nrr_leave_end(t, nrr_leave_begin(t, (int64_t)i, 0, 0), false);
+		for (uint64_t k = 0; k < 1 + i % 7; k++) {   /* then EAGAIN a few times */
+			p = nrr_enter_begin(t, 1, 2 * NRR_VAR_MAX + 60);
+			p = nrr_put_uvar(p, 0);
+			p = nrr_put_bytes(p, "", 0, 64);
+			nrr_enter_end(t, p);
+			nrr_leave_end(t, nrr_leave_begin(t, -1, 11, 0), true);
+		}
+	}
+	return NULL;
+}
+
+static void snapshot_while_folding(const char *path, unsigned kill_after_us)
+{
+	folding_runs++;
+	int pfd[2];
+	CHECK_FATAL(pipe(pfd) == 0, "pipe");
+	unlink(path);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		nrr_writer *w;
+		nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .chunk_size = 65536 };
+		pthread_t th;
+		if (nrr_writer_open(&w, path, &o) || pthread_create(&th, NULL, poller, w))
+			_exit(3);
+		for (int n = 0;; n++) {
+			if (nrr_writer_dump(w, 1000))
+				_exit(4);
+			if (n == 3) {   /* tails are being written, and the poller polls */
+				while (atomic_load(&polled) < 1000)
+					sched_yield();
+				if (write(pfd[1], "r", 1) != 1)
+					_exit(4);
+			}
+		}
+	}
+	close(pfd[1]);
+	char c;
+	CHECK_FATAL(read(pfd[0], &c, 1) == 1, "the child never wrote a tail");
+	usleep(kill_after_us);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(pfd[0]);
+	nrr_reader *r;
+	nrr_diag d;
+	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open the killed poller's trace: %s", d.msg);
+	if (nrr_reader_info(r)->nstreams == 0) {   /* killed while a tail was rewritten: nothing to read */
+		nrr_reader_close(r);
+		return;
+	}
+	folding_read++;
+	nrr_cursor *cur;
+	CHECK_FATAL(nrr_cursor_open(&cur, r, 0) == 0, "cursor");
+	const nrr_call *call;
+	int rc;
+	uint64_t counted = 0, polls = 0;
+	while ((rc = nrr_cursor_next(cur, &call)) == 0 && call->phase != NRR_PHASE_INFLIGHT) {
+		if (call->result > 0)
+			CHECK(call->args[0].u == ++counted, "counted call %llu intact (seq %llu: arg %llu, result %lld)",
+			      (unsigned long long)counted, (unsigned long long)call->seq,
+			      (unsigned long long)call->args[0].u, (long long)call->result);
+		else
+			polls += 1 + call->repeat;
+	}
+	CHECK(rc == 0 || rc == NRR_EEOF, "killed %u us after its tails began: reads cleanly: %s", kill_after_us,
+	      nrr_cursor_diag(cur)->msg);
+	CHECK(counted > 0 && polls >= counted, "%llu counted calls, %llu polls", (unsigned long long)counted,
+	      (unsigned long long)polls);
+	nrr_cursor_close(cur);
+	nrr_reader_close(r);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/nrr-crash-XXXXXX";
@@ -258,6 +354,10 @@ int main(void)
 		for (unsigned j = 0; j < 4; j++)
 			one_run(path, chunks[i], delay[j]);
 	inflight_until_end(path);
+	for (unsigned us = 0; us < 30000; us += 1500)
+		snapshot_while_folding(path, us);
+	CHECK(folding_read * 2 >= folding_runs, "%d of %d killed pollers' traces had the poller's stream", folding_read,
+	      folding_runs);
 	unlink(path);
 	CHECK(torn_runs > 0 && torn_dropped == torn_runs, "every torn tail was reported (%d of %d)", torn_dropped, torn_runs);
 	return check_done("crash_recovery");

@@ -18,6 +18,7 @@
  *     bytes written by the owner are checked; a failed export is answered
  *     with retcode 3, like NCCL's;
  *  5. NCCL itself, if found: ncclGetVersion, and a one-rank communicator
+ *     that fails at its root's bind (see nccl_steps)
  *     (whatever NCCL answers is printed).
  * Every line printed is the same from run to run (no pids, ports or
  * addresses), so runs with and without the tracer can be compared.
@@ -594,6 +595,13 @@ static void nccl_steps(void)
 		return;
 	}
 	printf("rank %d: nccl %d.%d.%d found\n", job.rank, n.version / 10000, n.version / 100 % 100, n.version % 100);
+	/* A one-rank communicator whose root cannot bind: NCCL_COMM_ID names an
+	 * address of no host (TEST-NET-1), so every rank's init takes NCCL's own
+	 * bootstrap failure path (WARN "Call to bind failed", ncclSystemError),
+	 * the same on every rank in every run.  With the job's NCCL_COMM_ID, each
+	 * rank's NCCL would race the others for the job's root address, and a
+	 * winner's init could succeed, or connect to another's root and hang. */
+	setenv("NCCL_COMM_ID", "192.0.2.1:9", 1);
 	wl_ncclUniqueId id;
 	wl_ncclComm_t comm = NULL;
 	wl_ncclResult_t rc = n.GetUniqueId(&id);

@@ -5,7 +5,8 @@
  * child execs this program again ("exec" mode) which makes more and lists
  * its open descriptors: none may be a trace file.  Threads record at the
  * same time as the fork.  errno must come out of traced calls as libc
- * left it.  Prints one line per check; exit 0 when all hold.
+ * left it.  Two more threads carry names (pthread_setname_np): one before
+ * its first traced call, one named by the main thread after it.  Prints one line per check; exit 0 when all hold.
  *
  * usage: forker          the whole tree
  *        forker exec N   the exec'd image (N: the parent's count of calls)
@@ -71,6 +72,31 @@ static void check_fds(void)
 	}
 }
 
+/* thread names (metadata thread.TID=NAME): one named before its first
+ * traced call, one named by the main thread after it (as NCCL names its
+ * service threads from their creator) and still alive at exit */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int late_ready;
+
+static void *named(void *arg)
+{
+	pthread_setname_np(pthread_self(), "NCCL Service  3");
+	chat("named");
+	return arg;
+}
+
+static void *late(void *arg)
+{
+	chat("late");
+	pthread_mutex_lock(&mu);
+	late_ready = 1;
+	pthread_cond_broadcast(&cv);
+	for (;;)
+		pthread_cond_wait(&cv, &mu);   /* alive until the process exits */
+	return arg;
+}
+
 static void *busy(void *arg)
 {
 	for (int i = 0; i < 200; i++)
@@ -101,6 +127,15 @@ int main(int argc, char **argv)
 		_exit(1);
 	}
 	pthread_join(th, NULL);
+	pthread_t tn, tl;
+	pthread_create(&tn, NULL, named, NULL);
+	pthread_join(tn, NULL);
+	pthread_create(&tl, NULL, late, NULL);
+	pthread_mutex_lock(&mu);
+	while (!late_ready)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	pthread_setname_np(tl, "NCCL Progress 3");
 	int st = 0;
 	waitpid(p, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child exited %d", st);
