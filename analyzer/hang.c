@@ -56,10 +56,11 @@ static bool name_in(const char *n, const char *const *list)
 
 static void classify(const nrr_fn_schema *fn, struct fninfo *fi)
 {
-	static const char *const recvs[] = { "recv", "read", "recvfrom", "recvmsg", NULL };
-	static const char *const sends[] = { "send", "write", "sendto", "sendmsg", NULL };
-	static const char *const setup[] = { "socket", "setsockopt", "getsockopt", "fcntl", "bind", "close",
-					     "getsockname", "getpeername", "shutdown", NULL };
+	static const char *const recvs[] = { "recv", "read", "recvfrom", "recvmsg", "readv", "recvmmsg", NULL };
+	static const char *const sends[] = { "send", "write", "sendto", "sendmsg", "writev", "sendmmsg", NULL };
+	static const char *const setup[] = { "socket", "setsockopt", "getsockopt", "fcntl", "fcntl64", "bind", "close",
+					     "getsockname", "getpeername", "shutdown", "dup", "dup2", "dup3", "pipe",
+					     "pipe2", "eventfd", "epoll_create", "epoll_create1", "epoll_ctl", NULL };
 	static const char *const syncs[] = { "cuStreamQuery", "cudaStreamQuery", "cuEventQuery", "cudaEventQuery", NULL };
 	const char *n = fn->name;
 	bool sock = !strcmp(fn->domain, "socket");
@@ -87,7 +88,7 @@ static void classify(const nrr_fn_schema *fn, struct fninfo *fi)
 	} else if (sock && name_in(n, sends)) {
 		fi->kind = F_SEND;
 		fi->cat = "send";
-	} else if (sock && !strcmp(n, "poll")) {
+	} else if (sock && (!strcmp(n, "poll") || !strcmp(n, "ppoll"))) {
 		fi->kind = F_POLL;
 		fi->cat = "poll";
 	} else if (!strcmp(fn->domain, "proxy") && !strcmp(n, "ncclProxyRequest")) {

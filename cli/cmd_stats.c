@@ -14,7 +14,8 @@ const char cmd_stats_usage[] =
 	"\n"
 	"For each traced process (rank) and each API: calls (identical polling\n"
 	"answers included), errors, time inside the call, how many calls were\n"
-	"coalesced into repeat counts, and calls still in flight at the end.\n"
+	"coalesced in the trace (into a repeat count, or as a repetition of a\n"
+	"sequence of calls), and calls still in flight at the end.\n"
 	"Sorted by time inside, longest first; a TOTAL block sums all processes.\n"
 	"\n"
 	"Options:\n"
@@ -50,7 +51,7 @@ static void account(struct api_stat *s, const nrr_call *c)
 		return;
 	}
 	s->calls += 1 + c->repeat;
-	s->coalesced += c->repeat;
+	s->coalesced += c->repeat + (c->cycled ? 1 : 0);
 	s->ns += c->dur + c->repeat_ns;
 	if (nrr_call_failed(c))
 		s->errors++;

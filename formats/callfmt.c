@@ -47,6 +47,35 @@ int nrr_msghdr_decode(const nrr_value *v, nrr_msghdr_rec *m)
 	return 0;
 }
 
+int nrr_mmsg_decode(const nrr_value *v, nrr_mmsg_rec *m, int max)
+{
+	const uint8_t *p = v->p, *end = v->p + v->len;
+	if (!p || !v->len)
+		return 0;
+	int n = *p++;
+	if (n > max)
+		return NRR_ECORRUPT;
+	for (int i = 0; i < n; i++) {
+		uint64_t hl, nl;
+		int e;
+		if ((e = nrr_get_uvar(&p, end, &m[i].len)) || (e = nrr_get_uvar(&p, end, &hl)))
+			return e;
+		if (hl > 32 || hl > (uint64_t)(end - p))
+			return hl > 32 ? NRR_ECORRUPT : NRR_ETRUNC;
+		m[i].head = p;
+		m[i].head_len = (uint32_t)hl;
+		p += hl;
+		if ((e = nrr_get_uvar(&p, end, &nl)))
+			return e;
+		if (nl > (uint64_t)(end - p))
+			return NRR_ETRUNC;
+		m[i].name = nl ? p : NULL;
+		m[i].name_len = (uint32_t)nl;
+		p += nl;
+	}
+	return n;
+}
+
 bool nrr_call_failed(const nrr_call *c)
 {
 	if (c->kind != NRR_CALL || !c->done || !c->fn)
@@ -310,6 +339,28 @@ static void put_msghdr(FILE *f, const nrr_arg_schema *a, const nrr_value *v)
 	fputc('}', f);
 }
 
+/* sendmmsg's / recvmmsg's `msgvec`: [{len=N, head=HEX, name=ADDR}, …] */
+static void put_mmsg(FILE *f, const nrr_arg_schema *a, const nrr_value *v)
+{
+	nrr_mmsg_rec m[NRR_MMSG_MAX];
+	int n = nrr_mmsg_decode(v, m, NRR_MMSG_MAX);
+	if (n < 0) {
+		nrr_format_value(f, a, v);
+		return;
+	}
+	fputc('[', f);
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "%s{len=%llu, head=", i ? ", " : "", (unsigned long long)m[i].len);
+		put_hex(f, m[i].head, m[i].head_len, m[i].head_len);
+		if (m[i].name_len) {
+			fputs(", name=", f);
+			put_sockaddr(f, m[i].name, m[i].name_len, m[i].name_len);
+		}
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
 void nrr_format_args(FILE *f, const nrr_call *c)
 {
 	bool first = true;
@@ -319,6 +370,9 @@ void nrr_format_args(FILE *f, const nrr_call *c)
 		first = false;
 		if ((c->present >> i & 1) && is_msghdr(c->fn, a))
 			put_msghdr(f, a, &c->args[i]);
+		else if ((c->present >> i & 1) && a->fmt == NRR_FMT_BYTES && !strcmp(a->name, "msgvec") &&
+			 !strcmp(c->fn->domain, "socket"))
+			put_mmsg(f, a, &c->args[i]);
 		else if (c->present >> i & 1)
 			nrr_format_value(f, a, &c->args[i]);
 		else

@@ -119,4 +119,21 @@ typedef struct nrr_msghdr_rec {
  * NRR_ETRUNC / NRR_ECORRUPT. */
 int nrr_msghdr_decode(const nrr_value *v, nrr_msghdr_rec *m);
 
+/* One message of sendmmsg's / recvmmsg's `msgvec` (custom:mmsghdr,
+ * formats/api/README.md). */
+typedef struct nrr_mmsg_rec {
+	uint64_t len;          /* msg_len: bytes sent or received */
+	const uint8_t *head;   /* first <= 32 bytes of its iov[0] */
+	uint32_t head_len;
+	const uint8_t *name;   /* msg_name, NULL when none */
+	uint32_t name_len;
+} nrr_mmsg_rec;
+
+#define NRR_MMSG_MAX 64
+
+/* Decode at most @max messages of @v into @m (valid while @v is).
+ * @return the number of messages recorded (0 for an empty value), or
+ * NRR_ETRUNC / NRR_ECORRUPT. */
+int nrr_mmsg_decode(const nrr_value *v, nrr_mmsg_rec *m, int max);
+
 #endif

@@ -54,8 +54,8 @@ typedef struct nrr_diag {
 void nrr_diag_format(const nrr_diag *d, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- format */
-#define NRR_FORMAT_MAJOR 1
-#define NRR_FORMAT_MINOR 1
+#define NRR_FORMAT_MAJOR 2
+#define NRR_FORMAT_MINOR 0
 
 #define NRR_FILE_MAGIC "\x89NRT\r\n\x1a\n"   /* 8 bytes */
 #define NRR_FILE_HEADER_SIZE 64
@@ -77,6 +77,7 @@ enum nrr_rec_tag {
 	NRR_REC_LEAVE = 2,   /* dur:uvar result:svar errno:uvar out-args */
 	NRR_REC_REPEAT = 3,  /* count:uvar elapsed:uvar  (previous call repeated) */
 	NRR_REC_LOG = 4,     /* dts:uvar level:uvar text:bytes */
+	NRR_REC_CYCLE = 5,   /* period:uvar count:uvar elapsed:uvar  (previous `period` calls repeated) */
 };
 
 /* ---------------------------------------------------------------- schema */
@@ -223,6 +224,12 @@ int nrr_writer_close(nrr_writer *w);
  * threads may still record: the file is completed, but no memory is freed
  * (their records after this point are not written). */
 int nrr_writer_finish(nrr_writer *w);
+/* The program is about to close descriptor @fd (or copy another one over
+ * it): when it is the trace file's, the writer goes on with a copy of it.
+ * @return 1 moved, 0 not the writer's, or -errno. */
+int nrr_writer_move_fd(nrr_writer *w, int fd);
+/* The trace file's descriptor (-1 once closed). */
+int nrr_writer_fd(const nrr_writer *w);
 /* In a forked child: give up the parent's writer without touching its
  * file (closes the descriptor only; the memory is leaked). */
 void nrr_writer_abandon(nrr_writer *w);
@@ -363,6 +370,10 @@ const char *nrr_reader_meta_text(const nrr_reader *r, size_t *len);
 
 #define NRR_MAX_ARGS 24
 #define NRR_MAX_DEPTH 48
+/* CYCLE records: the longest repeated sequence of calls, and the most
+ * repetitions one record may stand for (a reader delivers each call). */
+#define NRR_CYCLE_MAX 8
+#define NRR_CYCLE_COUNT_MAX (1u << 24)
 
 typedef struct nrr_value {
 	uint64_t u;            /* wire U, or wire S sign-extended */
@@ -402,6 +413,8 @@ typedef struct nrr_call {
 				* the file has no end_ts) */
 	uint64_t repeat;       /* identical calls coalesced after this one */
 	uint64_t repeat_ns;    /* time those took in total */
+	uint8_t cycled;        /* delivered again from a CYCLE record (the period;
+				* 0: a call written as itself) */
 	int64_t result;
 	uint32_t err;          /* errno at return */
 	const nrr_fn_schema *fn; /* NULL for logs */

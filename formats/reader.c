@@ -628,6 +628,9 @@ uint64_t nrr_reader_wall(const nrr_reader *r, uint64_t ts)
 struct rframe {
 	nrr_call call;
 	bool emitted;
+	const uint8_t *start;   /* its ENTER record (in chunk next_chunk - 1), and the clock before it */
+	uint32_t chunk;
+	uint64_t clock_before;
 	uint8_t *store;      /* private copies of byte args once the chunk is gone */
 	size_t store_cap;
 };
@@ -644,6 +647,17 @@ struct nrr_cursor {
 	uint64_t clock, seq;
 	unsigned depth;
 	struct rframe stack[NRR_MAX_DEPTH];
+	/* CYCLE records: the last leaf calls of this chunk that follow one
+	 * another directly at the same depth (their records and the clock
+	 * before each) ... */
+	struct { const uint8_t *start, *end; uint64_t clock; unsigned depth; } leaf[NRR_CYCLE_MAX];
+	unsigned nleaf;
+	/* ... and a CYCLE being delivered: its template's records, decoded
+	 * again xleft more times, with times scaled by xnum / xden */
+	const uint8_t *xstart, *xend, *xresume;
+	uint64_t xleft, xbase, xelapsed;
+	uint8_t xperiod;
+	unsigned __int128 xnum, xden;
 	nrr_call out;           /* the event handed out for logs */
 	const nrr_call *held;   /* found by seek, handed out next */
 	bool at_eof;
@@ -776,6 +790,42 @@ static int load_chunk(nrr_cursor *c, uint32_t k)
 	}
 	c->clock = h.first_ts;
 	c->seq = h.first_seq - 1;
+	c->nleaf = 0;
+	c->xend = NULL;
+	return 0;
+}
+
+/* A time of a CYCLE's template as one of its repetitions takes it. */
+static uint64_t cycle_scale(const nrr_cursor *c, uint64_t t)
+{
+	return c->xden ? (uint64_t)((unsigned __int128)t * c->xnum / c->xden) : 0;
+}
+
+/* A CYCLE record (tag read): deliver its template's calls again. */
+static int cycle_begin(nrr_cursor *c)
+{
+	uint64_t period, count, elapsed;
+	const uint8_t *tag = c->p - 1;
+	if (nrr_get_uvar(&c->p, c->end, &period) || nrr_get_uvar(&c->p, c->end, &count) ||
+	    nrr_get_uvar(&c->p, c->end, &elapsed))
+		return corrupt(c, "truncated CYCLE");
+	if (c->xend || period < 1 || period > NRR_CYCLE_MAX || period > c->nleaf || count < 1 ||
+	    count > NRR_CYCLE_COUNT_MAX || c->leaf[c->nleaf - 1].end != tag ||
+	    c->leaf[c->nleaf - 1].depth != c->depth)
+		return corrupt(c, "CYCLE not after as many calls as it repeats");
+	unsigned first = c->nleaf - (unsigned)period;
+	uint64_t span = c->clock - c->leaf[first].clock;
+	c->xperiod = (uint8_t)period;
+	c->xstart = c->leaf[first].start;
+	c->xend = tag;
+	c->xresume = c->p;
+	c->xleft = count;
+	c->xbase = c->clock;
+	c->xelapsed = elapsed;
+	c->xnum = elapsed;
+	c->xden = (unsigned __int128)span * count;
+	c->p = c->xstart;
+	c->nleaf = 0;
 	return 0;
 }
 
@@ -828,6 +878,16 @@ int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
 		return 0;
 	}
 	for (;;) {
+		if (c->xend && c->p >= c->xend) {   /* a repetition of a CYCLE delivered */
+			if (--c->xleft) {
+				c->p = c->xstart;
+			} else {
+				c->p = c->xresume;
+				c->xend = NULL;
+				c->clock = c->xbase + c->xelapsed;
+			}
+			continue;
+		}
 		if (c->p >= c->end) {
 			if (c->next_chunk < c->s->n) {
 				int rc = load_chunk(c, c->next_chunk);
@@ -856,8 +916,12 @@ int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
 			uint64_t fnid, dts;
 			if (c->depth >= NRR_MAX_DEPTH)
 				return corrupt(c, "calls nested deeper than the format allows");
+			const uint8_t *start = c->p - 1;
+			uint64_t clock_before = c->clock;
 			if (nrr_get_uvar(&c->p, c->end, &fnid) || nrr_get_uvar(&c->p, c->end, &dts))
 				return corrupt(c, "truncated ENTER");
+			if (c->xend)
+				dts = cycle_scale(c, dts);
 			const nrr_fn_schema *fn = nrr_schema_fn(c->r->schema, fnid > UINT32_MAX ? 0 : (uint32_t)fnid);
 			if (!fn)
 				return corrupt(c, "unknown function id");
@@ -875,12 +939,16 @@ int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
 			call->ts = c->clock;
 			call->dur = 0;
 			call->repeat = call->repeat_ns = 0;
+			call->cycled = c->xend ? c->xperiod : 0;
 			call->result = 0;
 			call->err = 0;
 			call->fn = fn;
 			call->present = 0;
 			call->chunk_offset = c->chunk_off;
 			f->emitted = false;
+			f->start = start;
+			f->chunk = c->next_chunk;
+			f->clock_before = clock_before;
 			c->depth++;
 			int rc = decode_args(c, call, NRR_DIR_IN);
 			if (rc)
@@ -897,6 +965,8 @@ int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
 			if (nrr_get_uvar(&c->p, c->end, &dur) || nrr_get_svar(&c->p, c->end, &result) ||
 			    nrr_get_uvar(&c->p, c->end, &err))
 				return corrupt(c, "truncated LEAVE");
+			if (c->xend)
+				dur = cycle_scale(c, dur);
 			call->dur = dur;
 			call->result = result;
 			call->err = (uint32_t)err;
@@ -917,11 +987,34 @@ int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
 				c->clock += ns;
 			}
 			call->phase = f->emitted ? NRR_PHASE_RESUME : NRR_PHASE_CALL;
+			/* a CYCLE may repeat it with the calls it directly follows */
+			if (c->xend) {
+			} else if (f->emitted || call->repeat || f->chunk != c->next_chunk) {
+				c->nleaf = 0;
+			} else {
+				if (c->nleaf && (c->leaf[c->nleaf - 1].end != f->start || c->leaf[c->nleaf - 1].depth != c->depth))
+					c->nleaf = 0;
+				if (c->nleaf == NRR_CYCLE_MAX) {
+					memmove(c->leaf, c->leaf + 1, (NRR_CYCLE_MAX - 1) * sizeof(c->leaf[0]));
+					c->nleaf--;
+				}
+				c->leaf[c->nleaf].start = f->start;
+				c->leaf[c->nleaf].end = c->p;
+				c->leaf[c->nleaf].clock = f->clock_before;
+				c->leaf[c->nleaf].depth = c->depth;
+				c->nleaf++;
+			}
 			*out = call;
 			return 0;
 		}
 		case NRR_REC_REPEAT:
 			return corrupt(c, "REPEAT not after a completed call");
+		case NRR_REC_CYCLE: {
+			int rc = cycle_begin(c);
+			if (rc)
+				return rc;
+			break;
+		}
 		case NRR_REC_LOG: {
 			uint64_t dts, level, total, stored;
 			if (nrr_get_uvar(&c->p, c->end, &dts) || nrr_get_uvar(&c->p, c->end, &level) ||
@@ -930,6 +1023,7 @@ int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
 				return corrupt(c, "truncated LOG");
 			nrr_call *call = &c->out;
 			memset(call, 0, offsetof(nrr_call, args));
+			c->nleaf = 0;
 			call->kind = NRR_CALL_LOG;
 			call->stream = c->s->info.stream;
 			call->tid = c->r->chunks[c->s->chunks[c->next_chunk - 1]].tid;

@@ -52,14 +52,23 @@ struct wbuf {
 	_Atomic bool handed; /* handed over (queued or written): no longer the owner's to snapshot */
 };
 
+#define HIST (2 * NRR_CYCLE_MAX)
+
+/* A call without nested records, as written in the current buffer. */
+struct leaf {
+	uint32_t fn;
+	bool notready;
+	uint32_t nrec_before;   /* records of the buffer before its ENTER */
+	size_t call_off, end_off, args_off, args_len, body_off, body_len;
+	uint64_t clock_before;
+};
+
 struct frame {
 	uint32_t fn;
 	uint64_t seq, ts;
 	uint64_t clock_before;  /* stream clock before the ENTER */
 	size_t call_off;        /* offset of the ENTER record, or SIZE_MAX */
 	size_t args_off, args_len;
-	size_t rep_off;         /* offset of a REPEAT emitted by this ENTER, or SIZE_MAX */
-	uint64_t rep_count, rep_ns; /* what that REPEAT held */
 	uint32_t gen;           /* buffer generation of the ENTER */
 	bool children;
 };
@@ -84,15 +93,24 @@ struct nrr_tls {
 	uint64_t clock, seq;
 	unsigned depth;         /* may exceed MAX_DEPTH: deeper calls are dropped */
 	struct frame frames[MAX_DEPTH];
-	/* the last completed leaf call, for coalescing */
-	struct {
-		bool valid;
-		uint32_t fn, gen;
-		size_t end_off, args_off, args_len, body_off, body_len;
-		uint32_t nrec;          /* records up to end_off */
-	} prev;
+	/* Coalescing (FORMAT.md, REPEAT and CYCLE): the last leaf calls of the
+	 * buffer that follow one another directly, oldest first; once two
+	 * runs of the same sequence (holding a "not ready" answer) went by,
+	 * the sequence is the template and each further run of it is folded
+	 * into a count. */
+	struct leaf hist[HIST];     /* a ring: hist_at() */
+	unsigned nhist, hnext;
+	unsigned since_notready;    /* calls of hist after its last "not ready" one */
+	struct leaf tmpl[NRR_CYCLE_MAX];
+	unsigned period;            /* calls in the template; 0: no cycle */
+	unsigned part;              /* calls of the next run matched so far */
+	uint64_t part_clock;        /* clock before that run */
+	size_t part_end;            /* where its next call must start (nothing between) */
+	size_t rec_off;             /* REPEAT/CYCLE record written before that run, or SIZE_MAX */
+	uint64_t rec_count, rec_ns; /* what it holds */
+	uint32_t rec_nrec;          /* records of the buffer before it */
 	size_t leave_off, body_off;
-	uint64_t rep_count, rep_ns; /* pending coalesced repeats of prev */
+	uint64_t rep_count, rep_ns; /* runs folded, not yet written */
 	uint64_t dropped_deep;
 	uint64_t progress;          /* time of the last call that returned (watchdog) */
 	/* What another thread may copy out of cur (snapshot): the bytes that
@@ -100,8 +118,10 @@ struct nrr_tls {
 	 * (offset | count << 32) so the two always agree. */
 	_Atomic uint64_t commit;
 	/* The records before it are final (the same word as commit): a
-	 * coalescing rewind goes back at most to the end of the last "not
-	 * ready" answer (prev), everything else is only appended. */
+	 * coalescing rewind goes back at most to the record written before a
+	 * run being matched, or to the start of one of the last calls that a
+	 * repeated sequence may still end with (stable_point()); everything
+	 * else is only appended. */
 	_Atomic uint64_t stable;
 	_Atomic uint32_t folds;     /* coalescing rewinds so far, twice (odd: one under way) */
 	bool dead;
@@ -358,10 +378,11 @@ static int write_all(nrr_writer *w, const void *buf, size_t len)
 		w->tail_dirty = false;
 	}
 	while (len) {
-		ssize_t n = sys_write(w->fd, p, len);
+		int fd = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+		ssize_t n = sys_write(fd, p, len);
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+			if (errno == EINTR || (errno == EBADF && fd != __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE)))
+				continue;   /* (moved by nrr_writer_move_fd meanwhile) */
 			int e = errno;
 			io_error(w, e);
 			return -e;
@@ -522,13 +543,42 @@ static void *compress_main(void *arg)
 #define COMMIT_OFF(c) ((size_t)((c) & 0xffffffffu))
 #define COMMIT_NREC(c) ((uint32_t)((c) >> 32))
 
+/* The @i-th of the calls in hist, oldest first. */
+static inline struct leaf *hist_at(nrr_tls *t, unsigned i)
+{
+	return &t->hist[(t->hnext + HIST - t->nhist + i) % HIST];
+}
+
+/* Where a later coalescing rewind may go back to, at the earliest: the
+ * record before the run being matched, or the first of the last calls
+ * that the second run of a sequence found later may begin with. */
+static inline uint64_t stable_point(nrr_tls *t, uint64_t c)
+{
+	if (t->rec_off != SIZE_MAX)
+		return (uint64_t)t->rec_off | (uint64_t)t->rec_nrec << 32;
+	if (t->nhist) {
+		const struct leaf *l = hist_at(t, t->nhist > NRR_CYCLE_MAX - 1 ? t->nhist - (NRR_CYCLE_MAX - 1) : 0);
+		return (uint64_t)l->call_off | (uint64_t)l->nrec_before << 32;
+	}
+	return c;
+}
+
 /* The records up to @off (t->nrec of them) are whole: a snapshot may copy them. */
 static inline void publish(nrr_tls *t, size_t off)
 {
 	uint64_t c = (uint64_t)off | (uint64_t)t->nrec << 32;
-	atomic_store_explicit(&t->stable, t->prev.valid ? (uint64_t)t->prev.end_off | (uint64_t)t->prev.nrec << 32 : c,
-			      memory_order_release);
+	atomic_store_explicit(&t->stable, stable_point(t, c), memory_order_release);
 	atomic_store_explicit(&t->commit, c, memory_order_release);
+}
+
+/* Nothing folds into what came before any more (the runs folded so far
+ * are written). */
+static inline void cycle_reset(nrr_tls *t)
+{
+	t->nhist = 0;
+	t->period = 0;
+	t->part = 0;
+	t->rec_off = SIZE_MAX;
 }
 
 static void buf_start(nrr_tls *t, struct wbuf *b)
@@ -543,7 +593,7 @@ static void buf_start(nrr_tls *t, struct wbuf *b)
 	atomic_store(&b->handed, false);
 	t->nrec = 0;
 	t->gen++;
-	t->prev.valid = false;
+	cycle_reset(t);
 	/* prologue: the calls open at the start of this chunk */
 	unsigned open = t->depth < MAX_DEPTH ? t->depth : MAX_DEPTH;
 	uint8_t *p = nrr_put_uvar(b->data, open);
@@ -556,9 +606,15 @@ static void buf_start(nrr_tls *t, struct wbuf *b)
 	publish(t, (size_t)(p - b->data));
 }
 
+/* The folded runs as a record: REPEAT for a single call, else CYCLE. */
 static inline uint8_t *put_repeat(nrr_tls *t, uint8_t *p)
 {
-	*p++ = NRR_REC_REPEAT;
+	if (t->period > 1) {
+		*p++ = NRR_REC_CYCLE;
+		p = nrr_put_uvar(p, t->period);
+	} else {
+		*p++ = NRR_REC_REPEAT;
+	}
 	p = nrr_put_uvar(p, t->rep_count);
 	p = nrr_put_uvar(p, t->rep_ns);
 	t->rep_count = 0;
@@ -738,12 +794,14 @@ uint8_t *nrr_enter_begin(nrr_tls *t, uint32_t fn, size_t max)
 	struct frame *f = &t->frames[d];
 	uint64_t now = tls_now(t);
 	uint8_t *p = t->pos;
-	f->rep_off = SIZE_MAX;
-	if (t->rep_count) {
-		f->rep_off = (size_t)(p - t->base);
-		f->rep_count = t->rep_count;
-		f->rep_ns = t->rep_ns;
+	if (t->rep_count) {   /* this call may start one more run: the count goes first */
+		t->rec_off = (size_t)(p - t->base);
+		t->rec_count = t->rep_count;
+		t->rec_ns = t->rep_ns;
+		t->rec_nrec = t->nrec;
+		t->part = 0;
 		p = put_repeat(t, p);
+		t->part_end = (size_t)(p - t->base);
 	}
 	f->fn = fn;
 	f->seq = ++t->seq;
@@ -782,8 +840,11 @@ uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max)
 	struct frame *f = &t->frames[d];
 	uint64_t now = tls_now(t);
 	uint64_t dur = now > f->ts ? now - f->ts : 0;
-	if (t->rep_count)   /* a nested call coalesced; keep its count before our leave */
-		t->pos = put_repeat(t, t->pos);
+	if (f->children || f->gen != t->gen) {   /* nested calls: what they folded ends here */
+		if (t->rep_count)
+			t->pos = put_repeat(t, t->pos);
+		cycle_reset(t);
+	}
 	uint8_t *p = t->pos;
 	t->leave_off = (size_t)(p - t->base);
 	t->clock = f->ts + dur;
@@ -795,6 +856,63 @@ uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max)
 	return p;
 }
 
+static inline bool leaf_same(const nrr_tls *t, const struct leaf *a, const struct leaf *b)
+{
+	return a->fn == b->fn && a->args_len == b->args_len && a->body_len == b->body_len &&
+	       memcmp(t->base + a->args_off, t->base + b->args_off, a->args_len) == 0 &&
+	       memcmp(t->base + a->body_off, t->base + b->body_off, a->body_len) == 0;
+}
+
+/* A fold starts: the bytes from its rewind point on, and the pending
+ * count, change now; tell a snapshot copying them before the first of
+ * them changes (odd: a fold under way). */
+static inline void fold_begin(nrr_tls *t)
+{
+	atomic_fetch_add(&t->folds, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* Drop the records from @off on: they are folded into a count. */
+static inline void fold_rewind(nrr_tls *t, size_t off, uint32_t nrec)
+{
+	t->pos = t->base + off;
+	t->nrec = nrec;
+	t->nhist = 0;
+	publish(t, off);
+	atomic_fetch_add_explicit(&t->folds, 1, memory_order_release);
+}
+
+/* Two runs of the same sequence of at most NRR_CYCLE_MAX leaf calls (one
+ * of them "not ready") at the end of hist: fold the second. */
+static bool cycle_start(nrr_tls *t)
+{
+	unsigned n = t->nhist;
+	/* the second run holds a "not ready" answer: it is among the last
+	 * `per` calls (calls that never answer so cost one test) */
+	for (unsigned per = t->since_notready + 1; per <= NRR_CYCLE_MAX && 2 * per <= n; per++) {
+		bool notready = false, same = true;
+		for (unsigned i = 0; i < per && same; i++) {
+			const struct leaf *b = hist_at(t, n - per + i);
+			same = leaf_same(t, hist_at(t, n - 2 * per + i), b);
+			notready |= b->notready;
+		}
+		if (!same || !notready)
+			continue;
+		for (unsigned i = 0; i < per; i++)
+			t->tmpl[i] = *hist_at(t, n - 2 * per + i);
+		const struct leaf *b = hist_at(t, n - per);
+		fold_begin(t);
+		t->period = per;
+		t->part = 0;
+		t->rec_off = SIZE_MAX;
+		t->rep_count = 1;
+		t->rep_ns = t->clock - b->clock_before;
+		fold_rewind(t, b->call_off, b->nrec_before);
+		return true;
+	}
+	return false;
+}
+
 void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 {
 	unsigned d = --t->depth;
@@ -802,52 +920,64 @@ void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready)
 		return;
 	struct frame *f = &t->frames[d];
 	size_t end = (size_t)(p - t->base);
-	size_t body_len = end - t->body_off;
-	bool leaf = !f->children && f->gen == t->gen &&
-		    t->leave_off == f->args_off + f->args_len;
-	if (notready && leaf && t->prev.valid && t->prev.gen == t->gen && t->prev.fn == f->fn &&
-	    (t->prev.end_off == f->call_off ||
-	     (f->rep_off != SIZE_MAX && t->prev.end_off == f->rep_off)) &&
-	    t->prev.args_len == f->args_len && t->prev.body_len == body_len &&
-	    memcmp(t->base + t->prev.args_off, t->base + f->args_off, f->args_len) == 0 &&
-	    memcmp(t->base + t->prev.body_off, t->base + t->body_off, body_len) == 0) {
-		/* an identical "not ready" answer: fold it into a count */
-		bool had_rep = f->rep_off != SIZE_MAX;
-		size_t rewind = had_rep ? f->rep_off : f->call_off;
-		uint32_t nrec = t->nrec - 1 - had_rep;   /* without the ENTER and the REPEAT */
-		/* the bytes from rewind on, and the pending count, change now: tell
-		 * a snapshot copying them, before the first of them changes (odd:
-		 * a fold under way) */
-		atomic_fetch_add(&t->folds, 1);
-		atomic_thread_fence(memory_order_seq_cst);
-		uint64_t elapsed = t->clock - f->clock_before;
-		if (had_rep) {
-			t->rep_count = f->rep_count;
-			t->rep_ns = f->rep_ns;
-		}
-		t->rep_count++;
-		t->rep_ns += elapsed;
-		t->pos = t->base + rewind;
-		t->nrec = nrec;
-		publish(t, rewind);
-		atomic_fetch_add_explicit(&t->folds, 1, memory_order_release);
-		return;
-	}
-	t->prev.valid = notready && leaf;
-	if (t->prev.valid) {   /* remember it: the next identical answer folds into it */
-		t->prev.fn = f->fn;
-		t->prev.gen = t->gen;
-		t->prev.end_off = end;
-		t->prev.args_off = f->args_off;
-		t->prev.args_len = f->args_len;
-		t->prev.body_off = t->body_off;
-		t->prev.body_len = body_len;
-		t->prev.nrec = t->nrec + 1;
-	}
 	t->pos = p;
 	t->nrec++;
 	t->progress = t->clock;
-	publish(t, end);
+	bool leaf = !f->children && f->gen == t->gen && t->leave_off == f->args_off + f->args_len;
+	if (!leaf) {
+		cycle_reset(t);
+		publish(t, end);
+		return;
+	}
+	struct leaf cur = {
+		.fn = f->fn, .notready = notready, .nrec_before = t->nrec - 2,
+		.call_off = f->call_off, .end_off = end, .args_off = f->args_off, .args_len = f->args_len,
+		.body_off = t->body_off, .body_len = end - t->body_off, .clock_before = f->clock_before,
+	};
+	if (t->period) {
+		if (t->rec_off != SIZE_MAX && t->part < t->period && cur.call_off == t->part_end &&
+		    leaf_same(t, &t->tmpl[t->part], &cur)) {
+			if (t->part == 0)
+				t->part_clock = cur.clock_before;
+			t->part_end = cur.end_off;
+			if (++t->part == t->period) {
+				if (t->rec_count >= NRR_CYCLE_COUNT_MAX) {
+					/* (a count as large as a record may hold: this run
+					 * stays written and may start a new cycle) */
+					t->period = 0;
+					t->part = 0;
+				} else {   /* one more whole run: fold it */
+					fold_begin(t);
+					t->rep_count = t->rec_count + 1;
+					t->rep_ns = t->rec_ns + (t->clock - t->part_clock);
+					t->part = 0;
+					size_t off = t->rec_off;
+					t->rec_off = SIZE_MAX;
+					fold_rewind(t, off, t->rec_nrec);
+					return;
+				}
+			}
+		} else {   /* the cycle ends: its count is written, this run's calls stay */
+			t->period = 0;
+			t->part = 0;
+			t->rec_off = SIZE_MAX;
+		}
+	}
+	/* remember it, after the calls it directly follows */
+	if (t->nhist && hist_at(t, t->nhist - 1)->end_off != cur.call_off)
+		t->nhist = 0;
+	if (cur.notready)
+		t->since_notready = 0;
+	else if (!t->nhist)
+		t->since_notready = NRR_CYCLE_MAX;
+	else if (t->since_notready < NRR_CYCLE_MAX)
+		t->since_notready++;
+	t->hist[t->hnext] = cur;
+	t->hnext = (t->hnext + 1) % HIST;
+	if (t->nhist < HIST)
+		t->nhist++;
+	if (t->period || !cycle_start(t))
+		publish(t, end);
 }
 
 void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len)
@@ -869,7 +999,7 @@ void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len)
 	p = nrr_put_bytes(p, text, len, len);
 	t->pos = p;
 	t->nrec++;
-	t->prev.valid = false;
+	cycle_reset(t);
 	publish(t, (size_t)(p - t->base));
 }
 
@@ -1021,6 +1151,7 @@ static void snapshot(nrr_writer *w, nrr_tls *t)
 		uint32_t nrec = COMMIT_NREC(c);
 		uint64_t first_seq = b->first_seq, first_ts = b->first_ts;
 		uint64_t rep_count = t->rep_count, rep_ns = t->rep_ns;
+		unsigned period = t->period;
 		if (n > w->chunk_size)
 			continue;
 		/* buffers @t handed over since the last drain: the copy continues
@@ -1047,7 +1178,12 @@ static void snapshot(nrr_writer *w, nrr_tls *t)
 				   q[nq]->nrec, q[nq]->data, q[nq]->len);
 		uint8_t *p = copy + n;
 		if (rep_count) {   /* racy read of a quiescent thread; see FORMAT.md */
-			*p++ = NRR_REC_REPEAT;
+			if (period > 1) {
+				*p++ = NRR_REC_CYCLE;
+				p = nrr_put_uvar(p, period);
+			} else {
+				*p++ = NRR_REC_REPEAT;
+			}
 			p = nrr_put_uvar(p, rep_count);
 			p = nrr_put_uvar(p, rep_ns);
 			nrec++;
@@ -1172,7 +1308,8 @@ static void watchdog(nrr_writer *w)
 		uint64_t p = __atomic_load_n(&t->progress, __ATOMIC_RELAXED);
 		if (p > last)
 			last = p;
-		if (__atomic_load_n(&t->depth, __ATOMIC_RELAXED) || __atomic_load_n(&t->rep_count, __ATOMIC_RELAXED))
+		if (__atomic_load_n(&t->depth, __ATOMIC_RELAXED) || __atomic_load_n(&t->rep_count, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&t->period, __ATOMIC_RELAXED))
 			waiting = true;
 	}
 	if (!waiting || now < last + w->watchdog_ns) {
@@ -1290,6 +1427,25 @@ int nrr_writer_close(nrr_writer *w)
 int nrr_writer_finish(nrr_writer *w)
 {
 	return close_impl(w, false);
+}
+
+int nrr_writer_fd(const nrr_writer *w)
+{
+	return __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+}
+
+int nrr_writer_move_fd(nrr_writer *w, int fd)
+{
+	int cur = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
+	if (fd < 0 || fd != cur)
+		return 0;
+	/* the lowest free number from 3 on: a program closing every
+	 * descriptor upwards (a launcher's fork stub) has passed it */
+	int n = fcntl(cur, F_DUPFD_CLOEXEC, 3);
+	if (n < 0)
+		return -errno;
+	__atomic_store_n(&w->fd, n, __ATOMIC_RELEASE);
+	return 1;
 }
 
 void nrr_writer_abandon(nrr_writer *w)

@@ -489,6 +489,14 @@ static void open_writer(void)
 	atomic_store_explicit(&g_w, w, memory_order_release);
 }
 
+void nrr_trace_protect_fd(int fd)
+{
+	nrr_writer *w = atomic_load_explicit(&g_w, memory_order_acquire);
+	/* (not in a vfork child: it has its own descriptors, our memory) */
+	if (w && fd == nrr_writer_fd(w) && g_pid == getpid())
+		nrr_writer_move_fd(w, fd);
+}
+
 /* Complete the file (index and trailer) while other threads may still run:
  * before exit, _exit and exec.  Not in a vfork child (it shares our memory
  * and the parent goes on recording). */

@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "nrr_wrap_gen.h"
 #include "tracer_internal.h"
@@ -286,26 +287,150 @@ static bool is_self(const void *p)
 	return (uintptr_t)p >= self_lo && (uintptr_t)p < self_hi;
 }
 
-struct scan {
+/* Looking a symbol up without the dynamic loader's dl* functions: each of
+ * them (a successful dlsym included) clears or replaces the calling
+ * thread's dlerror() state, and a lazy lookup of ours runs between the
+ * program's failed dlopen and its dlerror() whenever a traced call comes
+ * in between (the first socket() or fwrite() of a process): NCCL printed
+ * a wrong "Failed to find CUDA library ... :" reason under the tracer.
+ * dl_iterate_phdr() and the ELF tables of the loaded objects leave that
+ * state alone. */
+struct elf_lookup {
 	const char *name;
+	uint32_t gnu_hash;
+	int pass;          /* 1: objects after this library (RTLD_NEXT); 2: any other */
+	bool after_self;   /* pass 1: this library went by */
 	void *found;
 };
 
-static int scan_object(struct dl_phdr_info *info, size_t size, void *data)
+static uint32_t gnu_hash_of(const char *s)
 {
-	struct scan *s = data;
-	if (!info->dlpi_name || !info->dlpi_name[0])
-		return 0;
-	void *h = dlopen(info->dlpi_name, RTLD_NOLOAD | RTLD_LAZY);
-	if (!h)
-		return 0;
-	void *p = nrr_real_dlsym(h, s->name);
-	dlclose(h);
-	if (p && !is_self(p)) {
-		s->found = p;
-		return 1;
+	uint32_t h = 5381;
+	for (; *s; s++)
+		h = h * 33 + (uint8_t)*s;
+	return h;
+}
+
+/* The loader relocates the d_ptr values of an object's dynamic section in
+ * place, except for objects mapped read-only (the vDSO): those are
+ * offsets from the load address. */
+static const void *dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p)
+{
+	return (const void *)(p < info->dlpi_addr ? info->dlpi_addr + p : p);
+}
+
+/* A defined function of the default version (not a hidden one, name@V). */
+static void *sym_value(const struct dl_phdr_info *info, const ElfW(Sym) *sym, const uint16_t *versym, size_t i)
+{
+	int type = ELF64_ST_TYPE(sym->st_info);
+	if (sym->st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
+	    ELF64_ST_BIND(sym->st_info) == STB_LOCAL || (versym && (versym[i] & 0x8000)))
+		return NULL;
+	void *p = (void *)(info->dlpi_addr + sym->st_value);
+	if (type == STT_GNU_IFUNC)   /* what dlsym does: ask the resolver */
+		p = ((void *(*)(unsigned long))p)(getauxval(AT_HWCAP));
+	return p;
+}
+
+static void *object_lookup(const struct dl_phdr_info *info, const struct elf_lookup *l)
+{
+	const ElfW(Sym) *syms = NULL;
+	const char *strs = NULL;
+	const uint32_t *gh = NULL, *sh = NULL;
+	const uint16_t *versym = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+			continue;
+		for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+		     d->d_tag != DT_NULL; d++) {
+			if (d->d_tag == DT_SYMTAB)
+				syms = dyn_ptr(info, d->d_un.d_ptr);
+			else if (d->d_tag == DT_STRTAB)
+				strs = dyn_ptr(info, d->d_un.d_ptr);
+			else if (d->d_tag == DT_GNU_HASH)
+				gh = dyn_ptr(info, d->d_un.d_ptr);
+			else if (d->d_tag == DT_HASH)
+				sh = dyn_ptr(info, d->d_un.d_ptr);
+			else if (d->d_tag == DT_VERSYM)
+				versym = dyn_ptr(info, d->d_un.d_ptr);
+		}
 	}
-	return 0;
+	if (!syms || !strs)
+		return NULL;
+	if (gh) {
+		uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2], shift = gh[3];
+		const ElfW(Addr) *bloom = (const ElfW(Addr) *)(gh + 4);
+		const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size), *chain = buckets + nbuckets;
+		const unsigned bits = sizeof(ElfW(Addr)) * 8;
+		uint32_t h = l->gnu_hash;
+		if (!nbuckets || !bloom_size)
+			return NULL;
+		ElfW(Addr) word = bloom[(h / bits) % bloom_size];
+		ElfW(Addr) mask = ((ElfW(Addr))1 << (h % bits)) | ((ElfW(Addr))1 << ((h >> shift) % bits));
+		if ((word & mask) != mask)
+			return NULL;
+		uint32_t i = buckets[h % nbuckets];
+		if (i < symoffset)
+			return NULL;
+		for (;; i++) {
+			uint32_t h2 = chain[i - symoffset];
+			if ((h | 1) == (h2 | 1) && !strcmp(strs + syms[i].st_name, l->name)) {
+				void *p = sym_value(info, &syms[i], versym, i);
+				if (p)
+					return p;
+			}
+			if (h2 & 1)
+				return NULL;
+		}
+	}
+	size_t nsyms = sh ? sh[1] : 0;   /* DT_HASH: nchain is the symbol count */
+	for (size_t i = 0; i < nsyms; i++)
+		if (!strcmp(strs + syms[i].st_name, l->name)) {
+			void *p = sym_value(info, &syms[i], versym, i);
+			if (p)
+				return p;
+		}
+	return NULL;
+}
+
+static int lookup_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct elf_lookup *l = data;
+	uintptr_t here = (uintptr_t)&nrr_hooks_init;
+	bool self = false;
+	for (int i = 0; i < info->dlpi_phnum && !self; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		self = ph->p_type == PT_LOAD && here >= a && here < a + ph->p_memsz;
+	}
+	if (self) {
+		l->after_self = true;
+		return 0;
+	}
+	/* not the program itself (it comes before us; RTLD_NEXT never finds
+	 * it), nor the vDSO */
+	if (!info->dlpi_name || !strchr(info->dlpi_name, '/'))
+		return 0;
+	if (l->pass == 1 && !l->after_self)
+		return 0;
+	if (l->pass == 2 && l->after_self)
+		return 1;   /* pass 1 looked there */
+	l->found = object_lookup(info, l);
+	return l->found != NULL;
+}
+
+void *nrr_real_next(const char *name)
+{
+	/* the next definition after this library in load order (RTLD_NEXT) ...
+	 * or one in a library opened with RTLD_LOCAL, or loaded before us */
+	struct elf_lookup l = { .name = name, .gnu_hash = gnu_hash_of(name), .pass = 1 };
+	dl_iterate_phdr(lookup_object, &l);
+	if (!l.found) {
+		l.pass = 2;
+		l.after_self = false;
+		dl_iterate_phdr(lookup_object, &l);
+	}
+	return l.found;
 }
 
 void *nrr_resolve(const char *name, void **slot)
@@ -313,15 +438,8 @@ void *nrr_resolve(const char *name, void **slot)
 	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	if (p)
 		return p;
-	/* the next definition after this library in the global scope ... */
-	p = nrr_real_dlsym(RTLD_NEXT, name);
-	if (!p || is_self(p)) {
-		/* ... or one in a library opened with RTLD_LOCAL */
-		struct scan s = { name, NULL };
-		dl_iterate_phdr(scan_object, &s);
-		p = s.found;
-	}
-	if (!p)
+	p = nrr_real_next(name);
+	if (!p || is_self(p))
 		return NULL;
 	void *expected = NULL;
 	if (!__atomic_compare_exchange_n(slot, &expected, p, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

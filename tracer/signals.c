@@ -115,8 +115,7 @@ static int arm(int sig, const sigset_t *mask)
 static bool resolve_real(void)
 {
 	if (!real_sigaction)
-		real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))nrr_real_dlsym(RTLD_NEXT,
-												     "sigaction");
+		real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))nrr_real_next("sigaction");
 	return real_sigaction != NULL;
 }
 
@@ -163,7 +162,7 @@ NRR_HOOK int sigaction(int sig, const struct sigaction *act, struct sigaction *o
 NRR_HOOK sighandler_t signal(int sig, sighandler_t h)
 {
 	if (sig <= 0 || sig >= NSIG || !owned[sig]) {
-		sighandler_t (*real)(int, sighandler_t) = (sighandler_t (*)(int, sighandler_t))nrr_real_dlsym(RTLD_NEXT, "signal");
+		sighandler_t (*real)(int, sighandler_t) = (sighandler_t (*)(int, sighandler_t))nrr_real_next("signal");
 		if (!real) {
 			errno = ENOSYS;
 			return SIG_ERR;
@@ -181,7 +180,7 @@ NRR_HOOK sighandler_t signal(int sig, sighandler_t h)
 #define REAL(ret, name, ...)                                                          \
 	static ret (*real)(__VA_ARGS__);                                              \
 	if (!real)                                                                    \
-		real = (ret (*)(__VA_ARGS__))nrr_real_dlsym(RTLD_NEXT, name);
+		real = (ret (*)(__VA_ARGS__))nrr_real_next(name);
 
 /* Around an exec: complete this image's trace; if the exec fails, the
  * program goes on and records into a new file. */
@@ -307,7 +306,7 @@ NRR_HOOK void _exit(int status)
 	nrr_trace_finish();
 	static void (*real)(int);
 	if (!real)
-		real = (void (*)(int))nrr_real_dlsym(RTLD_NEXT, "_exit");
+		real = (void (*)(int))nrr_real_next("_exit");
 	if (real)
 		real(status);
 	for (;;)

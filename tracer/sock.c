@@ -23,6 +23,9 @@
  * The table is lock-free: pages of 1024 entries made on first use.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/select.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,7 +47,8 @@
 struct rpc;
 
 struct sock_ent {
-	_Atomic uint8_t is_sock;
+	_Atomic uint8_t is_sock;   /* traced: enum NRR_FD_* */
+	_Atomic uint8_t watch;     /* an epoll instance that watches a traced descriptor */
 	uint8_t role;       /* enum sock_role of socket.api */
 	uint8_t type;       /* ncclSocketType once known; 0 unknown */
 	uint8_t hs_len;     /* handshake bytes seen (HANDSHAKE: done looking) */
@@ -127,18 +131,30 @@ bool nrr_sock_any(const struct pollfd *fds, unsigned long nfds)
 	return false;
 }
 
-static void mark(int fd)
+static void mark_kind(int fd, int kind)
 {
 	struct sock_ent *e = ent(fd, true);
 	if (!e)
 		return;
+	atomic_store_explicit(&e->watch, 0, memory_order_relaxed);
 	e->role = 0;
 	e->type = 0;
 	e->hs_len = 0;
 	free(e->rpc);   /* a descriptor closed behind our back (not through close) */
 	e->rpc = NULL;
 	e->owner = my_tid();
-	atomic_store_explicit(&e->is_sock, 1, memory_order_release);
+	atomic_store_explicit(&e->is_sock, (uint8_t)kind, memory_order_release);
+}
+
+static void mark(int fd)
+{
+	mark_kind(fd, NRR_FD_SOCKET);
+}
+
+bool nrr_sock_close(int fd)
+{
+	nrr_trace_protect_fd(fd);
+	return nrr_sock_take(fd);
 }
 
 bool nrr_sock_take(int fd)
@@ -276,6 +292,158 @@ static bool nccl_proxy_version(void)
 {
 	int v = nrr_nccl_version();
 	return v == 0 || nrr_proxy_decodes(v, NULL, 0);
+}
+
+void nrr_sock_mark(int fd, int kind)
+{
+	if (fd >= 0)
+		mark_kind(fd, kind);
+}
+
+bool nrr_sock_fdset(int nfds, const fd_set *r, const fd_set *w, const fd_set *x)
+{
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
+		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) && nrr_sock_is(fd))
+			return true;
+	return false;
+}
+
+void nrr_sock_watch(int epfd, int ret)
+{
+	struct sock_ent *e = ent(epfd, false);
+	if (ret == 0 && e && atomic_load_explicit(&e->is_sock, memory_order_relaxed) == NRR_FD_EPOLL)
+		atomic_store_explicit(&e->watch, 1, memory_order_relaxed);
+}
+
+bool nrr_sock_watched(int epfd)
+{
+	struct sock_ent *e = ent(epfd, false);
+	return e && atomic_load_explicit(&e->watch, memory_order_relaxed);
+}
+
+bool nrr_sock_dup_any(int oldfd, int newfd)
+{
+	if (oldfd != newfd)
+		nrr_trace_protect_fd(newfd);
+	return nrr_sock_is(oldfd) || nrr_sock_is(newfd);
+}
+
+/* @ret is a copy of @oldfd (dup, dup2, dup3, fcntl F_DUPFD): traced as
+ * @oldfd is, with its role and type; one copied over a traced descriptor
+ * that is not traced itself makes that one untraced. */
+void nrr_sock_dup(int oldfd, int ret)
+{
+	if (ret < 0 || ret == oldfd)
+		return;
+	struct sock_ent *o = ent(oldfd, false);
+	int kind = o ? atomic_load_explicit(&o->is_sock, memory_order_relaxed) : 0;
+	if (!kind) {
+		nrr_sock_take(ret);
+		return;
+	}
+	mark_kind(ret, kind);
+	struct sock_ent *e = ent(ret, false);
+	if (e) {
+		e->role = o->role;
+		e->type = o->type;
+		e->hs_len = HANDSHAKE;   /* the original looks for NCCL's handshake */
+		e->owner = o->owner;
+		atomic_store_explicit(&e->watch, atomic_load_explicit(&o->watch, memory_order_relaxed), memory_order_relaxed);
+	}
+}
+
+void nrr_sock_fcntl(int fd, int cmd, int ret)
+{
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		nrr_sock_dup(fd, ret);
+}
+
+/* ------------------------------------------- calls that are not described */
+
+/* Of two descriptors a call moves bytes between, the traced socket (its
+ * peer waits for them), else the traced one; -1 if neither is traced. */
+static int pick(int a, int b)
+{
+	struct sock_ent *ea = ent(a, false), *eb = ent(b, false);
+	int ka = ea ? atomic_load_explicit(&ea->is_sock, memory_order_relaxed) : 0;
+	int kb = eb ? atomic_load_explicit(&eb->is_sock, memory_order_relaxed) : 0;
+	if (ka == NRR_FD_SOCKET || (ka && kb != NRR_FD_SOCKET))
+		return a;
+	return kb ? b : -1;
+}
+
+static void undescribed(const char *call, int fd)
+{
+	nrr_trace_fd_undescribed_enter(call, fd);
+	nrr_trace_fd_undescribed_leave(0, call, fd);
+}
+
+/* (not <sys/sendfile.h>: with 64-bit offsets it renames sendfile) */
+NRR_HOOK ssize_t nrr_hook_sendfile(int out_fd, int in_fd, off_t *offset, size_t count) __asm__("sendfile");
+NRR_HOOK ssize_t nrr_hook_sendfile64(int out_fd, int in_fd, off_t *offset, size_t count) __asm__("sendfile64");
+/* The real function @name as @real (returning @ret, taking the rest), or
+ * return -1 ENOSYS */
+#define REAL_OR_ENOSYS(ret, name, ...)                                  \
+	static ret (*real)(__VA_ARGS__);                                \
+	if (!real)                                                      \
+		real = (ret (*)(__VA_ARGS__))nrr_real_next(name);       \
+	if (!real) {                                                    \
+		errno = ENOSYS;                                         \
+		return -1;                                              \
+	}
+
+ssize_t nrr_hook_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+	REAL_OR_ENOSYS(ssize_t, "sendfile", int, int, off_t *, size_t)
+	int fd = pick(out_fd, in_fd);
+	if (fd >= 0)
+		undescribed("sendfile", fd);
+	return real(out_fd, in_fd, offset, count);
+}
+
+ssize_t nrr_hook_sendfile64(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+	return nrr_hook_sendfile(out_fd, in_fd, offset, count);
+}
+
+NRR_HOOK ssize_t splice(int fd_in, off_t *off_in, int fd_out, off_t *off_out, size_t len, unsigned int flags)
+{
+	REAL_OR_ENOSYS(ssize_t, "splice", int, off_t *, int, off_t *, size_t, unsigned int)
+	int fd = pick(fd_out, fd_in);
+	if (fd >= 0)
+		undescribed("splice", fd);
+	return real(fd_in, off_in, fd_out, off_out, len, flags);
+}
+
+/* syscall(SYS_x, fd, ...) of a described call bypasses its wrapper */
+NRR_HOOK long syscall(long number, ...)
+{
+	va_list ap;
+	va_start(ap, number);
+	long a[6];
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	REAL_OR_ENOSYS(long, "syscall", long, ...)
+	static const struct { long nr; const char *name; } fdcalls[] = {
+		{ SYS_read, "syscall(SYS_read)" }, { SYS_write, "syscall(SYS_write)" },
+		{ SYS_readv, "syscall(SYS_readv)" }, { SYS_writev, "syscall(SYS_writev)" },
+		{ SYS_recvfrom, "syscall(SYS_recvfrom)" }, { SYS_sendto, "syscall(SYS_sendto)" },
+		{ SYS_recvmsg, "syscall(SYS_recvmsg)" }, { SYS_sendmsg, "syscall(SYS_sendmsg)" },
+		{ SYS_recvmmsg, "syscall(SYS_recvmmsg)" }, { SYS_sendmmsg, "syscall(SYS_sendmmsg)" },
+		{ SYS_sendfile, "syscall(SYS_sendfile)" }, { SYS_splice, "syscall(SYS_splice)" },
+		{ SYS_close, "syscall(SYS_close)" }, { SYS_shutdown, "syscall(SYS_shutdown)" },
+	};
+	for (size_t i = 0; i < sizeof(fdcalls) / sizeof(fdcalls[0]); i++)
+		if (fdcalls[i].nr == number) {
+			if (a[0] >= 0 && a[0] <= INT32_MAX && nrr_sock_is((int)a[0])) {
+				int saved = errno;
+				undescribed(fdcalls[i].name, (int)a[0]);
+				errno = saved;
+			}
+			break;
+		}
+	return real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 void nrr_sock_new(int fd)

@@ -4,6 +4,7 @@
 #define NCCLRR_TRACER_INTERNAL_H
 
 #include <poll.h>
+#include <sys/select.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
@@ -30,10 +31,18 @@ void nrr_trace_end_note(const char *text, bool keep);
 /* "exit STATUS" (not async-signal-safe) */
 void nrr_trace_end_exit(int status);
 int nrr_launcher_rank(const char **src);
+/* The program closes @fd or copies a descriptor over it (a launcher's
+ * fork stub closing everything it inherited): when it is the trace
+ * file's, the writer moves to another number first. */
+void nrr_trace_protect_fd(int fd);
 
 /* hooks_dl.c */
 void nrr_hooks_init(void);
 void *nrr_real_dlsym(void *handle, const char *name);
+/* The next definition of function @name after this library (what
+ * dlsym(RTLD_NEXT) would answer us), found without any dl* call, so the
+ * program's dlerror() state is left as it was; NULL if none. */
+void *nrr_real_next(const char *name);
 const nrr_wrap_ent *nrr_wrap_find(const char *name);
 void nrr_cuda_procaddr(const char *symbol, void **pfn, int ret);
 bool nrr_caller_is_nccl(const void *addr);
@@ -47,7 +56,18 @@ void nrr_trace_child_forked(void);
 bool nrr_sock_is(int fd);
 bool nrr_sock_any(const struct pollfd *fds, unsigned long nfds);
 bool nrr_sock_take(int fd);
+/* close's filter: protects the trace file's descriptor, then nrr_sock_take */
+bool nrr_sock_close(int fd);
 void nrr_sock_new(int fd);
+/* kinds of traced descriptors (values of the table) */
+enum { NRR_FD_SOCKET = 1, NRR_FD_EPOLL = 2 };
+void nrr_sock_mark(int fd, int kind);
+bool nrr_sock_fdset(int nfds, const fd_set *r, const fd_set *w, const fd_set *x);
+void nrr_sock_watch(int epfd, int ret);
+bool nrr_sock_watched(int epfd);
+bool nrr_sock_dup_any(int oldfd, int newfd);
+void nrr_sock_dup(int oldfd, int ret);
+void nrr_sock_fcntl(int fd, int cmd, int ret);
 void nrr_sock_pair(int ret, const int *sv);
 void nrr_sock_note(int fd, int ret, int role);
 void nrr_sock_connect_done(int fd, int ret, int err);

@@ -22,6 +22,8 @@
 /* Bytes of msg_name kept: a struct sockaddr_un (the largest address
  * NCCL uses). */
 #define NRR_MSGHDR_NAME_MAX 110u
+/* mmsghdr: bytes kept of each message's first iovec */
+#define NRR_MMSG_HEAD 32u
 
 #if NCCLRR_HAVE_VERBS
 size_t nrr_custom_send_wr(uint8_t *buf, const void *v, long long ret)
@@ -213,6 +215,52 @@ size_t nrr_custom_ifaddrs(uint8_t *buf, const void *v, long long ret)
 			p += 16;
 		}
 		n++;
+	}
+	buf[0] = (uint8_t)n;
+	return (size_t)(p - buf);
+}
+
+size_t nrr_iov_gather(uint8_t *buf, size_t cap, const struct iovec *iov, long cnt, size_t limit)
+{
+	size_t total = 0, got = 0;
+	for (long i = 0; iov && i < cnt && total < limit; i++) {
+		size_t n = iov[i].iov_len < limit - total ? iov[i].iov_len : limit - total;
+		size_t k = n < cap - got ? n : cap - got;
+		if (k && iov[i].iov_base) {
+			memcpy(buf + got, iov[i].iov_base, k);
+			got += k;
+		}
+		total += n;
+	}
+	return total;
+}
+
+size_t nrr_custom_mmsghdr(uint8_t *buf, const void *v, long long ret)
+{
+	const struct mmsghdr *mv = v;
+	uint8_t *p = buf + 1;
+	unsigned n = 0;
+	if (!mv || ret <= 0)
+		return 0;
+	for (long long i = 0; i < ret && n < 255; i++, n++) {
+		const struct msghdr *m = &mv[i].msg_hdr;
+		size_t head = 0, nl = 0;
+		if (m->msg_iovlen && m->msg_iov && m->msg_iov[0].iov_base)
+			head = m->msg_iov[0].iov_len < NRR_MMSG_HEAD ? m->msg_iov[0].iov_len : NRR_MMSG_HEAD;
+		if (head > mv[i].msg_len)
+			head = mv[i].msg_len;
+		if (m->msg_name)
+			nl = m->msg_namelen < NRR_MSGHDR_NAME_MAX ? m->msg_namelen : NRR_MSGHDR_NAME_MAX;
+		if (!ROOM(p, buf, 3 * NRR_VAR_MAX + head + nl))
+			break;
+		p = nrr_put_uvar(p, mv[i].msg_len);
+		p = nrr_put_uvar(p, head);
+		memcpy(p, m->msg_iov[0].iov_base, head);
+		p += head;
+		p = nrr_put_uvar(p, nl);
+		if (nl)
+			memcpy(p, m->msg_name, nl);
+		p += nl;
 	}
 	buf[0] = (uint8_t)n;
 	return (size_t)(p - buf);

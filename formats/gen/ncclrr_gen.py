@@ -42,8 +42,8 @@ RET_BY_TYPE = {'CUresult': 'curesult:CUresult', 'cudaError_t': 'cudart:cudaError
                'ncclResult_t': 'nccl:ncclResult_t', 'nvmlReturn_t': 'nvml:nvmlReturn_t',
                'void': 'void'}
 WIRE = {'u': 'U', 'x': 'U', 'bool': 'U', 'flags': 'U', 'handle': 'U', 'i': 'S', 'enum': 'S',
-        'fd': 'S', 'str': 'B', 'bytes': 'B', 'buf': 'B', 'sockaddr': 'B', 'struct': 'B', 'custom': 'B'}
-SCHEMA_FMT = {'buf': 'bytes', 'struct': 'bytes', 'custom': 'bytes'}
+        'fd': 'S', 'str': 'B', 'bytes': 'B', 'buf': 'B', 'sockaddr': 'B', 'struct': 'B', 'custom': 'B', 'iov': 'B'}
+SCHEMA_FMT = {'buf': 'bytes', 'struct': 'bytes', 'custom': 'bytes', 'iov': 'bytes'}
 # Longest socket address read back through a value-result length (the
 # kernel reports the full length even when it truncated the copy).
 SOCKADDR_MAX = 128
@@ -156,8 +156,8 @@ def parse_fmt(tok, where):
     fmt, _, kind = tok.partition(':')
     if fmt not in WIRE and fmt != 'skip':
         raise ApiError(f'{where}: unknown encoding "{fmt}"')
-    if fmt in ('enum', 'flags', 'handle', 'bytes', 'buf', 'sockaddr', 'struct', 'custom') and not kind:
-        raise ApiError(f'{where}: "{fmt}" needs ":{ {"enum": "TABLE", "flags": "TABLE", "handle": "KIND", "bytes": "N|sizeof", "buf": "LEN", "sockaddr": "LEN", "struct": "N|TYPE", "custom": "NAME"}[fmt]}"')
+    if fmt in ('enum', 'flags', 'handle', 'bytes', 'buf', 'sockaddr', 'struct', 'custom', 'iov') and not kind:
+        raise ApiError(f'{where}: "{fmt}" needs ":{ {"enum": "TABLE", "flags": "TABLE", "handle": "KIND", "bytes": "N|sizeof", "buf": "LEN", "sockaddr": "LEN", "struct": "N|TYPE", "custom": "NAME", "iov": "COUNT"}[fmt]}"')
     if fmt == 'struct' and not re.match(r'^(\d+|[A-Za-z_]\w*)$', kind):
         raise ApiError(f'{where}: "struct:{kind}": the size is a number or a type declared in a "c" line')
     return fmt, kind or None
@@ -419,8 +419,10 @@ def resolve(api):
             aw = a.where or fn.where
             if a.fmt in ('enum', 'flags') and a.kind not in api.enums:
                 raise ApiError(f'{aw}: {fn.name}: parameter {a.name}: unknown enum {a.kind}')
+            if a.fmt == 'iov' and not any(b.name == a.kind for b in fn.args):
+                raise ApiError(f'{aw}: {fn.name}: count "{a.kind}" of {a.name} is not a parameter')
             if a.fmt in ('buf', 'sockaddr'):
-                ln = re.sub(r'\*\d+$', '', a.kind).lstrip('*')
+                ln = re.sub(r'(?<=\w)\*\w+$', '', a.kind).lstrip('*')
                 if ln != 'ret' and not ln.isdigit() and not any(b.name == ln for b in fn.args):
                     raise ApiError(f'{aw}: {fn.name}: length "{a.kind}" of {a.name} is not a parameter')
                 if ln == 'ret' and a.dir != 'out':
@@ -523,11 +525,13 @@ def field_value(api, fn, a, when):
         prep.append(f'size_t {n} = {ptr} ? (size_t)({size}) : 0;')
     elif a.fmt in ('buf', 'sockaddr'):
         k = a.kind
-        mul = re.match(r'^(\w+)\*(\d+)$', k)
+        mul = re.match(r'^(\w+)\*(\w+)$', k)
         if k == 'ret':
             ln = '(nrr_ret > 0 ? (size_t)nrr_ret : 0)'
+        elif mul and mul.group(1) == 'ret':
+            ln = f'(nrr_ret > 0 ? (size_t)nrr_ret * (size_t)({mul.group(2)}) : 0)'
         elif mul:
-            ln = f'(size_t)({mul.group(1)}) * {mul.group(2)}u'
+            ln = f'(size_t)({mul.group(1)}) * (size_t)({mul.group(2)})'
         elif k.startswith('*'):
             ln = f'({k[1:]} ? (size_t)*{k[1:]} : 0)'
         else:
@@ -536,6 +540,13 @@ def field_value(api, fn, a, when):
             ln = f'({ln} < {SOCKADDR_MAX}u ? {ln} : {SOCKADDR_MAX}u)'
         prep.append(f'const void *{ptr} = (const void *){a.name};')
         prep.append(f'size_t {n} = {ptr} ? {ln} : 0;')
+    elif a.fmt == 'iov':
+        # the bytes of the vector gathered: as many as the call moved at
+        # leave (its result), all of them at enter
+        limit = '(nrr_ret > 0 ? (size_t)nrr_ret : 0)' if when == 'leave' else 'SIZE_MAX'
+        prep.append(f'uint8_t gbuf_{a.name}[NRR_BYTES_CAP_DEFAULT];')
+        prep.append(f'size_t {n} = nrr_iov_gather(gbuf_{a.name}, sizeof(gbuf_{a.name}), {a.name}, (long)({a.kind}), {limit});')
+        prep.append(f'const void *{ptr} = gbuf_{a.name};')
     elif a.fmt == 'custom':
         prep.append(f'uint8_t cbuf_{a.name}[NRR_CUSTOM_MAX];')
         prep.append(f'size_t {n} = nrr_custom_{a.kind}(cbuf_{a.name}, {a.name}{", (long long)nrr_ret" if out else ", 0"});')
@@ -553,7 +564,7 @@ def field_code(api, fn, a, when):
     ptr, n = val
     # payloads (buf:) are cut at the run-time cap (ncclrr record --payload);
     # every other byte field is kept whole up to the fixed cap: replay needs it
-    cap = 'nrr_payload_cap' if a.fmt == 'buf' else 'NRR_BYTES_CAP_DEFAULT'
+    cap = 'nrr_payload_cap' if a.fmt in ('buf', 'iov') else 'NRR_BYTES_CAP_DEFAULT'
     maxe = f'NRR_BYTES_MAX({n} < {cap} ? {n} : {cap})'
     put = f'nrrp = nrr_put_bytes(nrrp, {ptr}, {n}, {cap});'
     return prep, maxe, put
@@ -591,14 +602,18 @@ def emit_encoders(api, outdir):
          '#ifndef NCCLRR_API_GEN_H', '#define NCCLRR_API_GEN_H', '',
          '#include <stddef.h>', '#include <stdint.h>', '#include <string.h>',
          '#include <errno.h>', '#include <sys/types.h>', '#include <sys/socket.h>', '#include <poll.h>',
-         '#include <ifaddrs.h>', '#include <netdb.h>', '#include "nrt.h"', '',
+         '#include <ifaddrs.h>', '#include <netdb.h>', '#include <sys/uio.h>', '#include <sys/epoll.h>',
+         '#include <sys/select.h>', '#include <signal.h>', '#include <time.h>', '#include "nrt.h"', '',
          '/* C declarations of the described APIs (no CUDA, NCCL or verbs headers needed). */']
     h += api.c_lines
     h += ['', f'#define NRR_FN_COUNT {len(api.fns)}']
     for fn in api.fns:
         h.append(f'#define NRR_FN_{fn.name} {fn.id}')
     h += ['', '/* custom encoders (formats/api/custom.c): fill buf, return bytes used */',
-          '#define NRR_CUSTOM_MAX 512']
+          '#define NRR_CUSTOM_MAX 512',
+          '/* iov:COUNT: the first min(total, @cap) bytes of @cnt iovecs, stopping at',
+          ' * @limit bytes; @return the total (at most @limit) */',
+          'size_t nrr_iov_gather(uint8_t *buf, size_t cap, const struct iovec *iov, long cnt, size_t limit);']
     customs = sorted({a.kind for fn in api.fns for a in fn.args if a.fmt == 'custom'})
     for c in customs:
         h.append(f'size_t nrr_custom_{c}(uint8_t *buf, const void *v, long long ret);')
@@ -815,7 +830,7 @@ def emit_lttng(api, outdir):
                 else:
                     ptr, n = val
                     sets.append(f'\tnrr_f.{a.name} = {ptr} ? (const uint8_t *){ptr} : nrr_lt_empty;')
-                    cap = 'nrr_lt_payload' if a.fmt == 'buf' else 'NRR_BYTES_CAP_DEFAULT'
+                    cap = 'nrr_lt_payload' if a.fmt in ('buf', 'iov') else 'NRR_BYTES_CAP_DEFAULT'
                     sets.append(f'\tnrr_f.{a.name}_n = (uint32_t)({n} < {cap} ? {n} : {cap});')
                     sets.append(f'\tnrr_f.{a.name}_len = (uint64_t){n};')
             body += ['\t' + l for l in prep]

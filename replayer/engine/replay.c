@@ -73,6 +73,7 @@ struct outcome {
 	char div_sig[256];   /* "rank:stream:seq:fn" of the first */
 	bool hung;
 	char hang[1024];
+	char undesc[2048];   /* "undescribed call: …" lines */
 	unsigned unsupported;
 	char unsup_first[400];     /* of the lowest process index, then call number: the same every replay */
 	size_t unsup_proc;
@@ -403,6 +404,7 @@ static void on_line(struct coord *x, size_t proc, char *line, struct outcome *ou
 	const struct nrr_proc_info *pi = &x->pi[proc];
 	unsigned stream;
 	uint64_t seq, ts;
+	int64_t fdn;
 	int inj, n = 0;
 	char fn[80];
 	switch (line[0]) {
@@ -443,6 +445,17 @@ static void on_line(struct coord *x, size_t proc, char *line, struct outcome *ou
 				out->unsup_seq = seq;
 				snprintf(out->unsup_first, sizeof(out->unsup_first), "%s #%" PRIu64 " %s: %s", pi->who, seq, fn, line + n);
 			}
+		}
+		break;
+	case 'N':   /* a call not described touched a traced descriptor */
+		if (sscanf(line, "N %u %" SCNu64 " %" SCNd64 " %79s", &stream, &seq, &fdn, fn) == 4) {
+			size_t l = strlen(out->undesc);
+			if (l + 256 < sizeof(out->undesc))
+				snprintf(out->undesc + l, sizeof(out->undesc) - l,
+					 "undescribed call: %s (%s) #%" PRIu64 " %s on fd %" PRId64
+					 ": not in formats/api, so what it moved is not in the trace; fd %" PRId64
+					 " and its peer's end are served from the trace from there on\n",
+					 pi->who, pi->path, seq, fn, fdn, fdn);
 		}
 		break;
 	case 'F':   /* "F bad-trace …" or "F setup …" */
@@ -977,6 +990,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	if (first.unsupported)
 		fprintf(f, "note: %u call(s) the replayer cannot run were answered from the trace; first: %s\n", first.unsupported,
 			first.unsup_first);
+	fputs(first.undesc, f);
 	if (first.hung)
 		fprintf(f, "replay hung: no call finished for %d s: %s\n", o->timeout_s, first.hang);
 	if (first.first[0])

@@ -319,12 +319,29 @@ enum { ROLE_LISTEN = 1, ROLE_CONNECT = 2, ROLE_ACCEPT = 3 };
 /* Is recorded socket @fd (used by unit @k) connected to a process that was
  * killed outright?  Its trace lost what it did last (up to the tracer's
  * sync interval), so what it sent then is not there to be replayed.
- * @return the wall time until which its trace is whole (at least 1), or 0
- * when it was not killed. */
+ * @return the wall time until which its trace is whole (at least 1; 1 when
+ * not known), or 0 when it was not killed. */
+static const nrr_call *last_info(struct rstream *st, size_t k, int64_t fd);
+
 static uint64_t peer_killed(struct rstream *st, size_t k, int64_t fd)
 {
-	/* the last sock_info for @fd before this call, in any thread (the
-	 * socket may have been made by another one) */
+	const nrr_call *best = last_info(st, k, fd);
+	int pi = best ? nrr_arg_index(best, "peer") : -1;
+	if (pi < 0 || best->args[pi].len < 2)
+		return 0;
+	uint8_t key[NRR_XMAP_MAX];
+	size_t kl = nrr_addr_key(best->args[pi].p, best->args[pi].len, key);
+	uint64_t end = 0;
+	size_t vl = sizeof(end);
+	if (nrr_xmap_get("kill", key, kl, &end, &vl, 0) != 0)
+		return 0;
+	return end ? end : 1;
+}
+
+/* The last sock_info for @fd before unit @k, in any thread (the socket
+ * may have been made by another one). */
+static const nrr_call *last_info(struct rstream *st, size_t k, int64_t fd)
+{
 	const nrr_call *best = NULL;
 	uint64_t ts = st->u[k].c.ts;
 	for (size_t i = 0; i < st->p->ns; i++) {
@@ -338,16 +355,7 @@ static uint64_t peer_killed(struct rstream *st, size_t k, int64_t fd)
 			break;
 		}
 	}
-	int pi = best ? nrr_arg_index(best, "peer") : -1;
-	if (pi < 0 || best->args[pi].len < 2)
-		return 0;
-	uint8_t key[NRR_XMAP_MAX];
-	size_t kl = nrr_addr_key(best->args[pi].p, best->args[pi].len, key);
-	uint64_t end = 0;
-	size_t vl = sizeof(end);
-	if (nrr_xmap_get("kill", key, kl, &end, &vl, 0) != 0)
-		return 0;
-	return end ? end : 1;
+	return best;
 }
 
 /* Was unit @k on @fd recorded after the trace of a process killed outright
@@ -748,6 +756,13 @@ static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 	return 0;
 }
 
+/* The bytes of a send or receive: buf, or the gathered iov of writev/readv. */
+static int data_arg(const nrr_call *c)
+{
+	int i = nrr_arg_index(c, "buf");
+	return i >= 0 ? i : nrr_arg_index(c, "iov");
+}
+
 static int r_send(struct rsock *s, struct rstream *st, size_t k, const char *fdname, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;
@@ -756,7 +771,7 @@ static int r_send(struct rsock *s, struct rstream *st, size_t k, const char *fdn
 		return 0;
 	if (after_killed_peer(st, k, argv_i(c, fdname, -1)))
 		return serve(s, argv_i(c, fdname, -1), c, res);
-	int bi = nrr_arg_index(c, "buf");
+	int bi = data_arg(c);
 	size_t n = (size_t)c->result, have = n;
 	uint8_t *b = bi >= 0 ? nrr_arg_bytes(c, bi, &have) : calloc(1, n + 1);
 	if (!b)
@@ -811,7 +826,7 @@ static int r_recv(struct rsock *s, struct rstream *st, size_t k, const char *fdn
 		return -ENOMEM;
 	ssize_t r = read_exact(fd, b, n, flags);
 	int err = errno;
-	int bi = nrr_arg_index(c, "buf");
+	int bi = data_arg(c);
 	if ((r < 0 || (size_t)r < n) && peer_killed(st, k, argv_i(c, fdname, -1))) {
 		/* what the killed peer sent last was lost with its trace */
 		free(b);
@@ -1046,6 +1061,9 @@ have:;
 	return check_result(res, c, (long)r, err);
 }
 
+static int wait_ready(struct rsock *s, const nrr_call *c, const struct pollfd *rec, struct pollfd *live, size_t n,
+		      nrr_rres *res);
+
 static int r_poll(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
 	if (c->result <= 0)    /* a timeout ("not ready") or an error: timing */
@@ -1061,20 +1079,27 @@ static int r_poll(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		return -ENOMEM;
 	}
 	memcpy(rec, c->args[i].p, n * sizeof(*rec));
+	int ret = wait_ready(s, c, rec, live, n, res);
+	free(rec);
+	free(live);
+	return ret;
+}
+
+/* Wait until every re-executed descriptor that was ready in the recording
+ * (@rec: recorded fds, events and revents) is ready here; the answer is
+ * the recorded one.  @live: room for @n pollfds. */
+static int wait_ready(struct rsock *s, const nrr_call *c, const struct pollfd *rec, struct pollfd *live, size_t n,
+		      nrr_rres *res)
+{
 	for (size_t j = 0; j < n; j++) {
 		int l = rec[j].fd >= 0 ? rfd_lookup(s->p, rec[j].fd) : -1;
 		live[j].fd = l >= 0 ? l : -1;
 		live[j].events = rec[j].events;
 	}
-	/* wait until every socket that was ready in the recording is ready */
 	for (;;) {
 		int r = poll(live, n, 100);
-		if (r < 0 && errno != EINTR) {
-			int err = errno;
-			free(rec);
-			free(live);
-			return nrr_rres_set(res, NRR_R_DIVERGED, "poll: -1 %s", strerror(err));
-		}
+		if (r < 0 && errno != EINTR)
+			return nrr_rres_set(res, NRR_R_DIVERGED, "%s: poll: -1 %s", c->fn->name, strerror(errno));
 		bool all = true;
 		for (size_t j = 0; j < n; j++)
 			if (live[j].fd >= 0 && rec[j].revents && !live[j].revents && !stashed(s, live[j].fd))
@@ -1082,9 +1107,167 @@ static int r_poll(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		if (all)
 			break;
 	}
-	free(rec);
-	free(live);
 	res->result = c->result;
+	return 0;
+}
+
+/* Descriptors served from the trace from their creation: pipes and
+ * eventfds (not traced: a call on one is recorded only when it copies one
+ * over a traced descriptor), epoll instances (their answers are replayed
+ * by epoll_wait). */
+static int r_made_served(struct rsock *s, const nrr_call *c, nrr_rres *res)
+{
+	int i = nrr_arg_index(c, "pipefd");
+	if (c->result >= 0 && i >= 0 && c->args[i].p && c->args[i].len >= 8) {
+		int rec[2];
+		memcpy(rec, c->args[i].p, 8);
+		nrr_rfd_put(s->p, rec[0], RFD_SERVED);
+		nrr_rfd_put(s->p, rec[1], RFD_SERVED);
+	} else if (c->result >= 0 && i < 0) {
+		nrr_rfd_put(s->p, c->result, RFD_SERVED);
+	}
+	return nrr_rres_injected(res, c);
+}
+
+/* dup, dup2, dup3: a copy of the live descriptor under the recorded number */
+static int r_dup(struct rsock *s, const nrr_call *c, nrr_rres *res)
+{
+	int64_t old = argv_i(c, "oldfd", -1), nw = c->result;
+	int live = rfd_lookup(s->p, old);
+	if (c->result < 0 || live == -1 || live == RFD_SERVED) {
+		if (c->result >= 0 && old != nw)
+			nrr_rfd_put(s->p, nw, live == -1 ? RFD_SERVED : live);
+		return nrr_rres_injected(res, c);
+	}
+	if (old == nw) {
+		res->result = c->result;
+		return 0;
+	}
+	int prev = rfd_lookup(s->p, nw);   /* copied over: closed */
+	int d = fcntl(live, F_DUPFD_CLOEXEC, 0);
+	if (d < 0)
+		return check_result(res, c, d, errno);
+	if (prev >= 0)
+		close(prev);
+	nrr_rfd_put(s->p, nw, d);
+	res->result = c->result;
+	return 0;
+}
+
+/* The live socket and the recorded messages of sendmmsg/recvmmsg @c:
+ * @return their number, or -1 when the call is settled (res set: served
+ * from the trace, or not every message was recorded). */
+static int mmsg_call(struct rsock *s, const nrr_call *c, nrr_mmsg_rec *m, int *fd, nrr_rres *res)
+{
+	*fd = live_fd(s, c, "sockfd", res);
+	if (*fd < 0)
+		return -1;
+	int i = nrr_arg_index(c, "msgvec");
+	int n = i >= 0 ? nrr_mmsg_decode(&c->args[i], m, NRR_MMSG_MAX) : -1;
+	if (n != c->result) {
+		serve(s, argv_i(c, "sockfd", -1), c, res);
+		return -1;
+	}
+	return n;
+}
+
+/* sendmmsg: each recorded message sent (its first bytes, zeros for the
+ * rest) on a connected socket */
+static int r_sendmmsg(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
+{
+	const nrr_call *c = &st->u[k].c;
+	nrr_mmsg_rec m[NRR_MMSG_MAX];
+	int fd, n = mmsg_call(s, c, m, &fd, res);
+	if (n < 0)
+		return 0;
+	for (int j = 0; j < n; j++)
+		if (m[j].name_len)   /* a datagram to a named address: not re-executed */
+			return serve(s, argv_i(c, "sockfd", -1), c, res);
+	for (int j = 0; j < n; j++) {
+		uint8_t *b = calloc(1, m[j].len + 1);
+		if (!b)
+			return -ENOMEM;
+		memcpy(b, m[j].head, m[j].head_len < m[j].len ? m[j].head_len : m[j].len);
+		ssize_t w = write_all(fd, b, m[j].len, (int)argv_i(c, "flags", 0) & ~MSG_DONTWAIT);
+		int err = errno;
+		free(b);
+		if (w < 0)
+			return nrr_rres_set(res, NRR_R_DIVERGED, "message %d of %d: sent %zu bytes in the recording; here: -1 %s", j + 1,
+					    n, (size_t)m[j].len, strerror(err));
+	}
+	res->result = c->result;
+	return 0;
+}
+
+/* recvmmsg: each recorded message received (as many bytes) and its first
+ * bytes compared */
+static int r_recvmmsg(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
+{
+	const nrr_call *c = &st->u[k].c;
+	nrr_mmsg_rec m[NRR_MMSG_MAX];
+	int fd, n = mmsg_call(s, c, m, &fd, res);
+	if (n < 0)
+		return 0;
+	int type = SOCK_STREAM;
+	socklen_t tl = sizeof(type);
+	getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl);
+	int flags = (int)argv_i(c, "flags", 0) & ~(MSG_DONTWAIT | MSG_WAITFORONE);
+	for (int j = 0; j < n; j++) {
+		uint8_t *b = malloc(m[j].len + 1);
+		if (!b)
+			return -ENOMEM;
+		ssize_t r;
+		if (type == SOCK_STREAM) {
+			r = read_exact(fd, b, m[j].len, flags);
+		} else {
+			wait_fd(fd, POLLIN);
+			r = recv(fd, b, m[j].len + 1, flags);
+		}
+		int err = errno;
+		bool same = r == (ssize_t)m[j].len && !memcmp(b, m[j].head, m[j].head_len < m[j].len ? m[j].head_len : m[j].len);
+		free(b);
+		if (r < 0)
+			return nrr_rres_set(res, NRR_R_DIVERGED, "message %d of %d: recorded %zu bytes, replayed -1 %s", j + 1, n,
+					    (size_t)m[j].len, strerror(err));
+		if (!same)
+			return nrr_rres_set(res, NRR_R_DIVERGED, "message %d of %d: recorded %zu bytes, replayed %zd or other bytes", j + 1,
+					    n, (size_t)m[j].len, r);
+	}
+	res->result = c->result;
+	return 0;
+}
+
+/* A call the tracer caught but the API description does not describe
+ * touched this descriptor: what went over it is not in the trace. */
+static int r_undescribed(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
+{
+	const nrr_call *c = &st->u[k].c;
+	int i = nrr_arg_index(c, "call");
+	char call[64] = "?";
+	if (i >= 0 && c->args[i].p)
+		snprintf(call, sizeof(call), "%.*s", (int)c->args[i].len, (const char *)c->args[i].p);
+	int64_t fd = argv_i(c, "fd", -1);
+	nrr_report(s->p, "N %u %" PRIu64 " %" PRId64 " %s", st->index, c->seq, fd, call);
+	res->status = NRR_R_UNSUPPORTED;
+	snprintf(res->why, sizeof(res->why),
+		 "%s on fd %" PRId64 " is not described in formats/api: its bytes are not in the trace; fd %" PRId64
+		 " is served from the trace from here on",
+		 call, fd, fd);
+	int live = rfd_lookup(s->p, fd);
+	const nrr_call *info = live >= 0 ? last_info(st, k, fd) : NULL;
+	int li = info ? nrr_arg_index(info, "local") : -1;
+	if (li >= 0 && info->args[li].len >= 2) {
+		/* its peer's reads and sends on this connection are served from
+		 * the trace from here on too, as a killed peer's are: the end of
+		 * stream it meets here says so */
+		uint8_t key[NRR_XMAP_MAX];
+		uint64_t end = 0;   /* (when it stops: not known) */
+		size_t kl = nrr_addr_key(info->args[li].p, info->args[li].len, key);
+		nrr_xmap_put("kill", key, kl, &end, sizeof(end));
+		shutdown(live, SHUT_RDWR);
+	}
+	if (live != -1)
+		nrr_rfd_put(s->p, fd, RFD_SERVED);
 	return 0;
 }
 
@@ -1128,8 +1311,11 @@ static int r_simple(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		r = getpeername(fd, (struct sockaddr *)buf, &bl);
 	} else if (!strcmp(name, "shutdown")) {
 		r = shutdown(fd, (int)argv_i(c, "how", SHUT_RDWR));
-	} else if (!strcmp(name, "fcntl")) {
-		r = fcntl(fd, (int)argv_i(c, "cmd", F_GETFL), (long)argv_i(c, "arg", 0));
+	} else if (!strcmp(name, "fcntl") || !strcmp(name, "fcntl64")) {
+		int cmd = (int)argv_i(c, "cmd", F_GETFL);
+		r = fcntl(fd, cmd, (long)argv_i(c, "arg", 0));
+		if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0 && c->result >= 0)
+			nrr_rfd_put(s->p, c->result, (int)r);   /* a copy, under its recorded number */
 		if (c->result >= 0 && r >= 0) {    /* flags read back: compare only success */
 			res->result = c->result;
 			return 0;
@@ -1143,11 +1329,12 @@ static int r_simple(struct rsock *s, const nrr_call *c, nrr_rres *res)
 int rsock_inflight_check(struct rsock *s, const nrr_call *c, char *why, size_t len)
 {
 	const char *n = c->fn->name;
-	bool rd = !strcmp(n, "recv") || !strcmp(n, "recvfrom") || !strcmp(n, "recvmsg");
+	bool rd = !strcmp(n, "recv") || !strcmp(n, "recvfrom") || !strcmp(n, "recvmsg") || !strcmp(n, "recvmmsg");
 	bool acc = !strcmp(n, "accept") || !strcmp(n, "accept4");
-	if (!rd && !acc && strcmp(n, "read"))
+	bool plain = !strcmp(n, "read") || !strcmp(n, "readv");
+	if (!rd && !acc && !plain)
 		return 0;
-	int fd = rfd_lookup(s->p, argv_i(c, !strcmp(n, "read") ? "fd" : "sockfd", -1));
+	int fd = rfd_lookup(s->p, argv_i(c, plain ? "fd" : "sockfd", -1));
 	if (fd < 0)
 		return 0;
 	if (acc) {
@@ -1216,8 +1403,31 @@ int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 		return r_sendmsg(s, c, res);
 	if (!strcmp(n, "recvmsg"))
 		return r_recvmsg(s, c, res);
-	if (!strcmp(n, "poll"))
+	if (!strcmp(n, "poll") || !strcmp(n, "ppoll"))
 		return r_poll(s, c, res);
+	if (!strcmp(n, "writev"))
+		return r_send(s, st, k, "fd", res);
+	if (!strcmp(n, "readv"))
+		return r_recv(s, st, k, "fd", res);
+	if (!strcmp(n, "sendmmsg"))
+		return r_sendmmsg(s, st, k, res);
+	if (!strcmp(n, "recvmmsg"))
+		return r_recvmmsg(s, st, k, res);
+	/* Readiness over sets of descriptors, libevent's and launchers':
+	 * answered from the trace; the receive, accept or send that follows
+	 * waits for its peer itself. (Waiting here too, as poll does, stalled
+	 * Open MPI's replay for seconds: a peer's send may be ordered after
+	 * this call returns.) */
+	if (!strcmp(n, "select") || !strcmp(n, "pselect") || !strcmp(n, "epoll_ctl") || !strcmp(n, "epoll_wait") ||
+	    !strcmp(n, "epoll_pwait"))
+		return nrr_rres_injected(res, c);
+	if (!strcmp(n, "pipe") || !strcmp(n, "pipe2") || !strcmp(n, "eventfd") || !strcmp(n, "epoll_create") ||
+	    !strcmp(n, "epoll_create1"))
+		return r_made_served(s, c, res);
+	if (!strcmp(n, "dup") || !strcmp(n, "dup2") || !strcmp(n, "dup3"))
+		return r_dup(s, c, res);
+	if (!strcmp(n, "fd_undescribed"))
+		return r_undescribed(s, st, k, res);
 	if (!strcmp(n, "close"))
 		return r_close(s, c, res);
 	/* what the machine's network looks like is the recording's answer

@@ -277,7 +277,8 @@ static void wait_turn(struct nrr_rproc *p, struct rstream *s, size_t k)
 /* Does @fn give the process a new descriptor number? */
 static bool makes_fd(const nrr_fn_schema *fn)
 {
-	static const char *const names[] = { "socket", "socketpair", "accept", "accept4", "recvmsg" };
+	static const char *const names[] = { "socket", "socketpair", "accept", "accept4", "recvmsg", "pipe", "pipe2",
+					     "eventfd", "epoll_create", "epoll_create1", "dup", "dup2", "dup3" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(fn->name, names[i]))
 			return true;

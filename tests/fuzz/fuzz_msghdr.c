@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_msghdr.c - the recorded sendmsg/recvmsg field (custom:msghdr) that
- * `dump`, the Chrome export and the replayer decode: any bytes either
- * decode to pieces that lie inside the input, or are refused. */
+/* fuzz_msghdr.c - the recorded sendmsg/recvmsg field (custom:msghdr) and
+ * sendmmsg/recvmmsg field (custom:mmsghdr) that `dump`, the Chrome export
+ * and the replayer decode: any bytes either decode to pieces that lie
+ * inside the input, or are refused. */
 #include <stdlib.h>
 
 #include "callfmt.h"
@@ -15,6 +16,14 @@ static int inside(const uint8_t *p, size_t n, const uint8_t *lo, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	nrr_value v = { .p = data, .len = (uint32_t)size, .total = (uint32_t)size };
+	nrr_mmsg_rec mm[NRR_MMSG_MAX];
+	int n = nrr_mmsg_decode(&v, mm, NRR_MMSG_MAX);
+	if (n < 0 && n != NRR_ETRUNC && n != NRR_ECORRUPT)
+		abort();
+	for (int i = 0; i < n; i++)
+		if (mm[i].head_len > 32 || !inside(mm[i].head, mm[i].head_len, data, size) ||
+		    !inside(mm[i].name, mm[i].name_len, data, size))
+			abort();
 	nrr_msghdr_rec m;
 	int rc = nrr_msghdr_decode(&v, &m);
 	if (rc != 0 && rc != NRR_ETRUNC && rc != NRR_ECORRUPT)

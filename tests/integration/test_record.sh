@@ -2,7 +2,7 @@
 # `ncclrr record` on real components: the fake CUDA driver and NVML, real
 # libibverbs, real sockets and, where found, the real NCCL.
 # usage: test_record.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR FORKER
-# CASE: counts | same | fault | proxy | kill | ring | watchdog | fork | nodir | diskfull | net | lttng | oldnccl
+# CASE: counts | same | fault | proxy | kill | ring | watchdog | fork | dlerror | nodir | diskfull | net | lttng | oldnccl
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -199,6 +199,21 @@ fork)
 	grep -q '^#   thread\.[0-9]*=NCCL Progress 3$' "$tmp/meta" || fail "no thread.TID=NCCL Progress 3: $(grep thread "$tmp/meta")"
 	main=$(sed -n 's/^#   pid=//p' "$tmp/meta")
 	grep -q "^#   thread\.$main=forker$" "$tmp/meta" || fail "the main thread is not named forker: $(grep thread "$tmp/meta")"
+	;;
+dlerror)
+	# the program's dlerror() after a failed dlopen / dlsym is what it is
+	# untraced, although traced calls (each the first of its kind: the
+	# tracer looks the real function up then) came in between
+	dlerr=$(dirname "$forker")/dlerr
+	"$dlerr" >"$tmp/plain" 2>&1 || fail "dlerr exited $? untraced"
+	(cd "$tmp" && "$ncclrr" record -q -o t -- "$dlerr" >traced 2>&1) || fail "dlerr exited $? traced"
+	grep -q 'cannot open shared object file' "$tmp/plain" || { fail "untraced: no dlopen error"; cat "$tmp/plain"; }
+	diff "$tmp/plain" "$tmp/traced" || fail "dlerror() differs traced (+) from untraced (-)"
+	"$ncclrr" dump "$tmp"/t/*.nrt >"$tmp/d" 2>&1
+	for fn in socket getsockname close; do
+		grep -q " $fn(" "$tmp/d" || fail "$fn was not recorded: the traced run proves nothing"
+	done
+	echo "dlerror: $(grep -c . "$tmp/plain") lines equal traced and untraced; $(head -1 "$tmp/plain")"
 	;;
 nodir)
 	# a trace directory that cannot be written: one message, the program runs as without tracing

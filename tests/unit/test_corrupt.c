@@ -174,7 +174,7 @@ int main(void)
 	}
 	/* a file from a newer major version */
 	memcpy(b, orig, len);
-	nrr_le16(b + 8, 2);
+	nrr_le16(b + 8, NRR_FORMAT_MAJOR + 1);
 	nrr_le32(b + 60, nrr_crc32c(0, b, 60));
 	CHECK(nrr_reader_open_mem(&r, b, len, "mem.nrt", &d) == NRR_EVERSION && strstr(d.msg, "newer"), "newer version: %s", d.msg);
 	alarm(0);

@@ -39,9 +39,10 @@ struct ev {
 	uint64_t dseed;  /* bytes/str content seed */
 	uint32_t dlen;   /* bytes/str original length */
 	uint32_t dlen2;  /* second byte field (inout io leave value) */
-	uint8_t cont;    /* a NOT_READY poll right after an identical one: must
-			  * be coalesced into the previous record unless a chunk
-			  * boundary lies between them */
+	uint8_t cont;    /* a NOT_READY poll right after two identical ones: must
+			  * be coalesced into the previous record (REPEAT) unless
+			  * a chunk boundary lies between them (after one only, it
+			  * may end a CYCLE: ready, NOT_READY, ready, NOT_READY) */
 };
 
 struct thr {
@@ -133,9 +134,29 @@ static void *writer_main(void *arg)
 			nrr_leave_end(w, p, false);
 			f->e.phase = f->enter_ev == SIZE_MAX ? NRR_PHASE_CALL : NRR_PHASE_RESUME;
 			*push(t) = f->e;
+		} else if (r < 40 && r >= 35) {
+			/* alternating answers on two handles (NCCL's proxy thread
+			 * polling two sockets), sometimes with an identical ready
+			 * call between (recv EAGAIN, then setsockopt): CYCLE */
+			int n = 1 + (int)(rnd(&s) % 20);
+			unsigned per = 2 + (unsigned)(rnd(&s) % 2);
+			announce(t, st, depth);
+			for (int k = 0; k < n; k++)
+				for (unsigned j = 0; j < per; j++) {
+					uint64_t h = handle + 0x100 * (j + 1);
+					int64_t res = j == 2 ? 0 : 600;
+					uint8_t *p = nrr_enter_begin(w, F_POLL, NRR_VAR_MAX);
+					p = nrr_put_uvar(p, h);
+					nrr_enter_end(w, p);
+					p = nrr_leave_begin(w, res, 0, 0);
+					nrr_leave_end(w, p, res == 600);
+					*push(t) = (struct ev){ .phase = NRR_PHASE_CALL, .kind = NRR_CALL, .depth = (uint8_t)depth,
+								       .fn = F_POLL, .seq = ++t->seq, .a = h, .result = res };
+				}
 		} else if (r < 40) {
 			int n = 1 + (int)(rnd(&s) % 30);
 			bool ends_ready = rnd(&s) % 2;
+			int nr_before = was_notready ? 1 : 0;   /* NOT_READY polls right before this one */
 			announce(t, st, depth);
 			for (int k = 0; k < n; k++) {
 				int64_t res = (k == n - 1 && ends_ready) ? 0 : 600;
@@ -146,8 +167,9 @@ static void *writer_main(void *arg)
 				nrr_leave_end(w, p, res == 600);
 				*push(t) = (struct ev){ .phase = NRR_PHASE_CALL, .kind = NRR_CALL, .depth = (uint8_t)depth,
 							       .fn = F_POLL, .seq = ++t->seq, .a = handle, .result = res,
-							       .cont = was_notready && res == 600 };
+							       .cont = was_notready && nr_before >= 2 && res == 600 };
 				was_notready = res == 600;
+				nr_before = res == 600 ? nr_before + 1 : 0;
 			}
 			last_notready = was_notready;
 		} else if (r < 45) {
@@ -387,6 +409,138 @@ static void verify_merge(nrr_reader **r, size_t nr, size_t total, const char *wh
 	nrr_merge_close(m);
 }
 
+/* One poll record on handle @h answering @res (600: not ready). */
+static void poll_call(nrr_tls *w, uint64_t h, int64_t res)
+{
+	uint8_t *p = nrr_enter_begin(w, F_POLL, NRR_VAR_MAX);
+	p = nrr_put_uvar(p, h);
+	nrr_enter_end(w, p);
+	p = nrr_leave_begin(w, res, 0, 0);
+	nrr_leave_end(w, p, res == 600);
+}
+
+/* Runs of the same sequence of calls are coalesced (CYCLE records) only
+ * when one of its answers is "not ready", and read back call by call. */
+static void test_cycles(const char *dir)
+{
+	static const struct { const char *what; unsigned per, runs; uint64_t h[3]; int64_t res[3]; bool folds; } cases[] = {
+		{ "recv EAGAIN on two sockets", 2, 1000, { 1, 2 }, { 600, 600 }, true },
+		{ "recv EAGAIN, then setsockopt", 2, 1000, { 1, 3 }, { 600, 0 }, true },
+		{ "three calls", 3, 500, { 1, 2, 3 }, { 600, 600, 0 }, true },
+		{ "ready answers only", 2, 1000, { 3, 4 }, { 0, 0 }, false },
+	};
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+		char path[128];
+		snprintf(path, sizeof(path), "%s/cycle%zu.nrt", dir, ci);
+		nrr_writer *wr;
+		nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .meta = "host=test\n", .meta_len = 10 };
+		CHECK_FATAL(nrr_writer_open(&wr, path, &o) == 0, "writer_open %s", path);
+		nrr_tls *w = nrr_writer_thread(wr);
+		/* the cycle, a run broken after its first call, a log, the cycle again inside a parent */
+		uint8_t *p = nrr_enter_begin(w, F_LEAF, 3 * NRR_VAR_MAX + 8);
+		p = nrr_put_uvar(p, 7);
+		p = nrr_put_bytes(p, "x", 1, 64);
+		p = nrr_put_bytes(p, "", 0, 64);
+		nrr_enter_end(w, p);
+		p = nrr_leave_begin(w, 1, 0, 2 * NRR_VAR_MAX);
+		p = nrr_put_uvar(p, 0);
+		p = nrr_put_bytes(p, "", 0, 64);
+		nrr_leave_end(w, p, false);
+		for (unsigned k = 0; k < cases[ci].runs; k++)
+			for (unsigned j = 0; j < cases[ci].per; j++)
+				poll_call(w, cases[ci].h[j], cases[ci].res[j]);
+		poll_call(w, cases[ci].h[0], cases[ci].res[0]);
+		poll_call(w, 99, 0);
+		nrr_log(w, 3, "between", 7);
+		p = nrr_enter_begin(w, F_PARENT, 2 * NRR_VAR_MAX);
+		p = nrr_put_uvar(p, 1);
+		p = nrr_put_svar(p, 2);
+		nrr_enter_end(w, p);
+		for (unsigned k = 0; k < cases[ci].runs; k++)
+			for (unsigned j = 0; j < cases[ci].per; j++)
+				poll_call(w, cases[ci].h[j], cases[ci].res[j]);
+		p = nrr_leave_begin(w, 0, 0, 0);
+		nrr_leave_end(w, p, false);
+		CHECK(nrr_writer_close(wr) == 0, "writer_close");
+
+		nrr_reader *r;
+		nrr_diag d;
+		CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open: %s", d.msg);
+		uint64_t recs = nrr_reader_stream(r, 0)->records;
+		uint64_t ncalls = 2 * (uint64_t)cases[ci].runs * cases[ci].per + 4;
+		if (cases[ci].folds)
+			CHECK(recs < 40, "%s: %llu records for %llu calls: runs not coalesced", cases[ci].what,
+			      (unsigned long long)recs, (unsigned long long)ncalls);
+		else
+			CHECK(recs >= 2 * ncalls, "%s: %llu records for %llu calls: ready answers coalesced", cases[ci].what,
+			      (unsigned long long)recs, (unsigned long long)ncalls);
+		nrr_cursor *c;
+		CHECK_FATAL(nrr_cursor_open(&c, r, 0) == 0, "cursor");
+		const nrr_call *call;
+		uint64_t seq = 0, last_key = 0, n = 0, cycled = 0;
+		int rc, phase = 0;   /* 0 first leaf, 1 first cycle, 2 broken run, 3 log, 4 parent, 5 cycle, 6 parent end */
+		unsigned k = 0;
+		while ((rc = nrr_cursor_next(c, &call)) == 0) {
+			CHECK(nrr_call_key(call) >= last_key, "%s: time goes back at call %llu", cases[ci].what, (unsigned long long)n);
+			last_key = nrr_call_key(call);
+			n++;
+			if (call->kind == NRR_CALL_LOG) {
+				CHECK(phase == 3, "%s: log out of place", cases[ci].what);
+				phase = 4;
+				continue;
+			}
+			if (call->phase == NRR_PHASE_RESUME) {
+				CHECK(phase == 5 && k == cases[ci].runs * cases[ci].per && call->fn->id == F_PARENT,
+				      "%s: parent end", cases[ci].what);
+				phase = 6;
+				continue;
+			}
+			cycled += call->cycled != 0;
+			CHECK(call->seq == seq + 1 && call->repeat == 0, "%s: seq %llu after %llu (repeat %llu)", cases[ci].what,
+			      (unsigned long long)call->seq, (unsigned long long)seq, (unsigned long long)call->repeat);
+			seq = call->seq;
+			if (phase == 0) {
+				CHECK(call->fn->id == F_LEAF, "%s: first call", cases[ci].what);
+				phase = 1;
+				continue;
+			}
+			if (phase == 4) {
+				CHECK(call->fn->id == F_PARENT && call->phase == NRR_PHASE_ENTER, "%s: parent", cases[ci].what);
+				phase = 5;
+				continue;
+			}
+			if (phase == 1 && k == cases[ci].runs * cases[ci].per)
+				phase = 2, k = 0;
+			CHECK_FATAL(call->fn->id == F_POLL, "%s: call %llu is fn %u", cases[ci].what, (unsigned long long)n,
+				    call->fn->id);
+			uint64_t h = phase == 2 && k == 1 ? 99 : cases[ci].h[k % cases[ci].per];
+			int64_t res = phase == 2 && k == 1 ? 0 : cases[ci].res[k % cases[ci].per];
+			CHECK(call->args[0].u == h && call->result == res && call->depth == (phase == 5),
+			      "%s: call %llu (phase %d, #%u): handle %llu = %lld, want %llu = %lld", cases[ci].what,
+			      (unsigned long long)n, phase, k, (unsigned long long)call->args[0].u, (long long)call->result,
+			      (unsigned long long)h, (long long)res);
+			k++;
+			if (phase == 2 && k == 2)
+				phase = 3, k = 0;
+		}
+		/* (stats counts these as coalesced) all runs of the two cycles
+		 * but their first one or two come from CYCLE records */
+		uint64_t lo = 2 * (uint64_t)(cases[ci].runs - 2) * cases[ci].per, hi = 2 * (uint64_t)(cases[ci].runs - 1) * cases[ci].per;
+		CHECK(cases[ci].folds ? cycled >= lo && cycled <= hi : cycled == 0,
+		      "%s: %llu calls marked as delivered from a CYCLE", cases[ci].what, (unsigned long long)cycled);
+		CHECK(rc == NRR_EEOF && phase == 6 && seq == ncalls, "%s: ended %d in phase %d after seq %llu of %llu",
+		      cases[ci].what, rc, phase, (unsigned long long)seq, (unsigned long long)ncalls);
+		/* a seek into the middle of a coalesced cycle lands on the exact call */
+		uint64_t target = 2 + cases[ci].per * (cases[ci].runs / 2) + 1;
+		CHECK(nrr_cursor_seek(c, target) == 0 && nrr_cursor_next(c, &call) == 0 && call->seq == target &&
+		      call->args[0].u == cases[ci].h[(target - 2) % cases[ci].per],
+		      "%s: seek to %llu", cases[ci].what, (unsigned long long)target);
+		nrr_cursor_close(c);
+		nrr_reader_close(r);
+		unlink(path);
+	}
+}
+
 static void run(const char *path, size_t chunk, uint64_t seed, struct thr *th)
 {
 	nrr_writer *w;
@@ -416,6 +570,7 @@ int main(int argc, char **argv)
 	char p1[64], p2[64];
 	snprintf(p1, sizeof(p1), "%s/small.nrt", dir);
 	snprintf(p2, sizeof(p2), "%s/big.nrt", dir);
+	test_cycles(dir);
 	static struct thr t1[NTHREADS], t2[NTHREADS];
 	run(p1, 16384, seed, t1);
 	run(p2, 0, seed + 7, t2);
