@@ -334,9 +334,14 @@ static void mark_killed(struct coord *x)
 	size_t without = 0;
 	for (size_t i = 0; i < x->n; i++)
 		without += !x->pi[i].end[0];
+	bool any = false;
 	for (size_t i = 0; nrr_no_end_means_killed(without, x->n) && i < x->n; i++)
-		if (!x->pi[i].end[0])
+		if (!x->pi[i].end[0]) {
 			snprintf(x->pi[i].end, sizeof(x->pi[i].end), "%s", NRR_END_KILLED);
+			any = true;
+		}
+	for (size_t i = 0; i < x->n; i++)
+		x->pi[i].any_killed = any;
 }
 
 static const char *proc_end(size_t i, void *arg, uint64_t *wall)

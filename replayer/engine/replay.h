@@ -40,6 +40,7 @@ struct nrr_proc_info {
 	bool uses_cuda;      /* has CUDA driver / NVML / verbs calls to replay */
 	bool gpu;            /* makes calls of the GPU stack (nrr_call_gpu_side): no helper */
 	bool stopped;        /* ended by the job's stop from outside (nrr_end_by_stop) */
+	bool any_killed;     /* some process of the run was killed outright */
 	double wall_s;       /* recorded duration (first to last record) */
 };
 

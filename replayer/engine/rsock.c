@@ -365,6 +365,8 @@ static const nrr_call *last_info(struct rstream *st, size_t k, int64_t fd)
  * not run: the connection is served from the trace from here on. */
 static bool after_killed_peer(struct rstream *st, size_t k, int64_t fd)
 {
+	if (!st->p->pi->any_killed)
+		return false;   /* (and no search of the socket's peer on every send) */
 	uint64_t at = nrr_reader_wall(st->p->r, st->u[k].c.ts);
 	if (nrr_proc_killed(st->p->pi) && at >= st->p->pi->whole_wall)
 		return true;
