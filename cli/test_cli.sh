@@ -18,7 +18,7 @@ check() { # name, condition result
 "$ncclrr" --help >"$tmp/out" 2>&1; check "ncclrr --help" $?
 "$ncclrr" --version | grep -q '^ncclrr [0-9]'; check "ncclrr --version" $?
 for cmd in dump stats record run diff bisect hang export; do
-	"$ncclrr" "$cmd" --help | grep -q "^Usage: ncclrr $cmd"; check "$cmd --help" $?
+	"$ncclrr" "$cmd" --help >"$tmp/help" 2>&1; grep -q "^Usage: ncclrr $cmd" "$tmp/help"; check "$cmd --help" $?   # (read whole: grep -q would leave ncclrr a SIGPIPE)
 	"$ncclrr" "$cmd" --version | grep -q "^ncclrr $cmd "; check "$cmd --version" $?
 done
 "$ncclrr" frobnicate >/dev/null 2>&1; [ $? -eq 2 ]; check "unknown command exits 2" $?

@@ -48,6 +48,9 @@ struct nrr_wstat {
 	 * leaves only when every other one has started what came before its
 	 * own recorded end */
 	_Atomic uint64_t frontier;
+	/* the same for calls not finished yet (a call in flight at the end of
+	 * its trace counts as finished: it never returned there either) */
+	_Atomic uint64_t settled;
 	struct {
 		_Atomic uint32_t fn;      /* function id + 1 of the unit in progress, 0 idle */
 		_Atomic uint64_t seq;

@@ -563,8 +563,10 @@ static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 	publish_sets(x);
 	memset(g_stats, 0, sizeof(*g_stats) * x->n);
 	for (size_t i = 0; i < x->n; i++)
-		if (!x->pi[i].selected)
+		if (!x->pi[i].selected) {
 			atomic_store(&g_stats[i].frontier, UINT64_MAX);
+			atomic_store(&g_stats[i].settled, UINT64_MAX);
+		}
 	pid_t *pids = calloc(x->n, sizeof(*pids));
 	int *fds = calloc(x->n, sizeof(*fds));
 	char **buf = calloc(x->n, sizeof(*buf));
@@ -640,6 +642,7 @@ static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 			waitpid(pids[i], &st, 0);
 			pids[i] = 0;
 			atomic_store(&g_stats[i].frontier, UINT64_MAX);
+			atomic_store(&g_stats[i].settled, UINT64_MAX);
 			running--;
 			if (WIFSIGNALED(st) && !out->fatal && !out->hung) {
 				out->fatal = true;

@@ -239,6 +239,34 @@ static void update_frontier(struct nrr_rproc *p)
 		}
 	}
 	atomic_store(&p->st->frontier, f);
+	f = UINT64_MAX;
+	for (size_t i = 0; i < p->ns; i++) {
+		struct rstream *t = &p->s[i];
+		if (t->completed < t->n && t->u[t->completed].kind != U_INFLIGHT) {
+			uint64_t w = nrr_reader_wall(p->r, t->u[t->completed].c.ts);
+			if (w < f)
+				f = w;
+		}
+	}
+	atomic_store(&p->st->settled, f);
+}
+
+/* Before looking at what reached a call in flight at our end: every other
+ * worker has finished what it recorded before it (a send that started is
+ * not yet a send that arrived).  Bounded: a worker stuck elsewhere is the
+ * hang detector's business. */
+static void wait_settled(struct nrr_rproc *p)
+{
+	for (int ms = 0; ms < 1000; ms++) {
+		bool ok = true;
+		for (size_t i = 0; i < p->nall && ok; i++)
+			if (&p->all[i] != p->st && atomic_load(&p->all[i].settled) < p->pi->end_wall)
+				ok = false;
+		if (ok)
+			return;
+		struct timespec t = { 0, 1000000L };
+		nanosleep(&t, NULL);
+	}
 }
 
 /* Leave only when every other worker has started all it recorded before
@@ -313,6 +341,7 @@ static void finish(struct nrr_rproc *p, struct rstream *s, size_t k)
 {
 	pthread_mutex_lock(&p->mu);
 	s->completed = k + 1;
+	update_frontier(p);
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	atomic_fetch_add(&p->st->done, 1);
@@ -414,6 +443,7 @@ static void *stream_main(void *arg)
 			 * other threads may be blocked in live calls, and its
 			 * peers see its sockets close. */
 			atomic_store(&p->st->frontier, UINT64_MAX);
+			atomic_store(&p->st->settled, UINT64_MAX);
 			nrr_report(p, "X 1");
 			_exit(1);
 		}
@@ -471,6 +501,7 @@ int nrr_worker_main(struct nrr_rproc *p)
 	int ret = load(p, err, sizeof(err));
 	if (ret < 0) {
 		atomic_store(&p->st->frontier, UINT64_MAX);
+		atomic_store(&p->st->settled, UINT64_MAX);
 		nrr_report(p, "F bad-trace %s", err);
 		return 2;
 	}
@@ -525,6 +556,8 @@ int nrr_worker_main(struct nrr_rproc *p)
 	 * rank aborts) was stopped wherever it was: data a peer sent it may
 	 * have arrived before or after */
 	bool killed = nrr_proc_killed(p->pi) || p->pi->stopped;
+	if (inflight && !killed)
+		wait_settled(p);
 	for (size_t i = 0; inflight && !killed && i < p->ns; i++) {
 		const struct unit *u = p->s[i].n ? &p->s[i].u[p->s[i].n - 1] : NULL;
 		char why[300];
@@ -535,6 +568,7 @@ int nrr_worker_main(struct nrr_rproc *p)
 		}
 	}
 	atomic_store(&p->st->frontier, UINT64_MAX);
+	atomic_store(&p->st->settled, UINT64_MAX);
 	rnet_close(p->net);
 	nrr_report(p, "X %d", div);
 	if (div)
