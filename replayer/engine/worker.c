@@ -251,16 +251,16 @@ static void update_frontier(struct nrr_rproc *p)
 	atomic_store(&p->st->settled, f);
 }
 
-/* Before looking at what reached a call in flight at our end: every other
- * worker has finished what it recorded before it (a send that started is
- * not yet a send that arrived).  Bounded: a worker stuck elsewhere is the
- * hang detector's business. */
-static void wait_settled(struct nrr_rproc *p)
+/* Wait until every other worker has started (@settled: finished) all it
+ * recorded before this process's recorded end; give up after @max_ms
+ * (< 0: never). */
+static void wait_others(struct nrr_rproc *p, bool settled, int max_ms)
 {
-	for (int ms = 0; ms < 1000; ms++) {
+	for (int ms = 0; max_ms < 0 || ms < max_ms; ms++) {
 		bool ok = true;
 		for (size_t i = 0; i < p->nall && ok; i++)
-			if (&p->all[i] != p->st && atomic_load(&p->all[i].settled) < p->pi->end_wall)
+			if (&p->all[i] != p->st &&
+			    atomic_load(settled ? &p->all[i].settled : &p->all[i].frontier) < p->pi->end_wall)
 				ok = false;
 		if (ok)
 			return;
@@ -269,21 +269,21 @@ static void wait_settled(struct nrr_rproc *p)
 	}
 }
 
+/* Before looking at what reached a call in flight at our end: every other
+ * worker has finished what it recorded before it (a send that started is
+ * not yet a send that arrived).  Bounded: a worker stuck elsewhere is the
+ * hang detector's business. */
+static void wait_settled(struct nrr_rproc *p)
+{
+	wait_others(p, true, 1000);
+}
+
 /* Leave only when every other worker has started all it recorded before
  * this process's recorded end: a peer still to send to us (or to read
  * what we sent) must not find us gone earlier than in the recording. */
 static void wait_exit_time(struct nrr_rproc *p)
 {
-	for (;;) {
-		bool ok = true;
-		for (size_t i = 0; i < p->nall && ok; i++)
-			if (&p->all[i] != p->st && atomic_load(&p->all[i].frontier) < p->pi->end_wall)
-				ok = false;
-		if (ok)
-			return;
-		struct timespec t = { 0, 1000000L };
-		nanosleep(&t, NULL);
-	}
+	wait_others(p, false, -1);
 }
 
 /* Wait until unit @k of @s may start. */
