@@ -187,7 +187,16 @@ struct nrr_writer {
 	struct ring_chunk *ring_head, *ring_tail;
 	uint64_t base_off;          /* end of header, schema and first metadata */
 	bool dumping;               /* emit_chunk writes data chunks to the file */
-	bool tail_dirty;            /* a dump tail follows data_end: cut it first */
+	/* The file holds [0, disk_off) for good and, up to file_end, the last
+	 * tail (a provisional one, or a ring dump).  While a tail is there,
+	 * what is written goes to pend (memory) instead, and reaches the file
+	 * with the next tail, written over the old one in one pwrite (put_pend):
+	 * a SIGKILL at any moment leaves the old tail or the new one, never
+	 * neither. */
+	uint64_t disk_off, file_end;
+	uint8_t *pend;
+	size_t pend_len, pend_cap;
+	uint64_t dump_ns;           /* how long the last tail took to make */
 	char *meta_extra;           /* metadata added while running */
 	size_t meta_extra_len;
 	/* how the trace ended (nrr_writer_set_end): written with end_ts at
@@ -343,9 +352,9 @@ static void refine_clock(nrr_writer *w)
 
 /* The writer runs inside traced programs, where write() and close() may be
  * the tracer's own wrappers: it goes to the kernel directly. */
-static ssize_t sys_write(int fd, const void *buf, size_t len)
+static ssize_t sys_pwrite(int fd, const void *buf, size_t len, uint64_t at)
 {
-	return syscall(SYS_write, fd, buf, len);
+	return syscall(SYS_pwrite64, fd, buf, len, (off_t)at);
 }
 
 static int sys_close(int fd)
@@ -365,33 +374,70 @@ static void io_error(nrr_writer *w, int err)
 	}
 }
 
-static int write_all(nrr_writer *w, const void *buf, size_t len)
+/* @len bytes at file offset @at, whole (the descriptor may be moved by
+ * nrr_writer_move_fd meanwhile). */
+static int pwrite_all(nrr_writer *w, const uint8_t *p, size_t len, uint64_t at)
 {
-	const uint8_t *p = buf;
-	if (w->io_errors)
-		return -EIO;
-	if (w->tail_dirty && !w->dumping) {   /* a dump's provisional tail: overwrite it */
-		if (lseek(w->fd, (off_t)w->off, SEEK_SET) < 0 || ftruncate(w->fd, (off_t)w->off)) {
-			io_error(w, errno);
-			return -EIO;
-		}
-		w->tail_dirty = false;
-	}
 	while (len) {
 		int fd = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
-		ssize_t n = sys_write(fd, p, len);
+		ssize_t n = sys_pwrite(fd, p, len, at);
 		if (n < 0) {
 			if (errno == EINTR || (errno == EBADF && fd != __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE)))
-				continue;   /* (moved by nrr_writer_move_fd meanwhile) */
+				continue;
 			int e = errno;
 			io_error(w, e);
 			return -e;
 		}
 		p += n;
 		len -= (size_t)n;
-		w->off += (uint64_t)n;
-		atomic_fetch_add(&w->bytes, (uint64_t)n);
+		at += (uint64_t)n;
 	}
+	return 0;
+}
+
+/* Append @len bytes at w->off: to the file, or to pend while a tail is on
+ * disk or one is being made. */
+static int write_all(nrr_writer *w, const void *buf, size_t len)
+{
+	if (w->io_errors)
+		return -EIO;
+	if (w->dumping || w->file_end > w->disk_off) {
+		if (w->pend_len + len > w->pend_cap) {
+			size_t cap = w->pend_cap ? w->pend_cap : 65536;
+			while (cap < w->pend_len + len)
+				cap *= 2;
+			uint8_t *n = realloc(w->pend, cap);
+			if (!n)
+				return -ENOMEM;
+			w->pend = n;
+			w->pend_cap = cap;
+		}
+		memcpy(w->pend + w->pend_len, buf, len);
+		w->pend_len += len;
+	} else {
+		int rc = pwrite_all(w, buf, len, w->off);
+		if (rc)
+			return rc;
+		w->disk_off = w->file_end = w->off + len;
+	}
+	w->off += (uint64_t)len;
+	atomic_fetch_add(&w->bytes, (uint64_t)len);
+	return 0;
+}
+
+/* pend, written over the old tail at disk_off; the file ends after it. */
+static int put_pend(nrr_writer *w)
+{
+	int rc = pwrite_all(w, w->pend, w->pend_len, w->disk_off);
+	if (rc)
+		return rc;
+	uint64_t end = w->disk_off + w->pend_len;
+	if (w->file_end > end && ftruncate(__atomic_load_n(&w->fd, __ATOMIC_ACQUIRE), (off_t)end)) {
+		io_error(w, errno);
+		return -EIO;
+	}
+	w->file_end = end;
+	w->pend_len = 0;
 	return 0;
 }
 
@@ -506,7 +552,12 @@ static void drain(nrr_writer *w)
 	}
 }
 
-static void dump(nrr_writer *w);
+/* Chunks drained while a tail is on disk wait in memory for the next one;
+ * past this many bytes the next tail comes at once (sync_tail's spacing
+ * still applies) */
+#define PEND_MAX(w) (4 * (w)->chunk_size)
+
+static int dump(nrr_writer *w);
 static void watchdog(nrr_writer *w);
 static void sync_tail(nrr_writer *w);
 
@@ -517,6 +568,9 @@ static void *compress_main(void *arg)
 		uint32_t seen = atomic_load(&w->qfutex);
 		if (atomic_load(&w->queue)) {
 			drain(w);
+			/* what waits in memory for the next tail is bounded */
+			if (w->pend_len >= PEND_MAX(w))
+				w->sync_last = 0;
 			continue;
 		}
 		if (atomic_exchange(&w->dump_req, 0)) {
@@ -1231,51 +1285,61 @@ int nrr_writer_set_end(nrr_writer *w, const char *text, bool keep)
  * Write a complete, readable file now: the flight recorder's chunks (ring
  * mode), the metadata learnt while running, what every thread has
  * committed but not yet handed over, the index and the trailer.  In full
- * mode this tail follows the streamed chunks and is overwritten by the
- * next one; in ring mode the whole data part is rewritten.  Compression
- * thread (or close) only.
+ * mode this tail follows the chunks drained since the last one (pend) and
+ * both replace the last tail; in ring mode the whole data part is
+ * rewritten.  Made in memory and written in one go (put_pend).
+ * Compression thread (or close) only.  @return 0 or negative errno.
  */
-static void dump(nrr_writer *w)
+static int dump(nrr_writer *w)
 {
 	drain(w);
 	pthread_mutex_lock(&w->io_lock);
-	uint64_t start = w->ring_max ? w->base_off : w->off;
+	uint64_t t0 = now_ns(w);
+	/* full mode: the chunks drained since the last tail (in pend) stay,
+	 * the tail follows them; ring mode: the whole data part is new */
+	uint64_t data_end = w->ring_max ? w->base_off : w->off;
 	size_t nindex = w->ring_max ? 0 : w->nindex;
+	int rc = 0;
 	w->dumping = true;
-	w->tail_dirty = false;
-	if (lseek(w->fd, (off_t)start, SEEK_SET) < 0 || ftruncate(w->fd, (off_t)start)) {
-		io_error(w, errno);
-		goto out;
-	}
-	w->off = start;
+	w->off = data_end;
 	w->nindex = nindex;
-	for (struct ring_chunk *c = w->ring_head; c; c = c->next) {
+	for (struct ring_chunk *c = w->ring_head; c && !rc; c = c->next) {
 		if (w->nindex == w->cindex) {
 			size_t n = w->cindex ? w->cindex * 2 : 256;
 			struct index_ent *x = realloc(w->index, n * sizeof(*x));
-			if (!x)
-				goto out;
+			if (!x) {
+				rc = -ENOMEM;
+				break;
+			}
 			w->index = x;
 			w->cindex = n;
 		}
 		w->index[w->nindex] = (struct index_ent){ w->off, c->first_seq, c->first_ts, c->stream, c->tid, c->nrec };
-		if (write_all(w, c->bytes, c->len))
-			goto out;
-		w->nindex++;
+		rc = write_all(w, c->bytes, c->len);
+		if (!rc)
+			w->nindex++;
 	}
-	if (w->ring_max && w->meta_extra_len)
-		emit_chunk(w, NRR_CHUNK_META, NRR_STREAM_NONE, 0, 0, 0, 0, w->meta_extra, w->meta_extra_len);
-	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
-		if (!t->dead)
-			snapshot(w, t);
-	end_meta(w);
-	write_index(w);
-out:
-	w->off = start;
+	if (!rc && w->ring_max && w->meta_extra_len)
+		rc = emit_chunk(w, NRR_CHUNK_META, NRR_STREAM_NONE, 0, 0, 0, 0, w->meta_extra, w->meta_extra_len);
+	if (!rc) {
+		for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
+			if (!t->dead)
+				snapshot(w, t);
+		end_meta(w);
+		rc = write_index(w);
+	}
+	if (!rc)
+		rc = put_pend(w);
+	if (!rc)
+		w->disk_off = data_end;
+	else   /* keep only what was drained: the next tail tries again */
+		w->pend_len = (size_t)(data_end - w->disk_off);
+	w->off = data_end;
 	w->nindex = nindex;
 	w->dumping = false;
-	w->tail_dirty = true;
+	w->dump_ns = now_ns(w) - t0;
 	pthread_mutex_unlock(&w->io_lock);
+	return rc;
 }
 
 int nrr_writer_dump(nrr_writer *w, int timeout_ms)
@@ -1325,13 +1389,17 @@ static void watchdog(nrr_writer *w)
 	dump(w);
 }
 
-/* Full mode: what the threads hold in their buffers is written as a
- * provisional tail (with index and trailer) at most every sync_ns, when it
- * changed, so a process killed with SIGKILL loses at most that much. */
+/* Full mode: what the threads hold in their buffers, and the chunks
+ * drained since, are written with a provisional tail (index and trailer)
+ * at most every sync_ns (or ten times the last tail's making, if longer),
+ * when something changed, so a process killed with SIGKILL loses at most
+ * that much. */
 static void sync_tail(nrr_writer *w)
 {
 	uint64_t now = now_ns(w);
-	if (now - w->sync_last < w->sync_ns)
+	/* tails take at most a tenth of this thread's time */
+	uint64_t gap = w->sync_ns > 10 * w->dump_ns ? w->sync_ns : 10 * w->dump_ns;
+	if (now - w->sync_last < gap)
 		return;
 	w->sync_last = now;
 	uint64_t mark = w->nindex;
@@ -1355,10 +1423,17 @@ int nrr_writer_add_meta(nrr_writer *w, const char *text, size_t len)
 		memcpy(m + w->meta_extra_len, text, len);
 		w->meta_extra = m;
 		w->meta_extra_len += len;
-		/* full mode: on disk at once, so a killed process keeps it */
+		/* full mode: on disk at once (or with a tail the compression
+		 * thread writes now), so a killed process keeps it */
 		rc = w->ring_max ? 0 : emit_chunk(w, NRR_CHUNK_META, NRR_STREAM_NONE, 0, 0, 0, 0, text, len);
 	}
+	bool held = w->pend_len > 0;
 	pthread_mutex_unlock(&w->io_lock);
+	if (held) {
+		atomic_store(&w->dump_req, 1);
+		atomic_fetch_add(&w->qfutex, 1);
+		futex_wake(&w->qfutex);
+	}
 	return rc;
 }
 
@@ -1376,19 +1451,7 @@ static int close_impl(nrr_writer *w, bool free_all)
 	futex_wake(&w->qfutex);
 	if (w->thread_started)
 		pthread_join(w->thread, NULL);
-	int rc = 0;
-	if (w->ring_max) {
-		dump(w);
-	} else {
-		drain(w);
-		pthread_mutex_lock(&w->io_lock);
-		for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
-			if (!t->dead)
-				snapshot(w, t);
-		end_meta(w);
-		rc = write_index(w);
-		pthread_mutex_unlock(&w->io_lock);
-	}
+	int rc = dump(w);   /* the last tail: what every live thread holds */
 	if (w->io_errors && !rc)
 		rc = -EIO;
 	if (sys_close(w->fd) && !rc)
@@ -1413,6 +1476,7 @@ static int close_impl(nrr_writer *w, bool free_all)
 	ZSTD_freeCCtx(w->zc);
 	free(w->zbuf);
 	free(w->index);
+	free(w->pend);
 	free(w->meta_extra);
 	pthread_mutex_destroy(&w->io_lock);
 	free(w);
