@@ -1401,7 +1401,6 @@ static void sync_tail(nrr_writer *w)
 	uint64_t gap = w->sync_ns > 10 * w->dump_ns ? w->sync_ns : 10 * w->dump_ns;
 	if (now - w->sync_last < gap)
 		return;
-	w->sync_last = now;
 	uint64_t mark = w->nindex;
 	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
 		if (!t->dead)
@@ -1409,8 +1408,9 @@ static void sync_tail(nrr_writer *w)
 			       (uint64_t)(uintptr_t)__atomic_load_n(&t->cur, __ATOMIC_RELAXED) +
 			       __atomic_load_n(&t->rep_count, __ATOMIC_RELAXED);
 	if (mark == w->sync_mark)
-		return;
+		return;   /* (and the first change after a quiet time is written at once) */
 	w->sync_mark = mark;
+	w->sync_last = now;
 	dump(w);
 }
 

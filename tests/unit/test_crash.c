@@ -420,6 +420,51 @@ static void tail_survives_chunks(const char *path)
 	nrr_reader_close(r);
 }
 
+/* A process killed in its first second, as mpirun's SIGKILL finds a rank
+ * that was slow to start: its calls are in the file.  The first periodic
+ * tail used to come a second after the writer opened, whatever came
+ * before (a rank with no call at all was then "died" in hang). */
+static void early_child(const char *path, int ready_fd, const void *arg)
+{
+	(void)arg;
+	nrr_writer *w;
+	nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .sync_ns = 1000000000u };
+	if (nrr_writer_open(&w, path, &o))
+		_exit(3);
+	usleep(20000);
+	nrr_tls *t = nrr_writer_thread(w);
+	for (uint64_t i = 1; i <= 10; i++) {
+		uint8_t *p = nrr_enter_begin(t, 1, 2 * NRR_VAR_MAX + 60);
+		p = nrr_put_uvar(p, i);
+		p = nrr_put_bytes(p, "x", 1, 64);
+		nrr_enter_end(t, p);
+		nrr_leave_end(t, nrr_leave_begin(t, (int64_t)i, 0, 0), false);
+	}
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(4);
+	pause();
+}
+
+static void killed_early(const char *path)
+{
+	kill_writer(path, early_child, NULL, 400000, "recorded");
+	nrr_reader *r;
+	nrr_diag d;
+	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open the early-killed writer's trace: %s", d.msg);
+	uint64_t n = 0;
+	if (nrr_reader_info(r)->nstreams) {
+		nrr_cursor *cur;
+		CHECK_FATAL(nrr_cursor_open(&cur, r, 0) == 0, "cursor");
+		const nrr_call *call;
+		while (nrr_cursor_next(cur, &call) == 0)
+			n++;
+		nrr_cursor_close(cur);
+	}
+	CHECK(n == 10, "killed 0.4 s after its first calls (tails once a second): %llu of 10 calls in the file",
+	      (unsigned long long)n);
+	nrr_reader_close(r);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/nrr-crash-XXXXXX";
@@ -434,6 +479,7 @@ int main(void)
 	inflight_until_end(path);
 	for (int i = 0; i < 5; i++)
 		tail_survives_chunks(path);
+	killed_early(path);
 	for (unsigned us = 0; us < 30000; us += 1500)
 		snapshot_while_folding(path, us);
 	CHECK(folding_read == folding_runs, "%d of %d killed pollers' traces had the poller's stream", folding_read,
