@@ -326,13 +326,31 @@ static bool makes_fd(const nrr_fn_schema *fn)
  * same order as it was there.  Nothing recorded before that end can wait
  * for this call's result, so this never deadlocks.
  */
+/* Has every close() that another thread had begun, and not yet returned
+ * from, at @end (recorded) returned here?  The kernel frees the number as
+ * a close begins, so it may hand it out again before that close returns
+ * (an accept on one thread got the number another thread's close was
+ * still in, 2.7 ms long): run later, that close would close the new
+ * descriptor. */
+static bool closes_done(struct nrr_rproc *p, struct rstream *s, uint64_t end)
+{
+	for (size_t i = 0; i < p->ns; i++) {
+		struct rstream *t = &p->s[i];
+		size_t j = t == s ? 0 : started_before(t, end);
+		if (j && t->u[j - 1].end > end && t->completed < j && !strcmp(t->u[j - 1].c.fn->name, "close"))
+			return false;
+	}
+	return true;
+}
+
 static void wait_end(struct nrr_rproc *p, struct rstream *s, size_t k)
 {
 	uint64_t end = s->u[k].end;
 	if (end == UINT64_MAX)
 		return;
 	pthread_mutex_lock(&p->mu);
-	while (!turn_ok(p, s, end))   /* the turn of a call starting at @end */
+	/* the turn of a call starting at @end */
+	while (!turn_ok(p, s, end) || !closes_done(p, s, end))
 		pthread_cond_wait(&p->cv, &p->mu);
 	pthread_mutex_unlock(&p->mu);
 }
