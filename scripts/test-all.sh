@@ -19,9 +19,7 @@ if ((${#extra[@]})) && [ "$(id -u)" -eq 0 ]; then
 fi
 source scripts/setup.sh
 rc=0
-# (suite mpi, the mpirun-launched jobs, is not reliable yet: see
-# tests/integration/meson.build)
-meson test -C build --print-errorlogs --num-processes 2 --no-suite mpi || rc=1
+meson test -C build --print-errorlogs --num-processes 2 || rc=1
 cp build/meson-logs/testlog.json build/meson-logs/testlog-default.json
 meson test -C build --print-errorlogs --num-processes 2 --setup full --suite slow || rc=1
 cp build/meson-logs/testlog-full.json build/meson-logs/testlog-slow.json 2>/dev/null || true

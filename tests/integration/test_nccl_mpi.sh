@@ -19,9 +19,9 @@
 #     inside:  mpirun ... ncclrr record -- ncclrr run ... -- mpi_allreduce
 #              (only the ranks traced)
 #   mpirun aborts the job: SIGTERM, then SIGKILL for the ranks still there
-#   (their traces lose their last moments).  Replayed with the failure
-#   reproduced (at least 1 of 3 for now), also with --ranks 3; `hang` and
-#   `diff` (against a clean run) name rank 3.
+#   (their traces lose their last moments).  Replayed 20 of 20 with the
+#   failure reproduced, also with --ranks 3; `hang` and `diff` (against a
+#   clean run) name rank 3.
 # usage: test_nccl_mpi.sh summaries|outside|inside NCCLRR SRCDIR WORKLOADS_DIR NCCL
 set -uo pipefail
 case_=$1
@@ -29,8 +29,9 @@ NCCLRR=$(realpath "$2") SRCDIR=$3 WL=$(realpath "$4") NCCL_HINT=${5:-}
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (Debian: openmpi-bin)"; exit 77; }
 . "$SRCDIR/tests/integration/nccl_common.sh"
 T=$(mktemp -d "${TMPDIR:-/tmp}/ncclrr-test-mpi.XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT
 fails=0
+# a failing case keeps its recordings for a look (CI prints where)
+trap '[ "$fails" = 0 ] && rm -rf "$T" || echo "kept: $T"' EXIT
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 TOPO=$SRCDIR/topo/2node_16gpu.xml
 unset NCCLRR_FAULT NCCL_COMM_ID
@@ -91,14 +92,12 @@ if [ "$case_" = summaries ]; then
 		fail "the recorded failure does not start with rank 3's chain: $(cat "$T/chain")"
 	grep -E 'ENOSYS|EADDRINUSE|NOT_SUPPORTED|ENOENT' "$T/chain" && fail "a benign failure in the recorded failure"
 else
-	# replays reproduce rank 3's failure at its call.  Not yet every one:
-	# about one recording in three, where mpirun's SIGKILL cut a rank's
-	# last moments, replays differently now and then (an IPC open of a
-	# killed rank's memory, issue 17's closing note), so 1 of 3 is the bar
+	# every replay reproduces rank 3's failure at its call, 20 of 20, also
+	# where mpirun's SIGKILL cut ranks' last moments
 	chain='rank 3: cudaIpcOpenMemHandle = cudaErrorInvalidValue \(1\) \(#[0-9]+, answered from the trace\) -> ncclCommInitRank = ncclUnhandledCudaError \(1\) \(#[0-9]+, answered from the trace\) -> exit 1'
-	timeout 120 "$NCCLRR" replay --timeout 10 --repeat 3 "$T/ipc" >"$T/replay" 2>&1
-	grep -qE '^repeat: [1-3] of 3 replays reproduced the failure' "$T/replay" ||
-		fail "no replay reproduced the failure: $(grep -E '^(repeat|first divergence|replay hung)' "$T/replay" | cut -c1-400)"
+	timeout 300 "$NCCLRR" replay --timeout 10 --repeat 20 "$T/ipc" >"$T/replay" 2>&1
+	grep -qE '^repeat: 20 of 20 replays reproduced the failure' "$T/replay" ||
+		fail "not every replay reproduced the failure: $(grep -E '^(repeat|first divergence|replay hung)' "$T/replay" | cut -c1-400)"
 	grep -qE "^  $chain\$" "$T/replay" ||
 		fail "the reproduced failure is not rank 3's chain: $(sed -n '/^reproduced failure:/,/^replay:/p' "$T/replay" | head -5)"
 	# the ranks are replayed; mpirun, orted and fork stubs (outside) are served
@@ -106,9 +105,9 @@ else
 		fail "not the 8 ranks replayed: $(grep '^ncclrr replay: [0-9]' "$T/replay")"
 	echo "replay: $(grep '^ncclrr replay: [0-9]' "$T/replay" | cut -d, -f1); $(grep '^repeat' "$T/replay")"
 	# only the failing rank
-	timeout 120 "$NCCLRR" replay --timeout 10 --repeat 3 --ranks 3 "$T/ipc" >"$T/ranks" 2>&1
-	grep -qE '^repeat: [1-3] of 3 replays reproduced the failure' "$T/ranks" ||
-		fail "--ranks 3 did not reproduce the failure: $(grep -E '^(repeat|first divergence|replay hung)' "$T/ranks" | cut -c1-400)"
+	timeout 300 "$NCCLRR" replay --timeout 10 --repeat 20 --ranks 3 "$T/ipc" >"$T/ranks" 2>&1
+	grep -qE '^repeat: 20 of 20 replays reproduced the failure' "$T/ranks" ||
+		fail "--ranks 3 did not reproduce the failure every time: $(grep -E '^(repeat|first divergence|replay hung)' "$T/ranks" | cut -c1-400)"
 	grep -qE '^ncclrr replay: 1 of [0-9]+ processes' "$T/ranks" || fail "--ranks 3: $(grep '^ncclrr replay: [0-9]' "$T/ranks")"
 fi
 
