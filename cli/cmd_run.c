@@ -72,6 +72,10 @@ const char cmd_run_usage[] =
 "is taken from the environment or --comm-id. The host's topology XML is left\n"
 "in ${TMPDIR:-/tmp}/ncclrr-UID/.\n"
 "\n"
+"Under `ncclrr record` (NCCLRR_TRACE_DIR set), FILE is copied into the trace\n"
+"directory as ncclrr-cluster.xml (once), so the recording replays anywhere\n"
+"without --topo.\n"
+"\n"
 "Exit status: 0 every rank exited 0; 1 a rank failed; 2 bad usage or setup\n"
 "(unknown or malformed topology, program not found, fake runtime not found);\n"
 "124 the timeout fired; 130 interrupted by SIGINT, SIGTERM or SIGHUP.\n"
@@ -264,6 +268,9 @@ int cmd_run(int argc, char **argv)
 		.err = stderr,
 		.report = stderr,
 	};
+	/* recorded: the trace directory keeps the cluster, for replay anywhere */
+	if (nrr_launch_keep_cluster(abs_topo, err, sizeof(err)) < 0)
+		fprintf(stderr, "ncclrr run: warning: %s; replay it with --topo %s\n", err, abs_topo);
 	ret = wrap ? nrr_launch_wrap_exec(&o) : nrr_launch_run(&o);
 	nrr_cluster_free(&cluster);
 end:

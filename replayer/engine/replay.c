@@ -26,6 +26,7 @@
 
 #include "callfmt.h"
 #include "engine.h"
+#include "nrr_launch.h"
 
 /* A recorded error of the failure (or one every good process had too). */
 struct perr {
@@ -925,16 +926,16 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	}
 	/* the fake runtime needs the cluster the recording ran on */
 	for (size_t i = 0; i < o->n && !o->topo && o->inject != NRR_INJECT_ALL; i++) {
-		if (!x.pi[i].selected || !x.pi[i].uses_cuda || access(x.pi[i].topo, R_OK) == 0)
+		if (!x.pi[i].selected || !x.pi[i].uses_cuda)
 			continue;
-		if (x.pi[i].topo[0])
-			fprintf(stderr, "ncclrr replay: the recorded cluster file %s (env NCCLRR_TOPO of %s) is not readable here: "
-				"pass --topo FILE (e.g. the same file from topo/), or --inject all\n", x.pi[i].topo, x.pi[i].who);
-		else
-			fprintf(stderr, "ncclrr replay: %s was not recorded under `ncclrr run` (no NCCLRR_TOPO): pass --topo FILE "
-				"describing its cluster for the fake runtime, or --inject all to answer CUDA/NVML from the trace\n",
-				x.pi[i].who);
-		goto out;
+		char rec[sizeof(x.pi[i].topo)], why[3 * sizeof(rec) + 256];
+		snprintf(rec, sizeof(rec), "%s", x.pi[i].topo);
+		if (nrr_launch_recorded_cluster(o->dir, rec, x.pi[i].topo, sizeof(x.pi[i].topo), why, sizeof(why)) < 0) {
+			fprintf(stderr, "ncclrr replay: %s needs its cluster: %s; pass --topo FILE describing it for the fake "
+				"runtime (e.g. the same file from topo/), or --inject all to answer CUDA/NVML from the trace\n",
+				x.pi[i].who, why);
+			goto out;
+		}
 	}
 	qsort(x.err, x.nerr, sizeof(*x.err), cmp_wall);
 	x.stop = nrr_job_stopped_at(x.n, proc_end, &x);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "callfmt.h"
+#include "nrr_launch.h"
 #include "nrt.h"
 #include "rerun.h"
 
@@ -1324,17 +1325,12 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 	for (int r = 0; r < rec.nranks && !rec_topo; r++)
 		if (rec.ranks[r].root)
 			rec_topo = env_in(&rec.ranks[r].root->env, "NCCLRR_TOPO", 11);
+	char why[2 * PATH_MAX + 256];
 	if (o->topo) {
 		snprintf(topo, sizeof(topo), "%s", o->topo);
-	} else if (rec_topo && !access(rec_topo, R_OK)) {
-		snprintf(topo, sizeof(topo), "%s", rec_topo);
-	} else {
-		if (rec_topo)
-			fprintf(err, "ncclrr replay: the recorded cluster file (env.NCCLRR_TOPO=%s) cannot be read here; ",
-				rec_topo);
-		else
-			fprintf(err, "ncclrr replay: the recording names no cluster file (env.NCCLRR_TOPO); ");
-		fprintf(err, "pass the cluster to rerun on with --topo FILE (e.g. topo/2node_16gpu.xml)\n");
+	} else if (nrr_launch_recorded_cluster(o->dir, rec_topo, topo, sizeof(topo), why, sizeof(why)) < 0) {
+		fprintf(err, "ncclrr replay: %s; pass the cluster to rerun on with --topo FILE (e.g. topo/2node_16gpu.xml)\n",
+			why);
 		goto end;
 	}
 

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* launch_topo.c - the cluster as the launcher sees it, from topo/'s parser. */
+/* launch_topo.c - the cluster as the launcher sees it, from topo/'s parser,
+ * and the copy of it a recorded run keeps. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "nrr_launch.h"
 
@@ -66,3 +71,71 @@ void nrr_cluster_free(struct nrr_cluster *c)
 	memset(c, 0, sizeof(*c));
 }
 #endif
+
+int nrr_launch_keep_cluster(const char *topo_path, char *err, size_t errsize)
+{
+	const char *dir = getenv("NCCLRR_TRACE_DIR");
+	if (!dir || !*dir || !topo_path)
+		return 0;
+	char dst[PATH_MAX], tmp[PATH_MAX + 32];
+	snprintf(dst, sizeof(dst), "%s/%s", dir, NRR_RUN_CLUSTER_FILE);
+	if (access(dst, F_OK) == 0)
+		return 0;   /* another rank's wrapper was first */
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", dst, (int)getpid());
+	int rc = 0;
+	FILE *in = fopen(topo_path, "rb"), *out = NULL;
+	if (!in || !(out = fopen(tmp, "wb"))) {
+		rc = -errno;
+		snprintf(err, errsize, "cannot copy the cluster file %s to %s: %s", topo_path, tmp, strerror(errno));
+		goto end;
+	}
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			break;
+	if (ferror(in) || fclose(out)) {
+		out = NULL;
+		rc = -EIO;
+		snprintf(err, errsize, "cannot copy the cluster file %s to %s: %s", topo_path, tmp, strerror(errno));
+		goto end;
+	}
+	out = NULL;
+	if (rename(tmp, dst) < 0) {
+		rc = -errno;
+		snprintf(err, errsize, "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
+	}
+end:
+	if (in)
+		fclose(in);
+	if (out)
+		fclose(out);
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+int nrr_launch_recorded_cluster(const char *dir, const char *recorded, char *out, size_t size, char *why,
+				size_t whysize)
+{
+	char kept[PATH_MAX];
+	snprintf(kept, sizeof(kept), "%s/%s", dir, NRR_RUN_CLUSTER_FILE);
+	struct stat st;
+	if (stat(kept, &st) == 0 && S_ISREG(st.st_mode)) {
+		snprintf(out, size, "%s", kept);
+		return 0;
+	}
+	if (recorded && *recorded && stat(recorded, &st) == 0 && S_ISREG(st.st_mode) && access(recorded, R_OK) == 0) {
+		snprintf(out, size, "%s", recorded);
+		return 0;
+	}
+	if (recorded && *recorded)
+		snprintf(why, whysize, "the recorded cluster file %s (env NCCLRR_TOPO) is not readable here, and %s holds "
+			 "no copy of it (%s: `ncclrr run` keeps one when it runs recorded)",
+			 recorded, dir, NRR_RUN_CLUSTER_FILE);
+	else
+		snprintf(why, whysize, "the recording in %s names no cluster file: it was not made under `ncclrr run` "
+			 "(NCCL's own topology dump, nccl-topo.xml, holds only the GPUs of the ranks NCCL saw on one "
+			 "host, not a cluster)", dir);
+	return -ENOENT;
+}

@@ -33,7 +33,10 @@ fails=0
 # a failing case keeps its recordings for a look (CI prints where)
 trap '[ "$fails" = 0 ] && rm -rf "$T" || echo "kept: $T"' EXIT
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-TOPO=$SRCDIR/topo/2node_16gpu.xml
+# the cluster file is a copy that is gone by the time of the replays: they
+# take the one `ncclrr run` kept in the trace directory (no --topo)
+TOPO=$T/cluster.xml
+cp "$SRCDIR/topo/2node_16gpu.xml" "$TOPO" || exit 1
 unset NCCLRR_FAULT NCCL_COMM_ID
 
 case $case_ in
@@ -70,6 +73,8 @@ grep -q 'injecting cudaErrorInvalidValue into cudaIpcOpenMemHandle (rank 3' "$T/
 grep -q '^rank 3: ncclCommInitRank failed' "$T/ipc.log" || fail "rank 3 did not fail in ncclCommInitRank"
 [ "$rc" != 0 ] || fail "the failing job exited 0"
 echo "$case_: $(ls "$T/ipc"/*.nrt | wc -l) traces, job exit $rc"
+cmp -s "$TOPO" "$T/ipc/ncclrr-cluster.xml" || fail "ncclrr run kept no copy of the cluster file in the trace directory"
+rm "$TOPO"
 
 # hang: rank 3, the first rank to exit (1), is the root cause or the first abnormal end
 "$NCCLRR" hang "$T/ipc" >"$T/hang" 2>&1
@@ -86,7 +91,7 @@ grep '^Earliest' "$T/diff" | grep -qE '^Earliest across ranks: rank 3 thread 1, 
 
 if [ "$case_" = summaries ]; then
 	# replay: the recorded failure starts with rank 3's whole chain; no benign failure
-	timeout 120 "$NCCLRR" replay --topo "$TOPO" --timeout 20 "$T/ipc" >"$T/replay" 2>&1
+	timeout 120 "$NCCLRR" replay --timeout 20 "$T/ipc" >"$T/replay" 2>&1
 	sed -n '/^recorded failure:/,/^[a-z]/p' "$T/replay" | sed '1d;$d' >"$T/chain"
 	head -1 "$T/chain" | grep -qE '^  rank 3: cudaIpcOpenMemHandle = cudaErrorInvalidValue \(1\) \(#[0-9]+\) -> ncclCommInitRank = ncclUnhandledCudaError \(1\) \(#[0-9]+\) -> exit 1$' ||
 		fail "the recorded failure does not start with rank 3's chain: $(cat "$T/chain")"

@@ -13,7 +13,8 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 unset NCCLRR_FAULT NCCL_DEBUG
-replay() { "$ncclrr" replay --topo "$root/topo/2node_16gpu.xml" --timeout 60 "$@"; }
+# (no --topo: each trace directory keeps its cluster, ncclrr-cluster.xml)
+replay() { "$ncclrr" replay --timeout 60 "$@"; }
 for t in inside_close_race; do
 	case $case_ in
 	golden)

@@ -112,6 +112,7 @@ usage)
 	rec_topo=$("$ncclrr" dump --meta "$g"/conn_clean/*.nrt | sed -n 's/^#   env.NCCLRR_TOPO=//p' | head -1)
 	if [ ! -r "$rec_topo" ]; then
 		has "$tmp/nt" "pass --topo FILE" topo
+		has "$tmp/nt" "holds no copy of it (ncclrr-cluster.xml" topo
 	fi
 	# --until stops rank 3 before #208 and waits; SIGUSR1 lets it go on
 	replay --until 3:#208 "$g/conn_import_fail" >"$tmp/u" 2>"$tmp/ue" &
