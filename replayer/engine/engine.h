@@ -142,6 +142,13 @@ void nrr_result_text(const nrr_call *c, char *buf, size_t len);
  * custom:msghdr arg of @c: @return its length (0: none) and set *@name. */
 size_t msg_name(const nrr_call *c, const uint8_t **name);
 
+/* A datagram that sendmsg @c sends to a UNIX name, as a key: a hash of
+ * the name (nrr_unix_key) and up to NRR_DGRAM_HEAD of its recorded first bytes,
+ * which is how a receiver without the sender's name (NCCL's proxy socket)
+ * tells who sent it.  @return the key's length (0: not such a call). */
+#define NRR_DGRAM_HEAD 32
+size_t nrr_dgram_key(const nrr_call *c, uint8_t key[NRR_XMAP_MAX]);
+
 /* The recorded bytes of a byte arg, zero-padded to its full length into
  * a malloc'ed buffer (*len = full length). */
 uint8_t *nrr_arg_bytes(const nrr_call *c, int i, size_t *len);

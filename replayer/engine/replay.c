@@ -52,8 +52,9 @@ struct coord {
 	/* recorded listen addresses and connector addresses of replayed processes */
 	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; bool listen; size_t proc; uint64_t wall; } *addr;
 	size_t naddr, addrcap;
-	/* UNIX socket names bound (sun_path bytes) */
-	struct { uint8_t name[NRR_XMAP_MAX]; uint8_t len; bool sent; size_t proc; } *unix_names;
+	/* UNIX socket names bound (sun_path bytes), sent datagrams to, and
+	 * the datagrams sent (name and first bytes, nrr_dgram_key) */
+	struct { uint8_t name[NRR_XMAP_MAX]; uint8_t len; uint8_t kind; size_t proc; } *unix_names;
 	size_t nunix, unixcap;
 	/* IPC handle bytes made by cuIpcGet{Mem,Event}Handle, with their set (nrr_rcuda_ipc_made) */
 	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; const char *kind; size_t proc; uint64_t wall; } *ipc;
@@ -113,11 +114,14 @@ static int add_addr(struct coord *x, size_t proc, const nrr_value *v, bool liste
 	return 0;
 }
 
-/* A UNIX name a process binds, or (@sent) sends datagrams to. */
-static int add_unix(struct coord *x, size_t proc, const uint8_t *sa, size_t len, bool sent)
+enum { UNIX_BOUND, UNIX_SENT, UNIX_DGRAM };
+
+/* A UNIX name a process binds, or sends datagrams to; or (UNIX_DGRAM,
+ * @name already a key) a datagram it sends. */
+static int add_unix(struct coord *x, size_t proc, const uint8_t *name, size_t n, uint8_t kind)
 {
-	const uint8_t *name;
-	size_t n = nrr_unix_key(sa, len, &name);
+	if (kind != UNIX_DGRAM)
+		n = nrr_unix_key(name, n, &name);
 	if (!n)
 		return 0;
 	if (!nrr_grow(&x->unix_names, x->nunix, &x->unixcap, sizeof(*x->unix_names)))
@@ -125,7 +129,7 @@ static int add_unix(struct coord *x, size_t proc, const uint8_t *sa, size_t len,
 	memcpy(x->unix_names[x->nunix].name, name, n);
 	x->unix_names[x->nunix].len = (uint8_t)n;
 	x->unix_names[x->nunix].proc = proc;
-	x->unix_names[x->nunix].sent = sent;
+	x->unix_names[x->nunix].kind = kind;
 	x->nunix++;
 	return 0;
 }
@@ -197,7 +201,7 @@ static int scan(struct coord *x, size_t i)
 			if (kind == U_EXEC && !strcmp(c->fn->name, "bind")) {
 				int ai = nrr_arg_index(c, "addr");
 				if (ai >= 0 && c->args[ai].len > 2 && c->args[ai].p[0] == 1 /* AF_UNIX */ &&
-				    (ret = add_unix(x, i, c->args[ai].p, c->args[ai].len, false)) < 0)
+				    (ret = add_unix(x, i, c->args[ai].p, c->args[ai].len, UNIX_BOUND)) < 0)
 					break;
 			}
 			const char *param, *set = kind == U_EXEC && !nrr_call_failed(c) ? nrr_rcuda_ipc_made(c->fn, &param) : NULL;
@@ -219,7 +223,11 @@ static int scan(struct coord *x, size_t i)
 			if (kind == U_EXEC && !strcmp(c->fn->name, "sendmsg")) {
 				const uint8_t *nm;
 				size_t nl = msg_name(c, &nm);
-				if (nl > 2 && nm[0] == 1 && (ret = add_unix(x, i, nm, nl, true)) < 0)
+				uint8_t dk[NRR_XMAP_MAX];
+				size_t dl = nrr_dgram_key(c, dk);
+				if (nl > 2 && nm[0] == 1 && (ret = add_unix(x, i, nm, nl, UNIX_SENT)) < 0)
+					break;
+				if (dl && (ret = add_unix(x, i, dk, dl, UNIX_DGRAM)) < 0)
 					break;
 			}
 			if (kind == U_INFO) {
@@ -392,9 +400,13 @@ static void publish_sets(struct coord *x)
 	for (size_t a = 0; a < x->nipc; a++)
 		if (x->pi[x->ipc[a].proc].selected && !after_whole(&x->pi[x->ipc[a].proc], x->ipc[a].wall))
 			nrr_xmap_put(x->ipc[a].kind, x->ipc[a].key, x->ipc[a].len, &one, 1);
-	for (size_t a = 0; a < x->nunix; a++)
-		if (x->pi[x->unix_names[a].proc].selected)
-			nrr_xmap_put(x->unix_names[a].sent ? "usnd" : "usel", x->unix_names[a].name, x->unix_names[a].len, &one, 1);
+	static const char *const set[][2] = { [UNIX_BOUND] = { "usel", NULL }, [UNIX_SENT] = { "usnd", NULL },
+					       [UNIX_DGRAM] = { "dsel", "dnot" } };
+	for (size_t a = 0; a < x->nunix; a++) {
+		const char *k = set[x->unix_names[a].kind][!x->pi[x->unix_names[a].proc].selected];
+		if (k)
+			nrr_xmap_put(k, x->unix_names[a].name, x->unix_names[a].len, &one, 1);
+	}
 }
 
 static struct perr *find_err(struct coord *x, size_t proc, uint32_t stream, uint64_t seq)

@@ -878,6 +878,33 @@ size_t msg_name(const nrr_call *c, const uint8_t **name)
 	return m.name_len;
 }
 
+/* a hash of the name (@nlen bytes, a key: abstract names run to 107
+ * bytes) and up to NRR_DGRAM_HEAD first bytes */
+static size_t dgram_key(const uint8_t *name, size_t nlen, const nrr_msghdr_rec *m, uint8_t key[NRR_XMAP_MAX])
+{
+	_Static_assert(8 + NRR_DGRAM_HEAD <= NRR_XMAP_MAX, "a datagram key fits the table");
+	if (!nlen)
+		return 0;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < nlen; i++)
+		h = (h ^ name[i]) * 1099511628211ull;
+	memcpy(key, &h, 8);
+	size_t n = m->head_len < NRR_DGRAM_HEAD ? m->head_len : NRR_DGRAM_HEAD;
+	if (n)
+		memcpy(key + 8, m->head, n);
+	return 8 + n;
+}
+
+size_t nrr_dgram_key(const nrr_call *c, uint8_t key[NRR_XMAP_MAX])
+{
+	nrr_msghdr_rec m;
+	const uint8_t *name;
+	if (!parse_msg(c, &m) || !m.name || m.name_len < 2 || m.name[0] != AF_UNIX)
+		return 0;
+	size_t n = nrr_unix_key(m.name, m.name_len, &name);
+	return dgram_key(name, n, &m, key);
+}
+
 static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
 	int fd = live_fd(s, c, "sockfd", res);
@@ -950,14 +977,22 @@ static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	return check_result(res, c, (long)w, err);
 }
 
-/* Does a replayed process send datagrams to the name recorded fd @rec is bound to? */
-static bool unix_sent_to(struct rsock *s, int64_t rec)
+/* Will a replayed process send the datagram recvmsg @m got on recorded fd
+ * @rec (a socket bound to a UNIX name; any other: yes)?  No when no
+ * replayed process sends to that name, or when this datagram (its first
+ * bytes: the recorded one names no sender) was sent only by processes not
+ * replayed (@m NULL: any datagram). */
+static bool unix_sent_to(struct rsock *s, int64_t rec, const nrr_msghdr_rec *m)
 {
 	bool yes = true;
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = s->nbound; i-- > 0;)
 		if (s->bound[i].rec == rec) {
 			yes = xmap_has("usnd", s->bound[i].name, s->bound[i].len);
+			uint8_t key[NRR_XMAP_MAX];
+			size_t kl = yes && m ? dgram_key(s->bound[i].name, s->bound[i].len, m, key) : 0;
+			if (kl && xmap_has("dnot", key, kl) && !xmap_has("dsel", key, kl))
+				yes = false;
 			break;
 		}
 	pthread_mutex_unlock(&s->mu);
@@ -982,8 +1017,9 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 			return nrr_rres_injected(res, c);
 		}
 		wl = unix_map(s, m.name, m.name_len, &want);
-	} else if (!unix_sent_to(s, argv_i(c, "sockfd", -1))) {
-		/* no replayed process sends to the name this socket is bound to */
+	} else if (!unix_sent_to(s, argv_i(c, "sockfd", -1), &m)) {
+		/* no replayed process sends this datagram to the name this
+		 * socket is bound to */
 		for (int j = 0; j < (int)m.nfd; j++)
 			nrr_rfd_put(s->p, m.fds[j], RFD_SERVED);
 		return nrr_rres_injected(res, c);
@@ -1063,11 +1099,24 @@ have:;
 	return check_result(res, c, (long)r, err);
 }
 
-static int wait_ready(struct rsock *s, const nrr_call *c, const struct pollfd *rec, struct pollfd *live, size_t n,
-		      nrr_rres *res);
-
-static int r_poll(struct rsock *s, const nrr_call *c, nrr_rres *res)
+/* The datagram that made recorded fd @fd ready at poll @k of @st: the
+ * recvmsg on it that follows (within a few calls), or NULL. */
+static const nrr_msghdr_rec *next_dgram(struct rstream *st, size_t k, int fd, nrr_msghdr_rec *m)
 {
+	for (size_t j = k + 1; j < st->n && j <= k + 16; j++) {
+		const nrr_call *c = &st->u[j].c;
+		if (!strcmp(c->fn->name, "recvmsg") && argv_i(c, "sockfd", -1) == fd)
+			return parse_msg(c, m) ? m : NULL;
+	}
+	return NULL;
+}
+
+static int wait_ready(struct rsock *s, struct rstream *st, size_t k, const struct pollfd *rec, struct pollfd *live,
+		      size_t n, nrr_rres *res);
+
+static int r_poll(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
+{
+	const nrr_call *c = &st->u[k].c;
 	if (c->result <= 0)    /* a timeout ("not ready") or an error: timing */
 		return nrr_rres_injected(res, c);
 	int i = nrr_arg_index(c, "fds");
@@ -1081,7 +1130,7 @@ static int r_poll(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		return -ENOMEM;
 	}
 	memcpy(rec, c->args[i].p, n * sizeof(*rec));
-	int ret = wait_ready(s, c, rec, live, n, res);
+	int ret = wait_ready(s, st, k, rec, live, n, res);
 	free(rec);
 	free(live);
 	return ret;
@@ -1090,11 +1139,18 @@ static int r_poll(struct rsock *s, const nrr_call *c, nrr_rres *res)
 /* Wait until every re-executed descriptor that was ready in the recording
  * (@rec: recorded fds, events and revents) is ready here; the answer is
  * the recorded one.  @live: room for @n pollfds. */
-static int wait_ready(struct rsock *s, const nrr_call *c, const struct pollfd *rec, struct pollfd *live, size_t n,
-		      nrr_rres *res)
+static int wait_ready(struct rsock *s, struct rstream *st, size_t k, const struct pollfd *rec, struct pollfd *live,
+		      size_t n, nrr_rres *res)
 {
+	const nrr_call *c = &st->u[k].c;
 	for (size_t j = 0; j < n; j++) {
 		int l = rec[j].fd >= 0 ? rfd_lookup(s->p, rec[j].fd) : -1;
+		/* a socket bound to a UNIX name whose datagram no replayed
+		 * process sends (NCCL's proxy socket under --ranks) gets none
+		 * here: its readiness is the trace's, as its recvmsg is */
+		nrr_msghdr_rec m;
+		if (l >= 0 && rec[j].revents && !unix_sent_to(s, rec[j].fd, next_dgram(st, k, rec[j].fd, &m)))
+			l = -1;
 		live[j].fd = l >= 0 ? l : -1;
 		live[j].events = rec[j].events;
 	}
@@ -1406,7 +1462,7 @@ int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 	if (!strcmp(n, "recvmsg"))
 		return r_recvmsg(s, c, res);
 	if (!strcmp(n, "poll") || !strcmp(n, "ppoll"))
-		return r_poll(s, c, res);
+		return r_poll(s, st, k, res);
 	if (!strcmp(n, "writev"))
 		return r_send(s, st, k, "fd", res);
 	if (!strcmp(n, "readv"))

@@ -79,6 +79,15 @@ ranks)
 	has "$tmp/r" "5 of 5 replays reproduced the failure" ranks
 	has "$tmp/r" "rank 3: cudaIpcOpenMemHandle = cudaErrorInvalidValue (1) (#1284513, answered from the trace)" ranks
 	replay --ranks 5 "$g/bad_ifname" >"$tmp/r5" 2>&1 || fail "--ranks 5 bad_ifname: exit $?: $(tail -5 "$tmp/r5")"
+	# the failing rank alone, and with a peer, where the proxy's UNIX socket
+	# gets datagrams from ranks served from the trace (cuMem fds: their
+	# poll and recvmsg are the trace's; they used to wait for ever)
+	for tr in cumem_import:3 cumem_import:3,2 net_connect:8 net_connect:8,9; do
+		t=${tr%%:*} r=${tr#*:}
+		replay --ranks "$r" --repeat 5 --timeout 20 "$g/$t" >"$tmp/r" 2>&1 || fail "$t --ranks $r: exit $?: $(grep -E 'hung|divergence|^repeat' "$tmp/r" | head -3)"
+		has "$tmp/r" "5 of 5 replays reproduced the failure" "$t --ranks $r"
+		has "$tmp/r" "${failing[$t]} (#" "$t --ranks $r"
+	done
 	;;
 diff)
 	# against the clean run, the headline names the failing rank and call
