@@ -83,6 +83,7 @@ static void strv_free(struct strv *s)
 /* A recorded failure the fault switch can repeat. */
 struct rule {
 	char fn[96];           /* base name, as NCCLRR_FAULT names it */
+	char thread[16];       /* thread=NAME (connect rules), or "" */
 	char call[96];         /* the recorded name (cuIpcOpenMemHandle_v2) */
 	char res[64];          /* the error, by name */
 	uint64_t nth;          /* the fake's count of that entry point */
@@ -410,6 +411,80 @@ struct nested {
  * calls are uncounted (the fake fails the outer call before it runs them)
  * and their rules and first-failure are dropped.
  */
+/*
+ * IP connects as the socket fault switch counts them for a rule
+ * `connect:thread=NAME:nth=N`: the connects of threads whose name starts
+ * with NAME (metadata thread.TID; a thread without one counts under "").
+ */
+struct conn_count {
+	struct { uint32_t tid; char name[16]; } *names;
+	size_t nnames, capnames;
+	struct { char name[16]; uint64_t n; } *per;   /* connects per thread name */
+	size_t nper, capper;
+	struct { uint32_t stream; int64_t fd; uint64_t nth; } *first;   /* an fd's first connect */
+	size_t nfirst, capfirst;
+};
+
+static const char *thread_name(const struct conn_count *cc, uint32_t tid)
+{
+	for (size_t i = cc->nnames; i-- > 0;)   /* later lines of a key replace earlier ones */
+		if (cc->names[i].tid == tid)
+			return cc->names[i].name;
+	return "";
+}
+
+/* Count an IP connect of a thread named @name: @return the switch's count
+ * of it for a rule naming @name (every thread whose name starts so). */
+static uint64_t count_connect(struct conn_count *cc, const char *name)
+{
+	size_t i = 0;
+	while (i < cc->nper && strcmp(cc->per[i].name, name))
+		i++;
+	if (i == cc->nper) {
+		if (!nrr_grow(&cc->per, cc->nper, &cc->capper, sizeof(*cc->per)))
+			return 0;
+		snprintf(cc->per[cc->nper].name, sizeof(cc->per[0].name), "%s", name);
+		cc->per[cc->nper++].n = 0;
+	}
+	cc->per[i].n++;
+	uint64_t n = 0;
+	for (size_t j = 0; j < cc->nper; j++)
+		if (!strncmp(cc->per[j].name, name, strlen(name)))
+			n += cc->per[j].n;
+	return n;
+}
+
+/* The count of the first connect on @fd of @stream since it was made
+ * (@set: this connect's count @nth when it is the first); 0 unknown. */
+static uint64_t first_connect(struct conn_count *cc, uint32_t stream, int64_t fd, uint64_t nth, bool set)
+{
+	for (size_t i = 0; i < cc->nfirst; i++)
+		if (cc->first[i].stream == stream && cc->first[i].fd == fd) {
+			if (set && !cc->first[i].nth)
+				cc->first[i].nth = nth;
+			return cc->first[i].nth;
+		}
+	if (set && nrr_grow(&cc->first, cc->nfirst, &cc->capfirst, sizeof(*cc->first)))
+		cc->first[cc->nfirst++] = (typeof(cc->first[0])){ stream, fd, nth };
+	return set ? nth : 0;
+}
+
+/* @fd was made again (socket, accept): its next connect is a first one */
+static void forget_fd(struct conn_count *cc, uint32_t stream, int64_t fd)
+{
+	for (size_t i = 0; i < cc->nfirst; i++)
+		if (cc->first[i].stream == stream && cc->first[i].fd == fd)
+			cc->first[i].nth = 0;
+}
+
+static int64_t arg_i(const nrr_call *c, const char *name)
+{
+	for (uint16_t i = 0; i < c->fn->nargs; i++)
+		if (!strcmp(c->fn->args[i].name, name) && (c->present >> i & 1))
+			return (int64_t)c->args[i].u;
+	return -1;
+}
+
 static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *err)
 {
 	nrr_reader *r = NULL;
@@ -420,6 +495,8 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 	struct nested *nest = NULL;
 	size_t nnest = 0, capnest = 0, open = 0;
 	uint64_t nconnect = 0;          /* connects on IP sockets, as the socket fault switch counts them */
+	struct conn_count cc = { 0 };
+	bool conn_rule = false;         /* a connect rule was derived (the first failure that is one) */
 	long fail_nest = -1;            /* the nested entry that set p->fail, or -1 */
 	int rc = nrr_reader_open(&r, path, &d);
 	if (rc < 0) {
@@ -453,9 +530,15 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 		e = memchr(l, '\n', (size_t)(meta + mlen - l));
 		if (!e)
 			e = meta + mlen;
-		if (e - l > 4 && !memcmp(l, "env.", 4) && memchr(l, '=', (size_t)(e - l))) {
+		const char *eq = memchr(l, '=', (size_t)(e - l));
+		if (e - l > 7 && !memcmp(l, "thread.", 7) && eq &&
+		    nrr_grow(&cc.names, cc.nnames, &cc.capnames, sizeof(*cc.names))) {
+			cc.names[cc.nnames].tid = (uint32_t)strtoul(l + 7, NULL, 10);
+			snprintf(cc.names[cc.nnames].name, sizeof(cc.names[0].name), "%.*s", (int)(e - eq - 1), eq + 1);
+			cc.nnames++;
+		}
+		if (e - l > 4 && !memcmp(l, "env.", 4) && eq) {
 			/* later lines of a key replace earlier ones */
-			const char *eq = memchr(l, '=', (size_t)(e - l));
 			size_t kl = (size_t)(eq - l) - 4;
 			for (size_t i = 0; i < p->env.n; i++)
 				if (!strncmp(p->env.v[i], l + 4, kl) && p->env.v[i][kl] == '=') {
@@ -529,12 +612,40 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 		}
 		/* the last call the fault switch counts: CUDA and NVML ones, and
 		 * connects on IP sockets (libncclrr-fake-socket.so counts those) */
-		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) &&
-		    ((fa && k) || (!strcmp(c->fn->name, "connect") && ip_connect(c)))) {
+		bool ipc = (c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && !strcmp(c->fn->name, "connect") &&
+			   ip_connect(c);
+		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && ((fa && k) || ipc)) {
 			base_name(c->fn->name, p->last.fn, sizeof(p->last.fn));
 			snprintf(p->last.call, sizeof(p->last.call), "%s", c->fn->name);
 			p->last.nth = fa ? k : ++nconnect;
 			p->last.wall = nrr_reader_wall(r, c->ts);
+		}
+		if (c->phase == NRR_PHASE_CALL && (!strcmp(c->fn->name, "socket") || !strncmp(c->fn->name, "accept", 6)) &&
+		    c->result >= 0)
+			forget_fd(&cc, c->stream, c->result);
+		if (ipc && want_rules && p->rank >= 0) {
+			const char *tn = thread_name(&cc, nrr_reader_stream(r, c->stream)->tid);
+			uint64_t nth = count_connect(&cc, tn);
+			uint64_t first = first_connect(&cc, c->stream, arg_i(c, "sockfd"), nth, true);
+			/* The first connect that fails for no reason a retry
+			 * explains (nrr_call_benign: not a refusal while the
+			 * peer does not listen yet) is repeated: a connect
+			 * retried on a refused socket (ECONNABORTED, NCCL
+			 * 2.22) as the refusal of that socket's first connect,
+			 * which the switch makes the kernel's. */
+			if (!conn_rule && nrr_call_failed(c) && !nrr_call_benign(c) && tn[0] && !strpbrk(tn, ":,") &&
+			    nrr_grow(&p->rules, p->nrules, &p->caprules, sizeof(*p->rules))) {
+				bool aborted = c->err == ECONNABORTED && first;
+				struct rule *ru = &p->rules[p->nrules++];
+				memset(ru, 0, sizeof(*ru));
+				snprintf(ru->fn, sizeof(ru->fn), "connect");
+				snprintf(ru->call, sizeof(ru->call), "connect");
+				snprintf(ru->thread, sizeof(ru->thread), "%s", tn);
+				snprintf(ru->res, sizeof(ru->res), "%s", aborted ? "ECONNREFUSED" : strerrorname_np(c->err));
+				ru->nth = aborted ? first : nth;
+				ru->wall = nrr_reader_wall(r, c->ts + c->dur);
+				conn_rule = true;
+			}
 		}
 		if (c->phase == NRR_PHASE_ENTER)
 			continue;
@@ -627,6 +738,9 @@ out:
 	free(entered);
 	free(mark);
 	free(nest);
+	free(cc.names);
+	free(cc.per);
+	free(cc.first);
 	if (m)
 		nrr_merge_close(m);
 	nrr_reader_close(r);
@@ -1048,6 +1162,11 @@ struct cand {
  * when the fake's limits are reached.  @return a string to free ("" when
  * there is nothing to inject), or NULL (ENOMEM).
  */
+static bool same_rule(const struct rule *a, const struct rule *b)
+{
+	return !strcmp(a->fn, b->fn) && a->nth == b->nth && !strcmp(a->res, b->res) && !strcmp(a->thread, b->thread);
+}
+
 static char *fault_spec(const struct run *x, FILE *err)
 {
 	struct cand *v = NULL;
@@ -1092,18 +1211,17 @@ static char *fault_spec(const struct run *x, FILE *err)
 				continue;
 			int same = 0;
 			for (size_t j = i; j < n; j++)
-				if (!strcmp(v[j].r->fn, v[i].r->fn) && v[j].r->nth == v[i].r->nth &&
-				    !strcmp(v[j].r->res, v[i].r->res))
+				if (same_rule(v[j].r, v[i].r))
 					same++;   /* one rule per rank and call: same K, same rank only once */
 			bool all = ranks > 1 && same == ranks;
 			for (size_t j = i; all && j < n; j++)
-				if (!strcmp(v[j].r->fn, v[i].r->fn) && v[j].r->nth == v[i].r->nth &&
-				    !strcmp(v[j].r->res, v[i].r->res))
+				if (same_rule(v[j].r, v[i].r))
 					v[j].done = true;
 			v[i].done = true;
 			char rk[16];
 			snprintf(rk, sizeof(rk), all ? "*" : "%d", v[i].rank);
-			strv_addf(&out, "%s:rank=%s:nth=%llu:%s", v[i].r->fn, rk, (unsigned long long)v[i].r->nth,
+			strv_addf(&out, "%s:rank=%s:nth=%llu:%s%s%s%s", v[i].r->fn, rk, (unsigned long long)v[i].r->nth,
+				  v[i].r->thread[0] ? "thread=" : "", v[i].r->thread, v[i].r->thread[0] ? ":" : "",
 				  v[i].r->res);
 		}
 	}

@@ -94,7 +94,7 @@ diff)
 	declare -A headline=(
 		[p2p_ipc_open]="rank 3 thread 1, failure only in B: cudaIpcOpenMemHandle = cudaErrorInvalidValue (1)"
 		[cumem_import]="rank 3 thread 1, failure only in B: cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE (1)"
-		[net_connect]="rank 8 thread 4, failure only in B: connect = -1 ECONNABORTED"
+		[net_connect]="rank 8 thread 2, failure only in B: connect = -1 ECONNABORTED"
 		[bad_ifname]="rank 5 thread 1, failure only in B: ncclCommInitRank = ncclInternalError (3)"
 		[rank_killed]="rank 5, abnormal end only in B: killed"
 	)
@@ -121,10 +121,10 @@ rerun)
 	# the real tp_dp again with the recorded answers: the failing rank
 	# fails the same way, and NCCL prints the same WARN lines there
 	. "$root/tests/integration/nccl_common.sh"
-	# (net_connect: a refused socket is not turned into a fault rule yet;
-	# see traces/nccl/README.md)
-	declare -A rank=([p2p_ipc_open]=3 [cumem_import]=3 [bad_ifname]=5)
-	for t in p2p_ipc_open cumem_import bad_ifname; do
+	# (net_connect: rank 8's refused socket becomes a connect rule aimed at
+	# its thread, `connect:thread=NCCL Service  0:nth=1:ECONNREFUSED`)
+	declare -A rank=([p2p_ipc_open]=3 [cumem_import]=3 [bad_ifname]=5 [net_connect]=8)
+	for t in p2p_ipc_open cumem_import bad_ifname net_connect; do
 		"$ncclrr" replay --rerun "$g/$t" --topo "$topo" -o "$tmp/re-$t" -- "$wl/tp_dp" >"$tmp/$t.re" 2>&1
 		rc=$?
 		[ $rc -eq 0 ] || fail "rerun $t: exit $rc: $(tail -5 "$tmp/$t.re")"
@@ -140,6 +140,8 @@ rerun)
 	grep '^rank 5: reproduced: ' "$tmp/rank_killed.re" | grep -qF 'killed from outside (no end recorded)' ||
 		fail "rerun rank_killed: rank 5 not killed again: $(grep '^rank 5' "$tmp/rank_killed.re")"
 	has "$tmp/p2p_ipc_open.re" "NCCL: transport/p2p.cc:" "rerun p2p_ipc_open"
+	has "$tmp/net_connect.re" "NCCLRR_FAULT=connect:rank=8:nth=1:thread=NCCL Service  0:ECONNREFUSED" "rerun net_connect"
+	has "$tmp/net_connect.re" "injecting ECONNREFUSED into connect (rank 8, thread 'NCCL Service  0', call 1)" "rerun net_connect"
 	;;
 *) echo "unknown case $case_"; exit 2 ;;
 esac
