@@ -347,18 +347,23 @@ static void snapshot_while_folding(const char *path, unsigned kill_after_us)
  * the tail, so a SIGKILL before the next tail (up to a second later)
  * lost every other thread's records since their last chunk: mpirun's
  * SIGKILL cut a rank's main thread a second before its proxy thread. */
+/* @n calls of `work` on @t, argument @first, @first + 1, ..., with @len
+ * bytes of padding */
+static void record_calls(nrr_tls *t, uint64_t first, uint64_t n, size_t len)
+{
+	static const uint8_t pad[48];
+	for (uint64_t i = first; i < first + n; i++) {
+		uint8_t *p = nrr_enter_begin(t, 1, 2 * NRR_VAR_MAX + 60);
+		p = nrr_put_uvar(p, i);
+		p = nrr_put_bytes(p, pad, len, 64);
+		nrr_enter_end(t, p);
+		nrr_leave_end(t, nrr_leave_begin(t, (int64_t)i, 0, 0), false);
+	}
+}
+
 static void *busy_thread(void *arg)
 {
-	nrr_tls *t = nrr_writer_thread(arg);
-	uint8_t pad[48];
-	memset(pad, 0x33, sizeof(pad));
-	for (uint64_t i = 1; i <= 4000; i++) {   /* about 12 chunks of 16 KiB */
-		uint8_t *p = nrr_enter_begin(t, 1, 2 * NRR_VAR_MAX + 60);
-		p = nrr_put_uvar(p, 1000000 + i);
-		p = nrr_put_bytes(p, pad, sizeof(pad), 64);
-		nrr_enter_end(t, p);
-		nrr_leave_end(t, nrr_leave_begin(t, 0, 0, 0), false);
-	}
+	record_calls(nrr_writer_thread(arg), 1000001, 4000, 48);   /* about 12 chunks of 16 KiB */
 	return NULL;
 }
 
@@ -372,14 +377,7 @@ static void tail_then_chunks_child(const char *path, int ready_fd, const void *a
 	if (nrr_writer_open(&w, path, &o))
 		_exit(3);
 	usleep(200000);
-	nrr_tls *t = nrr_writer_thread(w);
-	for (uint64_t i = 1; i <= 100; i++) {   /* stays in this thread's buffer */
-		uint8_t *p = nrr_enter_begin(t, 1, 2 * NRR_VAR_MAX + 60);
-		p = nrr_put_uvar(p, i);
-		p = nrr_put_bytes(p, "main", 4, 64);
-		nrr_enter_end(t, p);
-		nrr_leave_end(t, nrr_leave_begin(t, (int64_t)i, 0, 0), false);
-	}
+	record_calls(nrr_writer_thread(w), 1, 100, 4);   /* stays in this thread's buffer */
 	if (nrr_writer_dump(w, 5000))   /* a tail with those 100 calls */
 		_exit(4);
 	uint64_t before, chunks;
@@ -432,14 +430,7 @@ static void early_child(const char *path, int ready_fd, const void *arg)
 	if (nrr_writer_open(&w, path, &o))
 		_exit(3);
 	usleep(20000);
-	nrr_tls *t = nrr_writer_thread(w);
-	for (uint64_t i = 1; i <= 10; i++) {
-		uint8_t *p = nrr_enter_begin(t, 1, 2 * NRR_VAR_MAX + 60);
-		p = nrr_put_uvar(p, i);
-		p = nrr_put_bytes(p, "x", 1, 64);
-		nrr_enter_end(t, p);
-		nrr_leave_end(t, nrr_leave_begin(t, (int64_t)i, 0, 0), false);
-	}
+	record_calls(nrr_writer_thread(w), 1, 10, 1);
 	if (write(ready_fd, "r", 1) != 1)
 		_exit(4);
 	pause();
