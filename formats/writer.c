@@ -190,9 +190,8 @@ struct nrr_writer {
 	/* The file holds [0, disk_off) for good and, up to file_end, the last
 	 * tail (a provisional one, or a ring dump).  While a tail is there,
 	 * what is written goes to pend (memory) instead, and reaches the file
-	 * with the next tail, written over the old one in one pwrite (put_pend):
-	 * a SIGKILL at any moment leaves the old tail or the new one, never
-	 * neither. */
+	 * with the next tail, in its place, in one pwrite (put_pend): a SIGKILL
+	 * finds a tail on disk except while that write is under way. */
 	uint64_t disk_off, file_end;
 	uint8_t *pend;
 	size_t pend_len, pend_cap;
@@ -425,18 +424,22 @@ static int write_all(nrr_writer *w, const void *buf, size_t len)
 	return 0;
 }
 
-/* pend, written over the old tail at disk_off; the file ends after it. */
+/* pend, in place of the old tail at disk_off: the old tail is cut first
+ * and pend follows in one pwrite.  (Written over the old tail instead, a
+ * write cut short by SIGKILL left new chunks over old ones that the old
+ * index still pointed at.)  A kill in between loses the old tail too; the
+ * file then ends with the chunks on disk before it, complete. */
 static int put_pend(nrr_writer *w)
 {
-	int rc = pwrite_all(w, w->pend, w->pend_len, w->disk_off);
-	if (rc)
-		return rc;
-	uint64_t end = w->disk_off + w->pend_len;
-	if (w->file_end > end && ftruncate(__atomic_load_n(&w->fd, __ATOMIC_ACQUIRE), (off_t)end)) {
+	if (w->file_end > w->disk_off && ftruncate(__atomic_load_n(&w->fd, __ATOMIC_ACQUIRE), (off_t)w->disk_off)) {
 		io_error(w, errno);
 		return -EIO;
 	}
-	w->file_end = end;
+	w->file_end = w->disk_off;
+	int rc = pwrite_all(w, w->pend, w->pend_len, w->disk_off);
+	if (rc)
+		return rc;
+	w->file_end = w->disk_off + w->pend_len;
 	w->pend_len = 0;
 	return 0;
 }
@@ -553,13 +556,13 @@ static void drain(nrr_writer *w)
 }
 
 /* Chunks drained while a tail is on disk wait in memory for the next one;
- * past this many bytes the next tail comes at once (sync_tail's spacing
- * still applies) */
+ * past this many bytes the next tail comes without waiting for sync_ns
+ * (but still spaced by its cost: sync_tail) */
 #define PEND_MAX(w) (4 * (w)->chunk_size)
 
 static int dump(nrr_writer *w);
 static void watchdog(nrr_writer *w);
-static void sync_tail(nrr_writer *w);
+static void sync_tail(nrr_writer *w, bool full);
 
 static void *compress_main(void *arg)
 {
@@ -568,9 +571,10 @@ static void *compress_main(void *arg)
 		uint32_t seen = atomic_load(&w->qfutex);
 		if (atomic_load(&w->queue)) {
 			drain(w);
-			/* what waits in memory for the next tail is bounded */
-			if (w->pend_len >= PEND_MAX(w))
-				w->sync_last = 0;
+			/* without periodic tails (sync_ns 0) a tail on disk came
+			 * from a dump: what follows it goes out with the next one */
+			if (w->pend_len && (!w->sync_ns || w->pend_len >= PEND_MAX(w)))
+				sync_tail(w, true);
 			continue;
 		}
 		if (atomic_exchange(&w->dump_req, 0)) {
@@ -581,8 +585,8 @@ static void *compress_main(void *arg)
 		}
 		if (w->watchdog_ns)
 			watchdog(w);
-		if (w->sync_ns)
-			sync_tail(w);
+		if (w->sync_ns || w->pend_len)
+			sync_tail(w, !w->sync_ns);
 		refine_clock(w);
 		if (atomic_load(&w->stop))
 			break;
@@ -1393,12 +1397,14 @@ static void watchdog(nrr_writer *w)
  * drained since, are written with a provisional tail (index and trailer)
  * at most every sync_ns (or ten times the last tail's making, if longer),
  * when something changed, so a process killed with SIGKILL loses at most
- * that much. */
-static void sync_tail(nrr_writer *w)
+ * that much.  @full: the drained chunks are over PEND_MAX, so only the
+ * tail's own cost spaces it. */
+static void sync_tail(nrr_writer *w, bool full)
 {
 	uint64_t now = now_ns(w);
-	/* tails take at most a tenth of this thread's time */
-	uint64_t gap = w->sync_ns > 10 * w->dump_ns ? w->sync_ns : 10 * w->dump_ns;
+	/* tails take at most a tenth of this thread's time; @full (pend is
+	 * over its bound): no more than that */
+	uint64_t gap = !full && w->sync_ns > 10 * w->dump_ns ? w->sync_ns : 10 * w->dump_ns;
 	if (now - w->sync_last < gap)
 		return;
 	uint64_t mark = w->nindex;
