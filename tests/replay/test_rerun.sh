@@ -204,7 +204,7 @@ echo "fault: $(grep 'rank 3:' "$tmp/v1")"
 
 # 2. rank 3 alone had a bad NCCL_SOCKET_IFNAME: it stops before the
 #    bootstrap and the others wait until the timeout (rerun without --topo:
-#    on the cluster file the recording names, env.NCCLRR_TOPO)
+#    on the copy of the cluster file `ncclrr run` kept in the recording)
 record "$tmp/ifname" 4 --rank-env 3:NCCL_SOCKET_IFNAME=nosuchif0
 rc=$?
 [ $rc -eq 124 ] || fail "ifname recording: job exit $rc, want 124 (timeout)"
@@ -216,7 +216,8 @@ grep -q -- '--rank-env 3:NCCL_SOCKET_IFNAME=nosuchif0' "$tmp/e2" || { fail "rank
 grep -q -- '--env NCCL_SOCKET_IFNAME' "$tmp/e2" && fail "the bad interface was given to every rank"
 grep -qx 'rank 3: reproduced: no failing call, exit 1' "$tmp/v2" || { fail "no rank 3 verdict"; grep 'rank 3' "$tmp/v2"; }
 grep -q "the rerun is recorded in $tmp/ncclrr-rerun\." "$tmp/e2" || fail "no default output directory under TMPDIR named"
-grep -q -- "--topo $tmp/cluster.xml " "$tmp/e2" || { fail "the recorded cluster file was not used"; grep 'rerun:' "$tmp/e2"; }
+cmp -s "$tmp/cluster.xml" "$tmp/ifname/ncclrr-cluster.xml" || fail "ncclrr run kept no copy of the cluster file"
+grep -q -- "--topo $tmp/ifname/ncclrr-cluster.xml " "$tmp/e2" || { fail "the kept cluster file was not used"; grep 'rerun:' "$tmp/e2"; }
 echo "ifname: $(grep 'rank 3:' "$tmp/v2"); $(grep 'rank 0:' "$tmp/v2")"
 
 # 3. not reproduced: the fault trace rerun with rank 5 dying mid-connect
@@ -231,11 +232,12 @@ mkdir "$tmp/empty"
 "$ncclrr" replay --rerun "$tmp/empty" -- "$wl/conn_setup" >/dev/null 2>"$tmp/e4"
 rc=$?
 [ $rc -eq 2 ] && grep -q 'holds no .nrt trace' "$tmp/e4" || fail "empty directory: exit $rc, want 2 with a reason"
-# the recorded cluster file gone: a clear error asking for --topo
-rm "$tmp/cluster.xml"
+# the recorded cluster file and its kept copy gone: a clear error asking for --topo
+rm "$tmp/cluster.xml" "$tmp/ifname/ncclrr-cluster.xml"
 "$ncclrr" replay --rerun "$tmp/ifname" -- "$wl/conn_setup" --no-nccl >/dev/null 2>"$tmp/e6"
 rc=$?
-[ $rc -eq 2 ] && grep -q "env.NCCLRR_TOPO=$tmp/cluster.xml" "$tmp/e6" && grep -q 'pass the cluster to rerun on with --topo FILE' "$tmp/e6" ||
+[ $rc -eq 2 ] && grep -q "the recorded cluster file $tmp/cluster.xml (env NCCLRR_TOPO) is not readable here, and $tmp/ifname holds no copy of it" "$tmp/e6" &&
+	grep -q 'pass the cluster to rerun on with --topo FILE' "$tmp/e6" ||
 	{ fail "unreadable recorded cluster file: exit $rc, want 2 asking for --topo"; cat "$tmp/e6"; }
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }

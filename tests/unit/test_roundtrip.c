@@ -43,6 +43,11 @@ struct ev {
 			  * be coalesced into the previous record (REPEAT) unless
 			  * a chunk boundary lies between them (after one only, it
 			  * may end a CYCLE: ready, NOT_READY, ready, NOT_READY) */
+	uint8_t folded;  /* may be folded into the record before (a NOT_READY
+			  * poll right after an identical one: REPEAT; a
+			  * repetition of an alternating sequence after its
+			  * first period: CYCLE), so a seek, which lands on
+			  * record starts, may pass it */
 };
 
 struct thr {
@@ -151,7 +156,8 @@ static void *writer_main(void *arg)
 					p = nrr_leave_begin(w, res, 0, 0);
 					nrr_leave_end(w, p, res == 600);
 					*push(t) = (struct ev){ .phase = NRR_PHASE_CALL, .kind = NRR_CALL, .depth = (uint8_t)depth,
-								       .fn = F_POLL, .seq = ++t->seq, .a = h, .result = res };
+								       .fn = F_POLL, .seq = ++t->seq, .a = h, .result = res,
+								       .folded = k > 0 };
 				}
 		} else if (r < 40) {
 			int n = 1 + (int)(rnd(&s) % 30);
@@ -167,7 +173,8 @@ static void *writer_main(void *arg)
 				nrr_leave_end(w, p, res == 600);
 				*push(t) = (struct ev){ .phase = NRR_PHASE_CALL, .kind = NRR_CALL, .depth = (uint8_t)depth,
 							       .fn = F_POLL, .seq = ++t->seq, .a = handle, .result = res,
-							       .cont = was_notready && nr_before >= 2 && res == 600 };
+							       .cont = was_notready && nr_before >= 2 && res == 600,
+							       .folded = was_notready && nr_before >= 1 && res == 600 };
 				was_notready = res == 600;
 				nr_before = res == 600 ? nr_before + 1 : 0;
 			}
@@ -373,7 +380,7 @@ static uint64_t verify_seek(nrr_reader *r, uint32_t si, struct thr *t, uint64_t 
 		CHECK_FATAL(lo < n && t->ev[idx[lo]].seq == call->seq, "%s: seek %llu landed on unknown seq %llu", what,
 			    (unsigned long long)target, (unsigned long long)call->seq);
 		CHECK(call->seq <= target || lo == 0 || t->ev[idx[lo - 1]].seq < target ||
-		      (t->ev[idx[lo - 1]].fn == F_POLL && t->ev[idx[lo - 1]].cont),
+		      (t->ev[idx[lo - 1]].fn == F_POLL && t->ev[idx[lo - 1]].folded),
 		      "%s: seek %llu skipped seq %llu to land on %llu", what, (unsigned long long)target,
 		      (unsigned long long)t->ev[idx[lo - 1]].seq, (unsigned long long)call->seq);
 		CHECK(call->seq + call->repeat >= target, "%s: seek %llu landed before it (seq %llu)", what,
