@@ -168,6 +168,7 @@ static int scan(struct coord *x, size_t i)
 	snprintf(pi->end, sizeof(pi->end), "%s", (v = nrr_reader_meta(r, "end")) ? v : "");
 	snprintf(pi->topo, sizeof(pi->topo), "%s", (v = nrr_reader_meta(r, "env.NCCLRR_TOPO")) ? v : "");
 	snprintf(pi->host, sizeof(pi->host), "%s", (v = nrr_reader_meta(r, "env.NCCLRR_HOST")) ? v : "");
+	pi->inject = x->o->inject;
 	uint64_t first = UINT64_MAX, last = 0;
 	uint64_t whole = UINT64_MAX;   /* the earliest stop of a thread that was running */
 	for (uint32_t s = 0; s < fi->nstreams; s++) {
@@ -936,18 +937,28 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		fprintf(stderr, "ncclrr replay: nothing to replay in %s\n", o->dir);
 		goto out;
 	}
-	/* the fake runtime needs the cluster the recording ran on */
+	/* The fake runtime needs the cluster the recording ran on.  A process
+	 * whose cluster is unknown (a job not started by `ncclrr run`, on real
+	 * GPUs) has its device answers in the trace: they are its answers */
+	char nocluster[1024] = "";
+	size_t nunknown = 0, first_unknown = 0;
 	for (size_t i = 0; i < o->n && !o->topo && o->inject != NRR_INJECT_ALL; i++) {
 		if (!x.pi[i].selected || !x.pi[i].uses_cuda)
 			continue;
 		char rec[sizeof(x.pi[i].topo)], why[3 * sizeof(rec) + 256];
 		snprintf(rec, sizeof(rec), "%s", x.pi[i].topo);
-		if (nrr_launch_recorded_cluster(o->dir, rec, x.pi[i].topo, sizeof(x.pi[i].topo), why, sizeof(why)) < 0) {
-			fprintf(stderr, "ncclrr replay: %s needs its cluster: %s; pass --topo FILE describing it for the fake "
-				"runtime (e.g. the same file from topo/), or --inject all to answer CUDA/NVML from the trace\n",
-				x.pi[i].who, why);
+		if (nrr_launch_recorded_cluster(o->dir, rec, x.pi[i].topo, sizeof(x.pi[i].topo), why, sizeof(why)) == 0)
+			continue;
+		if (o->inject == NRR_INJECT_NONE) {
+			fprintf(stderr, "ncclrr replay: %s needs its cluster for --inject none: %s; pass --topo FILE "
+				"describing it for the fake runtime (e.g. the same file from topo/)\n", x.pi[i].who, why);
 			goto out;
 		}
+		if (!nunknown++) {
+			first_unknown = i;
+			snprintf(nocluster, sizeof(nocluster), "%s", why);
+		}
+		x.pi[i].inject = NRR_INJECT_ALL;
 	}
 	qsort(x.err, x.nerr, sizeof(*x.err), cmp_wall);
 	x.stop = nrr_job_stopped_at(x.n, proc_end, &x);
@@ -971,6 +982,14 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	const char *mode = o->inject == NRR_INJECT_ALL ? "all" : o->inject == NRR_INJECT_NONE ? "none" : "errors";
 	fprintf(f, "ncclrr replay: %zu of %zu processes from %s, %" PRIu64 " calls, --inject %s%s\n", nsel, o->n, o->dir,
 		x.total_units, mode, o->chaos ? ", --chaos" : "");
+	if (nunknown) {
+		char others[64] = "";
+		if (nunknown > 1)
+			snprintf(others, sizeof(others), " and %zu other process%s", nunknown - 1, nunknown > 2 ? "es" : "");
+		fprintf(f, "cluster unknown for %s%s: %s; their CUDA, NVML and verbs calls are answered from the trace "
+			"(as --inject all); --topo FILE runs them on the fake runtime\n", x.pi[first_unknown].who, others,
+			nocluster);
+	}
 	bool failed = recorded_failure(&x);
 	if (failed) {
 		fprintf(f, "recorded failure:\n");

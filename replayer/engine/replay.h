@@ -28,6 +28,8 @@ struct nrr_proc_info {
 	int rank;            /* -1 when the trace does not say */
 	char end[64];        /* how it ended ("exit 1", "signal SIGKILL", NRR_END_KILLED, "" unknown) */
 	char topo[512], host[32]; /* recorded NCCLRR_TOPO, NCCLRR_HOST */
+	int inject;          /* enum nrr_inject for its CUDA/NVML/verbs calls: the
+	                      * option's, or ALL when its cluster is unknown */
 	bool selected;       /* replayed by a worker (else served from its trace) */
 	uint64_t end_wall;   /* recorded wall time of its end (ns) */
 	/* Killed outright, its trace is whole until here: the earliest last

@@ -531,7 +531,7 @@ int nrr_worker_main(struct nrr_rproc *p)
 		.topo = p->o->topo ? p->o->topo : p->pi->topo,
 		.host = p->pi->host[0] ? p->pi->host : "0",
 		.rank = p->pi->rank,
-		.inject = p->o->inject,
+		.inject = p->pi->inject,
 	};
 	if ((ret = nrr_rcuda_open(&p->cuda, p, &co, err, sizeof(err))) < 0) {
 		nrr_report(p, "F setup %s", err);

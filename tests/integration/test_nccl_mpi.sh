@@ -20,8 +20,9 @@
 #              (only the ranks traced)
 #   mpirun aborts the job: SIGTERM, then SIGKILL for the ranks still there
 #   (their traces lose their last moments).  Replayed 20 of 20 with the
-#   failure reproduced, also with --ranks 3; `hang` and `diff` (against a
-#   clean run) name rank 3.
+#   failure reproduced, also with --ranks 3, and without a cluster file
+#   (as a job on real GPUs: CUDA and NVML answered from the trace);
+#   `hang` and `diff` (against a clean run) name rank 3.
 # usage: test_nccl_mpi.sh summaries|outside|inside NCCLRR SRCDIR WORKLOADS_DIR NCCL
 set -uo pipefail
 case_=$1
@@ -114,6 +115,19 @@ else
 	grep -qE '^repeat: 20 of 20 replays reproduced the failure' "$T/ranks" ||
 		fail "--ranks 3 did not reproduce the failure every time: $(grep -E '^(repeat|first divergence|replay hung)' "$T/ranks" | cut -c1-400)"
 	grep -qE '^ncclrr replay: 1 of [0-9]+ processes' "$T/ranks" || fail "--ranks 3: $(grep '^ncclrr replay: [0-9]' "$T/ranks")"
+	# a job not started by ncclrr run (real GPUs): no cluster file kept,
+	# the recorded one gone; the ranks' device answers come from the trace
+	mkdir "$T/nocluster" && cp "$T/ipc"/*.nrt "$T/nocluster/" || exit 1
+	timeout 300 "$NCCLRR" replay --timeout 10 --repeat 20 "$T/nocluster" >"$T/nocl" 2>&1
+	grep -qE '^repeat: 20 of 20 replays reproduced the failure' "$T/nocl" ||
+		fail "without a cluster file not every replay reproduced the failure: $(grep -E '^(repeat|first divergence|replay hung|ncclrr replay:)' "$T/nocl" | cut -c1-400)"
+	grep -qE "^  $chain\$" "$T/nocl" || fail "without a cluster file the reproduced failure is not rank 3's chain"
+	grep -qE '^cluster unknown for rank [0-9] and 7 other processes: the recorded cluster file .* is not readable here.*answered from the trace \(as --inject all\)' "$T/nocl" ||
+		fail "the replay does not say that the ranks' cluster is unknown: $(grep -E '^cluster' "$T/nocl")"
+	timeout 60 "$NCCLRR" replay --timeout 10 --inject none "$T/nocluster" >"$T/nocl-none" 2>&1
+	rc=$?
+	[ $rc = 2 ] && grep -qE '^ncclrr replay: rank [0-9] needs its cluster for --inject none: .*pass --topo FILE' "$T/nocl-none" ||
+		fail "--inject none without a cluster: exit $rc, $(head -3 "$T/nocl-none")"
 fi
 
 [ $fails -eq 0 ] && echo "PASS: mpi $case_"
