@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -359,6 +360,32 @@ static ssize_t sys_pwrite(int fd, const void *buf, size_t len, uint64_t at)
 static int sys_close(int fd)
 {
 	return (int)syscall(SYS_close, fd);
+}
+
+/* The trace file lives at a high descriptor number, out of the way of the
+ * program's own (a program's next descriptor is the lowest free one: the
+ * numbers it gets are those it would get untraced), below the soft limit
+ * and no higher than needed (the kernel's table grows to the highest one). */
+#define FD_HIGH_MAX 4096
+#define FD_HIGH_ROOM 64
+
+static int fd_floor(void)
+{
+	struct rlimit rl;
+	rlim_t top = FD_HIGH_MAX;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < top)
+		top = rl.rlim_cur;
+	return top > 2 * FD_HIGH_ROOM ? (int)(top - FD_HIGH_ROOM) : 3;
+}
+
+/* A copy of @fd at the lowest free number from the floor (or from 3 when
+ * the limit leaves no room there), close-on-exec; -errno on failure. */
+static int fd_copy_high(int fd)
+{
+	int n = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, fd_floor());
+	if (n < 0 && errno == EINVAL)
+		n = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
+	return n < 0 ? -errno : n;
 }
 
 static void io_error(nrr_writer *w, int err)
@@ -1092,12 +1119,17 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	w->watchdog_ns = o.watchdog_ns;
 	w->sync_ns = o.ring_bytes ? 0 : o.sync_ns;
 	pthread_mutex_init(&w->io_lock, NULL);
-	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
+	int low = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (low < 0) {
 		rc = -errno;
 		free(w);
 		return rc;
 	}
+	w->fd = fd_copy_high(low);
+	if (w->fd < 0)
+		w->fd = low;   /* no free number up there: the low one serves */
+	else
+		sys_close(low);
 	w->zc = ZSTD_createCCtx();
 	if (!w->zc) {
 		rc = -ENOMEM;
@@ -1509,11 +1541,9 @@ int nrr_writer_move_fd(nrr_writer *w, int fd)
 	int cur = __atomic_load_n(&w->fd, __ATOMIC_ACQUIRE);
 	if (fd < 0 || fd != cur)
 		return 0;
-	/* the lowest free number from 3 on: a program closing every
-	 * descriptor upwards (a launcher's fork stub) has passed it */
-	int n = fcntl(cur, F_DUPFD_CLOEXEC, 3);
+	int n = fd_copy_high(cur);
 	if (n < 0)
-		return -errno;
+		return n;
 	__atomic_store_n(&w->fd, n, __ATOMIC_RELEASE);
 	return 1;
 }

@@ -489,6 +489,19 @@ static void open_writer(void)
 	atomic_store_explicit(&g_w, w, memory_order_release);
 }
 
+int nrr_trace_own_fd(void)
+{
+	nrr_writer *w = atomic_load_explicit(&g_w, memory_order_acquire);
+	/* (not in a vfork child: it has its own descriptors, our memory) */
+	return w && g_pid == getpid() ? nrr_writer_fd(w) : -1;
+}
+
+int nrr_trace_fd_guard(int fd)
+{
+	nrr_writer *w = atomic_load_explicit(&g_w, memory_order_acquire);
+	return w && fd >= 0 && fd == nrr_writer_fd(w) && g_pid == getpid() ? EBADF : 0;
+}
+
 void nrr_trace_protect_fd(int fd)
 {
 	nrr_writer *w = atomic_load_explicit(&g_w, memory_order_acquire);

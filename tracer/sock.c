@@ -153,7 +153,6 @@ static void mark(int fd)
 
 bool nrr_sock_close(int fd)
 {
-	nrr_trace_protect_fd(fd);
 	return nrr_sock_take(fd);
 }
 
@@ -415,6 +414,71 @@ NRR_HOOK ssize_t splice(int fd_in, off_t *off_in, int fd_out, off_t *off_out, si
 	return real(fd_in, off_in, fd_out, off_out, len, flags);
 }
 
+/* close_range and closefrom (a daemon or a launcher's fork stub closing
+ * everything it inherited; glibc's closefrom makes the system call itself)
+ * close the ranges around the trace file's descriptor, and the sockets in
+ * them are no longer traced. */
+static int real_close_range(unsigned first, unsigned last, int flags)
+{
+	/* (the next syscall(), not ours: ours would come back here) */
+	static long (*real)(long, ...);
+	if (!real)
+		real = (long (*)(long, ...))nrr_real_next("syscall");
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return (int)real(SYS_close_range, first, last, flags);
+}
+
+static int close_range_around(unsigned first, unsigned last, int flags)
+{
+	if (first > last) {
+		errno = EINVAL;
+		return -1;
+	}
+	int own = nrr_trace_own_fd();
+	int rc = 0;
+	if (own < 0 || (unsigned)own < first || (unsigned)own > last || (flags & CLOSE_RANGE_CLOEXEC))
+		rc = real_close_range(first, last, flags);
+	else {
+		if ((unsigned)own > first)
+			rc = real_close_range(first, (unsigned)own - 1, flags);
+		if (rc == 0 && (unsigned)own < last)
+			rc = real_close_range((unsigned)own + 1, last, flags);
+	}
+	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+		int saved = errno;
+		for (unsigned fd = first; fd <= last && fd < NPAGES * PAGE_SIZE_FDS; fd++) {
+			if (!atomic_load_explicit(&pages[fd >> PAGE_BITS], memory_order_acquire)) {
+				fd |= PAGE_SIZE_FDS - 1;   /* no descriptor followed in this page */
+				continue;
+			}
+			nrr_sock_take((int)fd);
+		}
+		errno = saved;
+	}
+	return rc;
+}
+
+NRR_HOOK int close_range(unsigned int first, unsigned int last, int flags)
+{
+	return close_range_around(first, last, flags);
+}
+
+NRR_HOOK void closefrom(int lowfd)
+{
+	if (lowfd < 0)
+		lowfd = 0;
+	if (close_range_around((unsigned)lowfd, ~0u, 0) == 0)
+		return;
+	/* no close_range in this kernel: every open descriptor, one by one */
+	int own = nrr_trace_own_fd();
+	for (int fd = lowfd, top = (int)sysconf(_SC_OPEN_MAX); fd < top; fd++)
+		if (fd != own && close(fd) == 0)
+			nrr_sock_take(fd);
+}
+
 /* syscall(SYS_x, fd, ...) of a described call bypasses its wrapper */
 NRR_HOOK long syscall(long number, ...)
 {
@@ -434,6 +498,13 @@ NRR_HOOK long syscall(long number, ...)
 		{ SYS_sendfile, "syscall(SYS_sendfile)" }, { SYS_splice, "syscall(SYS_splice)" },
 		{ SYS_close, "syscall(SYS_close)" }, { SYS_shutdown, "syscall(SYS_shutdown)" },
 	};
+	/* the tracer's own descriptor is not the program's */
+	if (number == SYS_close && a[0] >= 0 && a[0] <= INT32_MAX && nrr_trace_fd_guard((int)a[0])) {
+		errno = EBADF;
+		return -1;
+	}
+	if (number == SYS_close_range)
+		return close_range_around((unsigned)a[0], (unsigned)a[1], (int)a[2]);
 	for (size_t i = 0; i < sizeof(fdcalls) / sizeof(fdcalls[0]); i++)
 		if (fdcalls[i].nr == number) {
 			if (a[0] >= 0 && a[0] <= INT32_MAX && nrr_sock_is((int)a[0])) {

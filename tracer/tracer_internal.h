@@ -31,9 +31,15 @@ void nrr_trace_end_note(const char *text, bool keep);
 /* "exit STATUS" (not async-signal-safe) */
 void nrr_trace_end_exit(int status);
 int nrr_launcher_rank(const char **src);
-/* The program closes @fd or copies a descriptor over it (a launcher's
- * fork stub closing everything it inherited): when it is the trace
- * file's, the writer moves to another number first. */
+/* The tracer's own descriptors (the trace file's, at a high number: see
+ * the writer) are not the program's.  nrr_trace_own_fd: this process's
+ * trace file descriptor, or -1.  nrr_trace_fd_guard: EBADF when the
+ * program names it (close, dup*: untraced it would not be open), else 0.
+ * nrr_trace_protect_fd: the program copies a descriptor over @fd (dup2,
+ * dup3): when it is the trace file's, the writer moves to another number
+ * first. */
+int nrr_trace_own_fd(void);
+int nrr_trace_fd_guard(int fd);
 void nrr_trace_protect_fd(int fd);
 
 /* hooks_dl.c */

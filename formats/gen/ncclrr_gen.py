@@ -87,6 +87,7 @@ class Fn:
         self.poll = None  # ('ret', value), ('out', arg, value) or ('err', ERRNO)
         self.versions = None  # e.g. ['6', '10']: interface versions that have it (net)
         self.filter = None    # C expression: record only when true (wrappers)
+        self.guard = None     # C expression: an errno refuses the call before it runs (wrappers)
         self.before = None    # C expression run before the call is recorded (wrappers)
         self.after = None     # C expression run after the real call (wrappers)
         self.hook = False     # wrapper written by hand (tracer/), not generated
@@ -310,6 +311,8 @@ def parse_proto(api, domain, text, where):
             fn.ret = attr[4:]
         elif attr.startswith('filter='):
             fn.filter = attr[7:]
+        elif attr.startswith('guard='):
+            fn.guard = attr[6:]
         elif attr.startswith('after='):
             fn.after = attr[6:]
         elif attr.startswith('before='):
@@ -948,6 +951,11 @@ def emit_wrappers(api, outdir):
             c.append('\t\t\terrno = ENOSYS;')
         c.append('\t\t\treturn;' if void else f'\t\t\treturn ({fn.ret_type}){MISSING_RET[fn.ret]};')
         c += ['\t\t}', '\t}']
+        if fn.guard:
+            if fn.ret != 'errno':
+                raise ApiError(f'{fn.where}: guard= is for functions that fail with -1 and errno')
+            c += [f'\tint nrr_refuse = {fn.guard};', '\tif (__builtin_expect(nrr_refuse != 0, 0)) {',
+                  '\t\terrno = nrr_refuse;', f'\t\treturn ({fn.ret_type})-1;', '\t}']
         if fn.filter:
             c += [f'\tif (!({fn.filter}))',
                   f'\t\treturn real({args});' if not void else f'\t\t{{ real({args}); return; }}']

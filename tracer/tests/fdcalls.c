@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		/* as a launcher's fork stub does: close everything inherited
 		 * (the trace file's descriptor too, once the first close has
-		 * opened it) */
+		 * opened it: the tracer answers EBADF, as untraced) */
 		close(p[0]);   /* a traced call: the child's trace file opens */
 		for (int fd = 3; fd < 1024; fd++)
 			if (fd != p[1])
