@@ -17,7 +17,8 @@
 
 const char cmd_replay_usage[] =
 	"Usage: ncclrr replay [OPTIONS] DIR|FILE...\n"
-	"       ncclrr replay --rerun DIR [--topo FILE] [--timeout S] [-o OUTDIR] -- PROGRAM [ARGS]\n"
+	"       ncclrr replay --rerun DIR [--topo FILE] [--timeout S] [--net-plugin PATH] [-o OUTDIR]\n"
+	"                     -- PROGRAM [ARGS]\n"
 	"\n"
 	"Re-execute a recorded run (a run directory: one .nrt per process) on\n"
 	"this machine, one worker process per recorded process and one thread\n"
@@ -80,7 +81,12 @@ const char cmd_replay_usage[] =
 	"same call of the same rank (a failed runtime call over a failed driver\n"
 	"call is one rule; a failure after another rank had ended is a\n"
 	"consequence, not repeated), and environment variables that differed per\n"
-	"rank are given back to that rank (--rank-env). Then compare each rank's\n"
+	"rank are given back to that rank (--rank-env): only variables of NCCL,\n"
+	"CUDA, NVIDIA, UCX and PyTorch's NCCL, none that chooses code to load\n"
+	"(plugins, injection libraries, paths) and none whose value is a path or\n"
+	"a library (a note names each one left out). A net plugin is loaded only\n"
+	"when --net-plugin names it, never because the recording used one.\n"
+	"Then compare each rank's\n"
 	"end, its first failing call and NCCL's WARN and `file.cc:N -> R` lines\n"
 	"(masked) with the recording: reproduced, NOT reproduced, or timing.\n"
 	"  --timeout S        for the rerun job (default: from the recording's\n"
@@ -226,6 +232,7 @@ int cmd_replay(int argc, char **argv)
 			return nrr_cli_usage_error("replay", "--rerun wants the program to run after --");
 		struct nrr_rerun_opts ro = {
 			.dir = rerun, .topo = o.topo, .timeout_s = timeout_given ? o.timeout_s : 0, .outdir = outdir, .argv = argv + optind,
+			.net_plugin = o.net_plugin,
 		};
 		return nrr_rerun(&ro);
 	}

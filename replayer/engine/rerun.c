@@ -987,6 +987,29 @@ static bool env_family_recorded(const char *k)
 	return false;
 }
 
+const char *nrr_rerun_env_refused(const char *kv)
+{
+	size_t kl = strcspn(kv, "=");
+	char k[128];
+	if (kl >= sizeof(k))
+		return "not a variable of NCCL, CUDA, NVIDIA, UCX or PyTorch's NCCL";
+	memcpy(k, kv, kl);
+	k[kl] = 0;
+	if (!env_family_recorded(k))
+		return "not a variable of NCCL, CUDA, NVIDIA, UCX or PyTorch's NCCL";
+	/* plugins, injection libraries, module directories: code to load */
+	static const char *const code[] = { "PLUGIN", "INJECTION", "PATH", "_DIR" };
+	for (size_t i = 0; i < sizeof(code) / sizeof(code[0]); i++)
+		if (strstr(k, code[i]))
+			return "it chooses code to load";
+	const char *v = kv[kl] ? kv + kl + 1 : "";
+	if (strchr(v, '/'))
+		return "its value is a path";
+	if (strstr(v, ".so"))
+		return "its value names a library";
+	return NULL;
+}
+
 static const char *env_in(const struct strv *e, const char *k, size_t kl)
 {
 	for (size_t i = 0; i < e->n; i++)
@@ -995,12 +1018,19 @@ static const char *env_in(const struct strv *e, const char *k, size_t kl)
 	return NULL;
 }
 
+/* A rank's recorded value of @k, unless it is refused (NULL then too). */
+static const char *env_given(const struct proc *p, const char *k, size_t kl)
+{
+	const char *v = p ? env_in(&p->env, k, kl) : NULL;
+	return v && !nrr_rerun_env_refused(v - kl - 1) ? v : NULL;
+}
+
 /* The --env / --unset / --rank-env options that give each rank back its
- * recorded environment. */
+ * recorded environment: only what nrr_rerun_env_refused() lets through. */
 static int env_options(const struct run *x, struct strv *args, FILE *err)
 {
 	extern char **environ;
-	struct strv keys = { 0 };
+	struct strv keys = { 0 }, refused = { 0 };
 	for (int r = 0; r < x->nranks; r++) {
 		const struct proc *p = x->ranks[r].root;
 		for (size_t i = 0; p && i < p->env.n; i++) {
@@ -1008,6 +1038,18 @@ static int env_options(const struct run *x, struct strv *args, FILE *err)
 			size_t kl = strcspn(kv, "=");
 			if (env_is_ours(kv))
 				continue;
+			const char *why = nrr_rerun_env_refused(kv);
+			if (why) {
+				char name[128];
+				snprintf(name, sizeof(name), "%.*s", (int)kl, kv);
+				const char *now = getenv(name);
+				/* (one this environment has the same is the rerun's anyway) */
+				if (!strv_has(&refused, kv) && !(now && !strcmp(now, kv + kl + 1)))
+					fprintf(err, "ncclrr replay: note: the recorded %s (rank %d) is not given back: %s; "
+						"a trace is data, never code: set it yourself to have it\n", kv, r, why);
+				strv_addf(&refused, "%s", kv);
+				continue;
+			}
 			char *k = strndup(kv, kl);
 			if (k && !strv_has(&keys, k))
 				strv_add(&keys, k);
@@ -1018,7 +1060,7 @@ static int env_options(const struct run *x, struct strv *args, FILE *err)
 	for (char **e = environ; e && *e; e++) {
 		size_t kl = strcspn(*e, "=");
 		char *k = strndup(*e, kl);
-		if (k && env_family_recorded(k) && !env_is_ours(*e) && !strv_has(&keys, k))
+		if (k && env_family_recorded(k) && !env_is_ours(*e) && !nrr_rerun_env_refused(*e) && !strv_has(&keys, k))
 			strv_add(&keys, k);
 		else
 			free(k);
@@ -1031,7 +1073,7 @@ static int env_options(const struct run *x, struct strv *args, FILE *err)
 		for (int r = 0; r < x->nranks; r++) {
 			if (!x->ranks[r].root)
 				continue;
-			const char *v = env_in(&x->ranks[r].root->env, k, kl);
+			const char *v = env_given(x->ranks[r].root, k, kl);
 			if (v && strstr(v, "<redacted>")) {
 				fprintf(err, "ncclrr replay: note: rank %d's %s was redacted in the recording; the rerun "
 					"has this environment's value\n", r, k);
@@ -1053,13 +1095,14 @@ static int env_options(const struct run *x, struct strv *args, FILE *err)
 		if (now)
 			strv_addf(args, "--unset"), strv_addf(args, "%s", k);
 		for (int r = 0; r < x->nranks; r++) {
-			const char *v = x->ranks[r].root ? env_in(&x->ranks[r].root->env, k, kl) : NULL;
+			const char *v = env_given(x->ranks[r].root, k, kl);
 			if (v && strstr(v, "<redacted>"))
 				v = now;
 			if (v)
 				strv_addf(args, "--rank-env"), strv_addf(args, "%d:%s=%s", r, k, v);
 		}
 	}
+	strv_free(&refused);
 	strv_free(&keys);
 	return 0;
 }
@@ -1497,16 +1540,22 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 		strv_addf(&args, "%s", o->argv[i]);
 	if (!args.v)
 		goto end;
-	const char *net_plugin = NULL;
-	for (int r = 0; r < rec.nranks && !net_plugin; r++)
+	/* a library to load comes from the user, never from the trace */
+	const char *rec_plugin = NULL;
+	for (int r = 0; r < rec.nranks && !rec_plugin; r++)
 		if (rec.ranks[r].root)
-			net_plugin = env_in(&rec.ranks[r].root->env, "NCCLRR_NET_PLUGIN", 17);
+			rec_plugin = env_in(&rec.ranks[r].root->env, "NCCLRR_NET_PLUGIN", 17);
+	if (o->net_plugin)
+		fprintf(err, "ncclrr replay: the rerun's NCCL loads the net plugin %s (--net-plugin)\n", o->net_plugin);
+	else if (rec_plugin)
+		fprintf(err, "ncclrr replay: note: the recording used the net plugin %s; the rerun loads none (NCCL's "
+			"own nets): a trace never chooses a library, pass --net-plugin PATH to load one\n", rec_plugin);
 
 	print_cmd(err, args.v);
 	fprintf(err, "ncclrr replay: the rerun is recorded in %s\n", outdir);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int st = run_child(args.v, net_plugin, err);
+	int st = run_child(args.v, o->net_plugin, err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (st < 0 || st == 127) {
 		fprintf(err, "ncclrr replay: the rerun could not be started\n");

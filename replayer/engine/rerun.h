@@ -18,6 +18,8 @@ struct nrr_rerun_opts {
 	const char *outdir;    /* where the rerun is recorded; NULL: a fresh
 				* ${TMPDIR:-/tmp}/ncclrr-rerun.XXXXXX (printed) */
 	char *const *argv;     /* PROGRAM and ARGS, NULL-terminated */
+	const char *net_plugin; /* --net-plugin: the rerun's NCCL_NET_PLUGIN (NULL: none; never
+				 * the recorded one) */
 	const char *ncclrr;    /* the ncclrr executable that records and runs;
 				* NULL: "ncclrr" next to /proc/self/exe */
 	FILE *out;             /* the verdict lines (NULL: stdout) */
@@ -26,6 +28,13 @@ struct nrr_rerun_opts {
 
 /* Exit codes. */
 enum { NRR_RERUN_REPRODUCED = 0, NRR_RERUN_DIFFERENT = 1, NRR_RERUN_ERROR = 2 };
+
+/* Why the recorded variable @kv ("K=V") is not given back to a rerun, or
+ * NULL when it is: only variables of NCCL, CUDA, NVIDIA, UCX and PyTorch's
+ * NCCL, none that chooses code to load (plugins, injection libraries,
+ * paths, module directories), none whose value is a path or names a
+ * library: a trace is data, never code. */
+const char *nrr_rerun_env_refused(const char *kv);
 
 /* Run it.  @return NRR_RERUN_REPRODUCED when every recorded rank ended as
  * recorded (same end, same first failing call, every recorded NCCL

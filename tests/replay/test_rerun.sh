@@ -227,6 +227,36 @@ rc=$?
 [ $rc -eq 1 ] || { fail "tampered rerun: exit $rc, want 1 (not reproduced)"; cat "$tmp/v3"; }
 grep -q '^rank 5: NOT reproduced: recorded no failing call, exit 0, rerun .*signal SIGABRT' "$tmp/v3" ||
 	{ fail "no rank 5 NOT reproduced line"; grep 'rank 5' "$tmp/v3"; }
+# 5. a trace is data, never code: a recording whose environment names a
+#    net plugin, a tuner plugin, a CUDA injection library and a file for
+#    NCCL to write; the rerun gives back none of them (a note names each)
+#    and loads a net plugin only when --net-plugin names it
+touch "$tmp/evil.so"
+NCCLRR_NET_PLUGIN=$tmp/evil.so NCCL_TUNER_PLUGIN=$tmp/evil.so CUDA_INJECTION64_PATH=$tmp/evil.so \
+	NCCL_DEBUG_FILE=$tmp/written-by-nccl NCCL_ALGO=Ring record "$tmp/hostile" 60 || fail "hostile recording: job exit $?"
+"$ncclrr" dump --meta "$tmp/hostile" >"$tmp/m5r" 2>&1
+grep -q "env.NCCL_TUNER_PLUGIN=$tmp/evil.so" "$tmp/m5r" || fail "the recording does not hold the variables this case is about"
+"$ncclrr" replay --rerun "$tmp/hostile" --timeout 60 -o "$tmp/hostile-re" -- "$wl/conn_setup" --no-nccl >"$tmp/v5" 2>"$tmp/e5"
+rc=$?
+[ $rc -eq 0 ] || { fail "hostile rerun: exit $rc, want 0"; tail -5 "$tmp/e5"; }
+for k in NCCL_TUNER_PLUGIN CUDA_INJECTION64_PATH NCCL_DEBUG_FILE; do
+	grep -q "^ncclrr replay: note: the recorded $k=.* is not given back: " "$tmp/e5" || fail "no note that $k is not given back"
+done
+grep -q "^ncclrr replay: note: the recording used the net plugin $tmp/evil.so; the rerun loads none" "$tmp/e5" ||
+	fail "no note that the recorded net plugin is not loaded"
+grep -q -- '--env NCCL_ALGO=Ring' "$tmp/e5" || fail "NCCL_ALGO=Ring was not given back"
+"$ncclrr" dump --meta "$tmp/hostile-re" >"$tmp/m5" 2>&1
+grep -E 'evil|written-by-nccl' "$tmp/m5" | sort -u | head -3 | sed 's/^/in the rerun: /'
+grep -qE 'evil|written-by-nccl' "$tmp/m5" && fail "the rerun's processes had a library or a file named by the trace"
+# the user's own choice: loaded, and said
+"$ncclrr" replay --rerun "$tmp/hostile" --timeout 60 --net-plugin "$tmp/evil.so" -o "$tmp/hostile-re2" -- \
+	"$wl/conn_setup" --no-nccl >"$tmp/v5b" 2>"$tmp/e5b"
+grep -q "^ncclrr replay: the rerun's NCCL loads the net plugin $tmp/evil.so (--net-plugin)" "$tmp/e5b" ||
+	fail "--net-plugin: the rerun does not say it loads the plugin given"
+"$ncclrr" dump --meta "$tmp/hostile-re2" >"$tmp/m5b" 2>&1
+grep -q "env.NCCL_NET_PLUGIN=$tmp/evil.so" "$tmp/m5b" || fail "--net-plugin: the rerun's ranks did not have NCCL_NET_PLUGIN"
+echo "hostile: $(grep -c '^ncclrr replay: note: the recorded' "$tmp/e5") variables not given back"
+
 # 4. usage and bad input: no trace, no cluster file
 mkdir "$tmp/empty"
 "$ncclrr" replay --rerun "$tmp/empty" -- "$wl/conn_setup" >/dev/null 2>"$tmp/e4"
