@@ -942,11 +942,12 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	 * GPUs) has its device answers in the trace: they are its answers */
 	char nocluster[1024] = "";
 	size_t nunknown = 0, first_unknown = 0;
-	for (size_t i = 0; i < o->n && !o->topo && o->inject != NRR_INJECT_ALL; i++) {
-		if (!x.pi[i].selected || !x.pi[i].uses_cuda)
-			continue;
+	for (size_t i = 0; i < o->n; i++) {
 		char rec[sizeof(x.pi[i].topo)], why[3 * sizeof(rec) + 256];
 		snprintf(rec, sizeof(rec), "%s", x.pi[i].topo);
+		x.pi[i].topo[0] = 0;   /* the recorded path is never opened */
+		if (o->topo || o->inject == NRR_INJECT_ALL || !x.pi[i].selected || !x.pi[i].uses_cuda)
+			continue;
 		if (nrr_launch_recorded_cluster(o->dir, rec, x.pi[i].topo, sizeof(x.pi[i].topo), why, sizeof(why)) == 0)
 			continue;
 		if (o->inject == NRR_INJECT_NONE) {

@@ -528,7 +528,7 @@ int nrr_worker_main(struct nrr_rproc *p)
 	pthread_mutex_unlock(&p->mu);
 	nrr_rcuda_opts co = {
 		.fake_libdir = p->o->fake_libdir,
-		.topo = p->o->topo ? p->o->topo : p->pi->topo,
+		.topo = p->o->topo ? p->o->topo : p->pi->topo[0] ? p->pi->topo : NULL,
 		.host = p->pi->host[0] ? p->pi->host : "0",
 		.rank = p->pi->rank,
 		.inject = p->pi->inject,

@@ -166,9 +166,11 @@ struct nrr_cluster {
  * in @err (the run goes on). */
 int nrr_launch_keep_cluster(const char *topo_path, char *err, size_t errsize);
 /* The cluster file to replay the recording in @dir on: its kept copy
- * (NRR_RUN_CLUSTER_FILE), else @recorded (the recorded NCCLRR_TOPO, may
- * be NULL) when it is readable here.  @return 0 with the path in @out, or
- * -ENOENT with what is missing and what to do in @why. */
+ * (NRR_RUN_CLUSTER_FILE, a regular file in @dir, not a link).  @recorded
+ * (the recorded NCCLRR_TOPO, may be NULL) is never opened: a path a trace
+ * names is the recording machine's, and a trace never chooses a file to
+ * read; it only goes into the message.  @return 0 with the path in @out,
+ * or -ENOENT with what is missing in @why. */
 int nrr_launch_recorded_cluster(const char *dir, const char *recorded, char *out, size_t size, char *why,
 				size_t whysize);
 

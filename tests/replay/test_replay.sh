@@ -107,20 +107,24 @@ usage)
 	"$ncclrr" replay >/dev/null 2>&1; [ $? -eq 2 ] || fail "no args: want exit 2"
 	"$ncclrr" replay --inject maybe "$g/conn_clean" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--inject maybe: want 2"
 	"$ncclrr" replay --until 3 "$g/conn_clean" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--until 3: want 2"
-	# the recorded cluster file does not exist on this machine: the device
-	# answers come from the trace, and the replay says why; --inject none
-	# (run every call) cannot do without it
+	# no cluster file kept (the recorded path, even one that exists here,
+	# is never opened): the device answers come from the trace, and the
+	# replay says why; --inject none (run every call) cannot do without it
 	rec_topo=$("$ncclrr" dump --meta "$g"/conn_clean/*.nrt | sed -n 's/^#   env.NCCLRR_TOPO=//p' | head -1)
-	if [ ! -r "$rec_topo" ]; then
-		"$ncclrr" replay --timeout 20 "$g/conn_clean" >"$tmp/nt" 2>&1 || fail "no cluster: exit $?"
-		has "$tmp/nt" "holds no copy of it (ncclrr-cluster.xml" topo
-		has "$tmp/nt" "their CUDA, NVML and verbs calls are answered from the trace (as --inject all)" topo
-		has "$tmp/nt" "result: the replay matches the recording" topo
-		"$ncclrr" replay --inject none "$g/conn_clean" >"$tmp/nt" 2>&1
-		[ $? -eq 2 ] || fail "--inject none without a cluster: want exit 2"
-		has "$tmp/nt" "needs its cluster for --inject none" topo
-		has "$tmp/nt" "pass --topo FILE" topo
-	fi
+	"$ncclrr" replay --timeout 20 "$g/conn_clean" >"$tmp/nt" 2>&1 || fail "no cluster: exit $?"
+	has "$tmp/nt" "holds no copy of its cluster file (ncclrr-cluster.xml" topo
+	has "$tmp/nt" "the path the recording names, $rec_topo (env NCCLRR_TOPO), is the recording machine's" topo
+	has "$tmp/nt" "their CUDA, NVML and verbs calls are answered from the trace (as --inject all)" topo
+	has "$tmp/nt" "result: the replay matches the recording" topo
+	"$ncclrr" replay --inject none "$g/conn_clean" >"$tmp/nt" 2>&1
+	[ $? -eq 2 ] || fail "--inject none without a cluster: want exit 2"
+	has "$tmp/nt" "needs its cluster for --inject none" topo
+	has "$tmp/nt" "pass --topo FILE" topo
+	# a kept copy that is a link out of the run directory is not followed
+	cp -r "$g/conn_clean" "$tmp/linked"
+	ln -s "$root/topo/2node_16gpu.xml" "$tmp/linked/ncclrr-cluster.xml"
+	"$ncclrr" replay --timeout 20 "$tmp/linked" >"$tmp/nt" 2>&1 || fail "linked cluster: exit $?"
+	has "$tmp/nt" "holds no copy of its cluster file" linked
 	# --until stops rank 3 before #208 and waits; SIGUSR1 lets it go on
 	replay --until 3:#208 "$g/conn_import_fail" >"$tmp/u" 2>"$tmp/ue" &
 	pid=$!
