@@ -140,9 +140,21 @@ static void fmt_t(char *b, size_t n, int64_t ns)
 		snprintf(b, n, "%s%.4g s", ns < 0 ? "-" : "", v / 1e9);
 }
 
+/* Times come from the trace: arithmetic on them saturates (a chunk whose
+ * first_ts is 2^63 once made the axis loop forever). */
 static int64_t rel(struct html *h, size_t ri, uint64_t ts)
 {
-	return (int64_t)(nrr_reader_wall(h->in->r[ri], ts) - h->in->base_wall);
+	uint64_t w = nrr_reader_wall(h->in->r[ri], ts), b = h->in->base_wall;
+	if (w >= b)
+		return w - b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)(w - b);
+	return b - w > (uint64_t)INT64_MAX ? -INT64_MAX : -(int64_t)(b - w);
+}
+
+/* @ts + @d, at most INT64_MAX */
+static int64_t later(int64_t ts, uint64_t d)
+{
+	uint64_t room = ts < 0 ? (uint64_t)INT64_MAX + (uint64_t)-ts : (uint64_t)(INT64_MAX - ts);
+	return d > room ? INT64_MAX : (int64_t)((uint64_t)ts + d);
 }
 
 /* "API = RESULT" of a call into @b. */
@@ -266,7 +278,7 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 		return;
 	}
 	w->calls++;
-	int64_t ts = rel(h, ri, c->ts), end = ts + (int64_t)(c->dur + c->repeat_ns);
+	int64_t ts = rel(h, ri, c->ts), end = later(later(ts, c->dur), c->repeat_ns);
 	if (end > h->end)
 		h->end = end;
 	if (end >= w->last_t) {
@@ -330,7 +342,7 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 	size_t row = h->row_of[ri];
 	struct row *w = &h->rows[row];
 	int64_t ts = rel(h, ri, c->ts);
-	int64_t end = c->phase == NRR_PHASE_INFLIGHT ? h->end : ts + (int64_t)(c->dur + c->repeat_ns);
+	int64_t end = c->phase == NRR_PHASE_INFLIGHT ? h->end : later(later(ts, c->dur), c->repeat_ns);
 	double x0 = (double)ts * h->scale, x1 = (double)end * h->scale;
 	if (x0 < 0)
 		x0 = 0;
@@ -491,13 +503,14 @@ static void put_header(struct html *h, FILE *f)
 static void put_axis(struct html *h, FILE *f)
 {
 	/* a tick step of 1, 2 or 5 x 10^k ns giving at most 10 ticks */
-	int64_t step = 1;
+	int64_t step = 1, limit = h->end / 10;   /* (no product that overflows) */
 	static const int mul[3] = { 2, 5, 10 };
-	for (int64_t base = 1; step * 10 < h->end; base *= 10)
-		for (int i = 0; i < 3 && step * 10 < h->end; i++)
+	for (int64_t base = 1; step < limit; base *= 10)
+		for (int i = 0; i < 3 && step < limit; i++)
 			step = base * mul[i];
 	double bottom = row_y(h, h->nrows);
-	for (int64_t t = 0; t <= h->end; t += step) {
+	for (int64_t k = 0, n = h->end / step; k <= n; k++) {
+		int64_t t = k * step;
 		double x = LABEL_W + (double)t * h->scale;
 		char b[40];
 		fmt_t(b, sizeof(b), t);

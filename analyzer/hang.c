@@ -13,6 +13,9 @@
 #include "hang.h"
 
 #define ADDR_MAX 96
+/* The most ranks a job may say it has (nranks=, WORLD_SIZE=, ...): a larger
+ * count in a trace is ignored with a note (ranks are kept as a table). */
+#define NRR_HANG_MAX_RANKS (1 << 20)
 #define MAX_POLLFD 16
 /* a trace that ends this long before the job's last one ended early
  * (a stop's burst of ends is as long) */
@@ -211,6 +214,7 @@ struct nrr_hang {
 	size_t np;
 	int *missing;          /* ranks expected with no trace: node np + i */
 	size_t nmissing;
+	int *rank_node;        /* [nranks]: the node of each rank (node_of_rank) */
 	int nranks;
 	char nranks_src[64];
 	char root_addr[ADDR_MAX];
@@ -667,6 +671,11 @@ static void job_size(struct nrr_hang *h)
 		for (size_t k = 0; keys[k]; k++) {
 			const char *v = nrr_reader_meta(r, keys[k]);
 			int n = v ? atoi(v) : 0;
+			if (n > NRR_HANG_MAX_RANKS) {
+				fprintf(stderr, "ncclrr hang: note: %s says %s=%s, more than the %d ranks this "
+					"analysis takes: ignored\n", nrr_reader_path(r), keys[k], v, NRR_HANG_MAX_RANKS);
+				continue;
+			}
 			if (n > h->nranks) {
 				h->nranks = n;
 				snprintf(h->nranks_src, sizeof(h->nranks_src), "%s", keys[k]);
@@ -675,7 +684,7 @@ static void job_size(struct nrr_hang *h)
 		const char *id = nrr_reader_meta(r, "env.NCCL_COMM_ID");
 		if (id && !h->root_addr[0])
 			snprintf(h->root_addr, sizeof(h->root_addr), "%s", id);
-		if (h->p[i].rank + 1 > h->nranks) {
+		if (h->p[i].rank < NRR_HANG_MAX_RANKS && h->p[i].rank + 1 > h->nranks) {
 			h->nranks = h->p[i].rank + 1;
 			snprintf(h->nranks_src, sizeof(h->nranks_src), "highest traced rank");
 		}
@@ -739,6 +748,8 @@ static int peer_of(const struct nrr_hang *h, size_t self, const struct sockrec *
 
 static int node_of_rank(const struct nrr_hang *h, int rank)
 {
+	if (h->rank_node && rank >= 0 && rank < h->nranks)
+		return h->rank_node[rank];
 	for (size_t i = 0; i < h->np; i++)
 		if (h->p[i].rank == rank)
 			return (int)i;
@@ -1453,18 +1464,23 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 	}
 	nrr_progress_end(&h->prog);
 	job_size(h);
+	/* rank -> node in one pass over each (not ranks x processes) */
 	h->missing = calloc((size_t)h->nranks + 1, sizeof(int));
-	if (!h->missing) {
+	h->rank_node = malloc(((size_t)h->nranks + 1) * sizeof(int));
+	if (!h->missing || !h->rank_node) {
 		nrr_hang_free(h);
 		return NRR_EXIT_USAGE;
 	}
-	for (int r = 0; r < h->nranks; r++) {
-		bool have = false;
-		for (size_t i = 0; i < h->np && !have; i++)
-			have = h->p[i].rank == r;
-		if (!have)
+	for (int r = 0; r < h->nranks; r++)
+		h->rank_node[r] = -1;
+	for (size_t i = h->np; i-- > 0;)   /* (the first process of a rank wins) */
+		if (h->p[i].rank >= 0 && h->p[i].rank < h->nranks)
+			h->rank_node[h->p[i].rank] = (int)i;
+	for (int r = 0; r < h->nranks; r++)
+		if (h->rank_node[r] < 0) {
+			h->rank_node[r] = (int)(h->np + h->nmissing);
 			h->missing[h->nmissing++] = r;
-	}
+		}
 	if (h->root_addr[0]) {
 		for (size_t i = 0; i < h->np && h->root_owner < 0; i++)
 			for (size_t k = 0; k < h->p[i].nsocks; k++)
@@ -1543,6 +1559,7 @@ void nrr_hang_free(struct nrr_hang *h)
 	free(h->c);
 	free(h->p);
 	free(h->missing);
+	free(h->rank_node);
 	free(h->e);
 	free(h->summary);
 	free(h->first_bad_text);

@@ -427,8 +427,47 @@ static int threads(const char *dir, bool fail, bool named)
 	return close_w(w, fail ? "exit 1" : "exit 0");
 }
 
+/* hostile: metadata and times no real run has: rank 0 says
+ * nranks=1000000000, another process is rank 2147483647, and a third's
+ * calls are at 2^63 ns and after (a manual clock) */
+static int hostile(const char *dir)
+{
+	char path[4096];
+	static const char m0[] = "host=gen\npid=1000\nrank=0\nnranks=1000000000\n";
+	static const char m1[] = "host=gen\npid=1001\nrank=2147483647\n";
+	static const char m2[] = "host=gen\npid=1002\nrank=1\n";
+	const char *metas[3] = { m0, m1, m2 };
+	struct val v[] = { { "domain", 2, NULL, 0 } };
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/gen-%d.nrt", dir, i);
+		nrr_writer_opts o = { .schema = nrr_builtin_schema, .schema_len = nrr_builtin_schema_len,
+				      .meta = metas[i], .meta_len = strlen(metas[i]), .manual_clock = i == 2 };
+		nrr_writer *w;
+		if (nrr_writer_open(&w, path, &o)) {
+			fprintf(stderr, "hang_gen: cannot create %s\n", path);
+			return 2;
+		}
+		nrr_tls *t = nrr_writer_thread(w);
+		if (i == 2)
+			nrr_tls_set_time(t, 1ull << 63);
+		call(t, "socket", v, 1, 7);
+		if (i == 2) {
+			nrr_tls_set_time(t, UINT64_MAX - 10);
+			call(t, "socket", v, 1, 8);
+		}
+		nrr_writer_set_end(w, "exit 0", false);
+		if (nrr_writer_close(w)) {
+			fprintf(stderr, "hang_gen: cannot write %s\n", path);
+			return 2;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[2], "hostile"))
+		return hostile(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "threads"))
 		return threads(argv[1], atoi(argv[3]) != 0, atoi(argv[4]) != 0);
 	if (argc == 4 && !strcmp(argv[2], "mpi"))
@@ -438,7 +477,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[2], "unseen"))
 		return unseen(argv[1], atoi(argv[3]) != 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED\n");
+		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED | hang_gen DIR hostile\n");
 		return 2;
 	}
 	const char *dir = argv[1];

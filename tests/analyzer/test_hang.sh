@@ -4,8 +4,8 @@
 # rank stalled before its bootstrap, one dying mid-connect, one trace
 # removed; a clean run; damaged input.
 # usage: test_hang.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR
-# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed | mpi
-# (cycle, scale, mixed, mpi: jobs written by hang_gen, built next to this test)
+# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed | mpi | hostile
+# (cycle, scale, mixed, mpi, hostile: jobs written by hang_gen, built next to this test)
 # On real NCCL 2.22 (suite nccl, tests/analyzer/nccl_rec.sh):
 #   nccl_ipc     rank 3's cudaIpcOpenMemHandle fails, it exits, the others
 #                wait: rank 3 is the root cause with that failure; no
@@ -286,6 +286,27 @@ mixed)
 	expect "rank 0 -> rank 1: an answer to proxy request ncclProxyMsgGetFd (opId 0x42) on fd 9"
 	grep -q "^  rank 3 (.*): ended; trace ended at .* by exit 0" "$tmp/out" || fail "rank 3 is not shown as ended by exit 0"
 	grep -q "rank 3 ->" "$tmp/out" && fail "rank 3 exited but is in the graph"
+	;;
+hostile)
+	# metadata no real run has: nranks=1000000000 (took 5 GB and over 30 s,
+	# ranks x processes), rank 2147483647 (a signed overflow: exit 2 with no
+	# word), calls at 2^63 ns and after (time arithmetic saturates)
+	mkdir "$tmp/h"
+	"$(dirname "$wl")/analyzer/hang_gen" "$tmp/h" hostile || fail "hang_gen hostile failed"
+	timeout 20 "$ncclrr" hang "$tmp/h/gen-0.nrt" "$tmp/h/gen-2.nrt" >"$tmp/out" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || fail "nranks=1000000000: exit $rc"
+	expect "says nranks=1000000000, more than the 1048576 ranks this analysis takes: ignored"
+	expect "2 ranks expected (highest traced rank)"
+	timeout 20 "$ncclrr" hang "$tmp/h/gen-1.nrt" >"$tmp/out" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || fail "rank 2147483647: exit $rc"
+	expect "rank 2147483647 (gen:"
+	for f in "$tmp"/h/gen-*.nrt "$tmp/h"; do
+		timeout 20 "$ncclrr" export --html "$tmp/r.html" $f >"$tmp/out" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] && grep -q '</html>' "$tmp/r.html" || fail "export --html $f: exit $rc, $(tail -2 "$tmp/out")"
+	done
 	;;
 *)
 	echo "unknown case $case_"
