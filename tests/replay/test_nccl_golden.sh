@@ -2,7 +2,7 @@
 # The golden traces of real NCCL 2.22.3 failing (traces/nccl/, made by
 # traces/nccl/record.sh): replay, determinism, diff, hang and rerun.
 # usage: test_nccl_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
-# CASE: golden | repeat20 | repeat100 | load | ranks | diff | hang | rerun
+# CASE: golden | repeat20:TRACE | repeat100:TRACE | load | ranks | diff | hang | rerun
 # Replay, diff and hang need no NCCL (the traces are enough); rerun runs
 # the real tp_dp again and skips (77) without a relinked NCCL.
 set -uo pipefail
@@ -64,8 +64,14 @@ golden)
 	done
 	has "$tmp/clean.out" "result: the replay matches the recording" clean
 	;;
-repeat20) repeat 20 $failures; repeat 3 clean ;;
-repeat100) repeat 100 $failures; repeat 20 clean ;;
+repeat20:* | repeat100:*)
+	# one trace a test, so that the two cores share them: the clean run
+	# 3 times (20 in slow), a failure 20 times (100)
+	n=${case_%%:*} t=${case_#*:}
+	n=${n#repeat}
+	[ "$t" = clean ] && { [ "$n" = 100 ] && n=20 || n=3; }
+	repeat "$n" "$t"
+	;;
 load)
 	# once with both cores kept busy
 	for _ in 1 2; do (while :; do :; done) & busy+=($!); done
