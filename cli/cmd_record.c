@@ -22,7 +22,7 @@
 
 const char cmd_record_usage[] =
 "Usage: ncclrr record [-o DIR] [--mode full|ring:SIZE] [--backend native|lttng]\n"
-"                     [--payload BYTES] [--watchdog SECONDS] [-q] [--] COMMAND [ARGS]\n"
+"                     [--payload BYTES] [--watchdog SECONDS] [--group-read] [-q] [--] COMMAND [ARGS]\n"
 "\n"
 "Run COMMAND with the ncclrr tracer (libncclrr-trace.so) preloaded, in it and in\n"
 "every process it starts: wrap a launcher (ncclrr record -- mpirun ...) or run\n"
@@ -47,6 +47,9 @@ const char cmd_record_usage[] =
 "                       (default 4096); lengths are always kept\n"
 "  --watchdog SECONDS   write the trace out when a traced call is in flight and\n"
 "                       none has returned for SECONDS (default 0: off)\n"
+"  --group-read         trace files readable by the group (0640); by default only\n"
+"                       by their owner (0600): they hold the job's environment\n"
+"                       and command line (secrets redacted: metadata redacted=)\n"
 "  -q, --quiet          no summary line on stderr at the end\n"
 "\n"
 "The exit status is COMMAND's (a COMMAND killed by a signal kills ncclrr record\n"
@@ -54,7 +57,8 @@ const char cmd_record_usage[] =
 "SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 are passed on to COMMAND.\n"
 "\n"
 "Environment set for COMMAND: LD_PRELOAD (prepended), NCCLRR_TRACE_DIR,\n"
-"NCCLRR_MODE, NCCLRR_BACKEND, NCCLRR_PAYLOAD, NCCLRR_WATCHDOG, and\n"
+"NCCLRR_MODE, NCCLRR_BACKEND, NCCLRR_PAYLOAD, NCCLRR_WATCHDOG, NCCLRR_GROUP_READ,\n"
+"and\n"
 "NCCL_TOPO_DUMP_FILE=DIR/nccl-topo.xml unless already set. When NCCL would load\n"
 "an external net plugin (NCCL_NET_PLUGIN, else libnccl-net.so), NCCL_NET_PLUGIN\n"
 "names ncclrr's wrapper of the plugin's ncclNet version instead and\n"
@@ -208,7 +212,7 @@ static void summarize(const char *dir, const char *mode, const char *backend)
 int cmd_record(int argc, char **argv)
 {
 	const char *out = "ncclrr-trace", *mode = "full", *backend = "native", *payload = NULL, *watchdog = NULL;
-	bool quiet = false;
+	bool quiet = false, group_read = false;
 	int i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -226,6 +230,10 @@ int cmd_record(int argc, char **argv)
 										 : NULL;
 		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			quiet = true;
+			continue;
+		}
+		if (!strcmp(a, "--group-read")) {
+			group_read = true;
 			continue;
 		}
 		if (!dst)
@@ -288,6 +296,10 @@ int cmd_record(int argc, char **argv)
 		setenv("NCCLRR_PAYLOAD", payload, 1);
 	if (watchdog)
 		setenv("NCCLRR_WATCHDOG", watchdog, 1);
+	if (group_read)
+		setenv("NCCLRR_GROUP_READ", "1", 1);
+	else
+		unsetenv("NCCLRR_GROUP_READ");
 	/* an external net plugin (NCCL_NET_PLUGIN, else libnccl-net.so) is
 	 * wrapped by the variant of its own version, which records and
 	 * forwards every call; without one NCCL's internal nets are traced at

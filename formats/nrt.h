@@ -211,6 +211,9 @@ typedef struct nrr_writer_opts {
 	/* Called once, from the compression thread, at the first I/O error
 	 * (after the one-line message on stderr). */
 	void (*on_io_error)(void);
+	/* Permissions of the new file (before the umask); 0: 0600, a trace
+	 * holds the job's environment and command line. */
+	unsigned file_mode;
 } nrr_writer_opts;
 
 /* Create @path (O_EXCL|O_CLOEXEC) and start the compression thread.

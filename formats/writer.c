@@ -1119,7 +1119,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	w->watchdog_ns = o.watchdog_ns;
 	w->sync_ns = o.ring_bytes ? 0 : o.sync_ns;
 	pthread_mutex_init(&w->io_lock, NULL);
-	int low = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int low = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, o.file_mode ? (mode_t)o.file_mode : 0600);
 	if (low < 0) {
 		rc = -errno;
 		free(w);

@@ -39,6 +39,7 @@
 
 #include "ncclrr_config.h"
 #include "nrr_api_gen.h"
+#include "redact.h"
 #include "tracer_internal.h"
 /* the net plugin declares the hooks it calls itself: they must stay the
  * generated ones (a mismatch fails here) */
@@ -54,6 +55,7 @@ static struct {
 	uint64_t watchdog_ns;
 	int backend;                 /* what nrr_trace_backend is while tracing works */
 	char mode_text[64];
+	bool group_read;             /* NCCLRR_GROUP_READ=1: files 0640, not 0600 */
 } cfg;
 
 static _Atomic(nrr_writer *) g_w;  /* this process's writer, NULL until the first call */
@@ -281,49 +283,6 @@ static bool env_kept(const char *name, size_t len)
 	return false;
 }
 
-static bool name_is_secret(const char *name, size_t len)
-{
-	static const char *const words[] = { "TOKEN", "SECRET", "PASSW", "PASSWD", "CREDENTIAL", "APIKEY",
-					     "API_KEY", "PRIVATE", "AUTH" };
-	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
-		size_t k = strlen(words[i]);
-		for (size_t j = 0; j + k <= len; j++)
-			if (!strncasecmp(name + j, words[i], k))
-				return true;
-	}
-	return false;
-}
-
-/* A value that looks like a key or token: long, one word, letters and
- * digits mixed, no path or address punctuation. */
-static bool value_is_secret(const char *v)
-{
-	size_t n = strlen(v), alpha = 0, digit = 0;
-	if (n < 24)
-		return false;
-	for (const char *p = v; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z'))
-			alpha++;
-		else if (*p >= '0' && *p <= '9')
-			digit++;
-		else if (*p != '+' && *p != '=' && *p != '-' && *p != '_')
-			return false;
-	}
-	return alpha && digit;
-}
-
-static int env_redact(const char *name, size_t namelen, const char *value, char *out, size_t outlen)
-{
-	if (name_is_secret(name, namelen) || value_is_secret(value))
-		return snprintf(out, outlen, "<redacted>");
-	/* scheme://user:password@host -> scheme://user:<redacted>@host */
-	const char *s = strstr(value, "://"), *at = s ? strchr(s + 3, '@') : NULL;
-	const char *colon = s ? memchr(s + 3, ':', at ? (size_t)(at - s - 3) : 0) : NULL;
-	if (colon && at)
-		return snprintf(out, outlen, "%.*s:<redacted>%s", (int)(colon - value), value, at);
-	return snprintf(out, outlen, "%s", value);
-}
-
 struct buf {
 	char *p;
 	size_t len, cap;
@@ -363,7 +322,7 @@ static ssize_t read_file(const char *path, char *buf, size_t len)
 }
 
 /* cmdline with NULs turned into spaces (text up to 2 KiB) */
-static void add_cmdline(struct buf *b)
+static void add_cmdline(struct buf *b, bool *redacted)
 {
 	char cmd[2048];
 	ssize_t n = read_file("/proc/self/cmdline", cmd, sizeof(cmd) - 1);
@@ -375,7 +334,10 @@ static void add_cmdline(struct buf *b)
 		if (cmd[i] == '\0' || cmd[i] == '\n')
 			cmd[i] = ' ';
 	cmd[n] = '\0';
-	buf_add(b, "argv=%s\n", cmd);
+	char red[4096];
+	if (nrr_redact_cmdline(cmd, red, sizeof(red)))
+		*redacted = true;
+	buf_add(b, "argv=%s\n", red);
 }
 
 static void build_meta(struct buf *b)
@@ -383,7 +345,11 @@ static void build_meta(struct buf *b)
 	extern char **environ;
 	struct utsname u;
 	buf_add(b, "host=%s\npid=%d\nppid=%d\n", cfg.host, (int)getpid(), (int)getppid());
-	add_cmdline(b);
+	bool argv_redacted = false;
+	struct buf red = { 0 };   /* what was redacted: argv, env.NAME, ... */
+	add_cmdline(b, &argv_redacted);
+	if (argv_redacted)
+		buf_add(&red, "argv");
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0)
@@ -416,12 +382,16 @@ static void build_meta(struct buf *b)
 		if (!eq || !env_kept(*e, (size_t)(eq - *e)))
 			continue;
 		char v[1024];
-		env_redact(*e, (size_t)(eq - *e), eq + 1, v, sizeof(v));
+		if (nrr_redact_value(*e, (size_t)(eq - *e), eq + 1, v, sizeof(v)))
+			buf_add(&red, "%senv.%.*s", red.len ? "," : "", (int)(eq - *e), *e);
 		for (char *p = v; *p; p++)
 			if (*p == '\n')
 				*p = ' ';
 		buf_add(b, "env.%.*s=%s\n", (int)(eq - *e), *e, v);
 	}
+	if (red.len)
+		buf_add(b, "redacted=%s\n", red.p);
+	free(red.p);
 }
 
 /* --------------------------------------------------------- writer life */
@@ -466,6 +436,7 @@ static void open_writer(void)
 		.watchdog_ns = cfg.watchdog_ns,
 		.sync_ns = 1000000000u,   /* a SIGKILL loses at most the last second */
 		.on_io_error = writer_failed,
+		.file_mode = cfg.group_read ? 0640 : 0600,
 	};
 	char path[PATH_MAX];
 	nrr_writer *w = NULL;
@@ -612,6 +583,8 @@ static int configure(const char *dir)
 		if (*p == '/')
 			*p = '_';
 	snprintf(cfg.mode_text, sizeof(cfg.mode_text), "full");
+	const char *gr = getenv("NCCLRR_GROUP_READ");
+	cfg.group_read = gr && !strcmp(gr, "1");
 	if (mode && *mode && strcmp(mode, "full")) {
 		if (strncmp(mode, "ring:", 5) || !nrr_parse_size(mode + 5, &v) || !v) {
 			fprintf(stderr, "ncclrr: Cannot trace: NCCLRR_MODE=%s: want full or ring:SIZE (e.g. ring:64M)\n", mode);

@@ -2,7 +2,7 @@
 # `ncclrr record` on real components: the fake CUDA driver and NVML, real
 # libibverbs, real sockets and, where found, the real NCCL.
 # usage: test_record.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR FORKER
-# CASE: counts | same | fault | proxy | kill | ring | watchdog | fork | dlerror | nodir | diskfull | net | lttng | oldnccl
+# CASE: counts | same | fault | proxy | kill | ring | watchdog | fork | dlerror | secrets | nodir | diskfull | net | lttng | oldnccl
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -214,6 +214,33 @@ dlerror)
 		grep -q " $fn(" "$tmp/d" || fail "$fn was not recorded: the traced run proves nothing"
 	done
 	echo "dlerror: $(grep -c . "$tmp/plain") lines equal traced and untraced; $(head -1 "$tmp/plain")"
+	;;
+secrets)
+	# secrets in the environment and on the command line stay out of the
+	# trace, redacted=... says what was redacted, the files are 0600 (0640
+	# with --group-read); what is no secret is kept as it was
+	run_forker() {
+		NCCL_PROXY_DSN=admin:s3cret@db MASTER_ADDR=user:pw0rd@host HF_TOKEN=hf_AbCdEfGh12345678 NCCL_AUTHX=1 \
+			NCCL_SOCKET_IFNAME=eth0 "$ncclrr" record -q -o "$tmp/$1" "${@:2}" -- \
+			env TRAIN_PASSWORD=hunter2 "$forker" --password=hunter2 --token tok3n >/dev/null 2>&1
+	}
+	run_forker t || fail "forker exited $?"
+	cat "$tmp"/t/*.nrt >"$tmp/raw"
+	"$ncclrr" dump --meta --api none "$tmp/t" >"$tmp/meta" 2>&1
+	for s in s3cret pw0rd hf_AbCdEfGh12345678 hunter2 tok3n; do
+		grep -q -- "$s" "$tmp/meta" && fail "'$s' is in the metadata: $(grep -- "$s" "$tmp/meta" | head -2)"
+	done
+	grep -q '^#   env.NCCL_PROXY_DSN=admin:<redacted>@db$' "$tmp/meta" || fail "NCCL_PROXY_DSN not redacted to its user and host"
+	grep -q '^#   env.NCCL_AUTHX=1$' "$tmp/meta" || fail "NCCL_AUTHX=1 redacted or lost"
+	grep -q '^#   env.NCCL_SOCKET_IFNAME=eth0$' "$tmp/meta" || fail "NCCL_SOCKET_IFNAME lost"
+	grep -q -- '--password=<redacted> --token <redacted>' "$tmp/meta" || fail "argv not redacted: $(grep argv= "$tmp/meta" | head -1)"
+	grep -q '^#   redacted=argv,.*env.NCCL_PROXY_DSN' "$tmp/meta" || fail "no redacted= line naming argv and the variables: $(grep redacted= "$tmp/meta" | head -1)"
+	perms=$(stat -c %a "$tmp"/t/*.nrt | sort -u | tr '\n' ' ')
+	[ "$perms" = "600 " ] || fail "trace files are $perms, not 600"
+	run_forker g --group-read || fail "forker exited $? (--group-read)"
+	perms=$(stat -c %a "$tmp"/g/*.nrt | sort -u | tr '\n' ' ')
+	[ "$perms" = "640 " ] || [ "$(umask)" != 0022 ] || fail "--group-read: trace files are $perms, not 640"
+	echo "secrets: $(grep -m1 '^#   redacted=' "$tmp/meta"); files $(stat -c %a "$tmp"/t/*.nrt | sort -u | tr '\n' ' ')"
 	;;
 nodir)
 	# a trace directory that cannot be written: one message, the program runs as without tracing
