@@ -470,8 +470,8 @@ end:
 			int r = nrr_writer_close(p->w);
 			if (r && !rc) {
 				rc = r;
-				snprintf(diag->msg, sizeof(diag->msg), "Cannot write the converted trace: file=%s: %s",
-					 p->path, strerror(-r));
+				snprintf(diag->msg, sizeof(diag->msg), "Cannot write the converted trace: file=%.*s: %s",
+					 (int)sizeof(diag->msg) / 2, p->path, strerror(-r));
 			}
 			if (list)
 				list[(*npaths)++] = strdup(p->path);

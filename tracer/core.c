@@ -443,11 +443,11 @@ static void open_writer(void)
 	int rc = -EEXIST;
 	pid_t pid = getpid();
 	for (int i = 0; i < 1000 && rc == -EEXIST; i++) {
-		if (i == 0 && !g_generation)
-			snprintf(path, sizeof(path), "%s/%s-%d.nrt", cfg.dir, cfg.host, (int)pid);
-		else
-			snprintf(path, sizeof(path), "%s/%s-%d-%d.nrt", cfg.dir, cfg.host, (int)pid, i + g_generation);
-		rc = nrr_writer_open(&w, path, &o);
+		int n = i == 0 && !g_generation
+				? snprintf(path, sizeof(path), "%s/%s-%d.nrt", cfg.dir, cfg.host, (int)pid)
+				: snprintf(path, sizeof(path), "%s/%s-%d-%d.nrt", cfg.dir, cfg.host, (int)pid,
+					   i + g_generation);
+		rc = n < (int)sizeof(path) ? nrr_writer_open(&w, path, &o) : -ENAMETOOLONG;
 	}
 	free(meta.p);
 	if (rc) {

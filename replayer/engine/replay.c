@@ -940,7 +940,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	/* The fake runtime needs the cluster the recording ran on.  A process
 	 * whose cluster is unknown (a job not started by `ncclrr run`, on real
 	 * GPUs) has its device answers in the trace: they are its answers */
-	char nocluster[1024] = "";
+	char nocluster[3 * sizeof(x.pi[0].topo) + 256] = "";   /* (a why below) */
 	size_t nunknown = 0, first_unknown = 0;
 	for (size_t i = 0; i < o->n; i++) {
 		char rec[sizeof(x.pi[i].topo)], why[3 * sizeof(rec) + 256];

@@ -85,7 +85,7 @@ struct rule {
 	char fn[96];           /* base name, as NCCLRR_FAULT names it */
 	char thread[16];       /* thread=NAME (connect rules), or "" */
 	char call[96];         /* the recorded name (cuIpcOpenMemHandle_v2) */
-	char res[64];          /* the error, by name */
+	char res[160];         /* the error, by name */
 	uint64_t nth;          /* the fake's count of that entry point */
 	uint64_t wall;         /* wall-clock ns of the failed call's return */
 	bool dropped;          /* inside a failed call that is the rule */

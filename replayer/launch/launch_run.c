@@ -69,7 +69,8 @@ int nrr_find_near_exe(const char *envvar, const char *file, const char *const *r
 	char cand[PATH_MAX], looked[1024] = "";
 	size_t lo = 0;
 	for (size_t i = 0; rel[i]; i++) {
-		snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);
+		if (snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]) >= (int)sizeof(cand))
+			continue;   /* (a path longer than any path) */
 		if (lo < sizeof(looked))
 			lo += (size_t)snprintf(looked + lo, sizeof(looked) - lo, "%s%s", i ? ", " : "", cand);
 		glob_t g;   /* a relative directory may hold a '*' (lib/<triplet>) */
@@ -357,7 +358,7 @@ static void report_threads(FILE *f, pid_t pid)
 	while ((de = readdir(d)) && shown < 16) {
 		if (de->d_name[0] == '.')
 			continue;
-		char p[128], comm[64], wchan[128], sc[256];
+		char p[PATH_MAX], comm[64], wchan[128], sc[256];
 		snprintf(p, sizeof(p), "%s/%s/comm", dir, de->d_name);
 		read_small(p, comm, sizeof(comm));
 		snprintf(p, sizeof(p), "%s/%s/wchan", dir, de->d_name);
@@ -536,7 +537,10 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		goto end;
 	}
 	for (int h = 0; h < nhosts_used; h++) {
-		snprintf(xml[h], sizeof(xml[h]), "%s/host%d.xml", tmpdir, h);
+		if (snprintf(xml[h], sizeof(xml[h]), "%s/host%d.xml", tmpdir, h) >= (int)sizeof(xml[h])) {
+			fprintf(report, "ncclrr run: the temporary directory %s is too long a path (TMPDIR)\n", tmpdir);
+			goto end;
+		}
 		if (c->write_host_xml &&
 		    c->write_host_xml(c->ctx, h, xml[h], msg, sizeof(msg)) < 0) {
 			fprintf(report, "ncclrr run: cannot write the topology of host %d to %s: %s\n",
@@ -817,8 +821,11 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 		uint64_t h = fnv1a(o->topo_path, 1469598103934665603ull);
 		if (stat(o->topo_path, &st) == 0)
 			h = (h ^ (uint64_t)st.st_mtime) * 1099511628211ull;
-		snprintf(xml, sizeof(xml), "%s/topo-%016llx-host%d.xml", dir, (unsigned long long)h,
-			 re.pl.host);
+		if (snprintf(xml, sizeof(xml), "%s/topo-%016llx-host%d.xml", dir, (unsigned long long)h, re.pl.host) >=
+		    (int)sizeof(xml)) {
+			fprintf(report, "ncclrr run: %s is too long a path (TMPDIR)\n", dir);
+			return NRR_LAUNCH_SETUP;
+		}
 		char tmp[PATH_MAX + 32];
 		snprintf(tmp, sizeof(tmp), "%s.%d.tmp", xml, (int)getpid());
 		if (c->write_host_xml(c->ctx, re.pl.host, tmp, msg, sizeof(msg)) < 0) {
