@@ -530,12 +530,40 @@ FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocatio
 }
 
 /* ---- copies and sets: device memory is host memory ------------------------------ */
-static CUresult copy(void *dst, const void *src, size_t n)
+/* As a driver checks: [p, p + n) lies inside one allocation (its size),
+ * else CUDA_ERROR_INVALID_VALUE.  What a pointer may be:
+ * DEV_ONLY a device pointer (in an allocation); HOST_OK either, where
+ * unified addressing allows it (cuMemcpy): one in no allocation is the
+ * program's host memory; HOST a host pointer parameter (the program's own
+ * to get right, as with a driver). */
+enum { DEV_ONLY, HOST_OK, HOST };
+
+static CUresult check_range(uintptr_t p, size_t n, int host_ok)
+{
+	if (n == 0)
+		return CUDA_SUCCESS;
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mem_lock);
+	const struct falloc *a = find(p);
+	size_t len = a ? (a->size ? a->size : a->maplen) : 0;   /* (what cuMemGetAddressRange says) */
+	CUresult rc = !a ? (host_ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE)
+			 : n > len - (p - a->base) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	pthread_mutex_unlock(&mem_lock);
+	return rc;
+}
+
+static CUresult copy(void *dst, int dst_is, const void *src, int src_is, size_t n)
 {
 	if (n == 0)
 		return CUDA_SUCCESS;
 	if (!dst || !src)
 		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = dst_is == HOST ? CUDA_SUCCESS : check_range((uintptr_t)dst, n, dst_is == HOST_OK);
+	if (!rc && src_is != HOST)
+		rc = check_range((uintptr_t)src, n, src_is == HOST_OK);
+	if (rc)
+		return rc;
 	memmove(dst, src, n);
 	return CUDA_SUCCESS;
 }
@@ -545,62 +573,62 @@ static CUresult copy(void *dst, const void *src, size_t n)
 FAKE_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
 	FAKE_COUNT("cuMemcpy", CUresult);
-	return copy(P(dst), P(src), n);
+	return copy(P(dst), HOST_OK, P(src), HOST_OK, n);
 }
 
 FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
 	FAKE_COUNT("cuMemcpyAsync", CUresult);
-	return copy(P(dst), P(src), n);
+	return copy(P(dst), HOST_OK, P(src), HOST_OK, n);
 }
 
 FAKE_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)
 {
 	FAKE_COUNT("cuMemcpyPeer", CUresult);
-	return copy(P(dst), P(src), n);
+	return copy(P(dst), DEV_ONLY, P(src), DEV_ONLY, n);
 }
 
 FAKE_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
 				       CUstream s)
 {
 	FAKE_COUNT("cuMemcpyPeerAsync", CUresult);
-	return copy(P(dst), P(src), n);
+	return copy(P(dst), DEV_ONLY, P(src), DEV_ONLY, n);
 }
 
 FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
 {
 	FAKE_COUNT("cuMemcpyHtoD", CUresult);
-	return copy(P(dst), src, n);
+	return copy(P(dst), DEV_ONLY, src, HOST, n);
 }
 
 FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
 {
 	FAKE_COUNT("cuMemcpyDtoH", CUresult);
-	return copy(dst, P(src), n);
+	return copy(dst, HOST, P(src), DEV_ONLY, n);
 }
 
 FAKE_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
 	FAKE_COUNT("cuMemcpyDtoD", CUresult);
-	return copy(P(dst), P(src), n);
+	return copy(P(dst), DEV_ONLY, P(src), DEV_ONLY, n);
 }
 
 FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
 	FAKE_COUNT("cuMemcpyHtoDAsync", CUresult);
-	return copy(P(dst), src, n);
+	return copy(P(dst), DEV_ONLY, src, HOST, n);
 }
 
 FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
 	FAKE_COUNT("cuMemcpyDtoHAsync", CUresult);
-	return copy(dst, P(src), n);
+	return copy(dst, HOST, P(src), DEV_ONLY, n);
 }
 
 FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
 	FAKE_COUNT("cuMemcpyDtoDAsync", CUresult);
-	return copy(P(dst), P(src), n);
+	return copy(P(dst), DEV_ONLY, P(src), DEV_ONLY, n);
 }
 
 static CUresult copy2d(const CUDA_MEMCPY2D *c)
@@ -613,6 +641,26 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c)
 	char *d = c->dstMemoryType == CU_MEMORYTYPE_HOST ? (char *)c->dstHost : (char *)P(c->dstDevice);
 	if (!s || !d)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (!c->Height || !c->WidthInBytes)
+		return CUDA_SUCCESS;
+	/* each device side's span, first row to the last byte, as one range */
+	const struct { uintptr_t base; size_t x, y, pitch; int host; } side[2] = {
+		{ (uintptr_t)s, c->srcXInBytes, c->srcY, c->srcPitch, c->srcMemoryType == CU_MEMORYTYPE_HOST },
+		{ (uintptr_t)d, c->dstXInBytes, c->dstY, c->dstPitch, c->dstMemoryType == CU_MEMORYTYPE_HOST },
+	};
+	for (int k = 0; k < 2; k++) {
+		size_t first, span;
+		if (side[k].host)
+			continue;
+		if (__builtin_mul_overflow(side[k].y, side[k].pitch, &first) ||
+		    __builtin_add_overflow(first, side[k].x, &first) ||
+		    __builtin_mul_overflow(c->Height - 1, side[k].pitch, &span) ||
+		    __builtin_add_overflow(span, c->WidthInBytes, &span) || side[k].base + first < side[k].base)
+			return CUDA_ERROR_INVALID_VALUE;
+		CUresult rc = check_range(side[k].base + first, span, 0);
+		if (rc)
+			return rc;
+	}
 	for (size_t y = 0; y < c->Height; y++)
 		memmove(d + (c->dstY + y) * c->dstPitch + c->dstXInBytes, s + (c->srcY + y) * c->srcPitch + c->srcXInBytes,
 			c->WidthInBytes);
@@ -641,8 +689,12 @@ static CUresult set_n(CUdeviceptr dst, unsigned v, size_t n, int width)
 {
 	if (n == 0)
 		return CUDA_SUCCESS;
-	if (!dst)
+	size_t bytes;
+	if (!dst || __builtin_mul_overflow(n, (size_t)width, &bytes))
 		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = check_range((uintptr_t)dst, bytes, 0);
+	if (rc)
+		return rc;
 	if (width == 1) {
 		memset(P(dst), (int)(v & 0xff), n);
 	} else if (width == 2) {

@@ -168,6 +168,23 @@ static void test_memory(void)
 	CHECK(cuMemGetAddressRange_v2(&base, &size, d + 5000) == 0 && base == d && size == 10000, "range");
 	int local = 0;
 	CHECK(cuPointerGetAttribute(&mt, 2, (CUdeviceptr)(uintptr_t)&local) == 1, "unknown pointer");
+	/* out of bounds, as a driver answers it: CUDA_ERROR_INVALID_VALUE, and
+	 * nothing written (a trace's cuMemsetD32 at 0x800 into 2 MiB with N =
+	 * 524288 made the replay worker SEGV) */
+	CUdeviceptr big = 0;
+	CHECK(cuMemAlloc_v2(&big, 2 << 20) == 0 && big, "alloc 2 MiB");
+	CHECK(cuMemsetD32_v2(big + 0x800, 1, 524288) == 1, "memset past the end");
+	CHECK(cuMemsetD32_v2(big, 7, 524288) == 0, "memset of the whole");
+	CHECK(cuMemsetD32_v2(big + 4, 7, SIZE_MAX / 2) == 1, "memset of an overflowing count");
+	CHECK(cuMemcpyHtoD_v2(d + 9000, buf, sizeof(buf)) == 1, "htod past the end");
+	CHECK(cuMemcpyDtoH_v2(buf, d + 9999, 2) == 1, "dtoh past the end");
+	CHECK(cuMemcpyDtoH_v2(buf, d + 9998, 2) == 0, "dtoh of the last bytes");
+	CHECK(cuMemcpyHtoD_v2((CUdeviceptr)(uintptr_t)buf, buf, 8) == 1, "htod to a host pointer");
+	CHECK(cuMemsetD32_v2((CUdeviceptr)0x1000, 0, 4) == 1, "memset of no allocation");
+	CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t) = sym(cu, "cuMemcpy");
+	CHECK(cuMemcpy((CUdeviceptr)(uintptr_t)buf, d, 16) == 0, "unified copy to host memory");
+	CHECK(cuMemcpy(big + (2 << 20) - 8, d, 16) == 1, "unified copy past the end");
+	CHECK(cuMemFree_v2(big) == 0, "free 2 MiB");
 	CHECK(cuMemFree_v2(d) == 0, "free");
 	CHECK(cuMemFree_v2(d) == 1, "double free");
 
