@@ -67,6 +67,7 @@ struct coord {
 struct proc_out {
 	char inflight[200];   /* "recv #199, poll #12": where its threads stopped as recorded */
 	bool diverged;
+	bool ended;           /* its worker reported its end ("X") or why it could not start ("F") */
 };
 
 struct outcome {
@@ -477,7 +478,13 @@ static void on_line(struct coord *x, size_t proc, char *line, struct outcome *ou
 					 pi->who, pi->path, seq, fn, fdn, fdn);
 		}
 		break;
+	case 'X':
+		if (out->proc)
+			out->proc[proc].ended = true;
+		break;
 	case 'F':   /* "F bad-trace …" or "F setup …" */
+		if (out->proc)
+			out->proc[proc].ended = true;
 		if (!out->fatal) {
 			out->fatal = true;
 			out->fatal_setup = true;
@@ -662,6 +669,12 @@ static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 				out->fatal = true;
 				snprintf(out->fatal_msg, sizeof(out->fatal_msg), "%s: the replay worker died of signal %d (%s)",
 					 x->pi[i].who, WTERMSIG(st), strsignal(WTERMSIG(st)));
+			} else if (WIFEXITED(st) && !out->proc[i].ended && !out->fatal && !out->hung) {
+				/* gone without its end: a sanitizer's report, an abort
+				 * handler's exit (its stderr says more) */
+				out->fatal = true;
+				snprintf(out->fatal_msg, sizeof(out->fatal_msg), "%s: the replay worker died: it exited %d before "
+					 "the end of its replay (see its messages above)", x->pi[i].who, WEXITSTATUS(st));
 			}
 		}
 		if (out->fatal) {

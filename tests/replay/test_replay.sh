@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `ncclrr replay` on the golden traces of traces/replay/ (recorded from the
 # fake 16-rank conn_setup job by traces/replay/record.sh).
-# usage: test_replay.sh CASE NCCLRR SOURCE_ROOT HANG_GEN
-# CASE: golden | repeat | load | chaos | inject | ranks | damaged | usage | inflight | summary
+# usage: test_replay.sh CASE NCCLRR SOURCE_ROOT HANG_GEN EXIT_ON_LOAD_LIB
+# CASE: golden | repeat | load | chaos | inject | ranks | damaged | usage | inflight | summary | dead
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -102,6 +102,20 @@ damaged)
 	[ $rc -eq 2 ] || fail "truncated: exit $rc, expected 2"
 	has "$tmp/tout" "file=$f offset=" truncated
 	has "$tmp/tout" "truncated" truncated
+	;;
+dead)
+	# a worker that exits without a signal before its end (a sanitizer's
+	# report, an abort handler): the replay says it died, and how, at
+	# once; it used to wait for it until --timeout and call that a hang
+	lib=$(realpath "$5")
+	mkdir "$tmp/fl"
+	ln -s "$lib" "$tmp/fl/libcuda.so.1"
+	ln -s "$lib" "$tmp/fl/libnvidia-ml.so.1"
+	NCCLRR_FAKE_LIBDIR=$tmp/fl timeout 60 "$ncclrr" replay --topo "$topo" --timeout 30 "$g/conn_import_fail" >"$tmp/d" 2>&1
+	rc=$?
+	[ $rc -eq 1 ] || [ $rc -eq 2 ] || fail "dead worker: exit $rc"
+	has "$tmp/d" "the replay worker died: it exited 3 before the end of its replay" dead
+	grep -q "replay hung" "$tmp/d" && fail "a dead worker was called a hang"
 	;;
 usage)
 	"$ncclrr" replay >/dev/null 2>&1; [ $? -eq 2 ] || fail "no args: want exit 2"
