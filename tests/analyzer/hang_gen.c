@@ -464,10 +464,37 @@ static int hostile(const char *dir)
 	return 0;
 }
 
+/* hostile_env: one rank whose metadata names files, libraries and a
+ * loader variable (a trace is data: replay opens and loads none of
+ * them), with a CUDA call (replay looks for its cluster) and a connect to
+ * a non-loopback address (replay never connects there) */
+static int hostile_env(const char *dir)
+{
+	char path[4096];
+	static const char meta[] = "host=gen\npid=1000\nrank=0\n"
+				   "env.NCCLRR_TOPO=../../../../../../etc/passwd\nenv.NCCLRR_HOST=0\n"
+				   "env.LD_AUDIT=/tmp/ncclrr-evil.so\nenv.LD_PRELOAD=/tmp/ncclrr-evil.so\n"
+				   "env.NCCLRR_NET_PLUGIN=/tmp/ncclrr-evil.so\nenv.NCCL_NET_PLUGIN=/tmp/ncclrr-evil.so\n";
+	snprintf(path, sizeof(path), "%s/gen-0.nrt", dir);
+	nrr_writer *w = open_file(path, meta, (int)strlen(meta));
+	nrr_tls *t = nrr_writer_thread(w);
+	struct val init[] = { { "Flags", 0, NULL, 0 } };
+	call(t, "cuInit", init, 1, 0);
+	struct val sv[] = { { "domain", 2, NULL, 0 }, { "type", 1, NULL, 0 } };
+	call(t, "socket", sv, 2, 7);
+	struct sockaddr_in far = { .sin_family = AF_INET, .sin_port = htons(29500) };
+	inet_pton(AF_INET, "10.1.2.3", &far.sin_addr);
+	struct val cv[] = { { "sockfd", 7, NULL, 0 }, { "addr", 0, &far, sizeof(far) }, { "addrlen", sizeof(far), NULL, 0 } };
+	call(t, "connect", cv, 3, 0);
+	return close_w(w, "exit 0");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[2], "hostile"))
 		return hostile(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "hostile_env"))
+		return hostile_env(argv[1]);
 	if (argc == 5 && !strcmp(argv[2], "threads"))
 		return threads(argv[1], atoi(argv[3]) != 0, atoi(argv[4]) != 0);
 	if (argc == 4 && !strcmp(argv[2], "mpi"))
@@ -477,7 +504,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[2], "unseen"))
 		return unseen(argv[1], atoi(argv[3]) != 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED | hang_gen DIR hostile\n");
+		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED | hang_gen DIR hostile | hang_gen DIR hostile_env\n");
 		return 2;
 	}
 	const char *dir = argv[1];

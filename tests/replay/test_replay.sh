@@ -2,7 +2,7 @@
 # `ncclrr replay` on the golden traces of traces/replay/ (recorded from the
 # fake 16-rank conn_setup job by traces/replay/record.sh).
 # usage: test_replay.sh CASE NCCLRR SOURCE_ROOT HANG_GEN EXIT_ON_LOAD_LIB
-# CASE: golden | repeat | load | chaos | inject | ranks | damaged | usage | inflight | summary | dead
+# CASE: golden | repeat | load | chaos | inject | ranks | damaged | usage | inflight | summary | dead | hostile
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -102,6 +102,31 @@ damaged)
 	[ $rc -eq 2 ] || fail "truncated: exit $rc, expected 2"
 	has "$tmp/tout" "file=$f offset=" truncated
 	has "$tmp/tout" "truncated" truncated
+	;;
+hostile)
+	# a trace is data, never code: under strace, replay, dump, hang and
+	# export of a run whose metadata names ../../etc/passwd as its cluster,
+	# LD_AUDIT, LD_PRELOAD and net plugins, and that connected to 10.1.2.3,
+	# exec nothing, open only the run directory, the output, ncclrr's own
+	# files and the system's libraries, and connect to nothing but loopback
+	command -v strace >/dev/null || { echo "SKIP: no strace (Debian: strace)"; exit 77; }
+	mkdir "$tmp/h" "$tmp/o"
+	"$4" "$tmp/h" hostile_env || fail "hang_gen hostile_env failed"
+	own=$(realpath "$(dirname "$ncclrr")/..")
+	for cmd in "replay --timeout 10" "dump" "hang" "stats" "export --html $tmp/o/r.html" "export --chrome $tmp/o/r.json"; do
+		strace -f -qq -e trace=execve,open,openat,connect -o "$tmp/st" "$ncclrr" $cmd "$tmp/h" >"$tmp/out" 2>&1
+		rc=$?
+		[ $rc -le 1 ] || fail "$cmd: exit $rc: $(tail -2 "$tmp/out")"
+		n=$(grep -c ' execve(' "$tmp/st")
+		[ "$n" = 1 ] || fail "$cmd: $n execve (ncclrr's own only): $(grep ' execve(' "$tmp/st" | sed -n 2p | cut -c1-200)"
+		grep -oE 'open(at)?\([^"]*"[^"]*"' "$tmp/st" | sed -E 's/.*"([^"]*)"/\1/' | sort -u >"$tmp/files"
+		# (/tmp itself: tmpfile()'s unnamed O_TMPFILE; /etc/localtime: dates)
+		bad=$(grep -vE "^($tmp/h|$tmp/o|$own|/lib/|/usr/lib/|/lib64/|/etc/ld\.so\.|/etc/libnl/|/proc/|/sys/|/dev/|/tmp\$|/etc/localtime\$)" "$tmp/files")
+		[ -z "$bad" ] || fail "$cmd opened files outside the run, the output and the libraries: $(echo $bad | cut -c1-300)"
+		grep -E ' connect\(' "$tmp/st" | grep -vE 'AF_UNIX|inet_addr\("127\.0\.0\.1"\)|inet_pton\(AF_INET6, "::1"' | head -2 >"$tmp/conn"
+		[ -s "$tmp/conn" ] && fail "$cmd connected beyond loopback: $(cat "$tmp/conn")"
+		echo "hostile: $cmd: exit $rc, $(wc -l <"$tmp/files") files opened"
+	done
 	;;
 dead)
 	# a worker that exits without a signal before its end (a sanitizer's
