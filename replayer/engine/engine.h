@@ -112,6 +112,11 @@ size_t nrr_unix_key(const uint8_t *sa, size_t len, const uint8_t **key);
 bool rsock_handles(const nrr_fn_schema *fn);
 /* Replay unit @k of stream @st (lookahead allowed within @st). */
 int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res);
+/* @c, a send or write, was in flight when the trace of a process the
+ * job's stop ended (nrr_end_by_stop) ended: its recorded bytes may have reached the
+ * peer (the stop came between the call and its record), so they go out
+ * now, without waiting; nothing is compared.  Other calls: nothing. */
+void rsock_send_inflight(struct rsock *s, const nrr_call *c);
 /* @c was in flight (blocked) when its trace ended: @return 1 (why set)
  * when its socket would let it return now, 0 when it would still block. */
 int rsock_inflight_check(struct rsock *s, const nrr_call *c, char *why, size_t len);

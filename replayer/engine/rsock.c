@@ -802,6 +802,24 @@ static int r_send(struct rsock *s, struct rstream *st, size_t k, const char *fdn
 	return 0;
 }
 
+void rsock_send_inflight(struct rsock *s, const nrr_call *c)
+{
+	const char *n = c->fn->name, *fdname = !strcmp(n, "send") || !strcmp(n, "sendto") ? "sockfd"
+					      : !strcmp(n, "write") ? "fd" : NULL;
+	nrr_rres res = { 0 };
+	int bi = data_arg(c);
+	if (!fdname || bi < 0)
+		return;
+	int fd = live_fd(s, c, fdname, &res);
+	size_t have = 0;
+	uint8_t *b = fd >= 0 ? nrr_arg_bytes(c, bi, &have) : NULL;
+	size_t len = (size_t)argv_i(c, "len", argv_i(c, "count", 0));
+	/* (a payload the tracer cut is not sent: its bytes are not known) */
+	if (b && have && have == len)
+		(void)!send(fd, b, have, MSG_DONTWAIT | MSG_NOSIGNAL);
+	free(b);
+}
+
 static int r_recv(struct rsock *s, struct rstream *st, size_t k, const char *fdname, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;

@@ -435,8 +435,12 @@ static void *stream_main(void *arg)
 		if (u->kind == U_EXEC && u->c.result >= 0 && makes_fd(u->c.fn))
 			wait_end(p, s, k);
 		if (u->kind == U_INFLIGHT) {
-			/* the recorded thread was here when the trace ended */
+			/* the recorded thread was here when the trace ended; a
+			 * send of a process the job's stop ended may have gone
+			 * out before the stop (its peer read it) */
 			nrr_report(p, "I %u %" PRIu64 " %s", s->index, u->c.seq, u->c.fn->name);
+			if (p->pi->stopped && rsock_handles(u->c.fn))
+				rsock_send_inflight(p->sock, &u->c);
 			break;
 		} else if (u->kind == U_MARK) {
 			res.status = NRR_R_INJECTED;
