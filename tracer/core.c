@@ -460,24 +460,30 @@ static void open_writer(void)
 	atomic_store_explicit(&g_w, w, memory_order_release);
 }
 
+/* This process's writer when @fd is its trace file's descriptor, else
+ * NULL.  Not in a vfork child: it has its own descriptors, our memory
+ * (getpid() only once the number matched: close() runs this). */
+static nrr_writer *owner_of(int fd)
+{
+	nrr_writer *w = atomic_load_explicit(&g_w, memory_order_acquire);
+	return w && fd >= 0 && fd == nrr_writer_fd(w) && g_pid == getpid() ? w : NULL;
+}
+
 int nrr_trace_own_fd(void)
 {
 	nrr_writer *w = atomic_load_explicit(&g_w, memory_order_acquire);
-	/* (not in a vfork child: it has its own descriptors, our memory) */
 	return w && g_pid == getpid() ? nrr_writer_fd(w) : -1;
 }
 
 int nrr_trace_fd_guard(int fd)
 {
-	nrr_writer *w = atomic_load_explicit(&g_w, memory_order_acquire);
-	return w && fd >= 0 && fd == nrr_writer_fd(w) && g_pid == getpid() ? EBADF : 0;
+	return owner_of(fd) ? EBADF : 0;
 }
 
 void nrr_trace_protect_fd(int fd)
 {
-	nrr_writer *w = atomic_load_explicit(&g_w, memory_order_acquire);
-	/* (not in a vfork child: it has its own descriptors, our memory) */
-	if (w && fd == nrr_writer_fd(w) && g_pid == getpid())
+	nrr_writer *w = owner_of(fd);
+	if (w)
 		nrr_writer_move_fd(w, fd);
 }
 

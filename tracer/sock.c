@@ -151,11 +151,6 @@ static void mark(int fd)
 	mark_kind(fd, NRR_FD_SOCKET);
 }
 
-bool nrr_sock_close(int fd)
-{
-	return nrr_sock_take(fd);
-}
-
 bool nrr_sock_take(int fd)
 {
 	struct sock_ent *e = ent(fd, false);
@@ -472,11 +467,10 @@ NRR_HOOK void closefrom(int lowfd)
 		lowfd = 0;
 	if (close_range_around((unsigned)lowfd, ~0u, 0) == 0)
 		return;
-	/* no close_range in this kernel: every open descriptor, one by one */
-	int own = nrr_trace_own_fd();
+	/* no close_range in this kernel: every descriptor, one by one, through
+	 * close() (which keeps the trace file's and forgets the sockets) */
 	for (int fd = lowfd, top = (int)sysconf(_SC_OPEN_MAX); fd < top; fd++)
-		if (fd != own && close(fd) == 0)
-			nrr_sock_take(fd);
+		close(fd);
 }
 
 /* syscall(SYS_x, fd, ...) of a described call bypasses its wrapper */

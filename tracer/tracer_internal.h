@@ -62,8 +62,6 @@ void nrr_trace_child_forked(void);
 bool nrr_sock_is(int fd);
 bool nrr_sock_any(const struct pollfd *fds, unsigned long nfds);
 bool nrr_sock_take(int fd);
-/* close's filter: protects the trace file's descriptor, then nrr_sock_take */
-bool nrr_sock_close(int fd);
 void nrr_sock_new(int fd);
 /* kinds of traced descriptors (values of the table) */
 enum { NRR_FD_SOCKET = 1, NRR_FD_EPOLL = 2 };

@@ -953,10 +953,9 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	/* The fake runtime needs the cluster the recording ran on.  A process
 	 * whose cluster is unknown (a job not started by `ncclrr run`, on real
 	 * GPUs) has its device answers in the trace: they are its answers */
-	char nocluster[3 * sizeof(x.pi[0].topo) + 256] = "";   /* (a why below) */
+	char rec[sizeof(x.pi[0].topo)], why[3 * sizeof(rec) + 256], nocluster[sizeof(why)] = "";
 	size_t nunknown = 0, first_unknown = 0;
 	for (size_t i = 0; i < o->n; i++) {
-		char rec[sizeof(x.pi[i].topo)], why[3 * sizeof(rec) + 256];
 		snprintf(rec, sizeof(rec), "%s", x.pi[i].topo);
 		x.pi[i].topo[0] = 0;   /* the recorded path is never opened */
 		if (o->topo || o->inject == NRR_INJECT_ALL || !x.pi[i].selected || !x.pi[i].uses_cuda)

@@ -815,7 +815,7 @@ void rsock_send_inflight(struct rsock *s, const nrr_call *c)
 	uint8_t *b = fd >= 0 ? nrr_arg_bytes(c, bi, &have) : NULL;
 	size_t len = (size_t)argv_i(c, "len", argv_i(c, "count", 0));
 	/* (a payload the tracer cut is not sent: its bytes are not known) */
-	if (b && have && have == len)
+	if (b && len && have == len)
 		(void)!send(fd, b, have, MSG_DONTWAIT | MSG_NOSIGNAL);
 	free(b);
 }

@@ -538,7 +538,7 @@ FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocatio
  * to get right, as with a driver). */
 enum { DEV_ONLY, HOST_OK, HOST };
 
-static CUresult check_range(uintptr_t p, size_t n, int host_ok)
+static CUresult check_range(uintptr_t p, size_t n, int is)
 {
 	if (n == 0)
 		return CUDA_SUCCESS;
@@ -547,7 +547,7 @@ static CUresult check_range(uintptr_t p, size_t n, int host_ok)
 	pthread_mutex_lock(&mem_lock);
 	const struct falloc *a = find(p);
 	size_t len = a ? (a->size ? a->size : a->maplen) : 0;   /* (what cuMemGetAddressRange says) */
-	CUresult rc = !a ? (host_ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE)
+	CUresult rc = !a ? (is == HOST_OK ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE)
 			 : n > len - (p - a->base) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 	pthread_mutex_unlock(&mem_lock);
 	return rc;
@@ -559,9 +559,9 @@ static CUresult copy(void *dst, int dst_is, const void *src, int src_is, size_t 
 		return CUDA_SUCCESS;
 	if (!dst || !src)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult rc = dst_is == HOST ? CUDA_SUCCESS : check_range((uintptr_t)dst, n, dst_is == HOST_OK);
+	CUresult rc = dst_is == HOST ? CUDA_SUCCESS : check_range((uintptr_t)dst, n, dst_is);
 	if (!rc && src_is != HOST)
-		rc = check_range((uintptr_t)src, n, src_is == HOST_OK);
+		rc = check_range((uintptr_t)src, n, src_is);
 	if (rc)
 		return rc;
 	memmove(dst, src, n);
@@ -657,7 +657,7 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c)
 		    __builtin_mul_overflow(c->Height - 1, side[k].pitch, &span) ||
 		    __builtin_add_overflow(span, c->WidthInBytes, &span) || side[k].base + first < side[k].base)
 			return CUDA_ERROR_INVALID_VALUE;
-		CUresult rc = check_range(side[k].base + first, span, 0);
+		CUresult rc = check_range(side[k].base + first, span, DEV_ONLY);
 		if (rc)
 			return rc;
 	}
@@ -692,7 +692,7 @@ static CUresult set_n(CUdeviceptr dst, unsigned v, size_t n, int width)
 	size_t bytes;
 	if (!dst || __builtin_mul_overflow(n, (size_t)width, &bytes))
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult rc = check_range((uintptr_t)dst, bytes, 0);
+	CUresult rc = check_range((uintptr_t)dst, bytes, DEV_ONLY);
 	if (rc)
 		return rc;
 	if (width == 1) {
