@@ -105,6 +105,10 @@ void rsock_close(struct rsock *s);
  * endpoint), else the bytes themselves (at most NRR_XMAP_MAX).  @return its
  * length. */
 size_t nrr_addr_key(const uint8_t *sa, size_t len, uint8_t *key);
+/* The key of an internet connection as one end saw it: its local address
+ * @a then its peer @b (nrr_addr_key each), in @key (2 * NRR_XMAP_MAX).
+ * @return its length; 0 when either is not an internet address. */
+size_t nrr_conn_key(const uint8_t *a, size_t al, const uint8_t *b, size_t bl, uint8_t *key);
 /* The name bytes of a recorded AF_UNIX address (after sun_family), at most
  * NRR_XMAP_MAX: @return their length (0: none) and set *@key. */
 size_t nrr_unix_key(const uint8_t *sa, size_t len, const uint8_t **key);

@@ -726,10 +726,13 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 				memcpy(ps[i].buf, v->p, v->len);
 			if (sp && sp->what == SP_IPC_GET && x->inject != NRR_INJECT_ALL) {
 				uint8_t live[NRR_XMAP_MAX];
-				size_t ll = sizeof(live);
-				/* made by a process that is not replayed (--ranks): the
+				uint64_t until = 0;
+				size_t ll = sizeof(until);
+				/* made by a process that is not replayed (--ranks), or
+				 * opened after its maker's trace stops being whole: the
 				 * answer, and what it maps, come from the trace */
-				if (nrr_xmap_get(made_set(sp->arg), v->p, v->len, live, &ll, 0) < 0) {
+				if (nrr_xmap_get(made_set(sp->arg), v->p, v->len, &until, &ll, 0) < 0 ||
+				    (ll == sizeof(until) && x->p && nrr_rproc_wall(x->p, c->ts) >= until)) {
 					served = true;
 					bail = true;
 					break;

@@ -49,8 +49,9 @@ struct coord {
 	size_t n;
 	struct perr *err;
 	size_t nerr, errcap;
-	/* recorded listen addresses and connector addresses of replayed processes */
-	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; bool listen; size_t proc; uint64_t wall; } *addr;
+	/* recorded listen addresses, connector addresses and connections
+	 * (nrr_conn_key) of replayed processes */
+	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len, kind; size_t proc; uint64_t wall; } *addr;
 	size_t naddr, addrcap;
 	/* UNIX socket names bound (sun_path bytes), sent datagrams to, and
 	 * the datagrams sent (name and first bytes, nrr_dgram_key) */
@@ -98,17 +99,23 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static int add_addr(struct coord *x, size_t proc, const nrr_value *v, bool listen, uint64_t wall)
+enum { A_LISTEN, A_CONNECT, A_CONN };
+
+/* The local address @v of a socket of process @proc (A_LISTEN, A_CONNECT),
+ * or (A_CONN) its connection to @peer. */
+static int add_addr(struct coord *x, size_t proc, const nrr_value *v, const nrr_value *peer, uint8_t kind, uint64_t wall)
 {
 	if (!v->p || v->len < 8 || (v->p[0] != AF_INET && v->p[0] != AF_INET6))
 		return 0;
-	uint8_t key[NRR_XMAP_MAX];
-	size_t kl = nrr_addr_key(v->p, v->len, key);
+	uint8_t key[2 * NRR_XMAP_MAX];
+	size_t kl = kind == A_CONN ? nrr_conn_key(v->p, v->len, peer->p, peer->len, key) : nrr_addr_key(v->p, v->len, key);
+	if (!kl || kl > NRR_XMAP_MAX)
+		return 0;
 	if (!nrr_grow(&x->addr, x->naddr, &x->addrcap, sizeof(*x->addr)))
 		return -ENOMEM;
 	memcpy(x->addr[x->naddr].key, key, kl);
 	x->addr[x->naddr].len = (uint8_t)kl;
-	x->addr[x->naddr].listen = listen;
+	x->addr[x->naddr].kind = kind;
 	x->addr[x->naddr].proc = proc;
 	x->addr[x->naddr].wall = wall;
 	x->naddr++;
@@ -237,8 +244,13 @@ static int scan(struct coord *x, size_t i)
 				int ri = nrr_arg_index(c, "role");
 				if (ri >= 0)
 					role = (int64_t)c->args[ri].u;
-				int li = nrr_arg_index(c, "local");
-				if (li >= 0 && (role == 1 || role == 2) && (ret = add_addr(x, i, &c->args[li], role == 1, nrr_reader_wall(r, c->ts))) < 0)
+				int li = nrr_arg_index(c, "local"), pe = nrr_arg_index(c, "peer");
+				uint64_t wall = nrr_reader_wall(r, c->ts);
+				if (li >= 0 && (role == 1 || role == 2) &&
+				    (ret = add_addr(x, i, &c->args[li], NULL, role == 1 ? A_LISTEN : A_CONNECT, wall)) < 0)
+					break;
+				if (li >= 0 && pe >= 0 && (role == 2 || role == 3) &&
+				    (ret = add_addr(x, i, &c->args[li], &c->args[pe], A_CONN, wall)) < 0)
 					break;
 			}
 			if (kind != U_INFLIGHT && c->done && !nrr_call_failed(c) && nretry)
@@ -389,19 +401,28 @@ static void publish_sets(struct coord *x)
 {
 	static const uint8_t one = 1;
 	for (size_t a = 0; a < x->naddr; a++)
-		if (x->pi[x->addr[a].proc].selected && !after_whole(&x->pi[x->addr[a].proc], x->addr[a].wall))
-			nrr_xmap_put(x->addr[a].listen ? "lsel" : "csel", x->addr[a].key, x->addr[a].len, &one, 1);
-	/* the addresses of processes killed outright (mark_killed), with the
-	 * wall time until which their trace is whole: their peers' calls on
-	 * connections to them from then on, and reads of what they sent
-	 * last, are served from the trace */
+		if (x->addr[a].kind != A_CONN && x->pi[x->addr[a].proc].selected &&
+		    !after_whole(&x->pi[x->addr[a].proc], x->addr[a].wall))
+			nrr_xmap_put(x->addr[a].kind == A_LISTEN ? "lsel" : "csel", x->addr[a].key, x->addr[a].len, &one, 1);
+	/* the listen addresses and connections of processes killed outright
+	 * (mark_killed), with the wall time until which their trace is
+	 * whole: their peers' calls on connections to them from then on, and
+	 * reads of what they sent last, are served from the trace (rsock.c
+	 * peer_killed) */
 	for (size_t a = 0; a < x->naddr; a++)
-		if (nrr_proc_killed(&x->pi[x->addr[a].proc]))
-			nrr_xmap_put("kill", x->addr[a].key, x->addr[a].len, &x->pi[x->addr[a].proc].whole_wall,
-				     sizeof(uint64_t));
-	for (size_t a = 0; a < x->nipc; a++)
-		if (x->pi[x->ipc[a].proc].selected && !after_whole(&x->pi[x->ipc[a].proc], x->ipc[a].wall))
-			nrr_xmap_put(x->ipc[a].kind, x->ipc[a].key, x->ipc[a].len, &one, 1);
+		if (x->addr[a].kind != A_CONNECT && nrr_proc_killed(&x->pi[x->addr[a].proc]))
+			nrr_xmap_put(x->addr[a].kind == A_LISTEN ? "kill" : "killc", x->addr[a].key, x->addr[a].len,
+				     &x->pi[x->addr[a].proc].whole_wall, sizeof(uint64_t));
+	/* an IPC handle made by a replayed process, with the wall time until
+	 * which its maker's trace is whole (a process killed outright), or
+	 * UINT64_MAX: an open from then on is answered from the trace (the
+	 * maker's replay may have ended: its trace stops before it did) */
+	for (size_t a = 0; a < x->nipc; a++) {
+		const struct nrr_proc_info *pi = &x->pi[x->ipc[a].proc];
+		uint64_t until = nrr_proc_killed(pi) ? pi->whole_wall : UINT64_MAX;
+		if (pi->selected && !after_whole(pi, x->ipc[a].wall))
+			nrr_xmap_put(x->ipc[a].kind, x->ipc[a].key, x->ipc[a].len, &until, sizeof(until));
+	}
 	static const char *const set[][2] = { [UNIX_BOUND] = { "usel", NULL }, [UNIX_SENT] = { "usnd", NULL },
 					       [UNIX_DGRAM] = { "dsel", "dnot" } };
 	for (size_t a = 0; a < x->nunix; a++) {

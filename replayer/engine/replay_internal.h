@@ -56,6 +56,8 @@ int nrr_rfd_get(nrr_rproc *p, int64_t rec);
 bool nrr_rfd_served(nrr_rproc *p, int64_t rec);
 /* Forget @rec (its live fd is closed by the caller). */
 void nrr_rfd_del(nrr_rproc *p, int64_t rec);
+/* The recorded wall time of a call of this process recorded at @ts. */
+uint64_t nrr_rproc_wall(const nrr_rproc *p, uint64_t ts);
 
 /*
  * Cross-process table kept by the replay coordinator (shared memory, all

@@ -114,6 +114,11 @@ void nrr_rfd_del(nrr_rproc *p, int64_t rec)
 	pthread_mutex_unlock(&p->fdmu);
 }
 
+uint64_t nrr_rproc_wall(const nrr_rproc *p, uint64_t ts)
+{
+	return nrr_reader_wall(p->r, ts);
+}
+
 /* ------------------------------------------------------------ helpers */
 bool rsock_handles(const nrr_fn_schema *fn)
 {
@@ -177,6 +182,14 @@ size_t nrr_addr_key(const uint8_t *sa, size_t len, uint8_t *key)
 	size_t n = len < NRR_XMAP_MAX ? len : NRR_XMAP_MAX;
 	memcpy(key, sa, n);
 	return n;
+}
+
+size_t nrr_conn_key(const uint8_t *a, size_t al, const uint8_t *b, size_t bl, uint8_t *key)
+{
+	if (al < 2 || bl < 2 || (a[0] != AF_INET && a[0] != AF_INET6) || (b[0] != AF_INET && b[0] != AF_INET6))
+		return 0;
+	size_t n = nrr_addr_key(a, al, key);
+	return n + nrr_addr_key(b, bl, key + n);
 }
 
 static void addr_text(const uint8_t *sa, size_t len, char *buf, size_t blen)
@@ -326,16 +339,23 @@ static const nrr_call *last_info(struct rstream *st, size_t k, int64_t fd);
 static uint64_t peer_killed(struct rstream *st, size_t k, int64_t fd)
 {
 	const nrr_call *best = last_info(st, k, fd);
-	int pi = best ? nrr_arg_index(best, "peer") : -1;
-	if (pi < 0 || best->args[pi].len < 2)
+	int pi = best ? nrr_arg_index(best, "peer") : -1, li = best ? nrr_arg_index(best, "local") : -1;
+	if (pi < 0 || li < 0 || best->args[pi].len < 2)
 		return 0;
-	uint8_t key[NRR_XMAP_MAX];
-	size_t kl = nrr_addr_key(best->args[pi].p, best->args[pi].len, key);
+	/* the connection as the killed end saw it (its local address is our
+	 * peer): ports are reused, an address alone may be another process's */
+	uint8_t key[2 * NRR_XMAP_MAX];
+	size_t kl = nrr_conn_key(best->args[pi].p, best->args[pi].len, best->args[li].p, best->args[li].len, key);
 	uint64_t end = 0;
 	size_t vl = sizeof(end);
-	if (nrr_xmap_get("kill", key, kl, &end, &vl, 0) != 0)
-		return 0;
-	return end ? end : 1;
+	if (kl && nrr_xmap_get("killc", key, kl, &end, &vl, 0) == 0)
+		return end ? end : 1;
+	/* a connection to a killed listener whose accept its trace lost */
+	vl = sizeof(end);
+	kl = nrr_addr_key(best->args[pi].p, best->args[pi].len, key);
+	if (argv_i(best, "role", -1) == ROLE_CONNECT && nrr_xmap_get("kill", key, kl, &end, &vl, 0) == 0)
+		return end ? end : 1;
+	return 0;
 }
 
 /* The last sock_info for @fd before unit @k, in any thread (the socket
@@ -1336,10 +1356,12 @@ static int r_undescribed(struct rsock *s, struct rstream *st, size_t k, nrr_rres
 		/* its peer's reads and sends on this connection are served from
 		 * the trace from here on too, as a killed peer's are: the end of
 		 * stream it meets here says so */
-		uint8_t key[NRR_XMAP_MAX];
+		uint8_t key[2 * NRR_XMAP_MAX];
 		uint64_t end = 0;   /* (when it stops: not known) */
-		size_t kl = nrr_addr_key(info->args[li].p, info->args[li].len, key);
-		nrr_xmap_put("kill", key, kl, &end, sizeof(end));
+		int pi = nrr_arg_index(info, "peer");
+		size_t kl = pi >= 0 ? nrr_conn_key(info->args[li].p, info->args[li].len, info->args[pi].p, info->args[pi].len, key) : 0;
+		if (kl)
+			nrr_xmap_put("killc", key, kl, &end, sizeof(end));
 		shutdown(live, SHUT_RDWR);
 	}
 	if (live != -1)

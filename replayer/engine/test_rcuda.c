@@ -85,6 +85,12 @@ void nrr_rfd_del(nrr_rproc *p, int64_t rec)
 			p->rec[i] = p->rec[--p->n], p->live[i] = p->live[p->n];
 }
 
+uint64_t nrr_rproc_wall(const nrr_rproc *p, uint64_t ts)
+{
+	(void)p;
+	return ts;
+}
+
 /* ---- scenarios */
 struct counts {
 	int n[4];          /* by enum nrr_rstatus */

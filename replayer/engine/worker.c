@@ -168,7 +168,13 @@ static int load_stream(struct nrr_rproc *p, struct rstream *s, char *err, size_t
 		if (killed && c->kind == NRR_CALL && nrr_reader_wall(p->r, c->ts) >= p->pi->whole_wall)
 			break;
 		int kind = nrr_classify(&k, c);
-		if (kind >= 0 && (ret = add_unit(s, c, (uint8_t)kind)) < 0)
+		/* a call that returned after then may have waited for what was
+		 * cut (its own process's proxy poll for the main thread's
+		 * request): the thread stops in it, as in a call in flight */
+		bool cut = kind >= 0 && killed && c->done && nrr_reader_wall(p->r, c->ts + c->dur) > p->pi->whole_wall;
+		if (kind >= 0 && (ret = add_unit(s, c, cut ? U_INFLIGHT : (uint8_t)kind)) < 0)
+			break;
+		if (cut)
 			break;
 	}
 	if (ret == NRR_EEOF) {
@@ -441,6 +447,8 @@ static void *stream_main(void *arg)
 			nrr_report(p, "I %u %" PRIu64 " %s", s->index, u->c.seq, u->c.fn->name);
 			if (p->pi->stopped && rsock_handles(u->c.fn))
 				rsock_send_inflight(p->sock, &u->c);
+			/* (not blocked here: a hang report names the calls that are) */
+			atomic_store(&p->st->cur[slot].fn, 0);
 			break;
 		} else if (u->kind == U_MARK) {
 			res.status = NRR_R_INJECTED;

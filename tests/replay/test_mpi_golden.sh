@@ -15,7 +15,8 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 unset NCCLRR_FAULT NCCL_DEBUG
 # (no --topo: each trace directory keeps its cluster, ncclrr-cluster.xml)
 replay() { "$ncclrr" replay --timeout 60 "$@"; }
-for t in inside_close_race outside_inflight_send; do
+for d in "$g"/*/; do
+	t=$(basename "$d")
 	case $case_ in
 	golden)
 		replay "$g/$t" >"$tmp/$t.out" 2>&1 || fail "$t: exit $?"
