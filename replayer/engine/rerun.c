@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -150,9 +151,6 @@ static bool fake_answers_itself(const nrr_call *c)
 	return !strncmp(c->fn->name, "cuGetProcAddress", 16) && c->result == 500;
 }
 
-/* What the fake runtime's fault switch can make fail: the CUDA driver,
- * the CUDA runtime (ncclrr's libcudart, which real NCCL relinked from its
- * static archive calls) and NVML. */
 /* A connect to an IPv4/IPv6 address (the socket fault switch counts
  * those; UNIX-domain ones pass through it uncounted). */
 static bool ip_connect(const nrr_call *c)
@@ -163,6 +161,9 @@ static bool ip_connect(const nrr_call *c)
 	return false;
 }
 
+/* What the fake runtime's fault switch can make fail: the CUDA driver,
+ * the CUDA runtime (ncclrr's libcudart, which real NCCL relinked from its
+ * static archive calls) and NVML. */
 static bool faultable(const nrr_fn_schema *fn)
 {
 	return !strcmp(fn->domain, "cuda_driver") || !strcmp(fn->domain, "cuda_runtime") ||
@@ -485,6 +486,20 @@ static int64_t arg_i(const nrr_call *c, const char *name)
 	return -1;
 }
 
+/* getsockopt(SOL_SOCKET, SO_ERROR) that says an in-progress connect failed */
+static bool connect_error(const nrr_call *c)
+{
+	if (c->phase != NRR_PHASE_CALL || strcmp(c->fn->name, "getsockopt") || arg_i(c, "level") != SOL_SOCKET ||
+	    arg_i(c, "optname") != SO_ERROR)
+		return false;
+	for (uint16_t i = 0; i < c->fn->nargs; i++)
+		if (!strcmp(c->fn->args[i].name, "optval") && (c->present >> i & 1) && c->args[i].p)
+			for (size_t j = 0; j < c->args[i].len; j++)
+				if (c->args[i].p[j])
+					return true;
+	return false;
+}
+
 static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *err)
 {
 	nrr_reader *r = NULL;
@@ -495,6 +510,7 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 	struct nested *nest = NULL;
 	size_t nnest = 0, capnest = 0, open = 0;
 	uint64_t nconnect = 0;          /* connects on IP sockets, as the socket fault switch counts them */
+	bool connects_vary = false;     /* a connect failed: how many follow is timing's */
 	struct conn_count cc = { 0 };
 	bool conn_rule = false;         /* a connect rule was derived (the first failure that is one) */
 	long fail_nest = -1;            /* the nested entry that set p->fail, or -1 */
@@ -610,14 +626,25 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 		} else if (c->phase == NRR_PHASE_RESUME) {
 			k = entered[slot];
 		}
-		/* the last call the fault switch counts: CUDA and NVML ones, and
-		 * connects on IP sockets (libncclrr-fake-socket.so counts those) */
+		/* the last call the fault switch counts (CUDA and NVML ones, and
+		 * connects on IP sockets: libncclrr-fake-socket.so counts those)
+		 * whose count a rerun reaches too: not a polling call (how often
+		 * it asked is timing), not a connect once one was refused (how
+		 * often it retried is timing: a rerun that made fewer never
+		 * killed the rank) */
 		bool ipc = (c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && !strcmp(c->fn->name, "connect") &&
 			   ip_connect(c);
-		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && ((fa && k) || ipc)) {
+		if (ipc)
+			++nconnect;
+		if (ipc && c->phase == NRR_PHASE_CALL && c->result < 0 && c->err != EINPROGRESS)
+			connects_vary = true;
+		if (connect_error(c))
+			connects_vary = true;
+		bool steady = ipc ? !connects_vary : !(c->fn->flags & NRR_FN_POLL);
+		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && ((fa && k) || ipc) && steady) {
 			base_name(c->fn->name, p->last.fn, sizeof(p->last.fn));
 			snprintf(p->last.call, sizeof(p->last.call), "%s", c->fn->name);
-			p->last.nth = fa ? k : ++nconnect;
+			p->last.nth = fa ? k : nconnect;
 			p->last.wall = nrr_reader_wall(r, c->ts);
 		}
 		if (c->phase == NRR_PHASE_CALL && (!strcmp(c->fn->name, "socket") || !strncmp(c->fn->name, "accept", 6)) &&

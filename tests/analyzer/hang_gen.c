@@ -489,8 +489,48 @@ static int hostile_env(const char *dir)
 	return close_w(w, "exit 0");
 }
 
+/* killed_retry: a 4-rank job; rank 1 is killed outright (no end) after
+ * connects that were refused and retried and a stream polled: its last
+ * call whose count a rerun reaches too is cuMemAlloc_v2 #1 (the connects
+ * after a refused one, and the polls, are counted by timing) */
+static int killed_retry(const char *dir)
+{
+	nrr_writer *w[4];
+	struct val init[] = { { "Flags", 0, NULL, 0 } };
+	for (int r = 0; r < 4; r++) {
+		w[r] = open_rank(dir, r, 4);
+		call(nrr_writer_thread(w[r]), "cuInit", init, 1, 0);
+	}
+	nrr_tls *t = nrr_writer_thread(w[1]);
+	struct sockaddr_in a = addr(29500);
+	struct val cv[] = { { "sockfd", 7, NULL, 0 }, { "addr", 0, &a, sizeof(a) }, { "addrlen", sizeof(a), NULL, 0 } };
+	call(t, "connect", cv, 3, 0);
+	struct val mv[] = { { "bytesize", 4096, NULL, 0 } };
+	call(t, "cuMemAlloc_v2", mv, 1, 0);
+	call_err(t, "connect", cv, 3, -1, ECONNREFUSED);
+	/* in progress, then SO_ERROR says refused */
+	call_err(t, "connect", cv, 3, -1, EINPROGRESS);
+	struct val gv[] = { { "sockfd", 7, NULL, 0 }, { "level", SOL_SOCKET, NULL, 0 }, { "optname", SO_ERROR, NULL, 0 } };
+	enter(t, "getsockopt", gv, 3);
+	int refused = ECONNREFUSED;
+	uint8_t *p = nrr_leave_begin(t, 0, 0, 64);
+	p = nrr_put_bytes(p, &refused, sizeof(refused), 64);
+	p = nrr_put_uvar(p, sizeof(refused));
+	nrr_leave_end(t, p, false);
+	call(t, "connect", cv, 3, 0);
+	struct val qv[] = { { "hStream", 0x1000, NULL, 0 } };
+	call(t, "cuStreamQuery", qv, 1, 0);
+	int rc = close_w(w[1], NULL);
+	for (int r = 0; r < 4; r++)
+		if (r != 1 && !rc)
+			rc = close_w(w[r], "exit 0");
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[2], "killed_retry"))
+		return killed_retry(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "hostile"))
 		return hostile(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "hostile_env"))
@@ -504,7 +544,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[2], "unseen"))
 		return unseen(argv[1], atoi(argv[3]) != 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED | hang_gen DIR hostile | hang_gen DIR hostile_env\n");
+		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED | hang_gen DIR hostile | hang_gen DIR hostile_env | hang_gen DIR killed_retry\n");
 		return 2;
 	}
 	const char *dir = argv[1];

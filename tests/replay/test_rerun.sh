@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `ncclrr replay --rerun`: a 16-rank job is recorded failing, rerun from its
 # trace alone and judged rank by rank.
-# usage: test_rerun.sh NCCLRR SOURCE_ROOT WORKLOAD_DIR            (conn_setup, suite integration)
+# usage: test_rerun.sh NCCLRR SOURCE_ROOT WORKLOAD_DIR HANG_GEN   (conn_setup, suite integration)
 #        test_rerun.sh nccl_CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR NCCL_HINT  (real NCCL's tp_dp, suite nccl)
 # nccl_CASE: nccl_ipc_open | nccl_ipc_open_driver | nccl_cumem_import | nccl_bad_ifname | nccl_rank_killed
 set -uo pipefail
@@ -164,6 +164,7 @@ esac
 ncclrr=$(realpath "$1")
 root=$2
 wl=$(realpath "$3")
+hang_gen=$(realpath "$4")
 tmp=$(mktemp -d)
 trap '[ -n "${RERUN_KEEP:-}" ] || rm -rf "$tmp"' EXIT
 fails=0
@@ -269,6 +270,15 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "$tmp/ifname holds no copy of its cluster file (ncclrr-cluster.xml: .*), and the path the recording names, $tmp/cluster.xml (env NCCLRR_TOPO), is the recording machine's: replay opens no file a trace names" "$tmp/e6" &&
 	grep -q 'pass the cluster to rerun on with --topo FILE' "$tmp/e6" ||
 	{ fail "unreadable recorded cluster file: exit $rc, want 2 asking for --topo"; cat "$tmp/e6"; }
+
+# 7. a rank killed outright is killed again at its last counted call whose
+#    count the rerun reaches too: not a connect after a refused one (a
+#    retry), not a polling call (hang_gen killed_retry: cuMemAlloc_v2 #1)
+mkdir "$tmp/retry" && "$hang_gen" "$tmp/retry" killed_retry || fail "hang_gen killed_retry failed"
+"$ncclrr" replay --rerun "$tmp/retry" --topo "$topo" --timeout 60 -o "$tmp/retry-re" -- /bin/true >/dev/null 2>"$tmp/e7"
+grep -q 'note: rank 1 was killed outright (no end recorded): the rerun kills it at its last counted call, cuMemAlloc_v2 #1$' "$tmp/e7" &&
+	grep -q 'NCCLRR_FAULT=cuMemAlloc:rank=1:nth=1:SIGKILL' "$tmp/e7" ||
+	{ fail "the kill is not at the last call counted the same in any run"; grep -E 'note: rank 1|SIGKILL' "$tmp/e7"; }
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "rerun: all cases passed"
