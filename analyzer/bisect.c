@@ -17,6 +17,7 @@
 #include "bisect.h"
 #include "cmds.h"
 #include "inputs.h"
+#include "rundir.h"
 #include "runinfo.h"
 
 /* ------------------------------------------------------------ ddmin */
@@ -79,10 +80,12 @@ fail:
 /* ------------------------------------------------------------ the command */
 
 /* One searchable difference: an environment variable (name set) or the
- * topology (name NULL: the values are cluster files). NULL value: absent. */
+ * topology (name NULL: the values are the cluster files the runs keep,
+ * shown by the paths their recordings name). NULL value: absent. */
 struct delta {
 	const char *name;
 	const char *good, *bad;
+	const char *shown_good, *shown_bad;
 };
 
 struct attempt {
@@ -162,7 +165,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 static void print_change(FILE *f, const struct delta *d)
 {
 	if (!d->name)
-		fprintf(f, "topology=%s", base_name(d->bad));
+		fprintf(f, "topology=%s", base_name(d->shown_bad));
 	else if (d->bad)
 		fprintf(f, "%s=%s", d->name, d->bad);
 	else
@@ -409,24 +412,59 @@ static int ddmin_test(const size_t *subset, size_t k, void *ctx)
 	return interrupted ? -1 : r;
 }
 
-/* Open a run and read its runinfo and its cluster file path. */
-static int read_run(const char *path, struct nrr_runinfo *ri, char **topo)
+/* Open a run and read its runinfo, the cluster file it keeps
+ * (nrr_run_cluster: never the path its trace names; NULL with the reason
+ * in @why) and that recorded path (@recorded, to show; may be NULL). */
+static int read_run(const char *path, struct nrr_runinfo *ri, char **topo, char **recorded, char *why,
+		    size_t whylen)
 {
 	struct nrr_inputs in;
 	char *p = (char *)path, err[512];
-	*topo = NULL;
+	*topo = *recorded = NULL;
 	if (nrr_inputs_open(&in, "bisect", &p, 1, NULL))
 		return -1;
 	int rc = nrr_runinfo_read(ri, in.r, in.n, err, sizeof(err));
 	if (rc < 0)
 		fprintf(stderr, "ncclrr bisect: %s: %s\n", path, err);
-	for (size_t i = 0; rc == 0 && i < in.n && !*topo; i++) {
-		const char *t = in.rank[i] ? nrr_reader_meta(in.r[i], "env.NCCLRR_TOPO") : NULL;
-		if (t)
-			*topo = strdup(t);
-	}
+	const char *rec = NULL;
+	for (size_t i = 0; i < in.n && !rec; i++)
+		rec = in.rank[i] ? nrr_reader_meta(in.r[i], "env.NCCLRR_TOPO") : NULL;
+	char kept[PATH_MAX];
+	if (rc == 0 && nrr_run_cluster(path, rec, kept, sizeof(kept), why, whylen) == 0 && !(*topo = strdup(kept)))
+		rc = -1;
+	if (rc == 0 && rec && !(*recorded = strdup(rec)))
+		rc = -1;
 	nrr_inputs_close(&in);
 	return rc;
+}
+
+/* Copy the cluster file @src to WORKDIR/@sub/NAME, NAME the basename the
+ * recording gives it (@shown): an attempt recorded on it has the run's
+ * topology, name and content.  @return the copy's path (malloc'd), or
+ * NULL with a message. */
+static char *cluster_copy(const struct bisect *b, const char *src, const char *sub, const char *shown)
+{
+	char dir[PATH_MAX + 32], *dst = NULL;
+	snprintf(dir, sizeof(dir), "%s/%s", b->workdir, sub);
+	int in = open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK), out = -1;
+	bool ok = in >= 0 && (mkdir(dir, 0755) == 0 || errno == EEXIST) &&
+		  asprintf(&dst, "%s/%s", dir, base_name(shown)) > 0 &&
+		  (out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) >= 0;
+	char buf[65536];
+	ssize_t n = 0;
+	while (ok && (n = read(in, buf, sizeof(buf))) > 0)
+		ok = write(out, buf, (size_t)n) == n;
+	if (n < 0 || (out >= 0 && close(out) != 0))
+		ok = false;
+	if (!ok)
+		fprintf(stderr, "ncclrr bisect: cannot copy the cluster file %s into %s: %s\n", src, dir, strerror(errno));
+	if (in >= 0)
+		close(in);
+	if (!ok) {
+		free(dst);
+		dst = NULL;
+	}
+	return dst;
 }
 
 static bool readable(const char *p)
@@ -454,7 +492,8 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 	struct bisect b = { .o = o, .last_pass = -1 };
 	struct nrr_runinfo ga = { 0 }, ba = { 0 };
 	struct nrr_runinfo_change *ch = NULL;
-	char *topo_a = NULL, *topo_b = NULL;
+	char *topo_a = NULL, *topo_b = NULL, *rec_a = NULL, *rec_b = NULL, why_a[1024] = "", why_b[1024] = "";
+	char *copy_good = NULL, *copy_bad = NULL;   /* (cluster_copy) */
 	size_t nch = 0, *min = NULL, nmin = 0;
 	bool made_workdir = false;
 	int ret = NRR_EXIT_USAGE;
@@ -466,7 +505,8 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 		return NRR_EXIT_USAGE;
 	}
 	b.self[sl] = '\0';
-	if (read_run(o->good, &ga, &topo_a) < 0 || read_run(o->bad, &ba, &topo_b) < 0)
+	if (read_run(o->good, &ga, &topo_a, &rec_a, why_a, sizeof(why_a)) < 0 ||
+	    read_run(o->bad, &ba, &topo_b, &rec_b, why_b, sizeof(why_b)) < 0)
 		goto out;
 	nch = nrr_runinfo_diff(&ga, &ba, &ch);
 	if (nch == (size_t)-1) {
@@ -480,8 +520,7 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 	/* the good run's cluster file */
 	b.topo_good = o->topo ? o->topo : topo_a;
 	if (!b.topo_good) {
-		fprintf(stderr, "ncclrr bisect: %s: the good run has no NCCLRR_TOPO: it was not recorded under "
-				"'ncclrr run'; give its cluster file with --topo FILE\n", o->good);
+		fprintf(stderr, "ncclrr bisect: %s; give the good run's cluster file with --topo FILE\n", why_a);
 		goto out;
 	}
 	if (!readable(b.topo_good)) {
@@ -514,17 +553,18 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 		else if (env && set_by_run(c->key + 4))
 			why = "set by ncclrr run";
 		else if (strcmp(c->key, "topology") == 0) {
-			if (!readable(topo_b))
-				why = "the bad run's cluster file is no longer readable";
+			if (!topo_b)
+				why = "the bad run keeps no copy of its cluster file (ncclrr run keeps one when it runs recorded)";
 		} else if (!env) {
 			why = "not something a re-run can change";
 		}
 		if (!why && strcmp(c->key, "topology") == 0) {
-			b.d[b.nd++] = (struct delta){ NULL, b.topo_good, topo_b };
+			b.d[b.nd++] = (struct delta){ NULL, b.topo_good, topo_b, o->topo ? o->topo : rec_a,
+						      rec_b ? rec_b : topo_b };
 			continue;
 		}
 		if (!why) {
-			b.d[b.nd++] = (struct delta){ c->key + 4, c->a, c->b };
+			b.d[b.nd++] = (struct delta){ c->key + 4, c->a, c->b, NULL, NULL };
 			continue;
 		}
 		if (nskip++ == 0)
@@ -587,7 +627,7 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 		if (d->name)
 			printf("  %s: %s -> %s\n", d->name, d->good ? d->good : "(unset)", d->bad ? d->bad : "(unset)");
 		else
-			printf("  topology: %s -> %s\n", d->good, d->bad);
+			printf("  topology: %s -> %s\n", d->shown_good, d->shown_bad);
 	}
 
 	if (o->dry_run) {
@@ -626,6 +666,23 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+
+	/* attempts run on copies of the cluster files the runs keep, named as
+	 * their recordings name them (the name is part of the topology) */
+	if (!o->topo && !(copy_good = cluster_copy(&b, b.topo_good, "cluster-good", rec_a ? rec_a : b.topo_good)))
+		goto restore;
+	for (size_t i = 0; i < b.nd; i++)
+		if (!b.d[i].name) {
+			if (!(copy_bad = cluster_copy(&b, b.d[i].bad, "cluster-bad", b.d[i].shown_bad)))
+				goto restore;
+			b.d[i].bad = copy_bad;
+		}
+	if (copy_good) {
+		b.topo_good = copy_good;
+		for (size_t i = 0; i < b.nd; i++)
+			if (!b.d[i].name)
+				b.d[i].good = copy_good;
+	}
 
 	char *mask = malloc(b.nd + 1);
 	min = malloc((b.nd + 1) * sizeof(size_t));
@@ -672,7 +729,7 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 		if (d->name)
 			printf("  %s: %s -> %s\n", d->name, d->good ? d->good : "(unset)", d->bad ? d->bad : "(unset)");
 		else
-			printf("  topology: %s -> %s\n", d->good, d->bad);
+			printf("  topology: %s -> %s\n", d->shown_good, d->shown_bad);
 	}
 	const struct attempt *first_bad = NULL;
 	for (size_t i = 0; i < b.natt && !first_bad; i++)
@@ -701,7 +758,7 @@ restore:
 	if (made_workdir && !o->keep) {
 		nftw(b.workdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	} else {
-		printf("attempts kept in %s (attempt-NN: the traces, attempt-NN.log: the output)\n", b.workdir);
+		printf("attempts kept in %s (attempt-NN: the traces, attempt-NN.log: the output, cluster-good/ and cluster-bad/: the cluster files they ran on)\n", b.workdir);
 	}
 out:
 	for (size_t i = 0; i < b.natt; i++) {
@@ -720,6 +777,10 @@ out:
 	free(ch);
 	free(topo_a);
 	free(topo_b);
+	free(rec_a);
+	free(rec_b);
+	free(copy_good);
+	free(copy_bad);
 	nrr_runinfo_free(&ga);
 	nrr_runinfo_free(&ba);
 	return ret;

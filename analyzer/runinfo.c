@@ -3,13 +3,16 @@
  * runinfo.h for the keys and what is normalised). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "rundir.h"
 #include "runinfo.h"
 
 struct proc {
@@ -95,18 +98,19 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* "basename fnv1a64:HEX" for a readable file, else "PATH (unreadable)";
- * results cached per path (every rank runs the same executable). */
-static char *file_ident(struct hash_cache *c, const char *path)
+/* "NAME fnv1a64:HEX" for the regular file @path (a file of the run
+ * directory, never a path a trace names), else "NAME (unreadable)";
+ * results cached per path. */
+static char *file_ident(struct hash_cache *c, const char *path, const char *name)
 {
 	for (size_t i = 0; i < c->n; i++)
 		if (strcmp(c->path[i], path) == 0)
 			return strdup(c->value[i]);
-	char *res;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		res = xasprintf("%s (unreadable)", path);
-	} else {
+	char *res = NULL;
+	struct stat st;
+	/* (non-blocking: a FIFO put there would block the open) */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		uint64_t h = 0xcbf29ce484222325ull;
 		static unsigned char buf[1 << 16];
 		ssize_t k;
@@ -115,10 +119,13 @@ static char *file_ident(struct hash_cache *c, const char *path)
 				h ^= buf[i];
 				h *= 0x100000001b3ull;
 			}
-		close(fd);
-		res = k < 0 ? xasprintf("%s (unreadable)", path)
-			    : xasprintf("%s fnv1a64:%016llx", base_name(path), (unsigned long long)h);
+		if (k == 0)
+			res = xasprintf("%s fnv1a64:%016llx", name, (unsigned long long)h);
 	}
+	if (fd >= 0)
+		close(fd);
+	if (!res)
+		res = xasprintf("%s (unreadable)", name);
 	if (res && c->n < sizeof(c->path) / sizeof(c->path[0])) {
 		char *p = strdup(path), *v = strdup(res);
 		if (p && v) {
@@ -130,6 +137,18 @@ static char *file_ident(struct hash_cache *c, const char *path)
 		}
 	}
 	return res;
+}
+
+/* The cluster of process @r's run: the basename the recording gives it
+ * (@recorded, never opened) and the content hash of the copy its run
+ * directory keeps (nrr_run_cluster). */
+static char *topo_ident(struct hash_cache *c, const nrr_reader *r, const char *recorded)
+{
+	const char *path = nrr_reader_path(r);
+	char kept[PATH_MAX], why[1024];
+	if (!path || nrr_run_cluster(path, recorded, kept, sizeof(kept), why, sizeof(why)) < 0)
+		return xasprintf("%s (no copy kept)", base_name(recorded));
+	return file_ident(c, kept, base_name(recorded));
 }
 
 static bool parse_int(const char *s, long *out)
@@ -189,7 +208,7 @@ static bool launcher_topo_file(const char *v)
 
 /* The normalised value of env @name=@v on process @p; NULL with *@drop set
  * to leave it out. */
-static char *env_value(struct hash_cache *hc, const struct proc *p, const char *name, const char *v,
+static char *env_value(const struct proc *p, const char *name, const char *v,
 		       bool *drop)
 {
 	long x;
@@ -203,7 +222,7 @@ static char *env_value(struct hash_cache *hc, const struct proc *p, const char *
 			*drop = true;
 			return NULL;
 		}
-		return file_ident(hc, v);
+		return strdup(v);   /* (a path a trace names: never opened) */
 	}
 	if (strcmp(name, "NCCL_COMM_ID") == 0) {
 		const char *c = strrchr(v, ':');
@@ -422,12 +441,17 @@ int nrr_runinfo_read(struct nrr_runinfo *ri, nrr_reader *const *r, size_t n, cha
 		const char *v;
 		if ((v = nrr_reader_meta(q->r, "nccl_version")))
 			vec_add(&raw, "nccl_version", q->rank, strdup(v));
+		/* the binary by its GNU build id (the path a trace names is
+		 * never opened) */
+		char *bid = (v = nrr_reader_meta(q->r, "exe_build_id")) ? strdup(v) : NULL;
 		if ((v = nrr_reader_meta(q->r, "exe")))
-			vec_add(&raw, "exe", q->rank, file_ident(&hc, v));
+			vec_add(&raw, "exe", q->rank, bid ? xasprintf("%s build-id:%s", base_name(v), bid)
+							  : xasprintf("%s (no build id recorded)", v));
+		free(bid);
 		if ((v = nrr_reader_meta(q->r, "argv")))
 			vec_add(&raw, "argv", q->rank, norm_argv(v));
 		if ((v = nrr_reader_meta(q->r, "env.NCCLRR_TOPO")))
-			vec_add(&raw, "topology", q->rank, file_ident(&hc, v));
+			vec_add(&raw, "topology", q->rank, topo_ident(&hc, q->r, v));
 		/* every env.NAME key, once (later lines override earlier ones) */
 		size_t tlen;
 		const char *t = nrr_reader_meta_text(q->r, &tlen), *end = t ? t + tlen : NULL;
@@ -447,7 +471,7 @@ int nrr_runinfo_read(struct nrr_runinfo *ri, nrr_reader *const *r, size_t n, cha
 							dup = true;
 					const char *val = nrr_reader_meta(q->r, key);
 					bool drop;
-					char *nv = !dup && val ? env_value(&hc, q, key + 4, val, &drop) : NULL;
+					char *nv = !dup && val ? env_value(q, key + 4, val, &drop) : NULL;
 					if (!dup && val && !drop)
 						vec_add(&raw, key, q->rank, nv);
 				}

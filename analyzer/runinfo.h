@@ -17,13 +17,15 @@
  *                NCCL_HOSTID when set (NCCL's own host identity), else the
  *                meta host                                      rank -1
  *   nccl_version from the meta key of that name
- *   exe          basename of the executable and a hash of its content
- *                ("conn_setup fnv1a64:…") while the file is readable, else
- *                the path: the same program built in another directory is
- *                the same, a rebuilt one is not
+ *   exe          basename of the executable and its GNU build id
+ *                ("conn_setup build-id:…", meta exe_build_id), else the
+ *                path and "(no build id recorded)": the same binary at
+ *                another path is the same, a rebuilt one is not
  *   argv         the command line with argv[0] cut to its basename
- *   topology     the cluster file (NCCLRR_TOPO): basename and content hash
- *                while readable, else "PATH (unreadable)"
+ *   topology     the cluster file: the basename the recording gives it
+ *                (NCCLRR_TOPO) and the content hash of the copy its run
+ *                directory keeps (rundir.h), else "NAME (no copy kept)".
+ *                No path a trace names is ever opened
  *   env.NAME     an environment variable the tracer kept
  *
  * Normalisation of env.NAME (what always differs between runs, or by
@@ -37,7 +39,7 @@
  *                NCCLRR_TOPO (reported as `topology`), and NCCL_TOPO_FILE
  *                when `ncclrr run` wrote it into a temporary directory (it
  *                is derived from the topology); a NCCL_TOPO_FILE of the
- *                user's is identified by basename and content hash
+ *                user's is kept as its path
  *   ports        NCCL_COMM_ID keeps its address, the port becomes <port>;
  *                MASTER_PORT becomes <port>
  *   identity     variables that differ per rank by design become a token

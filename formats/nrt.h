@@ -366,7 +366,9 @@ const nrr_file_info *nrr_reader_info(const nrr_reader *r);
 const nrr_schema *nrr_reader_schema(const nrr_reader *r);
 const nrr_stream_info *nrr_reader_stream(const nrr_reader *r, uint32_t i);
 const char *nrr_reader_path(const nrr_reader *r);
-/* Metadata value for @key (from the META chunk), or NULL. */
+/* Metadata value for @key (from the META chunk), or NULL.  The value is
+ * in a per-thread buffer that the next call overwrites (any reader): copy
+ * it to keep it.  At most 4095 bytes. */
 const char *nrr_reader_meta(const nrr_reader *r, const char *key);
 /* All metadata as "key=value\n" text. */
 const char *nrr_reader_meta_text(const nrr_reader *r, size_t *len);

@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <elf.h>
+#include <link.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/timex.h>
@@ -340,6 +342,38 @@ static void add_cmdline(struct buf *b, bool *redacted)
 	buf_add(b, "argv=%s\n", red);
 }
 
+/* dl_iterate_phdr callback: the GNU build id (NT_GNU_BUILD_ID note) of
+ * the first object, the main program, in hex into @arg (129 bytes): what
+ * identifies the binary for diff and bisect, so that no tool opens the
+ * path a trace names. */
+static int main_build_id(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	char *out = arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		size_t align = ph->p_align == 8 ? 8 : 4;
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+		while ((size_t)(end - p) >= sizeof(ElfW(Nhdr))) {
+			const ElfW(Nhdr) *nh = (const void *)p;
+			const uint8_t *name = p + sizeof(*nh);
+			const uint8_t *d = name + ((nh->n_namesz + align - 1) & ~(align - 1));
+			if (d > end || nh->n_descsz > (size_t)(end - d))
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+			    nh->n_descsz <= 64) {
+				for (size_t k = 0; k < nh->n_descsz; k++)
+					snprintf(out + 2 * k, 3, "%02x", d[k]);
+				return 1;
+			}
+			p = d + ((nh->n_descsz + align - 1) & ~(align - 1));
+		}
+	}
+	return 1;   /* only the first object */
+}
+
 static void build_meta(struct buf *b)
 {
 	extern char **environ;
@@ -354,6 +388,10 @@ static void build_meta(struct buf *b)
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0)
 		buf_add(b, "exe=%.*s\n", (int)n, exe);
+	char bid[129] = "";
+	dl_iterate_phdr(main_build_id, bid);
+	if (bid[0])
+		buf_add(b, "exe_build_id=%s\n", bid);
 	if (uname(&u) == 0)
 		buf_add(b, "kernel=%s %s %s\n", u.sysname, u.release, u.machine);
 	buf_add(b, "tracer=ncclrr %s\nmode=%s\nbackend=%s\npayload=%zu\n", NCCLRR_VERSION, cfg.mode_text,

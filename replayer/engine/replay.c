@@ -26,7 +26,7 @@
 
 #include "callfmt.h"
 #include "engine.h"
-#include "nrr_launch.h"
+#include "rundir.h"
 
 /* A recorded error of the failure (or one every good process had too). */
 struct perr {
@@ -981,7 +981,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		x.pi[i].topo[0] = 0;   /* the recorded path is never opened */
 		if (o->topo || o->inject == NRR_INJECT_ALL || !x.pi[i].selected || !x.pi[i].uses_cuda)
 			continue;
-		if (nrr_launch_recorded_cluster(o->dir, rec, x.pi[i].topo, sizeof(x.pi[i].topo), why, sizeof(why)) == 0)
+		if (nrr_run_cluster(o->dir, rec, x.pi[i].topo, sizeof(x.pi[i].topo), why, sizeof(why)) == 0)
 			continue;
 		if (o->inject == NRR_INJECT_NONE) {
 			fprintf(stderr, "ncclrr replay: %s needs its cluster for --inject none: %s; pass --topo FILE "

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "callfmt.h"
-#include "nrr_launch.h"
+#include "rundir.h"
 #include "nrt.h"
 #include "rerun.h"
 
@@ -1516,7 +1516,7 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 	char why[2 * PATH_MAX + 256];
 	if (o->topo) {
 		snprintf(topo, sizeof(topo), "%s", o->topo);
-	} else if (nrr_launch_recorded_cluster(o->dir, rec_topo, topo, sizeof(topo), why, sizeof(why)) < 0) {
+	} else if (nrr_run_cluster(o->dir, rec_topo, topo, sizeof(topo), why, sizeof(why)) < 0) {
 		fprintf(err, "ncclrr replay: %s; pass the cluster to rerun on with --topo FILE (e.g. topo/2node_16gpu.xml)\n",
 			why);
 		goto end;

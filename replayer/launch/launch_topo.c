@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "nrr_launch.h"
+#include "rundir.h"
 
 #if NRR_HAVE_TOPO
 #include "nrr_topo.h"
@@ -113,26 +114,4 @@ end:
 	if (rc)
 		unlink(tmp);
 	return rc;
-}
-
-int nrr_launch_recorded_cluster(const char *dir, const char *recorded, char *out, size_t size, char *why,
-				size_t whysize)
-{
-	char kept[PATH_MAX];
-	snprintf(kept, sizeof(kept), "%s/%s", dir, NRR_RUN_CLUSTER_FILE);
-	struct stat st;
-	/* a regular file of the run directory itself, not a link out of it */
-	if (lstat(kept, &st) == 0 && S_ISREG(st.st_mode)) {
-		snprintf(out, size, "%s", kept);
-		return 0;
-	}
-	if (recorded && *recorded)
-		snprintf(why, whysize, "%s holds no copy of its cluster file (%s: `ncclrr run` keeps one when it runs "
-			 "recorded), and the path the recording names, %s (env NCCLRR_TOPO), is the recording "
-			 "machine's: replay opens no file a trace names", dir, NRR_RUN_CLUSTER_FILE, recorded);
-	else
-		snprintf(why, whysize, "the recording in %s names no cluster file: it was not made under `ncclrr run` "
-			 "(NCCL's own topology dump, nccl-topo.xml, holds only the GPUs of the ranks NCCL saw on one "
-			 "host, not a cluster)", dir);
-	return -ENOENT;
 }

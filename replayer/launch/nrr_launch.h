@@ -155,24 +155,11 @@ struct nrr_cluster {
 	void *ctx;
 };
 
-/* A recorded run keeps its cluster: `ncclrr run` under `ncclrr record`
- * (NCCLRR_TRACE_DIR set) copies its cluster file into the trace directory
- * under this name, and replay and rerun take it from there, so the
- * recording replays on any machine without --topo. */
-#define NRR_RUN_CLUSTER_FILE "ncclrr-cluster.xml"
-/* Copy @topo_path to $NCCLRR_TRACE_DIR/NRR_RUN_CLUSTER_FILE when that is
+/* Copy @topo_path to $NCCLRR_TRACE_DIR/NRR_RUN_CLUSTER_FILE (rundir.h) when that is
  * set and the copy is not there yet (written whole: a temporary file
  * renamed).  @return 0 (also when not recorded), or -errno with a message
  * in @err (the run goes on). */
 int nrr_launch_keep_cluster(const char *topo_path, char *err, size_t errsize);
-/* The cluster file to replay the recording in @dir on: its kept copy
- * (NRR_RUN_CLUSTER_FILE, a regular file in @dir, not a link).  @recorded
- * (the recorded NCCLRR_TOPO, may be NULL) is never opened: a path a trace
- * names is the recording machine's, and a trace never chooses a file to
- * read; it only goes into the message.  @return 0 with the path in @out,
- * or -ENOENT with what is missing in @why. */
-int nrr_launch_recorded_cluster(const char *dir, const char *recorded, char *out, size_t size, char *why,
-				size_t whysize);
 
 /* Load @path with the topology parser (topo/). @return 0, or negative with
  * the parser's "file:line: ..." message in @err. */

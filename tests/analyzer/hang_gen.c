@@ -464,14 +464,15 @@ static int hostile(const char *dir)
 	return 0;
 }
 
-/* hostile_env: one rank whose metadata names files, libraries and a
- * loader variable (a trace is data: replay opens and loads none of
- * them), with a CUDA call (replay looks for its cluster) and a connect to
+/* hostile_env: one rank whose metadata names files (its executable and
+ * NCCL's topology file as /dev/zero: read, they would never end),
+ * libraries and a loader variable (a trace is data: no command opens or
+ * loads any of them), with a CUDA call (replay looks for its cluster) and a connect to
  * a non-loopback address (replay never connects there) */
 static int hostile_env(const char *dir)
 {
 	char path[4096];
-	static const char meta[] = "host=gen\npid=1000\nrank=0\n"
+	static const char meta[] = "host=gen\npid=1000\nrank=0\nexe=/dev/zero\nenv.NCCL_TOPO_FILE=/dev/zero\n"
 				   "env.NCCLRR_TOPO=../../../../../../etc/passwd\nenv.NCCLRR_HOST=0\n"
 				   "env.LD_AUDIT=/tmp/ncclrr-evil.so\nenv.LD_PRELOAD=/tmp/ncclrr-evil.so\n"
 				   "env.NCCLRR_NET_PLUGIN=/tmp/ncclrr-evil.so\nenv.NCCL_NET_PLUGIN=/tmp/ncclrr-evil.so\n";

@@ -188,8 +188,15 @@ usage)
 	# a run without NCCLRR_TOPO (not recorded under ncclrr run) needs --topo
 	"$ncclrr" record -o "$tmp/plain" -q -- sh -c 'exec "$0" --no-nccl' "$conn" >/dev/null 2>&1
 	if ls "$tmp/plain"/*.nrt >/dev/null 2>&1; then
-		u "no cluster file" 2 "give its cluster file with --topo FILE" --good "$tmp/plain" --bad "$tmp/plain" -- true
+		u "no cluster file" 2 "names no cluster file: it was not made under .ncclrr run.; give the good run's cluster file with --topo FILE" \
+			--good "$tmp/plain" --bad "$tmp/plain" -- true
 	fi
+	# a run that keeps no copy of its cluster file: the path its trace
+	# names is never opened, even when it is there (a trace chooses no file)
+	"$ncclrr" record -o "$tmp/nocopy" -q -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- "$conn" --no-nccl >/dev/null 2>&1
+	rm -f "$tmp/nocopy/ncclrr-cluster.xml"
+	u "no copy kept" 2 "holds no copy of its cluster file (ncclrr-cluster.xml: .*), and the path the recording names, $topo (env NCCLRR_TOPO), is the recording machine's" \
+		--good "$tmp/nocopy" --bad "$tmp/nocopy" -- true
 	;;
 *)
 	echo "unknown case $case_"

@@ -104,8 +104,9 @@ damaged)
 	has "$tmp/tout" "truncated" truncated
 	;;
 hostile)
-	# a trace is data, never code: under strace, replay, dump, hang and
-	# export of a run whose metadata names ../../etc/passwd as its cluster,
+	# a trace is data, never code: under strace, replay, dump, hang,
+	# export, diff and bisect of a run whose metadata names ../../etc/passwd
+	# as its cluster, /dev/zero as its executable and NCCL topology file,
 	# LD_AUDIT, LD_PRELOAD and net plugins, and that connected to 10.1.2.3,
 	# exec nothing, open only the run directory, the output, ncclrr's own
 	# files and the system's libraries, and connect to nothing but loopback
@@ -113,10 +114,15 @@ hostile)
 	mkdir "$tmp/h" "$tmp/o"
 	"$4" "$tmp/h" hostile_env || fail "hang_gen hostile_env failed"
 	own=$(realpath "$(dirname "$ncclrr")/..")
-	for cmd in "replay --timeout 10" "dump" "hang" "stats" "export --html $tmp/o/r.html" "export --chrome $tmp/o/r.json"; do
-		strace -f -qq -e trace=execve,open,openat,connect -o "$tmp/st" "$ncclrr" $cmd "$tmp/h" >"$tmp/out" 2>&1
+	# (@: the run)
+	for cmd in "replay --timeout 10 @" "dump @" "hang @" "stats @" "export --html $tmp/o/r.html @" \
+		"export --chrome $tmp/o/r.json @" "diff @ @" "bisect -n --good @ --bad @ -- true"; do
+		cmd=${cmd//@/$tmp/h}
+		timeout 60 strace -f -qq -e trace=execve,open,openat,connect -o "$tmp/st" "$ncclrr" $cmd >"$tmp/out" 2>&1
 		rc=$?
-		[ $rc -le 1 ] || fail "$cmd: exit $rc: $(tail -2 "$tmp/out")"
+		# (bisect: 2, the run keeps no copy of its cluster file)
+		[ $rc -le 1 ] || { [ "${cmd%% *}" = bisect ] && [ $rc = 2 ] && grep -q 'holds no copy of its cluster file' "$tmp/out"; } ||
+			fail "$cmd: exit $rc: $(tail -2 "$tmp/out")"
 		n=$(grep -c ' execve(' "$tmp/st")
 		[ "$n" = 1 ] || fail "$cmd: $n execve (ncclrr's own only): $(grep ' execve(' "$tmp/st" | sed -n 2p | cut -c1-200)"
 		grep -oE 'open(at)?\([^"]*"[^"]*"' "$tmp/st" | sed -E 's/.*"([^"]*)"/\1/' | sort -u >"$tmp/files"

@@ -267,7 +267,7 @@ rc=$?
 rm "$tmp/cluster.xml" "$tmp/ifname/ncclrr-cluster.xml"
 "$ncclrr" replay --rerun "$tmp/ifname" -- "$wl/conn_setup" --no-nccl >/dev/null 2>"$tmp/e6"
 rc=$?
-[ $rc -eq 2 ] && grep -q "$tmp/ifname holds no copy of its cluster file (ncclrr-cluster.xml: .*), and the path the recording names, $tmp/cluster.xml (env NCCLRR_TOPO), is the recording machine's: replay opens no file a trace names" "$tmp/e6" &&
+[ $rc -eq 2 ] && grep -q "$tmp/ifname holds no copy of its cluster file (ncclrr-cluster.xml: .*), and the path the recording names, $tmp/cluster.xml (env NCCLRR_TOPO), is the recording machine's: ncclrr opens no file a trace names" "$tmp/e6" &&
 	grep -q 'pass the cluster to rerun on with --topo FILE' "$tmp/e6" ||
 	{ fail "unreadable recorded cluster file: exit $rc, want 2 asking for --topo"; cat "$tmp/e6"; }
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nrt.h"
@@ -12,10 +13,13 @@
 
 static char dir[] = "/tmp/test_runinfo.XXXXXX";
 
-static nrr_reader *trace(const char *name, const char *meta)
+/* A trace NAME.nrt in the run directory dir/SUB. */
+static nrr_reader *trace(const char *sub, const char *name, const char *meta)
 {
 	char path[512];
-	snprintf(path, sizeof(path), "%s/%s.nrt", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/%s.nrt", dir, sub, name);
 	nrr_writer_opts o = { .schema = nrr_builtin_schema, .schema_len = nrr_builtin_schema_len,
 			      .meta = meta, .meta_len = strlen(meta) };
 	nrr_writer *w;
@@ -27,44 +31,47 @@ static nrr_reader *trace(const char *name, const char *meta)
 	return r;
 }
 
-static void write_file(const char *name, const char *text)
+/* The cluster file run directory dir/SUB keeps (as `ncclrr run` does). */
+static void keep_cluster(const char *sub, const char *text)
 {
 	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s/ncclrr-cluster.xml", dir, sub);
 	FILE *f = fopen(path, "w");
 	CHECK_FATAL(f, "create %s", path);
 	fputs(text, f);
 	fclose(f);
 }
 
-/* One run: a launcher without rank and 4 ranks on 2 hosts. @topo the
- * cluster file name in dir; @port the NCCL_COMM_ID port; @algo; @hca2 the
- * NCCL_IB_HCA of rank 2; @debug NCCL_DEBUG or NULL; @proto or NULL. */
-static void run(nrr_reader **r, const char *tag, const char *topo, int port, const char *algo, const char *hca2,
-		const char *debug, const char *proto)
+/* One run in dir/TAG: a launcher without rank and 4 ranks on 2 hosts.
+ * @topo the recorded cluster file name (never opened: the run directory
+ * keeps its copy); @bid the program's build id; @port the NCCL_COMM_ID
+ * port; @algo; @hca2 the NCCL_IB_HCA of rank 2; @debug NCCL_DEBUG or NULL;
+ * @proto or NULL. */
+static void run(nrr_reader **r, const char *tag, const char *topo, const char *bid, int port, const char *algo,
+		const char *hca2, const char *debug, const char *proto)
 {
 	char name[64], meta[4096];
 	snprintf(name, sizeof(name), "%s-launcher", tag);
 	snprintf(meta, sizeof(meta), "host=vm\npid=%d\nargv=ncclrr run --topo x -- ./prog\nexe=/nonexistent/ncclrr\n"
 		 "env.NCCLRR_TRACE_DIR=/tmp/%s\n", port, tag);
-	r[0] = trace(name, meta);
+	r[0] = trace(tag, name, meta);
 	for (int k = 0; k < 4; k++) {
 		int len = snprintf(meta, sizeof(meta),
-				   "host=vm\npid=%d\nargv=/build/%s/prog --size 8\nexe=/nonexistent/%s/prog\n"
+				   "host=vm\npid=%d\nargv=/build/%s/prog --size 8\nexe=/nonexistent/%s/prog\nexe_build_id=%s\n"
 				   "rank=%d\nnccl_version=2.21.5\nenv.LD_PRELOAD=/x/libncclrr-trace.so\n"
 				   "env.NCCLRR_TRACE_DIR=/tmp/%s\nenv.NCCLRR_TOPO=%s/%s\nenv.NCCLRR_HOST=%d\n"
 				   "env.NCCLRR_RANK=%d\nenv.RANK=%d\nenv.LOCAL_RANK=%d\nenv.WORLD_SIZE=4\n"
 				   "env.NCCL_HOSTID=node%d\nenv.NCCL_COMM_ID=127.0.0.1:%d\n"
 				   "env.NCCL_TOPO_FILE=/tmp/ncclrr-run.%s/host%d.xml\nenv.NCCL_ALGO=%s\n"
 				   "env.NCCL_IB_HCA=%s\n",
-				   1000 + k, tag, tag, k, tag, dir, topo, k / 2, k, k, k % 2, k / 2, port, tag, k / 2,
+				   1000 + k, tag, tag, bid, k, tag, "/elsewhere", topo, k / 2, k, k, k % 2, k / 2, port, tag, k / 2,
 				   algo, k == 2 ? hca2 : "mlx5_0");
 		if (debug)
 			len += snprintf(meta + len, sizeof(meta) - (size_t)len, "env.NCCL_DEBUG=%s\n", debug);
 		if (proto)
 			snprintf(meta + len, sizeof(meta) - (size_t)len, "env.NCCL_PROTO=%s\n", proto);
 		snprintf(name, sizeof(name), "%s-%d", tag, k);
-		r[1 + k] = trace(name, meta);
+		r[1 + k] = trace(tag, name, meta);
 	}
 }
 
@@ -85,13 +92,19 @@ static int sv(const char *a, const char *b)
 int main(void)
 {
 	CHECK_FATAL(mkdtemp(dir), "mkdtemp");
-	write_file("topo_a.xml", "<cluster a/>\n");
-	write_file("topo_b.xml", "<cluster a/>\n");  /* same content, other name */
-	write_file("topo_c.xml", "<cluster c/>\n");
-	nrr_reader *a[5], *b[5], *c[5];
-	run(a, "a", "topo_a.xml", 41000, "Ring", "mlx5_0", "INFO", NULL);
-	run(b, "b", "topo_a.xml", 42000, "Tree", "mlx5_9", NULL, "LL");
-	run(c, "c", "topo_c.xml", 43000, "Ring", "mlx5_0", "INFO", NULL);
+	nrr_reader *a[5], *b[5], *c[5], *d[5], *e[5];
+	run(a, "a", "topo_a.xml", "aa11", 41000, "Ring", "mlx5_0", "INFO", NULL);
+	run(b, "b", "topo_a.xml", "aa11", 42000, "Tree", "mlx5_9", NULL, "LL");
+	run(c, "c", "topo_c.xml", "cc33", 43000, "Ring", "mlx5_0", "INFO", NULL);
+	run(d, "d", "topo_a.xml", "aa11", 44000, "Ring", "mlx5_0", "INFO", NULL);
+	run(e, "e", "topo_a.xml", "aa11", 45000, "Ring", "mlx5_0", "INFO", NULL);
+	keep_cluster("a", "<cluster a/>\n");
+	keep_cluster("b", "<cluster a/>\n");   /* the same content */
+	keep_cluster("c", "<cluster c/>\n");
+	/* d keeps none; e's is a FIFO (a hostile run directory: not opened) */
+	char fifo[512];
+	snprintf(fifo, sizeof(fifo), "%s/e/ncclrr-cluster.xml", dir);
+	CHECK_FATAL(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
 
 	struct nrr_runinfo ra, rb, rc;
 	char err[256];
@@ -110,10 +123,20 @@ int main(void)
 	      nrr_runinfo_get(&ra, "hosts", -1));
 	CHECK(sv(nrr_runinfo_get(&ra, "nccl_version", -1), "2.21.5"), "nccl_version");
 	CHECK(sv(nrr_runinfo_get(&ra, "argv", -1), "prog --size 8"), "argv %s", nrr_runinfo_get(&ra, "argv", -1));
-	CHECK(sv(nrr_runinfo_get(&ra, "exe", -1), "/nonexistent/a/prog (unreadable)"), "exe %s",
-	      nrr_runinfo_get(&ra, "exe", -1));
+	CHECK(sv(nrr_runinfo_get(&ra, "exe", -1), "prog build-id:aa11"), "exe %s", nrr_runinfo_get(&ra, "exe", -1));
 	const char *ta = nrr_runinfo_get(&ra, "topology", -1);
 	CHECK(ta && strncmp(ta, "topo_a.xml fnv1a64:", 19) == 0, "topology %s", ta);
+	/* no copy kept, or one that is not a regular file: the recorded path
+	 * is not opened either */
+	struct nrr_runinfo rd, re;
+	CHECK_FATAL(nrr_runinfo_read(&rd, d, 5, err, sizeof(err)) == 0, "%s", err);
+	CHECK_FATAL(nrr_runinfo_read(&re, e, 5, err, sizeof(err)) == 0, "%s", err);
+	CHECK(sv(nrr_runinfo_get(&rd, "topology", -1), "topo_a.xml (no copy kept)"), "no copy: %s",
+	      nrr_runinfo_get(&rd, "topology", -1));
+	CHECK(sv(nrr_runinfo_get(&re, "topology", -1), "topo_a.xml (no copy kept)"), "FIFO: %s",
+	      nrr_runinfo_get(&re, "topology", -1));
+	nrr_runinfo_free(&rd);
+	nrr_runinfo_free(&re);
 	/* identity variables fold into one token item */
 	CHECK(sv(nrr_runinfo_get(&ra, "env.RANK", -1), "<rank>"), "RANK");
 	CHECK(sv(nrr_runinfo_get(&ra, "env.NCCLRR_RANK", -1), "<rank>"), "NCCLRR_RANK");
@@ -142,14 +165,14 @@ int main(void)
 	CHECK(sv(nrr_runinfo_get(&rb, "env.NCCL_IB_HCA", 2), "mlx5_9"), "hca rank 2");
 
 	/* the diff: ALGO on every rank, HCA on rank 2, DEBUG gone, PROTO new,
-	 * argv and exe (other build dir paths), nothing else */
+	 * nothing else (the same binary, by its build id, at another path) */
 	struct nrr_runinfo_change *ch;
 	size_t n = nrr_runinfo_diff(&ra, &rb, &ch);
 	CHECK_FATAL(n != (size_t)-1, "diff oom");
 	for (size_t i = 0; i < n; i++)
 		printf("  %s[%d]: %s -> %s\n", ch[i].key, ch[i].rank, ch[i].a ? ch[i].a : "(absent)",
 		       ch[i].b ? ch[i].b : "(absent)");
-	CHECK(n == 5, "%zu changes", n);
+	CHECK(n == 4, "%zu changes", n);
 	const struct nrr_runinfo_change *x = find(ch, n, "env.NCCL_ALGO", -1);
 	CHECK(x && sv(x->a, "Ring") && sv(x->b, "Tree"), "ALGO change");
 	x = find(ch, n, "env.NCCL_IB_HCA", 2);
@@ -158,7 +181,7 @@ int main(void)
 	CHECK(x && sv(x->a, "INFO") && !x->b, "DEBUG removed");
 	x = find(ch, n, "env.NCCL_PROTO", -1);
 	CHECK(x && !x->a && sv(x->b, "LL"), "PROTO added");
-	CHECK(find(ch, n, "exe", -1), "exe path change");
+	CHECK(!find(ch, n, "exe", -1), "exe: the same build id differs");
 	for (size_t i = 1; i < n; i++) {
 		int o = strcmp(ch[i - 1].key, ch[i].key);
 		CHECK(o < 0 || (o == 0 && ch[i - 1].rank < ch[i].rank), "change order at %zu", i);
@@ -175,7 +198,7 @@ int main(void)
 	free(ch);
 
 	/* a rank that is not a number is an error naming the file */
-	nrr_reader *bad[1] = { trace("bad", "host=vm\nrank=x1\n") };
+	nrr_reader *bad[1] = { trace("bad", "bad", "host=vm\nrank=x1\n") };
 	struct nrr_runinfo rbad;
 	CHECK(nrr_runinfo_read(&rbad, bad, 1, err, sizeof(err)) == -1 && strstr(err, "bad.nrt") &&
 	      strstr(err, "rank=x1"), "bad rank: %s", err);
@@ -189,6 +212,8 @@ int main(void)
 		nrr_reader_close(a[i]);
 		nrr_reader_close(b[i]);
 		nrr_reader_close(c[i]);
+		nrr_reader_close(d[i]);
+		nrr_reader_close(e[i]);
 	}
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* rundir.c - the files of a run directory besides its traces (rundir.h). */
+#include "rundir.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int nrr_run_cluster(const char *run, const char *recorded, char *out, size_t size, char *why, size_t whysize)
+{
+	char dir[PATH_MAX], kept[PATH_MAX + 32];
+	struct stat st;
+	snprintf(dir, sizeof(dir), "%s", run);
+	if (stat(run, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			snprintf(dir, sizeof(dir), ".");
+	}
+	snprintf(kept, sizeof(kept), "%s/%s", dir, NRR_RUN_CLUSTER_FILE);
+	/* a regular file of the run directory itself, not a link out of it */
+	if (lstat(kept, &st) == 0 && S_ISREG(st.st_mode)) {
+		snprintf(out, size, "%s", kept);
+		return 0;
+	}
+	if (recorded && *recorded)
+		snprintf(why, whysize, "%s holds no copy of its cluster file (%s: `ncclrr run` keeps one when it runs "
+			 "recorded), and the path the recording names, %s (env NCCLRR_TOPO), is the recording "
+			 "machine's: ncclrr opens no file a trace names", dir, NRR_RUN_CLUSTER_FILE, recorded);
+	else
+		snprintf(why, whysize, "the recording in %s names no cluster file: it was not made under `ncclrr run` "
+			 "(NCCL's own topology dump, nccl-topo.xml, holds only the GPUs of the ranks NCCL saw on one "
+			 "host, not a cluster)", dir);
+	return -ENOENT;
+}
