@@ -14,14 +14,6 @@
 #include "driver.h"
 #include "gram.h"
 
-#define REQUIRE(c)                                                                 \
-	do {                                                                       \
-		if (!(c)) {                                                        \
-			fprintf(stderr, "fuzz_meta_gram: %s fails\n", #c);         \
-			abort();                                                   \
-		}                                                                  \
-	} while (0)
-
 static const char *const keys[] = { "rank", "nranks", "pid", "ppid", "host", "end", "end_ts", "exec_generation",
 				     "exe", "exe_build_id", "argv", "nccl_version", "nccl_rank", "uid",
 				     "env.NCCLRR_TOPO", "env.NCCL_TOPO_FILE", "env.NCCL_COMM_ID", "env.RANK",

@@ -9,14 +9,6 @@
 #include "driver.h"
 #include "gram.h"
 
-#define REQUIRE(c)                                                                 \
-	do {                                                                       \
-		if (!(c)) {                                                        \
-			fprintf(stderr, "fuzz_schema_gram: %s fails\n", #c);       \
-			abort();                                                   \
-		}                                                                  \
-	} while (0)
-
 static const char *const tables[] = { "T0", "T1", "CUresult" };
 static const char *const bad_tables[] = { "T9", "T0 ", "" };
 static const char *const syms[] = { "A", "B", "CUDA_SUCCESS" };

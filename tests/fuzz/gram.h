@@ -22,6 +22,15 @@ struct gram {
 	size_t len, cap;
 };
 
+/* An invariant of what a parser accepted: a crash the fuzzer keeps. */
+#define REQUIRE(c)                                                                 \
+	do {                                                                       \
+		if (!(c)) {                                                        \
+			fprintf(stderr, "%s: %s fails\n", __FILE__, #c);           \
+			abort();                                                   \
+		}                                                                  \
+	} while (0)
+
 /* A choice among @k (0 when the input is exhausted). */
 static inline unsigned pick(struct gram *g, unsigned k)
 {
