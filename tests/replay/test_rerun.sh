@@ -132,8 +132,18 @@ nccl_case() {
 		grep -q 'note: rank 5 was killed outright (no end recorded): the rerun kills it at its last counted call' "$tmp/e" ||
 			fail "no note that rank 5 is killed again"
 		grep -q 'NCCLRR_FAULT=[^ ]*:rank=5:nth=[0-9]*:SIGKILL' "$tmp/e" || fail "no SIGKILL rule for rank 5"
-		grep '^rank 5: reproduced: ' "$tmp/v" | grep -qF 'killed from outside (no end recorded)' ||
-			{ fail "rank 5 not killed again in the rerun"; grep '^rank 5' "$tmp/v"; }
+		if ! grep '^rank 5: reproduced: ' "$tmp/v" | grep -qF 'killed from outside (no end recorded)'; then
+			fail "rank 5 not killed again in the rerun"
+			grep '^rank 5' "$tmp/v"
+			# why: the rule, and how often rank 5 made that call in the
+			# recording (cut by the kill) and in the rerun (whole)
+			grep -o 'note: rank 5 was killed outright.*' "$tmp/e"
+			local api; api=$(grep -o 'NCCLRR_FAULT=[^ ]*' "$tmp/e" | tr "';" '\n\n' | grep ':rank=5:.*SIGKILL' | cut -d: -f1 | sed 's/NCCLRR_FAULT=//')
+			for d in rec re; do
+				echo "$api calls of rank 5 in $d: $("$ncclrr" dump --rank 5 --api "$api*" "$tmp/$d" 2>/dev/null | grep -c " $api")"
+			done
+			grep -h 'ncclrr-fake: injecting' "$tmp/v" "$tmp/e" "$tmp/re.log" 2>/dev/null | head -3
+		fi
 		;;
 	*) echo "unknown case $case_"; exit 2 ;;
 	esac
