@@ -109,6 +109,9 @@ size_t nrr_addr_key(const uint8_t *sa, size_t len, uint8_t *key);
  * @a then its peer @b (nrr_addr_key each), in @key (2 * NRR_XMAP_MAX).
  * @return its length; 0 when either is not an internet address. */
 size_t nrr_conn_key(const uint8_t *a, size_t al, const uint8_t *b, size_t bl, uint8_t *key);
+/* Is @c a getsockopt(SOL_SOCKET, SO_ERROR)?  Then *@err is the error it
+ * gave (how an in-progress connect ended; 0 when the call failed). */
+bool nrr_so_error(const nrr_call *c, int *err);
 /* The name bytes of a recorded AF_UNIX address (after sun_family), at most
  * NRR_XMAP_MAX: @return their length (0: none) and set *@key. */
 size_t nrr_unix_key(const uint8_t *sa, size_t len, const uint8_t **key);

@@ -25,13 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "callfmt.h"
+#include "engine.h"
 #include "rundir.h"
 #include "nrt.h"
 #include "rerun.h"
@@ -486,20 +486,6 @@ static int64_t arg_i(const nrr_call *c, const char *name)
 	return -1;
 }
 
-/* getsockopt(SOL_SOCKET, SO_ERROR) that says an in-progress connect failed */
-static bool connect_error(const nrr_call *c)
-{
-	if (c->phase != NRR_PHASE_CALL || strcmp(c->fn->name, "getsockopt") || arg_i(c, "level") != SOL_SOCKET ||
-	    arg_i(c, "optname") != SO_ERROR)
-		return false;
-	for (uint16_t i = 0; i < c->fn->nargs; i++)
-		if (!strcmp(c->fn->args[i].name, "optval") && (c->present >> i & 1) && c->args[i].p)
-			for (size_t j = 0; j < c->args[i].len; j++)
-				if (c->args[i].p[j])
-					return true;
-	return false;
-}
-
 static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *err)
 {
 	nrr_reader *r = NULL;
@@ -638,8 +624,9 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 			++nconnect;
 		if (ipc && c->phase == NRR_PHASE_CALL && c->result < 0 && c->err != EINPROGRESS)
 			connects_vary = true;
-		if (connect_error(c))
-			connects_vary = true;
+		int so_err;
+		if (c->phase == NRR_PHASE_CALL && nrr_so_error(c, &so_err) && so_err)
+			connects_vary = true;   /* an in-progress connect failed */
 		bool steady = ipc ? !connects_vary : !(c->fn->flags & NRR_FN_POLL);
 		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && ((fa && k) || ipc) && steady) {
 			base_name(c->fn->name, p->last.fn, sizeof(p->last.fn));

@@ -567,17 +567,23 @@ static bool connect_failed_later(struct rstream *st, size_t k, int64_t fd)
 			continue;
 		if (!strcmp(c->fn->name, "close") || !strcmp(c->fn->name, "send") || !strcmp(c->fn->name, "recv"))
 			return false;
-		if (strcmp(c->fn->name, "getsockopt") || argv_i(c, "level", -1) != SOL_SOCKET ||
-		    argv_i(c, "optname", -1) != SO_ERROR)
-			continue;
-		int i = nrr_arg_index(c, "optval");
-		if (c->result != 0 || i < 0 || c->args[i].len < sizeof(int))
-			return false;
 		int err;
-		memcpy(&err, c->args[i].p, sizeof(err));
-		return err != 0;
+		if (nrr_so_error(c, &err))
+			return err != 0;
 	}
 	return false;
+}
+
+bool nrr_so_error(const nrr_call *c, int *err)
+{
+	if (!c->fn || strcmp(c->fn->name, "getsockopt") || argv_i(c, "level", -1) != SOL_SOCKET ||
+	    argv_i(c, "optname", -1) != SO_ERROR)
+		return false;
+	int i = nrr_arg_index(c, "optval");
+	*err = 0;
+	if (c->result == 0 && i >= 0 && c->args[i].p && c->args[i].len >= sizeof(int))
+		memcpy(err, c->args[i].p, sizeof(*err));
+	return true;
 }
 
 static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
