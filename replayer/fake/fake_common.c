@@ -322,9 +322,12 @@ int fake_enter(struct fake_api *api)
 		}
 		/* nth counts the calls this rule matches (without thread=: every
 		 * call of the API in this process), so every matching rule counts
-		 * this call; the first one whose nth it is injects */
+		 * this call; the first one whose nth it is injects, unless a
+		 * SIGKILL's nth it is too: the process dies at this call whatever
+		 * it would answer (a rerun kills a rank at a call whose recorded
+		 * answer is also a rule) */
 		unsigned long m = atomic_fetch_add_explicit(&f->seen, 1, memory_order_relaxed) + 1;
-		if (!hit && (!f->nth || f->nth == m)) {
+		if ((!hit || (f->code == FAULT_KILL && hit->code != FAULT_KILL)) && (!f->nth || f->nth == m)) {
 			hit = f;
 			hit_m = m;
 		}

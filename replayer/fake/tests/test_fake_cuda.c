@@ -438,6 +438,14 @@ static void test_children(void)
 	CHECK(rc == 0 && strstr(out, "results 0 0 0"), "bad rules ignored: %s", out);
 	CHECK(strstr(out, "bad token 'rank=x'") && strstr(out, "bad token 'CUDA_ERROR_BOGUS'"), "bad token messages: %s", out);
 
+	/* a SIGKILL rule on the call an injection rule also takes: the kill
+	 * wins (a rerun kills a rank at a call whose recorded answer is a rule) */
+	char e5[] = "NCCLRR_FAULT=cuMemAlloc:rank=*:nth=2:CUDA_ERROR_OUT_OF_MEMORY;cuMemAlloc:rank=3:nth=2:SIGKILL";
+	char *env6[] = { e5, e2, NULL };
+	rc = run_child("fault", "", out, sizeof(out), env6);
+	CHECK(rc == 128 && strstr(out, "injecting SIGKILL into cuMemAlloc (rank 3, call 2)") && !strstr(out, "results"),
+	      "the SIGKILL rule wins over the injection at the same call: exit %d: %s", rc, out);
+
 	char topo[512], host[] = "NCCLRR_HOST=1";
 	snprintf(topo, sizeof(topo), "NCCLRR_TOPO=%s/2node_16gpu.xml", topodir);
 	char *env4[] = { topo, host, NULL };
