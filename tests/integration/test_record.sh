@@ -302,12 +302,12 @@ oldnccl)
 		NCCL_STUB_VERSION=$v "$ncclrr" record -q -o "$tmp/o$v" -- "$old" >"$tmp/o$v.out" 2>&1 || fail "old_nccl exited $?"
 		"$ncclrr" dump "$tmp/o$v" >"$tmp/d$v" 2>"$tmp/e$v" || fail "dump of $v exited $?"
 	done
-	"$ncclrr" dump --meta --api none "$tmp/o21806" | grep -qx '#   proxy_rpc=not decoded: NCCL 2.18.6; decoded: NCCL 2.19-2.28' ||
+	"$ncclrr" dump --meta --api none "$tmp/o21806" | grep -x '#   proxy_rpc=not decoded: NCCL 2.18.6; decoded: NCCL 2.19-2.28' >/dev/null ||
 		fail "no proxy_rpc=not decoded for 2.18.6: $("$ncclrr" dump --meta --api none "$tmp/o21806" | grep -E 'nccl_version|proxy')"
 	grep -q "^ncclrr dump: note: NCCL's proxy RPCs are not decoded: NCCL 2.18.6; decoded: NCCL 2.19-2.28 (1 file, first " "$tmp/e21806" ||
 		fail "dump does not say 2.18.6's proxy RPCs are not decoded: $(cat "$tmp/e21806")"
 	grep -q 'ncclCommInitRank(.*= ncclSystemError' "$tmp/d21806" || fail "the stub's ncclCommInitRank is not recorded"
-	"$ncclrr" dump --meta --api none "$tmp/o22203" | grep -qx '#   proxy_rpc=decoded: NCCL 2.22.3; decoded: NCCL 2.19-2.28' ||
+	"$ncclrr" dump --meta --api none "$tmp/o22203" | grep -x '#   proxy_rpc=decoded: NCCL 2.22.3; decoded: NCCL 2.19-2.28' >/dev/null ||
 		fail "no proxy_rpc=decoded for 2.22.3"
 	[ -s "$tmp/e22203" ] && fail "dump of 2.22.3 printed: $(cat "$tmp/e22203")"
 	;;

@@ -121,7 +121,7 @@ nccl_case() {
 		local job=$! pid="" i
 		for i in $(seq 1 300); do grep -q '^\[5\] rank 5: ' "$tmp/rec.log" && break; sleep 0.1; done
 		sleep 2
-		pid=$(rank_pid "$job" 5) && kill -KILL "$pid"
+		pid=$(rank_pid 5) && kill -KILL "$pid"
 		wait "$job"
 		rc=$?
 		[ -n "$pid" ] || fail "recording: rank 5's process not found"
@@ -152,17 +152,19 @@ nccl_case() {
 	exit 0
 }
 
-# rank_pid ANCESTOR RANK: the pid of rank RANK's program (NCCLRR_RANK=RANK in
-# its environment, not an ncclrr process) among ANCESTOR's descendants
+# rank_pid RANK: the pid of rank RANK's program of this test's job: a process
+# (not an ncclrr one) whose environment has NCCLRR_RANK=RANK and this test's
+# TMPDIR. grep reads the NUL-separated environ itself: the `tr | grep -q`
+# this used to be failed under pipefail whenever grep quit before tr had
+# written everything (SIGPIPE), which a loaded machine makes likely.
 rank_pid() {
-	local p
-	for p in $(ps -e -o pid=,ppid= | awk -v a="$1" '{ pp[$1] = $2 } END {
-			for (p in pp) { q = p; while (q in pp && q != a && q > 1) q = pp[q]; if (q == a && p != a) print p } }'); do
+	local e p
+	for e in /proc/[0-9]*/environ; do
+		p=${e#/proc/}; p=${p%/environ}
 		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = ncclrr ] && continue
-		if tr '\0' '\n' 2>/dev/null </proc/"$p"/environ | grep -qx "NCCLRR_RANK=$2"; then
-			echo "$p"
-			return 0
-		fi
+		grep -qxzF "NCCLRR_RANK=$1" "$e" 2>/dev/null && grep -qxzF "TMPDIR=$TMPDIR" "$e" 2>/dev/null || continue
+		echo "$p"
+		return 0
 	done
 	return 1
 }
