@@ -154,15 +154,17 @@ nccl_case() {
 
 # rank_pid RANK: the pid of rank RANK's program of this test's job: a process
 # (not an ncclrr one) whose environment has NCCLRR_RANK=RANK and this test's
-# TMPDIR. grep reads the NUL-separated environ itself: the `tr | grep -q`
-# this used to be failed under pipefail whenever grep quit before tr had
-# written everything (SIGPIPE), which a loaded machine makes likely.
+# TMPDIR. One grep reads every /proc/PID/environ (NUL-separated, -z): a
+# command or two per process took over 20 s on a loaded machine, past the
+# job's timeout; and `tr | grep -q` under pipefail failed whenever grep
+# quit before tr had written everything (SIGPIPE).
 rank_pid() {
-	local e p
-	for e in /proc/[0-9]*/environ; do
+	local e p comm
+	for e in $(grep -lzxF "NCCLRR_RANK=$1" /proc/[0-9]*/environ 2>/dev/null); do
 		p=${e#/proc/}; p=${p%/environ}
-		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = ncclrr ] && continue
-		grep -qxzF "NCCLRR_RANK=$1" "$e" 2>/dev/null && grep -qxzF "TMPDIR=$TMPDIR" "$e" 2>/dev/null || continue
+		read -r comm 2>/dev/null </proc/"$p"/comm || continue
+		[ "$comm" = ncclrr ] && continue
+		grep -qxzF "TMPDIR=$TMPDIR" "$e" 2>/dev/null || continue
 		echo "$p"
 		return 0
 	done
