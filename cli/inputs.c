@@ -171,6 +171,9 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 		if (fi->dropped_bytes)
 			fprintf(stderr, "ncclrr %s: warning: file=%s: %llu damaged or incomplete bytes from offset %llu skipped (writer killed or file damaged); every complete chunk is shown\n",
 				cmd, list[i], (unsigned long long)fi->dropped_bytes, (unsigned long long)fi->dropped_offset);
+		else if (fi->index_bad_offset)
+			fprintf(stderr, "ncclrr %s: warning: file=%s: the index at offset %llu does not fit this file (damaged or made by hand: entries out of file order or closer than a chunk header); rebuilt it by scanning\n",
+				cmd, list[i], (unsigned long long)fi->index_bad_offset);
 		else if (fi->index_rebuilt)
 			fprintf(stderr, "ncclrr %s: warning: file=%s: no index at the end (writer did not finish); rebuilt it by scanning\n",
 				cmd, list[i]);

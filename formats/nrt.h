@@ -344,6 +344,9 @@ typedef struct nrr_file_info {
 	uint64_t wall_ns;     /* CLOCK_REALTIME when the file was opened */
 	uint64_t mono_ns;     /* the writer's clock at the same instant */
 	bool index_rebuilt;   /* trailer/index missing or bad: rebuilt by scan */
+	uint64_t index_bad_offset; /* the trailer named an index that cannot
+			       * describe this file (damaged or crafted: see
+			       * FORMAT.md): its offset; 0 when none */
 	uint64_t dropped_bytes; /* bytes at the end that were not a complete chunk */
 	uint64_t dropped_offset;
 	uint32_t nstreams;
@@ -370,6 +373,14 @@ const char *nrr_reader_path(const nrr_reader *r);
  * in a per-thread buffer that the next call overwrites (any reader): copy
  * it to keep it.  At most 4095 bytes. */
 const char *nrr_reader_meta(const nrr_reader *r, const char *key);
+/* The metadata's distinct keys, in the order each first appears, each
+ * with its last value (spans of the metadata text, not NUL-terminated;
+ * valid while @r is open).  @return how many. */
+typedef struct nrr_meta_kv {
+	const char *key, *value;
+	size_t key_len, value_len;
+} nrr_meta_kv;
+size_t nrr_reader_meta_keys(const nrr_reader *r, const nrr_meta_kv **kv);
 /* All metadata as "key=value\n" text. */
 const char *nrr_reader_meta_text(const nrr_reader *r, size_t *len);
 

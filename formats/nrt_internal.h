@@ -7,6 +7,10 @@
 #include "nrt.h"
 
 #define NRR_STREAM_NONE 0xffffffffu
+/* The largest chunk, before and after compression: the writer makes none
+ * larger (its chunk_size is at most this; metadata is refused beyond it)
+ * and readers refuse one that claims more. */
+#define NRR_CHUNK_RAW_MAX (64u << 20)
 #define NRR_CHUNK_F_ZSTD 0x01u
 #define NRR_FILE_F_TSC 0x01u
 

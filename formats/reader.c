@@ -17,9 +17,8 @@
 
 #include "nrt.h"
 #include "nrt_internal.h"
+#include "nrr_hash.h"
 
-/* Largest chunk accepted: a writer never makes one over 64 MiB. */
-#define MAX_RAW (64u << 20)
 
 struct chunk {
 	uint64_t offset;     /* of the chunk header */
@@ -44,11 +43,25 @@ struct nrr_reader {
 	char *meta;
 	size_t meta_len;
 	uint64_t *late_meta;    /* offsets of metadata chunks after the first */
-	size_t nlate_meta;
+	size_t nlate_meta, clate_meta;
+	size_t meta_cap;
 	struct chunk *chunks;
 	size_t nchunks, cchunks;
 	struct stream *streams;
 	uint32_t nstreams;
+	/* decompression contexts of closed cursors, for the next ones (a
+	 * tool that reads a million streams one after the other creates a
+	 * few, not a million) */
+	pthread_mutex_t dc_lock;
+	ZSTD_DCtx *dc_pool[8];
+	unsigned ndc_pool;
+	/* the metadata's distinct keys (first appearance order, last value)
+	 * and a hash table of them: lookups and walks are linear in the
+	 * metadata, however many lines it has */
+	nrr_meta_kv *kv;
+	size_t nkv;
+	uint32_t *kv_slot;   /* index + 1 into kv, 0 empty; a power of 2 */
+	size_t nkv_slot;
 };
 
 /* Readers of files with the same schema text (every trace of a job) share
@@ -158,9 +171,9 @@ static int load_payload(const nrr_reader *r, uint64_t off, const nrr_chunk_heade
 			ZSTD_DCtx *dc, nrr_diag *d)
 {
 	uint64_t poff = off + h->header_size;
-	if (h->raw_size > MAX_RAW || h->payload_size > MAX_RAW)
+	if (h->raw_size > NRR_CHUNK_RAW_MAX || h->payload_size > NRR_CHUNK_RAW_MAX)
 		return diag_set(d, r, off, NRR_ECORRUPT, "chunk claims %u/%u bytes, over the %u limit; the chunk header is damaged",
-				h->payload_size, h->raw_size, MAX_RAW);
+				h->payload_size, h->raw_size, NRR_CHUNK_RAW_MAX);
 	if (poff > r->size || h->payload_size > r->size - poff)
 		return diag_set(d, r, off, NRR_ETRUNC, "chunk payload of %u bytes runs past the end of the file (%llu bytes); the file was truncated",
 				h->payload_size, (unsigned long long)r->size);
@@ -222,11 +235,9 @@ static int add_chunk(nrr_reader *r, uint64_t off, const nrr_chunk_header *h)
 
 static int add_late_meta(nrr_reader *r, uint64_t off)
 {
-	uint64_t *m = realloc(r->late_meta, (r->nlate_meta + 1) * sizeof(*m));
-	if (!m)
+	if (!nrr_grow(&r->late_meta, r->nlate_meta, &r->clate_meta, sizeof(*r->late_meta)))
 		return -ENOMEM;
-	r->late_meta = m;
-	m[r->nlate_meta++] = off;
+	r->late_meta[r->nlate_meta++] = off;
 	return 0;
 }
 
@@ -287,7 +298,13 @@ static int scan(nrr_reader *r, uint64_t off)
 	return 0;
 }
 
-static int read_index(nrr_reader *r, nrr_diag *d)
+/* The trailer's index, taken only if it can describe this file: its
+ * entries point at chunks in file order, at least a chunk header apart,
+ * between the first metadata (@data, where chunks start) and the index.
+ * So a file claims at most one stream per 64 bytes it has; any other
+ * index is rebuilt by scan.  (One that named the same chunk under a
+ * million streams made every reader take 46 GB.) */
+static int read_index(nrr_reader *r, uint64_t data, nrr_diag *d)
 {
 	uint8_t t[NRR_TRAILER_SIZE];
 	if (r->size < NRR_FILE_HEADER_SIZE + NRR_TRAILER_SIZE ||
@@ -296,8 +313,10 @@ static int read_index(nrr_reader *r, nrr_diag *d)
 		return NRR_ENOTFOUND;
 	uint64_t ioff = nrr_rd64(t + 8);
 	nrr_chunk_header h;
-	if (ioff + NRR_CHUNK_HEADER_SIZE > r->size || read_header(r, ioff, &h) || h.type != NRR_CHUNK_INDEX)
+	if (ioff < data || ioff + NRR_CHUNK_HEADER_SIZE > r->size || read_header(r, ioff, &h) || h.type != NRR_CHUNK_INDEX) {
+		r->info.index_bad_offset = ioff;
 		return NRR_ECORRUPT;
+	}
 	uint8_t *z = NULL, *raw = NULL;
 	size_t zc = 0, rc_ = 0;
 	ZSTD_DCtx *dc = ZSTD_createDCtx();
@@ -305,8 +324,10 @@ static int read_index(nrr_reader *r, nrr_diag *d)
 	ZSTD_freeDCtx(dc);
 	if (rc == 0) {
 		const uint8_t *p = raw, *end = raw + h.raw_size;
-		uint64_t n;
+		uint64_t n, next = data;
 		rc = nrr_get_uvar(&p, end, &n);
+		if (rc == 0 && n > (ioff - data) / NRR_CHUNK_HEADER_SIZE)
+			rc = NRR_ECORRUPT;
 		for (uint64_t i = 0; rc == 0 && i < n; i++) {
 			uint64_t v[6];
 			for (int k = 0; k < 6 && rc == 0; k++)
@@ -315,18 +336,22 @@ static int read_index(nrr_reader *r, nrr_diag *d)
 				break;
 			nrr_chunk_header ch = { .type = NRR_CHUNK_DATA, .stream = (uint32_t)v[1], .tid = (uint32_t)v[2],
 						.first_seq = v[3], .first_ts = v[4], .nrecords = (uint32_t)v[5] };
-			if (v[0] + NRR_CHUNK_HEADER_SIZE > ioff || v[1] > NRR_STREAM_NONE) {
+			if (v[0] < next || v[0] + NRR_CHUNK_HEADER_SIZE > ioff || v[1] > NRR_STREAM_NONE) {
 				rc = NRR_ECORRUPT;
 				break;
 			}
+			next = v[0] + NRR_CHUNK_HEADER_SIZE;
 			/* format 1.1: metadata added while running is indexed as stream NONE */
 			rc = v[1] == NRR_STREAM_NONE ? add_late_meta(r, v[0]) : add_chunk(r, v[0], &ch);
 		}
 	}
 	free(z);
 	free(raw);
-	if (rc)
+	if (rc) {
 		r->nchunks = 0;
+		r->nlate_meta = 0;
+		r->info.index_bad_offset = ioff;
+	}
 	(void)d;
 	return rc;
 }
@@ -416,6 +441,8 @@ static int load_small_chunk(nrr_reader *r, uint64_t off, uint8_t type, char **ou
 	return (int)(h.header_size + h.payload_size);
 }
 
+static int index_meta(nrr_reader *r);
+
 static int reader_init(nrr_reader *r, nrr_diag *d)
 {
 	uint8_t hb[NRR_FILE_HEADER_SIZE];
@@ -459,7 +486,7 @@ static int reader_init(nrr_reader *r, nrr_diag *d)
 		return rc;
 	off += (uint64_t)rc;
 
-	rc = read_index(r, d);
+	rc = read_index(r, off, d);
 	if (rc) {
 		r->info.index_rebuilt = true;
 		rc = scan(r, off);
@@ -477,17 +504,26 @@ static int reader_init(nrr_reader *r, nrr_diag *d)
 				r->info.meta_lost_offset = r->late_meta[i];
 			continue;
 		}
-		char *m = realloc(r->meta, r->meta_len + len + 2);
-		if (m) {
-			if (r->meta_len && m[r->meta_len - 1] != '\n')
-				m[r->meta_len++] = '\n';
-			memcpy(m + r->meta_len, text, len);
+		if (r->meta_cap < r->meta_len + len + 2) {   /* doubling: many small chunks stay linear */
+			size_t cap = r->meta_cap * 2 > r->meta_len + len + 2 ? r->meta_cap * 2 : r->meta_len + len + 2;
+			char *m = realloc(r->meta, cap);
+			if (!m) {
+				free(text);
+				return diag_set(d, r, r->late_meta[i], -ENOMEM, "out of memory");
+			}
 			r->meta = m;
-			r->meta_len += len;
-			m[r->meta_len] = 0;
+			r->meta_cap = cap;
 		}
+		char *m = r->meta;
+		if (r->meta_len && m[r->meta_len - 1] != '\n')
+			m[r->meta_len++] = '\n';
+		memcpy(m + r->meta_len, text, len);
+		r->meta_len += len;
+		m[r->meta_len] = 0;
 		free(text);
 	}
+	if (index_meta(r))
+		return diag_set(d, r, 0, -ENOMEM, "out of memory");
 	/* where the trace ends (a dump's or close's end_ts): in-flight calls
 	 * ran at least until then */
 	const char *end = nrr_reader_meta(r, "end_ts");
@@ -510,6 +546,7 @@ static int reader_new(nrr_reader **out, const char *name, nrr_diag *d)
 		return -ENOMEM;
 	snprintf(r->path, sizeof(r->path), "%s", name);
 	r->fd = -1;
+	pthread_mutex_init(&r->dc_lock, NULL);
 	*out = r;
 	if (d)
 		memset(d, 0, sizeof(*d));
@@ -568,6 +605,11 @@ void nrr_reader_close(nrr_reader *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	schema_put(r->schema);
+	free(r->kv);
+	free(r->kv_slot);
+	for (unsigned i = 0; i < r->ndc_pool; i++)
+		ZSTD_freeDCtx(r->dc_pool[i]);
+	pthread_mutex_destroy(&r->dc_lock);
 	free(r->meta);
 	free(r->late_meta);
 	free(r->chunks);
@@ -593,27 +635,74 @@ const char *nrr_reader_meta_text(const nrr_reader *r, size_t *len)
 	return r->meta;
 }
 
-const char *nrr_reader_meta(const nrr_reader *r, const char *key)
+/* The slot of @key in the hash table: its entry's, or the empty one
+ * where it would go. */
+static uint32_t *meta_slot(const nrr_reader *r, const char *key, size_t kl)
 {
-	size_t kl = strlen(key);
+	size_t mask = r->nkv_slot - 1;
+	for (size_t i = nrr_hash(key, kl, NRR_HASH_INIT) & mask;; i = (i + 1) & mask) {
+		uint32_t *s = &r->kv_slot[i];
+		if (!*s)
+			return s;
+		const nrr_meta_kv *e = &r->kv[*s - 1];
+		if (e->key_len == kl && !memcmp(e->key, key, kl))
+			return s;
+	}
+}
+
+/* Index the metadata's "key=value" lines (lines without '=' are not
+ * metadata and are skipped). */
+static int index_meta(nrr_reader *r)
+{
+	size_t lines = 1;
+	for (const char *p = r->meta; p && (p = memchr(p, '\n', r->meta_len - (size_t)(p - r->meta))); p++)
+		lines++;
+	r->nkv_slot = 16;
+	while (r->nkv_slot < 2 * lines)
+		r->nkv_slot *= 2;
+	r->kv_slot = calloc(r->nkv_slot, sizeof(*r->kv_slot));
+	r->kv = calloc(lines, sizeof(*r->kv));
+	if (!r->kv_slot || !r->kv)
+		return -ENOMEM;
 	const char *p = r->meta, *end = r->meta + r->meta_len;
-	const char *found = NULL, *found_end = NULL;
 	while (p && p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl)
 			nl = end;
-		if ((size_t)(nl - p) > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
-			found = p, found_end = nl;   /* the last value wins */
+		const char *eq = memchr(p, '=', (size_t)(nl - p));
+		if (eq && eq > p) {
+			uint32_t *s = meta_slot(r, p, (size_t)(eq - p));
+			if (!*s) {
+				r->kv[r->nkv] = (nrr_meta_kv){ .key = p, .key_len = (size_t)(eq - p) };
+				*s = (uint32_t)++r->nkv;
+			}
+			nrr_meta_kv *e = &r->kv[*s - 1];   /* the last value wins */
+			e->value = eq + 1;
+			e->value_len = (size_t)(nl - eq - 1);
+		}
 		p = nl + 1;
 	}
-	if (!found)
+	return 0;
+}
+
+size_t nrr_reader_meta_keys(const nrr_reader *r, const nrr_meta_kv **kv)
+{
+	*kv = r->kv;
+	return r->nkv;
+}
+
+const char *nrr_reader_meta(const nrr_reader *r, const char *key)
+{
+	if (!r->nkv_slot)
+		return NULL;
+	uint32_t s = *meta_slot(r, key, strlen(key));
+	if (!s)
 		return NULL;
 	/* values are returned from a private, NUL-split copy */
 	static __thread char val[4096];
-	size_t vl = (size_t)(found_end - found) - kl - 1;
-	if (vl >= sizeof(val))
-		vl = sizeof(val) - 1;
-	memcpy(val, found + kl + 1, vl);
+	const nrr_meta_kv *e = &r->kv[s - 1];
+	size_t vl = e->value_len < sizeof(val) ? e->value_len : sizeof(val) - 1;
+	memcpy(val, e->value, vl);
 	val[vl] = 0;
 	return val;
 }
@@ -635,18 +724,25 @@ struct rframe {
 	size_t store_cap;
 };
 
+#define FRAME_BLOCK 4
+
 struct nrr_cursor {
 	nrr_reader *r;
 	const struct stream *s;
 	uint32_t next_chunk;    /* index into s->chunks */
 	ZSTD_DCtx *dc;
+	bool own_dc;            /* else a merge's, shared by its cursors */
 	uint8_t *zbuf, *raw;
 	size_t zcap, rawcap;
 	const uint8_t *p, *end;
 	uint64_t chunk_off;
 	uint64_t clock, seq;
 	unsigned depth;
-	struct rframe stack[NRR_MAX_DEPTH];
+	/* open calls, in blocks allocated as calls nest (a merge of many
+	 * streams then holds little per stream); a frame never moves, as
+	 * callers may keep an open call's event (see frame()) */
+	struct rframe *blk[(NRR_MAX_DEPTH + FRAME_BLOCK - 1) / FRAME_BLOCK];
+	unsigned stack_cap;
 	/* CYCLE records: the last leaf calls of this chunk that follow one
 	 * another directly at the same depth (their records and the clock
 	 * before each) ... */
@@ -664,7 +760,8 @@ struct nrr_cursor {
 	nrr_diag diag;
 };
 
-int nrr_cursor_open(nrr_cursor **out, nrr_reader *r, uint32_t stream)
+/* @dc: a decompression context to share (one thread), or NULL for its own */
+static int cursor_open(nrr_cursor **out, nrr_reader *r, uint32_t stream, ZSTD_DCtx *dc)
 {
 	if (stream >= r->nstreams)
 		return -EINVAL;
@@ -673,7 +770,14 @@ int nrr_cursor_open(nrr_cursor **out, nrr_reader *r, uint32_t stream)
 		return -ENOMEM;
 	c->r = r;
 	c->s = &r->streams[stream];
-	c->dc = ZSTD_createDCtx();
+	c->own_dc = !dc;
+	if (!dc) {
+		pthread_mutex_lock(&r->dc_lock);
+		if (r->ndc_pool)
+			dc = r->dc_pool[--r->ndc_pool];
+		pthread_mutex_unlock(&r->dc_lock);
+	}
+	c->dc = dc ? dc : ZSTD_createDCtx();
 	if (!c->dc) {
 		free(c);
 		return -ENOMEM;
@@ -682,16 +786,51 @@ int nrr_cursor_open(nrr_cursor **out, nrr_reader *r, uint32_t stream)
 	return 0;
 }
 
+int nrr_cursor_open(nrr_cursor **out, nrr_reader *r, uint32_t stream)
+{
+	return cursor_open(out, r, stream, NULL);
+}
+
 void nrr_cursor_close(nrr_cursor *c)
 {
 	if (!c)
 		return;
-	ZSTD_freeDCtx(c->dc);
+	if (c->own_dc) {
+		nrr_reader *r = c->r;
+		pthread_mutex_lock(&r->dc_lock);
+		if (r->ndc_pool < sizeof(r->dc_pool) / sizeof(r->dc_pool[0])) {
+			r->dc_pool[r->ndc_pool++] = c->dc;
+			c->dc = NULL;
+		}
+		pthread_mutex_unlock(&r->dc_lock);
+		ZSTD_freeDCtx(c->dc);
+	}
 	free(c->zbuf);
 	free(c->raw);
-	for (unsigned i = 0; i < NRR_MAX_DEPTH; i++)
-		free(c->stack[i].store);
+	for (unsigned i = 0; i < c->stack_cap; i++)
+		free(c->blk[i / FRAME_BLOCK][i % FRAME_BLOCK].store);
+	for (unsigned b = 0; b * FRAME_BLOCK < c->stack_cap; b++)
+		free(c->blk[b]);
 	free(c);
+}
+
+/* The frame of the open call at depth @i (< stack_cap). */
+static inline struct rframe *frame(const nrr_cursor *c, unsigned i)
+{
+	return &c->blk[i / FRAME_BLOCK][i % FRAME_BLOCK];
+}
+
+/* Frames for open calls up to depth @n (at most NRR_MAX_DEPTH). */
+static int stack_room(nrr_cursor *c, unsigned n)
+{
+	while (c->stack_cap < n) {
+		struct rframe *b = calloc(FRAME_BLOCK, sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		c->blk[c->stack_cap / FRAME_BLOCK] = b;
+		c->stack_cap += FRAME_BLOCK;
+	}
+	return 0;
 }
 
 const nrr_diag *nrr_cursor_diag(const nrr_cursor *c) { return &c->diag; }
@@ -707,7 +846,7 @@ static int corrupt(nrr_cursor *c, const char *what)
 static int preserve_frames(nrr_cursor *c)
 {
 	for (unsigned i = 0; i < c->depth; i++) {
-		struct rframe *f = &c->stack[i];
+		struct rframe *f = frame(c, i);
 		const nrr_fn_schema *fn = f->call.fn;
 		size_t need = 0;
 		if (!fn)
@@ -763,16 +902,18 @@ static int load_chunk(nrr_cursor *c, uint32_t k)
 		if (nrr_get_uvar(&c->p, c->end, &fr[i].fn) || nrr_get_uvar(&c->p, c->end, &fr[i].seq) ||
 		    nrr_get_uvar(&c->p, c->end, &fr[i].ts))
 			return corrupt(c, "truncated open-call prologue");
-		if (continues && (c->stack[i].call.seq != fr[i].seq || !c->stack[i].call.fn ||
-				  c->stack[i].call.fn->id != fr[i].fn))
+		if (continues && (frame(c, i)->call.seq != fr[i].seq || !frame(c, i)->call.fn ||
+				  frame(c, i)->call.fn->id != fr[i].fn))
 			continues = false;
 	}
 	if (!continues) {
 		/* we did not read the previous chunk (seek, or it was lost):
 		 * take the open calls from the prologue, their args unknown */
+		if (stack_room(c, (unsigned)open))
+			return diag_set(&c->diag, c->r, ch->offset, -ENOMEM, "out of memory");
 		c->depth = 0;
 		for (uint64_t i = 0; i < open; i++) {
-			struct rframe *f = &c->stack[i];
+			struct rframe *f = frame(c, i);
 			const nrr_fn_schema *fn = nrr_schema_fn(c->r->schema, (uint32_t)fr[i].fn);
 			if (!fn)
 				return corrupt(c, "unknown function id in prologue");
@@ -860,7 +1001,7 @@ static int decode_args(nrr_cursor *c, nrr_call *call, unsigned dirbit)
 
 static void eof_event(nrr_cursor *c, const nrr_call **out)
 {
-	struct rframe *f = &c->stack[--c->depth];
+	struct rframe *f = frame(c, --c->depth);
 	f->call.phase = NRR_PHASE_INFLIGHT;
 	f->call.done = false;
 	/* so far: until the end of the trace (end_ts) when the file says it,
@@ -903,8 +1044,8 @@ int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
 		}
 		uint8_t tag = *c->p;
 		/* a nested event: announce the enclosing call first */
-		if ((tag == NRR_REC_ENTER || tag == NRR_REC_LOG) && c->depth && !c->stack[c->depth - 1].emitted) {
-			struct rframe *f = &c->stack[c->depth - 1];
+		if ((tag == NRR_REC_ENTER || tag == NRR_REC_LOG) && c->depth && !frame(c, c->depth - 1)->emitted) {
+			struct rframe *f = frame(c, c->depth - 1);
 			f->emitted = true;
 			f->call.phase = NRR_PHASE_ENTER;
 			*out = &f->call;
@@ -925,7 +1066,9 @@ int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
 			const nrr_fn_schema *fn = nrr_schema_fn(c->r->schema, fnid > UINT32_MAX ? 0 : (uint32_t)fnid);
 			if (!fn)
 				return corrupt(c, "unknown function id");
-			struct rframe *f = &c->stack[c->depth];
+			if (stack_room(c, c->depth + 1))
+				return diag_set(&c->diag, c->r, c->chunk_off, -ENOMEM, "out of memory");
+			struct rframe *f = frame(c, c->depth);
 			nrr_call *call = &f->call;
 			call->kind = NRR_CALL;
 			call->phase = NRR_PHASE_CALL;
@@ -960,7 +1103,7 @@ int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
 			int64_t result;
 			if (!c->depth)
 				return corrupt(c, "LEAVE without a call in progress");
-			struct rframe *f = &c->stack[--c->depth];
+			struct rframe *f = frame(c, --c->depth);
 			nrr_call *call = &f->call;
 			if (nrr_get_uvar(&c->p, c->end, &dur) || nrr_get_svar(&c->p, c->end, &result) ||
 			    nrr_get_uvar(&c->p, c->end, &err))
@@ -1084,14 +1227,22 @@ int nrr_cursor_seek(nrr_cursor *c, uint64_t seq)
 
 /* ----------------------------------------------------------------- merge */
 
+/* A stream of the merge.  Its cursor is opened when the stream's first
+ * chunk is due (key is then that chunk's start, no later than its first
+ * call) and closed at its end: a merge holds cursors for the streams that
+ * overlap in time, not for all of them (a file may claim a stream per
+ * 64 bytes). */
 struct msrc {
 	nrr_cursor *c;
 	size_t reader;
+	uint32_t stream;
 	const nrr_call *cur;
 	uint64_t key;   /* wall ns */
 };
 
 struct nrr_merge {
+	nrr_reader *const *readers;
+	ZSTD_DCtx *dc;  /* shared by its cursors */
 	struct msrc *src;
 	size_t n;
 	size_t *heap;   /* indices into src */
@@ -1142,20 +1293,32 @@ static void heap_up(nrr_merge *m, size_t i)
 	}
 }
 
-/* Advance source @i; push it back if it has an event. */
+static void push(nrr_merge *m, size_t i)
+{
+	m->heap[m->nheap++] = i;
+	heap_up(m, m->nheap - 1);
+}
+
+/* Advance source @i (opening its cursor first); push it back if it has an
+ * event, close its cursor if not. */
 static int advance(nrr_merge *m, size_t i)
 {
 	struct msrc *s = &m->src[i];
-	int rc = nrr_cursor_next(s->c, &s->cur);
-	if (rc == NRR_EEOF)
+	int rc = s->c ? 0 : cursor_open(&s->c, m->readers[s->reader], s->stream, m->dc);
+	if (rc)
+		return rc;
+	rc = nrr_cursor_next(s->c, &s->cur);
+	if (rc == NRR_EEOF) {
+		nrr_cursor_close(s->c);
+		s->c = NULL;
 		return 0;
+	}
 	if (rc) {
 		m->diag = *nrr_cursor_diag(s->c);
 		return rc;
 	}
 	s->key = nrr_reader_wall(s->c->r, nrr_call_key(s->cur));
-	m->heap[m->nheap++] = i;
-	heap_up(m, m->nheap - 1);
+	push(m, i);
 	return 0;
 }
 
@@ -1167,9 +1330,11 @@ int nrr_merge_open(nrr_merge **out, nrr_reader *const *readers, size_t n)
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++)
 		total += readers[i]->nstreams;
+	m->readers = readers;
+	m->dc = ZSTD_createDCtx();
 	m->src = calloc(total + 1, sizeof(*m->src));
 	m->heap = calloc(total + 1, sizeof(*m->heap));
-	if (!m->src || !m->heap) {
+	if (!m->dc || !m->src || !m->heap) {
 		nrr_merge_close(m);
 		return -ENOMEM;
 	}
@@ -1177,16 +1342,11 @@ int nrr_merge_open(nrr_merge **out, nrr_reader *const *readers, size_t n)
 	for (size_t i = 0; i < n; i++)
 		for (uint32_t s = 0; s < readers[i]->nstreams; s++) {
 			struct msrc *x = &m->src[m->n];
-			int rc = nrr_cursor_open(&x->c, readers[i], s);
-			if (rc) {
-				nrr_merge_close(m);
-				return rc;
-			}
 			x->reader = i;
-			m->n++;
+			x->stream = s;
+			x->key = nrr_reader_wall(readers[i], readers[i]->streams[s].info.first_ts);
+			push(m, m->n++);
 		}
-	for (size_t i = 0; i < m->n && !m->pending_rc; i++)
-		m->pending_rc = advance(m, i);  /* reported by the first next() */
 	*out = m;
 	return 0;
 }
@@ -1200,18 +1360,26 @@ int nrr_merge_next(nrr_merge *m, const nrr_call **call, size_t *reader)
 		m->last = -1;
 		int rc = advance(m, i);
 		if (rc)
-			return rc;
+			return m->pending_rc = rc;
 	}
-	if (!m->nheap)
-		return NRR_EEOF;
-	size_t i = m->heap[0];
-	m->heap[0] = m->heap[--m->nheap];
-	heap_down(m, 0);
-	m->last = (ssize_t)i;
-	*call = m->src[i].cur;
-	if (reader)
-		*reader = m->src[i].reader;
-	return 0;
+	for (;;) {
+		if (!m->nheap)
+			return NRR_EEOF;
+		size_t i = m->heap[0];
+		m->heap[0] = m->heap[--m->nheap];
+		heap_down(m, 0);
+		if (m->src[i].c) {
+			m->last = (ssize_t)i;
+			*call = m->src[i].cur;
+			if (reader)
+				*reader = m->src[i].reader;
+			return 0;
+		}
+		/* a stream whose first chunk is due: its first call, in its place */
+		int rc = advance(m, i);
+		if (rc)
+			return m->pending_rc = rc;
+	}
 }
 
 const nrr_diag *nrr_merge_diag(const nrr_merge *m) { return &m->diag; }
@@ -1222,6 +1390,7 @@ void nrr_merge_close(nrr_merge *m)
 		return;
 	for (size_t i = 0; i < m->n; i++)
 		nrr_cursor_close(m->src[i].c);
+	ZSTD_freeDCtx(m->dc);
 	free(m->src);
 	free(m->heap);
 	free(m);

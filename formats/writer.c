@@ -506,6 +506,8 @@ static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid
 {
 	if (atomic_load(&w->io_errors))
 		return -EIO;   /* already said once; the program runs on untraced */
+	if (len > NRR_CHUNK_RAW_MAX)
+		return -E2BIG;   /* no reader would take it (metadata this large) */
 	size_t bound = ZSTD_compressBound(len);
 	if (bound > w->zcap) {
 		uint8_t *z = realloc(w->zbuf, bound);
@@ -1099,8 +1101,8 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 		o.chunk_size = 128 * 1024;
 	if (o.chunk_size < 16384)
 		o.chunk_size = 16384;
-	if (o.chunk_size > (1u << 26))
-		o.chunk_size = 1u << 26;
+	if (o.chunk_size > NRR_CHUNK_RAW_MAX)
+		o.chunk_size = NRR_CHUNK_RAW_MAX;
 	if (!o.zstd_level)
 		o.zstd_level = 1;   /* the compressor must keep up with the traced threads
 				     * (tests/bench); level 1 still gives ~3 bytes/event */
