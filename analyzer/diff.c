@@ -839,43 +839,79 @@ static int proc_scan(struct proc *p)
  * role (name, or first calls), then the rest in order of first call, a
  * thread only with one of its class (never an NCCL thread with a
  * launcher's helper thread): the others are threads of one run only. */
+struct role_at {
+	uint64_t role;
+	uint32_t j;   /* index into b->streams */
+};
+
+static int cmp_role_at(const void *x, const void *y)
+{
+	const struct role_at *a = x, *b = y;
+	if (a->role != b->role)
+		return a->role < b->role ? -1 : 1;
+	return a->j < b->j ? -1 : a->j > b->j;
+}
+
 static int pair_threads(struct pair *pr)
 {
 	struct proc *a = pr->a, *b = pr->b;
-	uint32_t n = a->nstreams + b->nstreams;
+	uint32_t n = a->nstreams + b->nstreams, nb = b->nstreams;
 	pr->sa = calloc(n + 1, sizeof(*pr->sa));
 	pr->sb = calloc(n + 1, sizeof(*pr->sb));
-	bool *ua = calloc(a->nstreams + 1, sizeof(*ua)), *ub = calloc(b->nstreams + 1, sizeof(*ub));
-	if (!pr->sa || !pr->sb || !ua || !ub) {
-		free(ua), free(ub);
+	bool *ua = calloc(a->nstreams + 1, sizeof(*ua)), *ub = calloc(nb + 1, sizeof(*ub));
+	/* B's threads by (role, order), and for each run of one role the next
+	 * one not yet paired: each A thread takes the first free B thread of
+	 * its role in O(log n) (a trace may claim a million threads) */
+	struct role_at *by = calloc(nb + 1, sizeof(*by));
+	uint32_t *next = calloc(nb + 1, sizeof(*next));
+	if (!pr->sa || !pr->sb || !ua || !ub || !by || !next) {
+		free(ua), free(ub), free(by), free(next);
 		return -ENOMEM;
 	}
+	for (uint32_t j = 0; j < nb; j++) {
+		by[j] = (struct role_at){ b->role[b->streams[j]], j };
+		next[j] = j;
+	}
+	qsort(by, nb, sizeof(*by), cmp_role_at);
 	pr->nth = 0;
-	for (uint32_t i = 0; i < a->nstreams; i++)
-		for (uint32_t j = 0; j < b->nstreams; j++)
-			if (!ub[j] && a->role[a->streams[i]] == b->role[b->streams[j]]) {
-				ua[i] = ub[j] = true;
-				pr->sa[pr->nth] = a->streams[i];
-				pr->sb[pr->nth++] = b->streams[j];
-				break;
-			}
+	for (uint32_t i = 0; i < a->nstreams; i++) {
+		uint64_t role = a->role[a->streams[i]];
+		uint32_t lo = 0, hi = nb;   /* the first of B's threads of this role */
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (by[mid].role < role)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == nb || by[lo].role != role || next[lo] == nb || by[next[lo]].role != role)
+			continue;
+		uint32_t j = by[next[lo]++].j;
+		ua[i] = ub[j] = true;
+		pr->sa[pr->nth] = a->streams[i];
+		pr->sb[pr->nth++] = b->streams[j];
+	}
+	/* the rest by class (GPU-side or not), in order */
+	uint32_t at[2] = { 0, 0 };
 	for (uint32_t i = 0; i < a->nstreams; i++) {
 		if (ua[i])
 			continue;
-		uint32_t j = 0;
-		while (j < b->nstreams && (ub[j] || a->gpu[a->streams[i]] != b->gpu[b->streams[j]]))
+		bool g = a->gpu[a->streams[i]];
+		uint32_t j = at[g];
+		while (j < nb && (ub[j] || b->gpu[b->streams[j]] != g))
 			j++;
+		at[g] = j;
 		pr->sa[pr->nth] = a->streams[i];
-		pr->sb[pr->nth++] = j < b->nstreams ? b->streams[j] : UINT32_MAX;
-		if (j < b->nstreams)
+		pr->sb[pr->nth++] = j < nb ? b->streams[j] : UINT32_MAX;
+		if (j < nb)
 			ub[j] = true;
 	}
-	for (uint32_t j = 0; j < b->nstreams; j++)
+	for (uint32_t j = 0; j < nb; j++)
 		if (!ub[j]) {
 			pr->sa[pr->nth] = UINT32_MAX;
 			pr->sb[pr->nth++] = b->streams[j];
 		}
-	free(ua), free(ub);
+	free(ua), free(ub), free(by), free(next);
 	return 0;
 }
 

@@ -453,30 +453,20 @@ int nrr_runinfo_read(struct nrr_runinfo *ri, nrr_reader *const *r, size_t n, cha
 		if ((v = nrr_reader_meta(q->r, "env.NCCLRR_TOPO")))
 			vec_add(&raw, "topology", q->rank, topo_ident(&hc, q->r, v));
 		/* every env.NAME key, once (later lines override earlier ones) */
-		size_t tlen;
-		const char *t = nrr_reader_meta_text(q->r, &tlen), *end = t ? t + tlen : NULL;
-		for (const char *l = t; l && l < end && !raw.oom;) {
-			const char *nl = memchr(l, '\n', (size_t)(end - l));
-			const char *le = nl ? nl : end;
-			const char *eq = memchr(l, '=', (size_t)(le - l));
-			if (eq && eq - l > 4 && strncmp(l, "env.", 4) == 0) {
-				char key[256];
-				size_t kl = (size_t)(eq - l);
-				if (kl < sizeof(key)) {
-					memcpy(key, l, kl);
-					key[kl] = '\0';
-					bool dup = false;
-					for (size_t j = raw.n; j-- > 0 && raw.v[j].rank == q->rank;)
-						if (strcmp(raw.v[j].key, key) == 0)
-							dup = true;
-					const char *val = nrr_reader_meta(q->r, key);
-					bool drop;
-					char *nv = !dup && val ? env_value(q, key + 4, val, &drop) : NULL;
-					if (!dup && val && !drop)
-						vec_add(&raw, key, q->rank, nv);
-				}
-			}
-			l = le + 1;
+		const nrr_meta_kv *kv;
+		size_t nkv = nrr_reader_meta_keys(q->r, &kv);
+		for (size_t j = 0; j < nkv && !raw.oom; j++) {
+			if (kv[j].key_len <= 4 || kv[j].key_len >= 256 || strncmp(kv[j].key, "env.", 4) != 0)
+				continue;
+			char *key = strndup(kv[j].key, kv[j].key_len), *val = strndup(kv[j].value, kv[j].value_len);
+			bool drop = false;
+			char *nv = key && val ? env_value(q, key + 4, val, &drop) : NULL;
+			if (key && val && !drop)
+				vec_add(&raw, key, q->rank, nv);
+			else
+				free(nv);
+			free(key);
+			free(val);
 		}
 	}
 	if (raw.oom || fold(&raw, np, ri) < 0) {

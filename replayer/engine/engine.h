@@ -112,6 +112,13 @@ size_t nrr_conn_key(const uint8_t *a, size_t al, const uint8_t *b, size_t bl, ui
 /* Is @c a getsockopt(SOL_SOCKET, SO_ERROR)?  Then *@err is the error it
  * gave (how an in-progress connect ended; 0 when the call failed). */
 bool nrr_so_error(const nrr_call *c, int *err);
+
+/* Replay and rerun run a thread per recorded thread: a process trace with
+ * more is refused (a real NCCL rank has tens; a damaged or crafted index
+ * can claim a stream per 64 bytes of file).  @return true when @r is
+ * within the limit, else false after saying so on @err. */
+#define NRR_REPLAY_MAX_THREADS 4096
+bool nrr_replay_threads_ok(nrr_reader *r, FILE *err);
 /* The name bytes of a recorded AF_UNIX address (after sun_family), at most
  * NRR_XMAP_MAX: @return their length (0: none) and set *@key. */
 size_t nrr_unix_key(const uint8_t *sa, size_t len, const uint8_t **key);

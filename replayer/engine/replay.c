@@ -157,6 +157,16 @@ static void retried(struct coord *x, size_t from, uint32_t s, const char *fn, si
 	}
 }
 
+bool nrr_replay_threads_ok(nrr_reader *r, FILE *err)
+{
+	uint32_t n = nrr_reader_info(r)->nstreams;
+	if (n <= NRR_REPLAY_MAX_THREADS)
+		return true;
+	fprintf(err, "ncclrr replay: %s has %u threads; replay runs at most %u threads a process (an NCCL rank has tens), so this trace is not replayed: is it damaged or made by hand? (`ncclrr stats` reads it)\n",
+		nrr_reader_path(r), n, NRR_REPLAY_MAX_THREADS);
+	return false;
+}
+
 static int scan(struct coord *x, size_t i)
 {
 	nrr_reader *r = x->o->readers[i];
@@ -964,7 +974,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		}
 	}
 	for (size_t i = 0; i < o->n; i++)
-		if (scan(&x, i) < 0)
+		if (!nrr_replay_threads_ok(o->readers[i], stderr) || scan(&x, i) < 0)
 			goto out;
 	size_t nsel = select_procs(&x);
 	if (!nsel) {

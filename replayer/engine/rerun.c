@@ -509,6 +509,10 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 	}
 	memset(p, 0, sizeof(*p));
 	p->path = strdup(path);
+	if (!nrr_replay_threads_ok(r, err)) {
+		rc = -E2BIG;
+		goto out;
+	}
 	p->rank = trace_rank(r);
 	const char *v = nrr_reader_meta(r, "pid");
 	p->pid = v ? strtol(v, NULL, 10) : (long)nrr_reader_info(r)->pid;
@@ -526,31 +530,20 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 	const char *t = v && p->rank < 0 && strstr(v, " run ") ? strstr(v, " --timeout ") : NULL;
 	if (t)
 		p->timeout_s = strtod(t + 11, NULL);
-	size_t mlen;
-	const char *meta = nrr_reader_meta_text(r, &mlen);
-	for (const char *l = meta, *e; l && l < meta + mlen; l = e + 1) {
-		e = memchr(l, '\n', (size_t)(meta + mlen - l));
-		if (!e)
-			e = meta + mlen;
-		const char *eq = memchr(l, '=', (size_t)(e - l));
-		if (e - l > 7 && !memcmp(l, "thread.", 7) && eq &&
-		    nrr_grow(&cc.names, cc.nnames, &cc.capnames, sizeof(*cc.names))) {
-			cc.names[cc.nnames].tid = (uint32_t)strtoul(l + 7, NULL, 10);
-			snprintf(cc.names[cc.nnames].name, sizeof(cc.names[0].name), "%.*s", (int)(e - eq - 1), eq + 1);
+	/* distinct keys with their last values: linear however long the
+	 * metadata is */
+	const nrr_meta_kv *kv;
+	size_t nkv = nrr_reader_meta_keys(r, &kv);
+	for (size_t i = 0; i < nkv; i++) {
+		const char *k = kv[i].key;
+		size_t kl = kv[i].key_len;
+		if (kl > 7 && !memcmp(k, "thread.", 7) && nrr_grow(&cc.names, cc.nnames, &cc.capnames, sizeof(*cc.names))) {
+			cc.names[cc.nnames].tid = (uint32_t)strtoul(k + 7, NULL, 10);
+			snprintf(cc.names[cc.nnames].name, sizeof(cc.names[0].name), "%.*s", (int)kv[i].value_len, kv[i].value);
 			cc.nnames++;
 		}
-		if (e - l > 4 && !memcmp(l, "env.", 4) && eq) {
-			/* later lines of a key replace earlier ones */
-			size_t kl = (size_t)(eq - l) - 4;
-			for (size_t i = 0; i < p->env.n; i++)
-				if (!strncmp(p->env.v[i], l + 4, kl) && p->env.v[i][kl] == '=') {
-					free(p->env.v[i]);
-					p->env.v[i] = p->env.v[--p->env.n];
-					p->env.v[p->env.n] = NULL;
-					break;
-				}
-			strv_addf(&p->env, "%.*s", (int)(e - l - 4), l + 4);
-		}
+		if (kl > 4 && !memcmp(k, "env.", 4))
+			strv_addf(&p->env, "%.*s=%.*s", (int)(kl - 4), k + 4, (int)kv[i].value_len, kv[i].value);
 	}
 
 	const nrr_schema *s = nrr_reader_schema(r);
