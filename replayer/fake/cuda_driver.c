@@ -887,13 +887,13 @@ FAKE_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer)
 #define CU_STREAM_LEGACY ((CUstream)0x1)
 #define CU_STREAM_PER_THREAD ((CUstream)0x2)
 
-static int valid_stream(CUstream s)
+int fake_valid_stream(CUstream s)
 {
 	return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
 	       (fake_handle_live(s) && s->magic == FAKE_MAGIC_STREAM);
 }
 
-#define NEED_STREAM(s) do { NEED_INIT(); if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE; } while (0)
+#define NEED_STREAM(s) do { NEED_INIT(); if (!fake_valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE; } while (0)
 
 static CUresult stream_create(CUstream *ps, unsigned flags, int prio)
 {
@@ -935,7 +935,7 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 {
 	FAKE_COUNT("cuStreamDestroy", CUresult);
 	NEED_INIT();
-	if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || !valid_stream(s) || !fake_handle_del(s))
+	if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || !fake_valid_stream(s) || !fake_handle_del(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	s->magic = 0;
 	free(s);
@@ -1181,7 +1181,7 @@ FAKE_EXPORT CUresult cuStreamCopyAttributes(CUstream dst, CUstream src)
 {
 	FAKE_COUNT("cuStreamCopyAttributes", CUresult);
 	NEED_STREAM(dst);
-	return valid_stream(src) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	return fake_valid_stream(src) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 /* stream memory operations: done at once (a wait polls for up to 10 s) */
@@ -1390,6 +1390,8 @@ FAKE_EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle *h, CUevent e)
 {
 	FAKE_COUNT("cuIpcGetEventHandle", CUresult);
 	NEED_INIT();
+	if (!is_event(e))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -1764,6 +1766,8 @@ FAKE_EXPORT CUresult cuFuncSetCacheConfig(CUfunction f, int cfg)
 {
 	FAKE_COUNT("cuFuncSetCacheConfig", CUresult);
 	NEED_INIT();
+	if (!is_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
 
@@ -1771,6 +1775,8 @@ FAKE_EXPORT CUresult cuFuncSetSharedMemConfig(CUfunction f, int cfg)
 {
 	FAKE_COUNT("cuFuncSetSharedMemConfig", CUresult);
 	NEED_INIT();
+	if (!is_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
 
@@ -1802,6 +1808,8 @@ FAKE_EXPORT CUresult cuFuncIsLoaded(int *state, CUfunction f)
 {
 	FAKE_COUNT("cuFuncIsLoaded", CUresult);
 	NEED_INIT();
+	if (!is_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
 	if (!state)
 		return CUDA_ERROR_INVALID_VALUE;
 	*state = 1; /* CU_FUNCTION_LOADING_STATE_LOADED */
@@ -1819,6 +1827,8 @@ FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *off,
 {
 	FAKE_COUNT("cuFuncGetParamInfo", CUresult);
 	NEED_INIT();
+	if (!is_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -1870,6 +1880,8 @@ FAKE_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunct
 {
 	FAKE_COUNT("cuOccupancyMaxActiveBlocksPerMultiprocessor", CUresult);
 	NEED_INIT();
+	if (!is_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
 	if (!n)
 		return CUDA_ERROR_INVALID_VALUE;
 	*n = bs > 0 ? (2048 / bs > 32 ? 32 : 2048 / bs) : 1;
@@ -1883,6 +1895,8 @@ FAKE_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n
 {
 	FAKE_COUNT("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", CUresult);
 	NEED_INIT();
+	if (!is_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
 	if (!n)
 		return CUDA_ERROR_INVALID_VALUE;
 	*n = bs > 0 ? (2048 / bs > 32 ? 32 : 2048 / bs) : 1;
@@ -1896,6 +1910,8 @@ FAKE_EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *grid, int *block, CUf
 {
 	FAKE_COUNT("cuOccupancyMaxPotentialBlockSize", CUresult);
 	NEED_INIT();
+	if (!is_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
 	if (grid)
 		*grid = 132;
 	if (block)
@@ -1907,6 +1923,8 @@ FAKE_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *sz, CUfunct
 {
 	FAKE_COUNT("cuOccupancyAvailableDynamicSMemPerBlock", CUresult);
 	NEED_INIT();
+	if (!is_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
 	if (!sz)
 		return CUDA_ERROR_INVALID_VALUE;
 	*sz = 232448;
@@ -1917,6 +1935,8 @@ FAKE_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *n, CUfunction f, co
 {
 	FAKE_COUNT("cuOccupancyMaxPotentialClusterSize", CUresult);
 	NEED_INIT();
+	if (!is_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
 	if (!n)
 		return CUDA_ERROR_INVALID_VALUE;
 	*n = 8;
@@ -1927,6 +1947,8 @@ FAKE_EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CU
 {
 	FAKE_COUNT("cuOccupancyMaxActiveClusters", CUresult);
 	NEED_INIT();
+	if (!is_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
 	if (!n)
 		return CUDA_ERROR_INVALID_VALUE;
 	*n = 16;

@@ -233,6 +233,8 @@ FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned 
 FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s)
 {
 	FAKE_COUNT("cuMemAllocAsync", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	void *p = NULL;
 	if (!dptr)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -253,6 +255,8 @@ FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 {
 	FAKE_COUNT("cuMemFreeAsync", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	if (!p)
 		return CUDA_SUCCESS;
 	return free_kind((uintptr_t)p, K_DEVICE, K_DEVICE);
@@ -526,6 +530,8 @@ FAKE_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLo
 FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s)
 {
 	FAKE_COUNT("cuMemPrefetchAsync", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
 
@@ -579,6 +585,8 @@ FAKE_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
 FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
 	FAKE_COUNT("cuMemcpyAsync", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return copy(P(dst), HOST_OK, P(src), HOST_OK, n);
 }
 
@@ -592,6 +600,8 @@ FAKE_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdevicept
 				       CUstream s)
 {
 	FAKE_COUNT("cuMemcpyPeerAsync", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return copy(P(dst), DEV_ONLY, P(src), DEV_ONLY, n);
 }
 
@@ -616,18 +626,24 @@ FAKE_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
 	FAKE_COUNT("cuMemcpyHtoDAsync", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return copy(P(dst), DEV_ONLY, src, HOST, n);
 }
 
 FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
 	FAKE_COUNT("cuMemcpyDtoHAsync", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return copy(dst, HOST, P(src), DEV_ONLY, n);
 }
 
 FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
 	FAKE_COUNT("cuMemcpyDtoDAsync", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return copy(P(dst), DEV_ONLY, P(src), DEV_ONLY, n);
 }
 
@@ -682,6 +698,8 @@ FAKE_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *c)
 FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s)
 {
 	FAKE_COUNT("cuMemcpy2DAsync", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return copy2d(c);
 }
 
@@ -730,18 +748,24 @@ FAKE_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned v, size_t n)
 FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
 {
 	FAKE_COUNT("cuMemsetD8Async", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return set_n(d, v, n, 1);
 }
 
 FAKE_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
 {
 	FAKE_COUNT("cuMemsetD16Async", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return set_n(d, v, n, 2);
 }
 
 FAKE_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s)
 {
 	FAKE_COUNT("cuMemsetD32Async", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return set_n(d, v, n, 4);
 }
 
@@ -771,12 +795,16 @@ FAKE_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned cha
 				       CUstream s)
 {
 	FAKE_COUNT("cuMemsetD2D8Async", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return set_2d(d, pitch, v, w, h, 1);
 }
 
 FAKE_EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, CUstream s)
 {
 	FAKE_COUNT("cuMemsetD2D32Async", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return set_2d(d, pitch, v, w, h, 4);
 }
 
@@ -1287,5 +1315,7 @@ FAKE_EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t n, int advice, CUdevice d
 FAKE_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s)
 {
 	FAKE_COUNT("cuMemPrefetchAsync", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }

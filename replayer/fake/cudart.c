@@ -46,6 +46,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d);
 CUresult cuDeviceGetUuid_v2(void *uuid, CUdevice d);
 CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d);
 CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d);
+CUresult cuStreamIsCapturing(CUstream s, int *status);
 CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d);
 CUresult cuDeviceGetByPCIBusId(CUdevice *d, const char *id);
 CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer);
@@ -842,10 +843,18 @@ FAKE_EXPORT cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long *id)
 }
 
 /* cudaStreamCaptureStatusNone: no stream ever captures here */
+/* A stream the runtime takes, checked as the driver checks it. */
+static cudaError_t stream_ok(cudaStream_t s)
+{
+	int st;
+	return from_cu(cuStreamIsCapturing(s, &st));
+}
+
 FAKE_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t s, int *status)
 {
 	ENTER("cudaStreamIsCapturing");
-	(void)s;
+	if (stream_ok(s))
+		return ret(stream_ok(s));
 	if (!status)
 		return ret(cudaErrorInvalidValue);
 	*status = 0;
@@ -855,7 +864,8 @@ FAKE_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t s, int *status)
 FAKE_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, int *status, unsigned long long *id)
 {
 	ENTER("cudaStreamGetCaptureInfo");
-	(void)s;
+	if (stream_ok(s))
+		return ret(stream_ok(s));
 	if (!status)
 		return ret(cudaErrorInvalidValue);
 	*status = 0;
@@ -868,7 +878,8 @@ FAKE_EXPORT cudaError_t cudaStreamGetCaptureInfo_v2(cudaStream_t s, int *status,
 						    void **graph, const void **deps, size_t *ndeps)
 {
 	ENTER("cudaStreamGetCaptureInfo");
-	(void)s;
+	if (stream_ok(s))
+		return ret(stream_ok(s));
 	if (!status)
 		return ret(cudaErrorInvalidValue);
 	*status = 0;
@@ -896,7 +907,8 @@ FAKE_EXPORT cudaError_t cudaStreamGetCaptureInfo_v3(cudaStream_t s, int *status,
 FAKE_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t s, void *deps, size_t n, unsigned flags)
 {
 	ENTER("cudaStreamUpdateCaptureDependencies");
-	(void)s;
+	if (stream_ok(s))
+		return ret(stream_ok(s));
 	(void)deps;
 	(void)n;
 	(void)flags;

@@ -198,6 +198,9 @@ FAKE_HIDDEN const char *fake_cuda_error_name(int code);
 FAKE_HIDDEN CUresult fake_primary_retain(CUcontext *pctx, CUdevice dev);
 FAKE_HIDDEN CUresult fake_module_from_image(CUmodule *mod, const void *image, int is_library);
 FAKE_HIDDEN struct fctx *fake_current_ctx(void);
+/* a stream a driver call takes: NULL, the legacy or per-thread one, or a
+ * live created stream (cuda_mem.c's asynchronous calls check theirs) */
+FAKE_HIDDEN int fake_valid_stream(CUstream s);
 
 /* cuGetProcAddress's table lookup */
 FAKE_HIDDEN void *fake_proc_lookup(const char *name, int version, int *status);

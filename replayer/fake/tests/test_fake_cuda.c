@@ -530,6 +530,19 @@ static void test_bad_handles(void)
 	CUresult (*cuKernelGetFunction)(void **, void *) = sym(cu, "cuKernelGetFunction");
 	CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
 				   void **, void **) = sym(cu, "cuLaunchKernel");
+	CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, void *) = sym(cu, "cuMemcpyAsync");
+	CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, void *) = sym(cu, "cuMemsetD8Async");
+	CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, void *) = sym(cu, "cuMemAllocAsync");
+	CUresult (*cuFuncSetCacheConfig)(void *, int) = sym(cu, "cuFuncSetCacheConfig");
+	CUresult (*cuFuncIsLoaded)(int *, void *) = sym(cu, "cuFuncIsLoaded");
+	CUresult (*cuOccupancy)(int *, void *, int, size_t) = sym(cu, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+	CUresult (*cuIpcGetEventHandle)(void *, void *) = sym(cu, "cuIpcGetEventHandle");
+	char rtpath[4096];
+	snprintf(rtpath, sizeof(rtpath), "%s/libcudart.so.12", libdir);
+	void *rt = dlopen(rtpath, RTLD_NOW | RTLD_LOCAL);
+	CHECK_FATAL(rt, "%s: %s", rtpath, dlerror());
+	int (*cudaStreamIsCapturing)(void *, int *) = sym(rt, "cudaStreamIsCapturing");
+	int (*cudaStreamGetCaptureInfo)(void *, int *, unsigned long long *) = sym(rt, "cudaStreamGetCaptureInfo");
 	enum { INVALID_VALUE = 1, INVALID_CONTEXT = 201, INVALID_HANDLE = 400 };
 
 	struct sigaction sa, old_segv, old_bus;
@@ -556,6 +569,7 @@ static void test_bad_handles(void)
 	size_t g = 2u << 20;
 	CHECK(cuMemAddressReserve(&va, g, g, 0, 0) == 0, "reserve");
 	void *s = NULL, *e = NULL, *m = NULL, *f = NULL;
+	int st_live = -1;
 	static const char image[] = "not a real fatbin";
 	CHECK(cuStreamCreate(&s, 0) == 0 && cuEventCreate(&e, 0) == 0 && cuModuleLoadData(&m, image) == 0 &&
 	      cuModuleGetFunction(&f, m, "kern") == 0, "live objects");
@@ -586,7 +600,29 @@ static void test_bad_handles(void)
 		      INVALID_HANDLE, "cuLaunchKernel(function %s)", what[i]);
 		CHECK(TRY("cuLaunchKernel(stream)", cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, b, NULL, NULL)) ==
 		      INVALID_HANDLE, "cuLaunchKernel(stream %s)", what[i]);
+		/* the asynchronous memory calls check their stream, the function
+		 * calls their function, as a driver does */
+		CUdeviceptr d = 0;
+		CHECK(TRY("cuMemcpyAsync", cuMemcpyAsync(0, 0, 0, b)) == INVALID_HANDLE, "cuMemcpyAsync(%s)", what[i]);
+		CHECK(TRY("cuMemsetD8Async", cuMemsetD8Async(0, 0, 0, b)) == INVALID_HANDLE, "cuMemsetD8Async(%s)", what[i]);
+		CHECK(TRY("cuMemAllocAsync", cuMemAllocAsync(&d, 64, b)) == INVALID_HANDLE && !d, "cuMemAllocAsync(%s)",
+		      what[i]);
+		int st = 0;
+		CHECK(TRY("cuFuncSetCacheConfig", cuFuncSetCacheConfig(b, 0)) == INVALID_HANDLE, "cuFuncSetCacheConfig(%s)",
+		      what[i]);
+		CHECK(TRY("cuFuncIsLoaded", cuFuncIsLoaded(&st, b)) == INVALID_HANDLE, "cuFuncIsLoaded(%s)", what[i]);
+		CHECK(TRY("cuOccupancyMaxActiveBlocksPerMultiprocessor", cuOccupancy(&st, b, 32, 0)) == INVALID_HANDLE,
+		      "cuOccupancyMaxActiveBlocksPerMultiprocessor(%s)", what[i]);
+		char ipc[64];
+		CHECK(TRY("cuIpcGetEventHandle", cuIpcGetEventHandle(ipc, b)) == INVALID_HANDLE, "cuIpcGetEventHandle(%s)",
+		      what[i]);
+		/* the runtime's capture queries: cudaErrorInvalidResourceHandle (400) */
+		CHECK(TRY("cudaStreamIsCapturing", cudaStreamIsCapturing(b, &st)) == 400, "cudaStreamIsCapturing(%s)",
+		      what[i]);
+		CHECK(TRY("cudaStreamGetCaptureInfo", cudaStreamGetCaptureInfo(b, &st, NULL)) == 400,
+		      "cudaStreamGetCaptureInfo(%s)", what[i]);
 	}
+	CHECK(cudaStreamIsCapturing(s, &st_live) == 0 && st_live == 0, "cudaStreamIsCapturing(a live stream)");
 	/* the context is still the one set before */
 	void *now = NULL;
 	CHECK(cuCtxGetCurrent(&now) == 0 && now == ctx, "context unchanged by bad handles");
