@@ -260,6 +260,7 @@ int cmd_record(int argc, char **argv)
 	if (watchdog && (strtod(watchdog, &end) < 0 || end == watchdog || *end))
 		return nrr_cli_usage_error("record", "--watchdog wants seconds, not '%s'", watchdog);
 
+#define LTTNG_UST_FD_LIB "liblttng-ust-fd.so.1"
 	char dir[PATH_MAX], lib[PATH_MAX], ltlib[PATH_MAX] = "";
 	if (mkdir_p(out) || !realpath(out, dir)) {
 		fprintf(stderr, "ncclrr record: Cannot create the trace directory %s: %s\n", out, strerror(errno));
@@ -281,12 +282,15 @@ int cmd_record(int argc, char **argv)
 
 	/* the command's environment */
 	const char *old = getenv("LD_PRELOAD");
-	size_t plen = strlen(lib) + strlen(ltlib) + (old ? strlen(old) : 0) + 4;
+	size_t plen = strlen(lib) + strlen(ltlib) + sizeof(LTTNG_UST_FD_LIB) + (old ? strlen(old) : 0) + 4;
 	char *preload = malloc(plen);
 	if (!preload)
 		return NRR_EXIT_USAGE;
-	snprintf(preload, plen, "%s%s%s%s%s", lib, *ltlib ? ":" : "", ltlib, old && *old ? ":" : "",
-		 old && *old ? old : "");
+	/* LTTng: lttng-ust's own descriptor guard too (liblttng-ust-fd, of
+	 * lttng-ust itself): a program that closes every descriptor, as
+	 * daemons and launchers do, would close lttng-ust's, and it aborts */
+	snprintf(preload, plen, "%s%s%s%s%s%s", lib, *ltlib ? ":" : "", ltlib, *ltlib ? ":" LTTNG_UST_FD_LIB : "",
+		 old && *old ? ":" : "", old && *old ? old : "");
 	setenv("LD_PRELOAD", preload, 1);
 	free(preload);
 	setenv("NCCLRR_TRACE_DIR", dir, 1);

@@ -22,6 +22,7 @@
  *
  * The table is lock-free: pages of 1024 entries made on first use.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -413,7 +414,7 @@ NRR_HOOK ssize_t splice(int fd_in, off_t *off_in, int fd_out, off_t *off_out, si
  * everything it inherited; glibc's closefrom makes the system call itself)
  * close the ranges around the trace file's descriptor, and the sockets in
  * them are no longer traced. */
-static int real_close_range(unsigned first, unsigned last, int flags)
+static long real_syscall3(long nr, long a, long b, long c)
 {
 	/* (the next syscall(), not ours: ours would come back here) */
 	static long (*real)(long, ...);
@@ -423,7 +424,55 @@ static int real_close_range(unsigned first, unsigned last, int flags)
 		errno = ENOSYS;
 		return -1;
 	}
-	return (int)real(SYS_close_range, first, last, flags);
+	return real(nr, a, b, c);
+}
+
+static int real_close_range(unsigned first, unsigned last, int flags)
+{
+	return (int)real_syscall3(SYS_close_range, first, last, flags);
+}
+
+static int real_close_fd(int fd)
+{
+	return (int)real_syscall3(SYS_close, fd, 0, 0);
+}
+
+/* Under the LTTng backend lttng-ust holds descriptors of its own (its
+ * session daemon's sockets, its buffers' shared memory); a program that
+ * closes them makes lttng-ust abort at exit. liblttng-ust-fd.so, which
+ * `ncclrr record --backend lttng` preloads, keeps close() off them, but
+ * (2.13) not close_range or closefrom: a range is closed here one open
+ * descriptor at a time through lttng-ust's own check. @return 0, or 1
+ * when lttng-ust is not in this process (nothing was done). */
+static int close_range_lttng(unsigned first, unsigned last)
+{
+	static int (*safe_close)(int, int (*)(int));
+	static atomic_int looked;
+	if (!atomic_load(&looked)) {
+		safe_close = (int (*)(int, int (*)(int)))dlsym(RTLD_DEFAULT, "lttng_ust_safe_close_fd");
+		atomic_store(&looked, 1);
+	}
+	if (!safe_close)
+		return 1;
+	int dfd = (int)real_syscall3(SYS_openat, AT_FDCWD, (long)"/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 1;
+	int own = nrr_trace_own_fd();
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+	while ((n = real_syscall3(SYS_getdents64, dfd, (long)buf, sizeof(buf))) > 0)
+		for (long off = 0; off < n;) {
+			const struct { uint64_t ino; int64_t next; unsigned short reclen; unsigned char type; char name[]; }
+				*d = (const void *)(buf + off);
+			off += d->reclen;
+			char *e;
+			long fd = strtol(d->name, &e, 10);
+			if (e == d->name || *e || fd == dfd || fd == own || fd < (long)first || fd > (long)last)
+				continue;
+			safe_close((int)fd, real_close_fd);
+		}
+	real_close_fd(dfd);
+	return 0;
 }
 
 static int close_range_around(unsigned first, unsigned last, int flags)
@@ -434,7 +483,9 @@ static int close_range_around(unsigned first, unsigned last, int flags)
 	}
 	int own = nrr_trace_own_fd();
 	int rc = 0;
-	if (own < 0 || (unsigned)own < first || (unsigned)own > last || (flags & CLOSE_RANGE_CLOEXEC))
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && close_range_lttng(first, last) == 0)
+		rc = 0;
+	else if (own < 0 || (unsigned)own < first || (unsigned)own > last || (flags & CLOSE_RANGE_CLOEXEC))
 		rc = real_close_range(first, last, flags);
 	else {
 		if ((unsigned)own > first)
