@@ -444,25 +444,16 @@ static int read_run(const char *path, struct nrr_runinfo *ri, char **topo, char 
  * NULL with a message. */
 static char *cluster_copy(const struct bisect *b, const char *src, const char *sub, const char *shown)
 {
-	char dir[PATH_MAX + 32], *dst = NULL;
+	char dir[PATH_MAX + 32], err[PATH_MAX * 3 + 64], *dst = NULL;
 	snprintf(dir, sizeof(dir), "%s/%s", b->workdir, sub);
-	int in = open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK), out = -1;
-	bool ok = in >= 0 && (mkdir(dir, 0755) == 0 || errno == EEXIST) &&
-		  asprintf(&dst, "%s/%s", dir, base_name(shown)) > 0 &&
-		  (out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) >= 0;
-	char buf[65536];
-	ssize_t n = 0;
-	while (ok && (n = read(in, buf, sizeof(buf))) > 0)
-		ok = write(out, buf, (size_t)n) == n;
-	if (n < 0 || (out >= 0 && close(out) != 0))
-		ok = false;
-	if (!ok)
-		fprintf(stderr, "ncclrr bisect: cannot copy the cluster file %s into %s: %s\n", src, dir, strerror(errno));
-	if (in >= 0)
-		close(in);
-	if (!ok) {
+	if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || asprintf(&dst, "%s/%s", dir, base_name(shown)) < 0) {
+		fprintf(stderr, "ncclrr bisect: cannot make %s for the cluster file: %s\n", dir, strerror(errno));
+		return NULL;
+	}
+	if (nrr_copy_file(src, dst, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ncclrr bisect: %s\n", err);
 		free(dst);
-		dst = NULL;
+		return NULL;
 	}
 	return dst;
 }

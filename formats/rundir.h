@@ -22,4 +22,11 @@
  * with what is missing in @why. */
 int nrr_run_cluster(const char *dir, const char *recorded, char *out, size_t size, char *why, size_t whysize);
 
+/* Copy the file @src to @dst (a run's cluster file: `ncclrr run` keeps
+ * one, bisect gives its attempts one): written to a temporary file beside
+ * @dst and renamed, so that a reader sees the whole file or none, and @src
+ * opened without blocking (a FIFO put there gives an error, not a wait).
+ * @return 0, or -errno with what failed in @err. */
+int nrr_copy_file(const char *src, const char *dst, char *err, size_t errsize);
+
 #endif

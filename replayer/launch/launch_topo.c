@@ -78,40 +78,9 @@ int nrr_launch_keep_cluster(const char *topo_path, char *err, size_t errsize)
 	const char *dir = getenv("NCCLRR_TRACE_DIR");
 	if (!dir || !*dir || !topo_path)
 		return 0;
-	char dst[PATH_MAX], tmp[PATH_MAX + 32];
+	char dst[PATH_MAX];
 	snprintf(dst, sizeof(dst), "%s/%s", dir, NRR_RUN_CLUSTER_FILE);
 	if (access(dst, F_OK) == 0)
 		return 0;   /* another rank's wrapper was first */
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", dst, (int)getpid());
-	int rc = 0;
-	FILE *in = fopen(topo_path, "rb"), *out = NULL;
-	if (!in || !(out = fopen(tmp, "wb"))) {
-		rc = -errno;
-		snprintf(err, errsize, "cannot copy the cluster file %s to %s: %s", topo_path, tmp, strerror(errno));
-		goto end;
-	}
-	char buf[65536];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		if (fwrite(buf, 1, n, out) != n)
-			break;
-	if (ferror(in) || fclose(out)) {
-		out = NULL;
-		rc = -EIO;
-		snprintf(err, errsize, "cannot copy the cluster file %s to %s: %s", topo_path, tmp, strerror(errno));
-		goto end;
-	}
-	out = NULL;
-	if (rename(tmp, dst) < 0) {
-		rc = -errno;
-		snprintf(err, errsize, "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
-	}
-end:
-	if (in)
-		fclose(in);
-	if (out)
-		fclose(out);
-	if (rc)
-		unlink(tmp);
-	return rc;
+	return nrr_copy_file(topo_path, dst, err, errsize);
 }
