@@ -147,6 +147,14 @@ dead)
 	[ $rc -eq 1 ] || [ $rc -eq 2 ] || fail "dead worker: exit $rc"
 	has "$tmp/d" "the replay worker died: it exited 3 before the end of its replay" dead
 	grep -q "replay hung" "$tmp/d" && fail "a dead worker was called a hang"
+	# one that dies of a signal (a crash in the fake runtime): dead, with
+	# its signal
+	EXIT_ON_LOAD_SIGNAL=11 NCCLRR_FAKE_LIBDIR=$tmp/fl timeout 60 "$ncclrr" replay --topo "$topo" --timeout 30 \
+		"$g/conn_import_fail" >"$tmp/s" 2>&1
+	rc=$?
+	[ $rc -eq 1 ] || [ $rc -eq 2 ] || fail "worker dead of SIGSEGV: exit $rc"
+	has "$tmp/s" "the replay worker died of signal 11 (Segmentation fault)" signal
+	grep -q "replay hung" "$tmp/s" && fail "a worker dead of a signal was called a hang"
 	;;
 usage)
 	"$ncclrr" replay >/dev/null 2>&1; [ $? -eq 2 ] || fail "no args: want exit 2"
