@@ -418,7 +418,7 @@ struct nested {
  * with NAME (metadata thread.TID; a thread without one counts under "").
  */
 struct conn_count {
-	struct { uint32_t tid; char name[16]; } *names;
+	struct thread_name { uint32_t tid, at; char name[16]; } *names;   /* by tid (sort_names) */
 	size_t nnames, capnames;
 	struct { char name[16]; uint64_t n; } *per;   /* connects per thread name */
 	size_t nper, capper;
@@ -426,12 +426,40 @@ struct conn_count {
 	size_t nfirst, capfirst;
 };
 
+static int cmp_thread_name(const void *x, const void *y)
+{
+	const struct thread_name *a = x, *b = y;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* Sort the names by thread, the last one given for a thread kept (two
+ * keys may name one thread: thread.12 and thread.012), for thread_name's
+ * binary search: a trace may name many threads and make many connects. */
+static void sort_names(struct conn_count *cc)
+{
+	qsort(cc->names, cc->nnames, sizeof(*cc->names), cmp_thread_name);
+	size_t n = 0;
+	for (size_t i = 0; i < cc->nnames; i++) {
+		if (n && cc->names[n - 1].tid == cc->names[i].tid)
+			n--;   /* a later one replaces it */
+		cc->names[n++] = cc->names[i];
+	}
+	cc->nnames = n;
+}
+
 static const char *thread_name(const struct conn_count *cc, uint32_t tid)
 {
-	for (size_t i = cc->nnames; i-- > 0;)   /* later lines of a key replace earlier ones */
-		if (cc->names[i].tid == tid)
-			return cc->names[i].name;
-	return "";
+	size_t lo = 0, hi = cc->nnames;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cc->names[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < cc->nnames && cc->names[lo].tid == tid ? cc->names[lo].name : "";
 }
 
 /* Count an IP connect of a thread named @name: @return the switch's count
@@ -539,12 +567,14 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 		size_t kl = kv[i].key_len;
 		if (kl > 7 && !memcmp(k, "thread.", 7) && nrr_grow(&cc.names, cc.nnames, &cc.capnames, sizeof(*cc.names))) {
 			cc.names[cc.nnames].tid = (uint32_t)strtoul(k + 7, NULL, 10);
+			cc.names[cc.nnames].at = (uint32_t)cc.nnames;
 			snprintf(cc.names[cc.nnames].name, sizeof(cc.names[0].name), "%.*s", (int)kv[i].value_len, kv[i].value);
 			cc.nnames++;
 		}
 		if (kl > 4 && !memcmp(k, "env.", 4))
 			strv_addf(&p->env, "%.*s=%.*s", (int)(kl - 4), k + 4, (int)kv[i].value_len, kv[i].value);
 	}
+	sort_names(&cc);
 
 	const nrr_schema *s = nrr_reader_schema(r);
 	uint32_t nfns = nrr_schema_nfns(s), nstreams = nrr_reader_info(r)->nstreams;
