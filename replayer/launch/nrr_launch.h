@@ -171,7 +171,7 @@ struct nrr_launch_opts {
 	const char *topo_path;     /* absolute */
 	int nranks;                /* 0: nhosts * gpus_per_host */
 	double timeout_s;          /* 0: none */
-	double kill_grace_s;       /* SIGTERM -> SIGKILL delay (0: 3 s) */
+	double kill_grace_s;       /* SIGTERM -> SIGKILL delay (0: 3 s, 10 s when recorded) */
 	const char *fake_libdir;   /* NULL: leave LD_LIBRARY_PATH alone */
 	const char *comm_id;       /* NULL: pick a free loopback port */
 	char *const *user_env;
