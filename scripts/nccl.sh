@@ -124,7 +124,7 @@ relink() {
 	cc -O2 -fPIC -c "$top/scripts/nccl_isoc23_compat.c" -o "$tmp/compat.o"
 	mkdir -p "$out"
 	say "relinking NCCL $v against ncclrr's libcudart.so.$cuda into $out"
-	g++ -shared -o "$out/libnccl.so.2.tmp" -Wl,-soname,libnccl.so.2 \
+	g++ -shared -o "$out/libnccl.so.2.tmp" -Wl,-soname,libnccl.so.2 -Wl,--no-relax \
 		-Wl,--whole-archive "$tmp/nccl.a" -Wl,--no-whole-archive "$tmp/compat.o" \
 		-L"$(dirname "$rt")" -l:"libcudart.so.$cuda" -lpthread -ldl -lrt ||
 		{ rm -rf "$tmp"; die "relinking $archive failed (see above)"; }

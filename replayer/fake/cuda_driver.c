@@ -54,6 +54,12 @@ static const nrr_topo_gpu *gpu(CUdevice d)
 
 #define NEED_DEV(d) do { NEED_INIT(); if (!gpu(d)) return CUDA_ERROR_INVALID_DEVICE; } while (0)
 
+CUresult fake_need_dev(CUdevice d)
+{
+	NEED_DEV(d);
+	return CUDA_SUCCESS;
+}
+
 struct fctx *fake_current_ctx(void)
 {
 	return ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
@@ -404,20 +410,6 @@ FAKE_EXPORT CUresult cuDeviceGetP2PAttribute(int *value, int attrib, CUdevice sr
 		*value = 0;
 	}
 	return CUDA_SUCCESS;
-}
-
-FAKE_EXPORT CUresult cuDeviceGetDefaultMemPool(void **pool, CUdevice d)
-{
-	FAKE_COUNT("cuDeviceGetDefaultMemPool", CUresult);
-	NEED_DEV(d);
-	return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-FAKE_EXPORT CUresult cuDeviceGetMemPool(void **pool, CUdevice d)
-{
-	FAKE_COUNT("cuDeviceGetMemPool", CUresult);
-	NEED_DEV(d);
-	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 FAKE_EXPORT CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *w, int fmt, unsigned nch, CUdevice d)

@@ -52,7 +52,20 @@ struct falloc {
 	struct fmemh *mh;           /* K_VMM */
 	size_t mh_offset;
 	unsigned flags;
+	struct fpool *pool;         /* stream-ordered allocations */
 };
+
+/* a stream-ordered memory pool (CUmemoryPool); allocations are made at once,
+ * as every stream of the fake driver has already completed */
+struct fpool {
+	uint32_t magic;
+	CUmemPoolProps props;
+	int is_default;
+	int reuse[3];               /* CU_MEMPOOL_ATTR_REUSE_* (1..3) */
+	uint64_t release_threshold;
+	uint64_t used, used_high;   /* bytes of live allocations */
+};
+#define FAKE_MAGIC_POOL 0x4e525250u /* "NRRP" */
 
 struct fresv {
 	uintptr_t base;
@@ -136,14 +149,17 @@ static CUresult current_dev(int *dev, struct fctx **pc)
 	return CUDA_SUCCESS;
 }
 
-/* memfd-backed mapping registered as @kind */
-static CUresult alloc_shared(void **out, size_t size, enum kind kind, unsigned flags)
+/* memfd-backed mapping registered as @kind, on the current context's device
+ * or, from @pool, on the pool's */
+static CUresult alloc_in(void **out, size_t size, enum kind kind, unsigned flags, struct fpool *pool)
 {
 	int dev;
 	struct fctx *c;
 	CUresult rc = current_dev(&dev, &c);
 	if (rc)
 		return rc;
+	if (pool)
+		dev = pool->props.location.id;
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (size == 0)
@@ -158,9 +174,14 @@ static CUresult alloc_shared(void **out, size_t size, enum kind kind, unsigned f
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	struct falloc a = { .base = (uintptr_t)p, .size = size, .maplen = len, .kind = kind, .fd = fd,
-			    .dev = dev, .ctx = c, .flags = flags };
+			    .dev = dev, .ctx = c, .flags = flags, .pool = pool };
 	pthread_mutex_lock(&mem_lock);
 	int r = add_alloc(&a);
+	if (r == 0 && pool) {
+		pool->used += size;
+		if (pool->used > pool->used_high)
+			pool->used_high = pool->used;
+	}
 	pthread_mutex_unlock(&mem_lock);
 	if (r < 0) {
 		munmap(p, len);
@@ -169,6 +190,11 @@ static CUresult alloc_shared(void **out, size_t size, enum kind kind, unsigned f
 	}
 	*out = p;
 	return CUDA_SUCCESS;
+}
+
+static CUresult alloc_shared(void **out, size_t size, enum kind kind, unsigned flags)
+{
+	return alloc_in(out, size, kind, flags, NULL);
 }
 
 static CUresult free_kind(uintptr_t p, enum kind k1, enum kind k2)
@@ -180,6 +206,8 @@ static CUresult free_kind(uintptr_t p, enum kind k1, enum kind k2)
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 	struct falloc copy = *a;
+	if (a->pool)
+		a->pool->used -= a->size;
 	remove_alloc(a);
 	pthread_mutex_unlock(&mem_lock);
 	if (copy.kind != K_REGISTERED) {
@@ -230,15 +258,202 @@ FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned 
 	return rc;
 }
 
+/* ---- stream-ordered allocation and memory pools ----------------------------- */
+#define MAX_DEVICES 64 /* struct fake_host's dev[] */
+static struct fpool *default_pools[MAX_DEVICES];
+static struct fpool *current_pools[MAX_DEVICES];
+
+static int is_pool(const struct fpool *p)
+{
+	return p && fake_handle_live(p) && p->magic == FAKE_MAGIC_POOL;
+}
+
+static struct fpool *pool_new(const CUmemPoolProps *props, int is_default)
+{
+	struct fpool *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->magic = FAKE_MAGIC_POOL;
+	p->props = *props;
+	p->is_default = is_default;
+	p->reuse[0] = p->reuse[1] = p->reuse[2] = 1;
+	if (fake_handle_add(p) < 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* the pool cuMemAllocAsync takes on device @dev: cuDeviceSetMemPool's, else
+ * the default one, made on first use */
+static CUresult device_pool(int dev, int want_default, struct fpool **out)
+{
+	CUresult rc = fake_need_dev(dev);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&mem_lock);
+	if (!default_pools[dev]) {
+		CUmemPoolProps props = { .allocType = 1, .location = { .type = 1, .id = dev } };
+		default_pools[dev] = pool_new(&props, 1);
+	}
+	struct fpool *p = !want_default && current_pools[dev] ? current_pools[dev] : default_pools[dev];
+	pthread_mutex_unlock(&mem_lock);
+	*out = p;
+	return p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetDefaultMemPool", CUresult);
+	if (!pool)
+		return CUDA_ERROR_INVALID_VALUE;
+	return device_pool(d, 1, pool);
+}
+
+FAKE_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice d)
+{
+	FAKE_COUNT("cuDeviceGetMemPool", CUresult);
+	if (!pool)
+		return CUDA_ERROR_INVALID_VALUE;
+	return device_pool(d, 0, pool);
+}
+
+FAKE_EXPORT CUresult cuDeviceSetMemPool(CUdevice d, CUmemoryPool pool)
+{
+	FAKE_COUNT("cuDeviceSetMemPool", CUresult);
+	CUresult rc = fake_need_dev(d);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&mem_lock);
+	rc = !is_pool(pool) ? CUDA_ERROR_INVALID_HANDLE
+		      : pool->props.location.id != d ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+	if (rc == CUDA_SUCCESS)
+		current_pools[d] = pool;
+	pthread_mutex_unlock(&mem_lock);
+	return rc;
+}
+
+FAKE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+	FAKE_COUNT("cuMemPoolCreate", CUresult);
+	if (!pool || !props)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* pinned device memory, exportable as a POSIX fd or not at all: what a
+	 * Linux driver accepts of a device pool */
+	if (props->allocType != 1 || props->location.type != 1 ||
+	    (props->handleTypes & ~(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC)))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = fake_need_dev(props->location.id);
+	if (rc)
+		return rc;
+	struct fpool *p = pool_new(props, 0);
+	if (!p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*pool = p;
+	return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+	FAKE_COUNT("cuMemPoolDestroy", CUresult);
+	pthread_mutex_lock(&mem_lock);
+	if (!is_pool(pool) || pool->is_default || !fake_handle_del(pool)) {
+		pthread_mutex_unlock(&mem_lock);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	/* live allocations outlive their pool, as the driver's do */
+	for (size_t i = 0; i < nallocs; i++)
+		if (allocs[i].pool == pool)
+			allocs[i].pool = NULL;
+	for (int d = 0; d < MAX_DEVICES; d++)
+		if (current_pools[d] == pool)
+			current_pools[d] = NULL;
+	pthread_mutex_unlock(&mem_lock);
+	pool->magic = 0;
+	free(pool);
+	return CUDA_SUCCESS;
+}
+
+/* CUmemPool_attribute: 1..3 the reuse policies (int), 4 the release
+ * threshold, 5/6 reserved bytes current/high, 7/8 used bytes current/high
+ * (cuuint64_t); only the high-water marks may be set, and only to 0 */
+FAKE_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *value)
+{
+	FAKE_COUNT("cuMemPoolSetAttribute", CUresult);
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	pthread_mutex_lock(&mem_lock);
+	if (!is_pool(pool))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (attr >= 1 && attr <= 3)
+		pool->reuse[attr - 1] = *(int *)value != 0;
+	else if (attr == 4)
+		pool->release_threshold = *(uint64_t *)value;
+	else if ((attr == 6 || attr == 8) && *(uint64_t *)value == 0)
+		pool->used_high = pool->used;
+	else
+		rc = CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_unlock(&mem_lock);
+	return rc;
+}
+
+FAKE_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value)
+{
+	FAKE_COUNT("cuMemPoolGetAttribute", CUresult);
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	pthread_mutex_lock(&mem_lock);
+	if (!is_pool(pool))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (attr >= 1 && attr <= 3)
+		*(int *)value = pool->reuse[attr - 1];
+	else if (attr == 4)
+		*(uint64_t *)value = pool->release_threshold;
+	else if (attr >= 5 && attr <= 8)
+		/* memory goes back at free: reserved is what is in use */
+		*(uint64_t *)value = (attr & 1) ? pool->used : pool->used_high;
+	else
+		rc = CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_unlock(&mem_lock);
+	return rc;
+}
+
+FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s)
+{
+	FAKE_COUNT("cuMemAllocFromPoolAsync", CUresult);
+	if (!fake_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mem_lock);
+	int ok = is_pool(pool);
+	pthread_mutex_unlock(&mem_lock);
+	if (!ok)
+		return CUDA_ERROR_INVALID_VALUE;
+	void *p = NULL;
+	CUresult rc = alloc_in(&p, size, K_DEVICE, 0, pool);
+	if (rc == CUDA_SUCCESS)
+		*dptr = (CUdeviceptr)(uintptr_t)p;
+	return rc;
+}
+
 FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s)
 {
 	FAKE_COUNT("cuMemAllocAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
-	void *p = NULL;
 	if (!dptr)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult rc = alloc_shared(&p, size, K_DEVICE, 0);
+	int dev;
+	struct fpool *pool;
+	CUresult rc = current_dev(&dev, NULL);
+	if (rc == CUDA_SUCCESS)
+		rc = device_pool(dev, 0, &pool);
+	void *p = NULL;
+	if (rc == CUDA_SUCCESS)
+		rc = alloc_in(&p, size, K_DEVICE, 0, pool);
 	if (rc == CUDA_SUCCESS)
 		*dptr = (CUdeviceptr)(uintptr_t)p;
 	return rc;

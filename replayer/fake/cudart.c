@@ -65,6 +65,14 @@ CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags);
 CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s);
 CUresult cuMemFree_v2(CUdeviceptr p);
 CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s);
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, void *pool, CUstream s);
+CUresult cuMemPoolCreate(void **pool, const void *props);
+CUresult cuMemPoolDestroy(void *pool);
+CUresult cuMemPoolSetAttribute(void *pool, int attr, void *v);
+CUresult cuMemPoolGetAttribute(void *pool, int attr, void *v);
+CUresult cuDeviceGetDefaultMemPool(void **pool, CUdevice d);
+CUresult cuDeviceGetMemPool(void **pool, CUdevice d);
+CUresult cuDeviceSetMemPool(CUdevice d, void *pool);
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags);
 CUresult cuMemFreeHost(void *p);
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags);
@@ -518,12 +526,74 @@ FAKE_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greate
 	RET_CU(cuCtxGetStreamPriorityRange(least, greatest));
 }
 
+/* ---- stream-ordered memory pools: the driver's (cudaMemPoolProps and the
+ * attributes are the driver's types) */
 FAKE_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(void **pool, int dev)
 {
 	ENTER("cudaDeviceGetDefaultMemPool");
-	(void)pool;
-	(void)dev;
-	return ret(cudaErrorNotSupported);
+	cudaError_t e = lazy_init();
+	if (e)
+		return ret(e);
+	RET_CU(cuDeviceGetDefaultMemPool(pool, dev));
+}
+
+FAKE_EXPORT cudaError_t cudaDeviceGetMemPool(void **pool, int dev)
+{
+	ENTER("cudaDeviceGetMemPool");
+	cudaError_t e = lazy_init();
+	if (e)
+		return ret(e);
+	RET_CU(cuDeviceGetMemPool(pool, dev));
+}
+
+FAKE_EXPORT cudaError_t cudaDeviceSetMemPool(int dev, void *pool)
+{
+	ENTER("cudaDeviceSetMemPool");
+	cudaError_t e = lazy_init();
+	if (e)
+		return ret(e);
+	RET_CU(cuDeviceSetMemPool(dev, pool));
+}
+
+FAKE_EXPORT cudaError_t cudaMemPoolCreate(void **pool, const void *props)
+{
+	ENTER("cudaMemPoolCreate");
+	cudaError_t e = lazy_init();
+	if (e)
+		return ret(e);
+	RET_CU(cuMemPoolCreate(pool, props));
+}
+
+FAKE_EXPORT cudaError_t cudaMemPoolDestroy(void *pool)
+{
+	ENTER("cudaMemPoolDestroy");
+	RET_CU(cuMemPoolDestroy(pool));
+}
+
+FAKE_EXPORT cudaError_t cudaMemPoolSetAttribute(void *pool, int attr, void *v)
+{
+	ENTER("cudaMemPoolSetAttribute");
+	RET_CU(cuMemPoolSetAttribute(pool, attr, v));
+}
+
+FAKE_EXPORT cudaError_t cudaMemPoolGetAttribute(void *pool, int attr, void *v)
+{
+	ENTER("cudaMemPoolGetAttribute");
+	RET_CU(cuMemPoolGetAttribute(pool, attr, v));
+}
+
+FAKE_EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, void *pool, cudaStream_t s)
+{
+	ENTER("cudaMallocFromPoolAsync");
+	if (!p)
+		return ret(cudaErrorInvalidValue);
+	NEED_CTX();
+	CUdeviceptr d = 0;
+	CUresult rc = cuMemAllocFromPoolAsync(&d, n, pool, s);
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY)
+		return ret(cudaErrorMemoryAllocation);
+	*p = (void *)(uintptr_t)d;
+	RET_CU(rc);
 }
 
 /* ---- memory ----------------------------------------------------------- */
@@ -1374,7 +1444,7 @@ FAKE_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void *
 	return ret(entry_point(sym, fn, (int)version, flags, status));
 }
 
-/* ---- graphs, user objects, memory pools: not on the fake driver ---------- */
+/* ---- graphs and user objects: not on the fake driver ---------- */
 #define UNSUPPORTED(nm, ...) \
 	FAKE_EXPORT cudaError_t nm(__VA_ARGS__) \
 	{ \
@@ -1390,7 +1460,3 @@ UNSUPPORTED(cudaGraphAddHostNode, void **n, void *g, const void *deps, size_t nd
 UNSUPPORTED(cudaGraphAddKernelNode, void **n, void *g, const void *deps, size_t nd, const void *p)
 UNSUPPORTED(cudaGraphAddDependencies, void *g, const void *from, const void *to, size_t n)
 UNSUPPORTED(cudaGraphAddDependencies_v2, void *g, const void *from, const void *to, const void *e, size_t n)
-UNSUPPORTED(cudaMemPoolCreate, void **pool, const void *props)
-UNSUPPORTED(cudaMemPoolDestroy, void *pool)
-UNSUPPORTED(cudaMemPoolSetAttribute, void *pool, int attr_, void *v)
-UNSUPPORTED(cudaMallocFromPoolAsync, void **p, size_t n, void *pool, cudaStream_t s)

@@ -94,6 +94,19 @@ typedef struct {
 	int flags;                      /* CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3 */
 } CUmemAccessDesc;
 
+/* CUmemPoolProps (88 bytes in CUDA 12 and 13) */
+typedef struct {
+	int allocType;                  /* CU_MEM_ALLOCATION_TYPE_PINNED = 1 */
+	int handleTypes;
+	CUmemLocation location;
+	void *win32SecurityAttributes;
+	size_t maxSize;
+	unsigned short usage;
+	unsigned char reserved[54];
+} CUmemPoolProps;
+_Static_assert(sizeof(CUmemPoolProps) == 88, "CUmemPoolProps");
+typedef struct fpool *CUmemoryPool;
+
 typedef struct {
 	unsigned char bytes[16];
 } CUuuid;
@@ -201,6 +214,12 @@ FAKE_HIDDEN struct fctx *fake_current_ctx(void);
 /* a stream a driver call takes: NULL, the legacy or per-thread one, or a
  * live created stream (cuda_mem.c's asynchronous calls check theirs) */
 FAKE_HIDDEN int fake_valid_stream(CUstream s);
+/* CUDA_SUCCESS when the driver is initialized and @d is a device of this
+ * host; else CUDA_ERROR_NOT_INITIALIZED or CUDA_ERROR_INVALID_DEVICE */
+FAKE_HIDDEN CUresult fake_need_dev(CUdevice d);
+/* CUDA_SUCCESS when the driver is initialized and @d is a device of this
+ * host; else CUDA_ERROR_NOT_INITIALIZED or CUDA_ERROR_INVALID_DEVICE */
+CUresult fake_need_dev(CUdevice d);
 
 /* cuGetProcAddress's table lookup */
 FAKE_HIDDEN void *fake_proc_lookup(const char *name, int version, int *status);

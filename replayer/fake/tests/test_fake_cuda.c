@@ -197,6 +197,55 @@ static void test_memory(void)
 	CHECK(cuPointerGetAttribute(&mt, 2, hd) == 0 && mt == 1, "memory type host");
 }
 
+/* stream-ordered pools, as NCCL 2.23+ makes one per communicator */
+static void test_pools(void)
+{
+	CUresult (*cuMemPoolCreate)(void **, const void *) = sym(cu, "cuMemPoolCreate");
+	CUresult (*cuMemPoolDestroy)(void *) = sym(cu, "cuMemPoolDestroy");
+	CUresult (*cuMemPoolSetAttribute)(void *, int, void *) = sym(cu, "cuMemPoolSetAttribute");
+	CUresult (*cuMemPoolGetAttribute)(void *, int, void *) = sym(cu, "cuMemPoolGetAttribute");
+	CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, void *, void *) = sym(cu, "cuMemAllocFromPoolAsync");
+	CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, void *) = sym(cu, "cuMemAllocAsync");
+	CUresult (*cuMemFreeAsync)(CUdeviceptr, void *) = sym(cu, "cuMemFreeAsync");
+	CUresult (*cuDeviceGetDefaultMemPool)(void **, int) = sym(cu, "cuDeviceGetDefaultMemPool");
+	struct {
+		int alloc_type, handle_types, loc_type, loc_id;
+		void *win32;
+		size_t max_size;
+		unsigned short usage;
+		unsigned char reserved[54];
+	} props = { .alloc_type = 1, .loc_type = 1, .loc_id = 0 };
+	void *pool = NULL, *dflt = NULL;
+	CHECK(cuMemPoolCreate(&pool, &props) == 0 && pool, "pool create");
+	uint64_t v = ~(uint64_t)0, got = 0;
+	CHECK(cuMemPoolSetAttribute(pool, 4, &v) == 0, "release threshold");
+	CHECK(cuMemPoolGetAttribute(pool, 4, &got) == 0 && got == v, "release threshold read back");
+	CUdeviceptr d = 0;
+	CHECK(cuMemAllocFromPoolAsync(&d, 5000, pool, NULL) == 0 && d, "alloc from pool");
+	CHECK(cuMemPoolGetAttribute(pool, 7, &got) == 0 && got == 5000, "used bytes %llu", (unsigned long long)got);
+	((char *)(uintptr_t)d)[4999] = 1;
+	CHECK(cuMemFreeAsync(d, NULL) == 0, "free to pool");
+	CHECK(cuMemPoolGetAttribute(pool, 7, &got) == 0 && got == 0, "used bytes after free");
+	CHECK(cuMemPoolGetAttribute(pool, 8, &got) == 0 && got == 5000, "high-water mark");
+	CHECK(cuMemPoolSetAttribute(pool, 7, &v) == 1, "used bytes are read-only");
+	CHECK(cuMemAllocFromPoolAsync(&d, 64, pool, (void *)0x1234) == 400, "bad stream");
+	CHECK(cuMemAllocFromPoolAsync(&d, 64, (void *)&props, NULL) == 1, "not a pool");
+	CHECK(cuMemAllocFromPoolAsync(&d, 4096, pool, NULL) == 0, "alloc before destroy");
+	CHECK(cuMemPoolDestroy(pool) == 0, "destroy with a live allocation");
+	CHECK(cuMemFreeAsync(d, NULL) == 0, "the allocation outlives its pool");
+	CHECK(cuMemPoolDestroy(pool) == 1, "double destroy");
+	props.loc_id = 99;
+	CHECK(cuMemPoolCreate(&pool, &props) == 101, "pool on no device");
+	props.loc_id = 0;
+	props.alloc_type = 0;
+	CHECK(cuMemPoolCreate(&pool, &props) == 1, "invalid allocation type");
+	CHECK(cuDeviceGetDefaultMemPool(&dflt, 0) == 0 && dflt, "default pool");
+	CHECK(cuMemPoolDestroy(dflt) == 1, "the default pool cannot be destroyed");
+	CHECK(cuMemAllocAsync(&d, 100, NULL) == 0, "async alloc");
+	CHECK(cuMemPoolGetAttribute(dflt, 7, &got) == 0 && got == 100, "async alloc from the default pool");
+	CHECK(cuMemFreeAsync(d, NULL) == 0, "async free");
+}
+
 static void test_streams(void)
 {
 	CUresult (*cuStreamCreate)(void **, unsigned) = sym(cu, "cuStreamCreate");
@@ -733,6 +782,7 @@ int main(int argc, char **argv)
 	drv_init();
 	test_devices(0);
 	test_memory();
+	test_pools();
 	test_streams();
 	test_vmm_and_ipc();
 	test_children();
