@@ -83,6 +83,7 @@ struct proc {
 	char end[64];       /* metadata end ("exit 0", "signal SIGTERM"), "" when none */
 	uint64_t end_wall;  /* the end, or the last record without one */
 	uint64_t stop;      /* when its run was stopped from outside (nrr_job_stopped_at()) */
+	const char *api;    /* --api: only these functions' calls are compared */
 };
 
 /* A call that failed for real (not nrr_call_benign()). */
@@ -370,7 +371,7 @@ static struct fninfo *fninfo_of(struct proc *p, const nrr_fn_schema *fn)
 /* @return true and fill @t when @c is compared at all. */
 static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
 {
-	if (c->kind != NRR_CALL || !c->fn)
+	if (c->kind != NRR_CALL || !c->fn || (p->api && !nrr_name_match(p->api, c->fn->name)))
 		return false;
 	bool complete = c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_RESUME;
 	bool failed = complete && nrr_call_failed(c);
@@ -661,7 +662,9 @@ static const char *base_name(const char *p)
 
 static int proc_init(struct proc *p, struct nrr_inputs *in, size_t i)
 {
+	const char *api = p->api;
 	memset(p, 0, sizeof(*p));
+	p->api = api;
 	p->in = in;
 	p->idx = i;
 	p->r = in->r[i];
@@ -1601,15 +1604,17 @@ static const char *proc_end(size_t i, void *arg, uint64_t *wall)
 	return p->end;
 }
 
-static int procs_open(struct nrr_inputs *in, struct proc **out)
+static int procs_open(struct nrr_inputs *in, const char *api, struct proc **out)
 {
 	struct proc *ps = calloc(in->n + 1, sizeof(*ps));
 	if (!ps)
 		return -ENOMEM;
 	*out = ps;
-	for (size_t i = 0; i < in->n; i++)
+	for (size_t i = 0; i < in->n; i++) {
+		ps[i].api = api;
 		if (proc_init(&ps[i], in, i))
 			return -ENOMEM;
+	}
 	for (size_t i = 0; i < in->n; i++) {
 		int rc = proc_scan(&ps[i]);
 		if (rc)
@@ -1651,9 +1656,9 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 	struct config cfg;
 	if (config_read(&cfg, ia, ib))
 		return NRR_EXIT_USAGE;
-	int prc = procs_open(ia, &pa);
+	int prc = procs_open(ia, o->api, &pa);
 	if (!prc)
-		prc = procs_open(ib, &pb);
+		prc = procs_open(ib, o->api, &pb);
 	if (prc || !(pairs = calloc(ia->n + ib->n + 1, sizeof(*pairs)))) {
 		if (!prc || prc == -ENOMEM)
 			fprintf(stderr, "ncclrr diff: out of memory\n");

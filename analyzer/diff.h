@@ -12,6 +12,7 @@ struct nrr_diff_opts {
 	size_t context;   /* calls of context around a divergence */
 	size_t window;    /* calls per thread kept for the alignment */
 	bool json;
+	const char *api;  /* compare only calls of these functions (nrr_name_match), or NULL */
 };
 
 /* Compare run @a with run @b and write the report to @out.

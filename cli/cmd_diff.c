@@ -30,6 +30,9 @@ const char cmd_diff_usage[] =
 	"  --context N   calls shown before and after a divergence (default 3, max 32)\n"
 	"  --window N    calls per thread looked ahead for reordering and retries\n"
 	"                (default 128; memory grows with it, not with the trace)\n"
+	"  --api GLOB[,GLOB]  compare only calls whose name matches a glob, as in\n"
+	"                dump (e.g. 'socket,connect,close' shows how two NCCL versions\n"
+	"                retry a refused connect)\n"
 	"  --json        one JSON object instead of text\n"
 	"  -h, --help    this text\n"
 	"      --version print the version\n"
@@ -53,6 +56,7 @@ int cmd_diff(int argc, char **argv)
 		{ "context", required_argument, NULL, 'c' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "api", required_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nrr_diff_opts o = { .context = 3, .window = 128, .json = false };
@@ -70,6 +74,7 @@ int cmd_diff(int argc, char **argv)
 				return nrr_cli_usage_error("diff", "--window wants a number from 8 to 1048576, got '%s'", optarg);
 			break;
 		case 'j': o.json = true; break;
+		case 'a': o.api = optarg; break;
 		default:
 			return nrr_cli_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
 		}

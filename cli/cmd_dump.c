@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_dump.c - `ncclrr dump`: one line per recorded call, in time order. */
 #include <errno.h>
-#include <fnmatch.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,23 +34,6 @@ const char cmd_dump_usage[] =
 	"      --version      print the version\n"
 	"\n"
 	"Exit status: 0 success, 2 bad usage or unreadable trace.\n";
-
-static bool api_match(const char *globs, const char *name)
-{
-	char buf[256];
-	for (const char *p = globs; *p;) {
-		const char *c = strchr(p, ',');
-		size_t n = c ? (size_t)(c - p) : strlen(p);
-		if (n < sizeof(buf)) {
-			memcpy(buf, p, n);
-			buf[n] = 0;
-			if (fnmatch(buf, name, 0) == 0)
-				return true;
-		}
-		p += n + (c ? 1 : 0);
-	}
-	return false;
-}
 
 static int parse_time(const char *s, double *out)
 {
@@ -162,7 +144,7 @@ int cmd_dump(int argc, char **argv)
 			continue;
 		if (t >= to)
 			continue;   /* other streams may still be earlier */
-		if (api && (call->kind != NRR_CALL || !api_match(api, call->fn->name)))
+		if (api && (call->kind != NRR_CALL || !nrr_name_match(api, call->fn->name)))
 			continue;
 		if (errors && (call->phase == NRR_PHASE_ENTER || !nrr_call_failed(call)))
 			continue;

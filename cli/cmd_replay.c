@@ -17,8 +17,8 @@
 
 const char cmd_replay_usage[] =
 	"Usage: ncclrr replay [OPTIONS] DIR|FILE...\n"
-	"       ncclrr replay --rerun DIR [--topo FILE] [--timeout S] [--net-plugin PATH] [-o OUTDIR]\n"
-	"                     -- PROGRAM [ARGS]\n"
+	"       ncclrr replay --rerun DIR [--nccl VERSION|PATH] [--topo FILE] [--timeout S]\n"
+	"                     [--net-plugin PATH] [-o OUTDIR] -- PROGRAM [ARGS]\n"
 	"\n"
 	"Re-execute a recorded run (a run directory: one .nrt per process) on\n"
 	"this machine, one worker process per recorded process and one thread\n"
@@ -89,6 +89,14 @@ const char cmd_replay_usage[] =
 	"Then compare each rank's\n"
 	"end, its first failing call and NCCL's WARN and `file.cc:N -> R` lines\n"
 	"(masked) with the recording: reproduced, NOT reproduced, or timing.\n"
+	"  --nccl VERSION|PATH  the NCCL the rerun loads: a version of the fake\n"
+	"                     cluster ('ncclrr nccl list'), or a libnccl.so.2 (or its\n"
+	"                     directory). Default: the recorded version (metadata\n"
+	"                     nccl_version) when the fake cluster has it, else ncclrr\n"
+	"                     run's default. With another version the verdict says\n"
+	"                     per rank whether the recorded failure happened again,\n"
+	"                     and NCCL's lines only one run printed (\"is it fixed in\n"
+	"                     that NCCL?\")\n"
 	"  --timeout S        for the rerun job (default: from the recording's\n"
 	"                     length, see the man page)\n"
 	"  -o OUTDIR          record the rerun there (default: a new directory\n"
@@ -138,11 +146,12 @@ int cmd_replay(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "rerun", required_argument, NULL, 'R' },
 		{ "net-plugin", required_argument, NULL, 'P' },
+		{ "nccl", required_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nrr_replay_opts o = { .repeat = 1, .until_rank = -1, .timeout_s = 60, .inject = NRR_INJECT_ERRORS };
 	int *ranks = NULL;
-	const char *rerun = NULL, *outdir = NULL;
+	const char *rerun = NULL, *outdir = NULL, *nccl = NULL;
 	bool timeout_given = false;
 	int c, rc;
 	char *end;
@@ -211,6 +220,9 @@ int cmd_replay(int argc, char **argv)
 				return nrr_cli_usage_error("replay", "--net-plugin %s: %s", optarg, strerror(errno));
 			o.net_plugin = optarg;
 			break;
+		case 'N':
+			nccl = optarg;
+			break;
 		case 'v':
 			o.verbose = true;
 			break;
@@ -232,12 +244,14 @@ int cmd_replay(int argc, char **argv)
 			return nrr_cli_usage_error("replay", "--rerun wants the program to run after --");
 		struct nrr_rerun_opts ro = {
 			.dir = rerun, .topo = o.topo, .timeout_s = timeout_given ? o.timeout_s : 0, .outdir = outdir, .argv = argv + optind,
-			.net_plugin = o.net_plugin,
+			.net_plugin = o.net_plugin, .nccl = nccl,
 		};
 		return nrr_rerun(&ro);
 	}
-	if (outdir)
-		return nrr_cli_usage_error("replay", "-o is for --rerun");
+	if (outdir || nccl) {
+		free(ranks);
+		return nrr_cli_usage_error("replay", "%s is for --rerun (a replay runs no NCCL)", outdir ? "-o" : "--nccl");
+	}
 	if (optind >= argc)
 		return nrr_cli_usage_error("replay", "name a run directory or trace files");
 	char libdir[4096], err[512];

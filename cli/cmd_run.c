@@ -11,7 +11,7 @@
 
 const char cmd_run_usage[] =
 "Usage: ncclrr run --topo FILE [-np N] [--timeout S] [--nccl VERSION|PATH] [--env K=V]... [--unset K]...\n"
-"                  [--rank-env R:K=V]...\n"
+"                  [--rank-env R:K=V]... [--start-late R:S]...\n"
 "                  [--] PROGRAM [ARGS]\n"
 "       ncclrr run --topo FILE [--wrap] [--comm-id HOST:PORT] [--env K=V]... [--unset K]...\n"
 "                  [--rank-env R:K=V]... [--] PROGRAM [ARGS]\n"
@@ -35,6 +35,11 @@ const char cmd_run_usage[] =
 "  --rank-env R:K=V     set K=V for rank R only, after (and over) --env and\n"
 "                       --unset; may be repeated (e.g. --rank-env\n"
 "                       3:NCCL_SOCKET_IFNAME=eth9 gives one rank a different value)\n"
+"  --start-late R:S     start rank R's program S seconds (decimals allowed) after\n"
+"                       the others', as a node that boots late does; may be\n"
+"                       repeated. NCCL 2.22's bootstrap then fails on the ranks\n"
+"                       that connect to rank 0's root before it listens\n"
+"                       (WL_USE_COMM_ID=1 in ncclrr's workloads; NVIDIA/nccl#1515)\n"
 "  --comm-id HOST:PORT  NCCL_COMM_ID to use (default: 127.0.0.1 and a free port)\n"
 "  --nccl VERSION|PATH  the NCCL every rank loads as libnccl.so.2: a version\n"
 "                       relinked against ncclrr's CUDA runtime by scripts/nccl.sh\n"
@@ -106,12 +111,16 @@ int cmd_run(int argc, char **argv)
 	char **user_env = calloc((size_t)argc + 1, sizeof(char *));
 	char **unset_env = calloc((size_t)argc + 1, sizeof(char *));
 	char **rank_env = calloc((size_t)argc + 1, sizeof(char *));
+	const char **late = calloc((size_t)argc + 1, sizeof(char *));
+	double *late_s = NULL;
+	size_t n_late = 0;
 	size_t n_env = 0, n_unset = 0, n_rank_env = 0;
 	int i, ret = NRR_EXIT_USAGE, max_env_rank = -1;
-	if (!user_env || !unset_env || !rank_env) {
+	if (!user_env || !unset_env || !rank_env || !late) {
 		free(user_env);
 		free(unset_env);
 		free(rank_env);
+		free(late);
 		return NRR_EXIT_USAGE;
 	}
 
@@ -181,6 +190,18 @@ int cmd_run(int argc, char **argv)
 			if (rk > max_env_rank)
 				max_env_rank = rk;
 			rank_env[n_rank_env++] = (char *)val;
+		} else if (OPT("--start-late")) {
+			NEED_VAL();
+			char *e;
+			long rk = strtol(val, &e, 10);
+			double sec = *e == ':' ? strtod(e + 1, &e) : -1;
+			if (e == val || *e || rk < 0 || rk >= 1 << 20 || !(sec >= 0) || sec > 86400) {
+				ret = nrr_cli_usage_error("run", "--start-late needs R:S (a rank and seconds), not '%s'", val);
+				goto end;
+			}
+			late[n_late++] = val;
+			if (rk > max_env_rank)
+				max_env_rank = (int)rk;
 		} else if (OPT("--comm-id")) {
 			NEED_VAL();
 			comm_id = val;
@@ -229,10 +250,27 @@ int cmd_run(int argc, char **argv)
 	}
 	int world = np ? np : cluster.nhosts * cluster.gpus_per_host;
 	if (!wrap && max_env_rank >= world) {
-		fprintf(stderr, "ncclrr run: --rank-env names rank %d, but the job has ranks 0..%d\n", max_env_rank,
+		fprintf(stderr, "ncclrr run: --rank-env or --start-late names rank %d, but the job has ranks 0..%d\n", max_env_rank,
 			world - 1);
 		nrr_cluster_free(&cluster);
 		goto end;
+	}
+	if (n_late) {
+		if (wrap) {
+			fprintf(stderr, "ncclrr run: --start-late is for jobs ncclrr run launches, not wrapper mode\n");
+			nrr_cluster_free(&cluster);
+			goto end;
+		}
+		late_s = calloc((size_t)world, sizeof(double));
+		if (!late_s) {
+			nrr_cluster_free(&cluster);
+			goto end;
+		}
+		for (size_t k = 0; k < n_late; k++) {
+			char *e;
+			long rk = strtol(late[k], &e, 10);
+			late_s[rk] = strtod(e + 1, NULL);
+		}
 	}
 	char libdir[2 * PATH_MAX + 1], nccldir[PATH_MAX];
 	if (nrr_launch_find_fake_libdir(libdir, sizeof(libdir), err, sizeof(err)) < 0) {
@@ -263,6 +301,7 @@ int cmd_run(int argc, char **argv)
 		.n_unset_env = n_unset,
 		.rank_env = rank_env,
 		.n_rank_env = n_rank_env,
+		.start_late_s = late_s,
 		.argv = argv + i,
 		.out = stdout,
 		.err = stderr,
@@ -277,5 +316,7 @@ end:
 	free(user_env);
 	free(unset_env);
 	free(rank_env);
+	free(late);
+	free(late_s);
 	return ret;
 }

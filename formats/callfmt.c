@@ -2,6 +2,7 @@
 /* callfmt.c - schema-driven text rendering of calls. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,23 @@
 #include <sys/un.h>
 
 #include "callfmt.h"
+
+bool nrr_name_match(const char *globs, const char *name)
+{
+	char buf[256];
+	for (const char *p = globs; *p;) {
+		const char *c = strchr(p, ',');
+		size_t n = c ? (size_t)(c - p) : strlen(p);
+		if (n < sizeof(buf)) {
+			memcpy(buf, p, n);
+			buf[n] = 0;
+			if (fnmatch(buf, name, 0) == 0)
+				return true;
+		}
+		p += n + (c ? 1 : 0);
+	}
+	return false;
+}
 
 int nrr_msghdr_decode(const nrr_value *v, nrr_msghdr_rec *m)
 {

@@ -6,6 +6,11 @@
 #include <stdio.h>
 #include "nrt.h"
 
+/* @return true when the function name @name matches one of @globs
+ * (comma-separated fnmatch(3) patterns, e.g. "cuMem*,connect"): the
+ * --api selection of dump and diff. */
+bool nrr_name_match(const char *globs, const char *name);
+
 /* @return true when @c's result is an error under its return convention
  * ("not ready" / "in progress" answers of polling calls are not errors). */
 bool nrr_call_failed(const nrr_call *c);

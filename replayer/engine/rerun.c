@@ -34,6 +34,7 @@
 #include "engine.h"
 #include "rundir.h"
 #include "nrt.h"
+#include "nrr_launch.h"
 #include "rerun.h"
 
 /* ------------------------------------------------------------ small lists */
@@ -89,6 +90,7 @@ struct rule {
 	char res[160];         /* the error, by name */
 	uint64_t nth;          /* the fake's count of that entry point */
 	uint64_t wall;         /* wall-clock ns of the failed call's return */
+	uint16_t port;         /* connect rules: the port connected to */
 	bool dropped;          /* inside a failed call that is the rule */
 };
 
@@ -98,6 +100,7 @@ struct proc {
 	long pid, ppid;
 	char host[64];         /* meta host (masked in NCCL's lines) */
 	char end[96];          /* meta `end`, "" when the trace has none */
+	char nccl[32];         /* meta nccl_version, "" when NCCL never said */
 	uint64_t start_wall;   /* wall-clock ns when the trace was opened */
 	uint64_t end_wall;     /* wall-clock time of the end (0: unknown) */
 	uint64_t last_wall;    /* of the last recorded event */
@@ -108,6 +111,8 @@ struct proc {
 	struct rule *rules;    /* what the fault switch can repeat */
 	size_t nrules, caprules;
 	struct strv env;       /* "K=V" of the recorded env.* */
+	uint16_t *ports;       /* IP ports it bound or was given (bind, getsockname) */
+	size_t nports, capports;
 	char *variants;        /* a note when a rule's function was called under
 				* several names (see rule_for) */
 	struct rule last;      /* its last call the fault switch counts: where a
@@ -120,6 +125,7 @@ static void proc_free(struct proc *p)
 	free(p->variants);
 	strv_free(&p->warns);
 	free(p->rules);
+	free(p->ports);
 	strv_free(&p->env);
 }
 
@@ -159,6 +165,16 @@ static bool ip_connect(const nrr_call *c)
 		if (!strcmp(c->fn->args[i].name, "addr") && (c->present >> i & 1) && c->args[i].len >= 2)
 			return c->args[i].p[0] == 2 /* AF_INET */ || c->args[i].p[0] == 10 /* AF_INET6 */;
 	return false;
+}
+
+/* The IP port of a call's sockaddr argument "addr", or 0 */
+static uint16_t arg_port(const nrr_call *c)
+{
+	for (uint16_t i = 0; i < c->fn->nargs; i++)
+		if (!strcmp(c->fn->args[i].name, "addr") && (c->present >> i & 1) && c->args[i].len >= 4 &&
+		    (c->args[i].p[0] == 2 /* AF_INET */ || c->args[i].p[0] == 10 /* AF_INET6 */))
+			return (uint16_t)(c->args[i].p[2] << 8 | c->args[i].p[3]);
+	return 0;
 }
 
 /* What the fake runtime's fault switch can make fail: the CUDA driver,
@@ -550,6 +566,8 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 	snprintf(p->host, sizeof(p->host), "%s", v ? v : "");
 	v = nrr_reader_meta(r, "end");
 	snprintf(p->end, sizeof(p->end), "%s", v ? v : "");
+	v = nrr_reader_meta(r, "nccl_version");
+	snprintf(p->nccl, sizeof(p->nccl), "%s", v ? v : "");
 	p->start_wall = nrr_reader_info(r)->wall_ns;
 	if (nrr_reader_info(r)->end_ts)
 		p->end_wall = nrr_reader_wall(r, nrr_reader_info(r)->end_ts);
@@ -660,6 +678,13 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 		if (c->phase == NRR_PHASE_CALL && (!strcmp(c->fn->name, "socket") || !strncmp(c->fn->name, "accept", 6)) &&
 		    c->result >= 0)
 			forget_fd(&cc, c->stream, c->result);
+		/* where it listened: a refused connect is a peer's going only
+		 * when that peer had this port */
+		uint16_t port;
+		if (c->phase == NRR_PHASE_CALL && c->result == 0 &&
+		    (!strcmp(c->fn->name, "bind") || !strcmp(c->fn->name, "getsockname")) && (port = arg_port(c)) &&
+		    nrr_grow(&p->ports, p->nports, &p->capports, sizeof(*p->ports)))
+			p->ports[p->nports++] = port;
 		if (ipc && want_rules && p->rank >= 0) {
 			const char *tn = thread_name(&cc, nrr_reader_stream(r, c->stream)->tid);
 			uint64_t nth = count_connect(&cc, tn);
@@ -681,6 +706,7 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 				snprintf(ru->res, sizeof(ru->res), "%s", aborted ? "ECONNREFUSED" : strerrorname_np(c->err));
 				ru->nth = aborted ? first : nth;
 				ru->wall = nrr_reader_wall(r, c->ts + c->dur);
+				ru->port = arg_port(c);
 				conn_rule = true;
 			}
 		}
@@ -875,8 +901,33 @@ static void mark_teardown(struct run *x)
 	}
 }
 
+/* The rank whose end explains a failure of rank @rank at @wall, or -1:
+ * the first other rank that ended badly before it; for a refused connect
+ * (@port, else 0) only a rank that had that port: a connect refused at an
+ * address no rank that is gone had (a bootstrap root that listens late) is
+ * a cause. */
+static int explained_by(const struct run *x, int rank, uint64_t wall, uint16_t port)
+{
+	const struct rank_sum *s = &x->ranks[rank];
+	if (s->first_other < 0 || wall < s->first_other_wall)
+		return -1;
+	if (!port)
+		return s->first_other;
+	for (size_t i = 0; i < x->n; i++) {
+		const struct proc *o = &x->procs[i];
+		const struct proc *root = o->rank >= 0 && o->rank != rank ? x->ranks[o->rank].root : NULL;
+		if (!root || !ended_at(root) || ended_well(root) || !strcmp(root->end, "exec") || ended_at(root) > wall)
+			continue;
+		for (size_t k = 0; k < o->nports; k++)
+			if (o->ports[k] == port)
+				return o->rank;
+	}
+	return -1;
+}
+
 /* For every rank: which other rank ended first and when, whether this
- * one failed only after that, and when the recorded story was over. */
+ * one failed only after that (not when a refused connect no end explains
+ * came first), and when the recorded story was over. */
 static void mark_consequences(struct run *x)
 {
 	for (size_t i = 0; i < x->n; i++) {
@@ -906,6 +957,10 @@ static void mark_consequences(struct run *x)
 		bool teardown = !strcmp(p->end, "killed at the timeout");
 		uint64_t when = s->fail_wall ? s->fail_wall : ended_at(p);
 		s->consequence = !ended_well(p) && !teardown && s->first_other >= 0 && when >= s->first_other_wall;
+		for (size_t j = 0; j < p->nrules && s->consequence; j++)
+			if (p->rules[j].port && p->rules[j].wall <= when &&
+			    explained_by(x, r, p->rules[j].wall, p->rules[j].port) < 0)
+				s->consequence = false;
 		if (s->fail_wall > x->story_wall)
 			x->story_wall = s->fail_wall;
 		if (!teardown && ended_at(p) > x->story_wall)
@@ -1259,15 +1314,15 @@ static char *fault_spec(const struct run *x, FILE *err)
 		size_t kept = 0;
 		if (p->rank < 0)
 			continue;
-		const struct rank_sum *s = &x->ranks[p->rank];
 		for (size_t j = 0; j < p->nrules; j++) {
 			const struct rule *ru = &p->rules[j];
 			if (ru->dropped)
 				continue;
-			if (s->first_other >= 0 && ru->wall >= s->first_other_wall) {
+			int by = explained_by(x, p->rank, ru->wall, ru->port);
+			if (by >= 0) {
 				fprintf(err, "ncclrr replay: note: rank %d's %s = %s (call %llu) came after rank %d had "
 					"ended: taken as a consequence of that, not repeated\n", p->rank, ru->call, ru->res,
-					(unsigned long long)ru->nth, s->first_other);
+					(unsigned long long)ru->nth, by);
 				continue;
 			}
 			if (!nrr_grow(&v, n, &cap, sizeof(*v))) {
@@ -1497,6 +1552,42 @@ static double rerun_timeout(const struct run *x, FILE *err)
 	return t;
 }
 
+/* The NCCL version the job's ranks said they ran (meta nccl_version), ""
+ * when none did */
+static const char *run_nccl(const struct run *x)
+{
+	for (size_t i = 0; i < x->n; i++)
+		if (x->procs[i].rank >= 0 && x->procs[i].nccl[0])
+			return x->procs[i].nccl;
+	return "";
+}
+
+/* The NCCL the rerun loads (`ncclrr run --nccl`, into @buf; "" for ncclrr
+ * run's default): --nccl, else the recorded version when the fake cluster
+ * has it */
+static void rerun_nccl(const struct nrr_rerun_opts *o, const char *rec_nccl, char *buf, size_t len, FILE *err)
+{
+	char dir[PATH_MAX], why[1024];
+	buf[0] = 0;
+	if (o->nccl) {
+		snprintf(buf, len, "%s", o->nccl);
+		if (nrr_launch_find_nccl_dir(o->nccl, dir, sizeof(dir), why, sizeof(why)) == 0)
+			fprintf(err, "ncclrr replay: the rerun loads NCCL %s from %s (--nccl; recorded with %s)\n", o->nccl,
+				dir, *rec_nccl ? rec_nccl : "an NCCL that never said its version");
+		return;   /* not found: ncclrr run says why */
+	}
+	if (!*rec_nccl)
+		return;
+	if (nrr_launch_find_nccl_dir(rec_nccl, dir, sizeof(dir), why, sizeof(why)) == 0) {
+		snprintf(buf, len, "%s", rec_nccl);
+		fprintf(err, "ncclrr replay: the rerun loads NCCL %s, as recorded, from %s (--nccl VERSION|PATH for "
+			"another)\n", rec_nccl, dir);
+	} else {
+		fprintf(err, "ncclrr replay: note: recorded with NCCL %s, which the fake cluster does not have (%s); the "
+			"rerun loads ncclrr run's default ('ncclrr nccl list' shows what there is)\n", rec_nccl, why);
+	}
+}
+
 int nrr_rerun(const struct nrr_rerun_opts *o)
 {
 	FILE *out = o->out ? o->out : stdout, *err = o->err ? o->err : stderr;
@@ -1544,6 +1635,9 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 		}
 	}
 
+	char nccl[PATH_MAX];
+	const char *rec_nccl = run_nccl(&rec);
+	rerun_nccl(o, rec_nccl, nccl, sizeof(nccl), err);
 	note_outside_kills(&rec, err);
 	char *fault = fault_spec(&rec, err);
 	if (!fault)
@@ -1566,6 +1660,8 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 	strv_addf(&args, "%s", tmo);
 	strv_addf(&args, "-np");
 	strv_addf(&args, "%d", rec.nranks);
+	if (*nccl)
+		strv_addf(&args, "--nccl"), strv_addf(&args, "%s", nccl);
 	if (*fault)
 		strv_addf(&args, "--env"), strv_addf(&args, "NCCLRR_FAULT=%s", fault);
 	else
@@ -1606,8 +1702,14 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 	for (int r = 0; r < rec.nranks; r++)
 		nrec += rec.ranks[r].present;
 	int bad = compare(&rec, &re, out, &same, &timing);
-	fprintf(out, "rerun: %d of %d ranks reproduced, %d timing, %d NOT reproduced; the rerun took %.1f s (recorded "
-		"%.1f s)\n", same, nrec, timing, bad,
+	const char *re_nccl = run_nccl(&re);
+	char vers[96] = "";
+	if (*re_nccl && strcmp(re_nccl, rec_nccl))
+		snprintf(vers, sizeof(vers), " with NCCL %s (recorded with %s)", re_nccl, *rec_nccl ? rec_nccl : "?");
+	else if (*re_nccl)
+		snprintf(vers, sizeof(vers), " with NCCL %s", re_nccl);
+	fprintf(out, "rerun: %d of %d ranks reproduced, %d timing, %d NOT reproduced%s; the rerun took %.1f s (recorded "
+		"%.1f s)\n", same, nrec, timing, bad, vers,
 		(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, rec_len);
 	ret = bad ? NRR_RERUN_DIFFERENT : NRR_RERUN_REPRODUCED;
 	fflush(out);

@@ -20,6 +20,9 @@ struct nrr_rerun_opts {
 	char *const *argv;     /* PROGRAM and ARGS, NULL-terminated */
 	const char *net_plugin; /* --net-plugin: the rerun's NCCL_NET_PLUGIN (NULL: none; never
 				 * the recorded one) */
+	const char *nccl;      /* --nccl: the NCCL version or libnccl.so.2 (or its
+				* directory) the rerun loads; NULL: the recorded
+				* version when the fake cluster has it */
 	const char *ncclrr;    /* the ncclrr executable that records and runs;
 				* NULL: "ncclrr" next to /proc/self/exe */
 	FILE *out;             /* the verdict lines (NULL: stdout) */

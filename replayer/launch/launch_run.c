@@ -481,6 +481,12 @@ static int spawn_rank(const struct nrr_launch_opts *o, int r, const char *prog,
 		}
 		dup2(po[1], 1);
 		dup2(pe[1], 2);
+		if (o->start_late_s && o->start_late_s[r] > 0) {
+			double d = o->start_late_s[r];
+			struct timespec ts = { (time_t)d, (long)((d - (double)(time_t)d) * 1e9) };
+			while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+				;
+		}
 		execve(prog, o->argv, envp);
 		dprintf(2, "ncclrr run: cannot execute %s: %s\n", prog, strerror(errno));
 		_exit(127);
@@ -492,7 +498,6 @@ static int spawn_rank(const struct nrr_launch_opts *o, int r, const char *prog,
 	rp->s[0].fd = po[0];
 	rp->s[1].fd = pe[0];
 	(void)report;
-	(void)r;
 	return 0;
 }
 

@@ -180,6 +180,8 @@ struct nrr_launch_opts {
 	size_t n_unset_env;
 	char *const *rank_env;     /* "R:K=V" for rank R only (nrr_rank_env) */
 	size_t n_rank_env;
+	const double *start_late_s; /* per rank (nranks entries), seconds its program is
+				     * exec'ed after the others'; NULL: none */
 	char *const *argv;         /* program and arguments, NULL-terminated */
 	FILE *out, *err;           /* where rank lines go (stdout, stderr) */
 	FILE *report;              /* summary and timeout report (stderr) */
