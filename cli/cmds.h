@@ -25,6 +25,7 @@ int cmd_bisect(int argc, char **argv);
 int cmd_hang(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_nccl(int argc, char **argv);
 
 extern const char cmd_dump_usage[];
 extern const char cmd_stats_usage[];
@@ -35,6 +36,7 @@ extern const char cmd_bisect_usage[];
 extern const char cmd_hang_usage[];
 extern const char cmd_export_usage[];
 extern const char cmd_replay_usage[];
+extern const char cmd_nccl_usage[];
 
 /* Handle --help / --version for @cmd if argv holds one; @return 1 if handled. */
 int nrr_cli_common(const struct nrr_cmd *cmd, int argc, char **argv);

@@ -16,6 +16,7 @@ static const struct nrr_cmd cmds[] = {
 	{ "bisect", "find the smallest set of differences that makes a run fail", cmd_bisect_usage, cmd_bisect },
 	{ "replay", "re-execute a recorded run here; reproduce its failure or show where it diverges", cmd_replay_usage, cmd_replay },
 	{ "hang", "explain a hang: what each rank waits for, and the rank at the root", cmd_hang_usage, cmd_hang },
+	{ "nccl", "list the NCCL versions of the fake cluster and their build facts", cmd_nccl_usage, cmd_nccl },
 	{ "export", "write a trace as Chrome/Perfetto JSON, CTF or an HTML report", cmd_export_usage, cmd_export },
 };
 

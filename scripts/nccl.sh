@@ -6,16 +6,20 @@
 # /usr/local/cuda cannot be used.
 #
 #   scripts/nccl.sh fetch [VERSION...]   download Debian's libnccl-dev (default
-#                                        2.22.3-1-1, trixie; 2.29.7-1-1 is sid's)
+#                                        2.22.3-1-1, trixie; 'sid' is sid's
+#                                        newest, 2.29.7-1-1 when written)
 #   scripts/nccl.sh relink ARCHIVE [-o OUTROOT]
 #                                        relink any libnccl_static.a (Debian's,
 #                                        or NVIDIA's of the version you run) into
 #                                        OUTROOT/<version>/libnccl.so.2
-#                                        (default OUTROOT: build/nccl)
+#                                        (default OUTROOT: build/nccl), with its
+#                                        build facts in BUILDINFO beside it
+#                                        (what `ncclrr nccl list` shows)
 #   scripts/nccl.sh setup                fetch and relink $NCCLRR_NCCL_VERSIONS
-#                                        (default the pinned one); when the
-#                                        download fails, say why and exit 0 so
-#                                        that everything else builds and tests
+#                                        (default: the pinned one and sid's);
+#                                        when a download fails, say why and exit
+#                                        0 so that everything else builds and
+#                                        tests (the tests that need it skip)
 #
 # Downloads use apt with a private sources list built from this machine's own
 # Debian mirror (no host name is written here), Debian's archive keyring (the
@@ -64,9 +68,25 @@ apt_lists() {
 	fi
 }
 
+# sid -> sid's current libnccl-dev version (from the private lists)
+resolve() {
+	if [ "$1" != sid ]; then
+		echo "$1"
+		return 0
+	fi
+	apt_lists
+	local v
+	# shellcheck disable=SC2046
+	v=$(apt-cache $(apt_opts) madison libnccl-dev 2>/dev/null | awk -F' *[|] *' '$3 ~ / sid\// {print $2; exit}')
+	[ -n "$v" ] || die "no libnccl-dev in sid contrib (see the apt lists under $cache/apt)"
+	echo "$v"
+}
+
 # fetch VERSION -> prints the directory holding libnccl_static.a
 fetch_one() {
-	local v=$1 dir=$cache/libnccl-dev_$1
+	local v dir
+	v=$(resolve "$1") || return 1
+	dir=$cache/libnccl-dev_$v
 	if [ -f "$dir/usr/lib/x86_64-linux-gnu/libnccl_static.a" ]; then
 		echo "$dir/usr/lib/x86_64-linux-gnu"
 		return 0
@@ -96,21 +116,22 @@ archive_version() {
 	[ -n "$s" ] || die "$1: no 'NCCL version X.Y.Z' string: not an NCCL archive?"
 	local v=${s#NCCL version }
 	local cuda=12
-	case $v in *+cuda*) cuda=${v#*+cuda}; cuda=${cuda%%.*} ;; esac
-	echo "${v%%+*} $cuda"
+	case $v in *+cuda*) cuda=${v#*+cuda} ;; esac
+	echo "${v%%+*} ${cuda%%.*} $cuda"
 }
 
 relink() {
-	local archive=$1 outroot=$2
+	local archive=$1 outroot=$2 source=${3:-"archive $1"}
 	[ -r "$archive" ] || die "cannot read $archive: give the path of a libnccl_static.a"
 	ar t "$archive" >/dev/null 2>&1 || die "$archive is not an ar archive (libnccl_static.a)"
 	command -v g++ >/dev/null || die "g++ is needed to relink NCCL: apt-get install g++"
-	local v cuda
-	read -r v cuda < <(archive_version "$archive")
+	local v cuda cuda_full
+	read -r v cuda cuda_full < <(archive_version "$archive")
 	local rt=$top/build/replayer/fake/libcudart.so.$cuda
 	[ -f "$rt" ] || die "$rt is missing: build ncclrr first (ninja -C build); NCCL $v wants CUDA runtime $cuda"
 	local out=$outroot/$v
-	if [ -f "$out/libnccl.so.2" ] && [ "$out/libnccl.so.2" -nt "$archive" ] && [ "$out/libnccl.so.2" -nt "$rt" ]; then
+	if [ -f "$out/BUILDINFO" ] && [ "$out/libnccl.so.2" -nt "$archive" ] && [ "$out/libnccl.so.2" -nt "$rt" ] &&
+		[ "$out/libnccl.so.2" -nt "$0" ]; then
 		echo "$out/libnccl.so.2"
 		return 0
 	fi
@@ -131,6 +152,19 @@ relink() {
 	rm -rf "$tmp"
 	mv "$out/libnccl.so.2.tmp" "$out/libnccl.so.2"
 	echo "$v" >"$out/VERSION"
+	# build facts: where it came from, the CUDA it was built for, the
+	# runtime functions it calls (checked against ncclrr's runtime by
+	# `ncclrr nccl list`)
+	{
+		echo "version=$v"
+		echo "cuda=$cuda_full"
+		echo "source=$source"
+		echo "archive=$archive"
+		echo "sha256=$(sha256sum "$archive" | cut -d' ' -f1)"
+		echo "relinked=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+		echo "runtime=$(nm -D --undefined-only "$out/libnccl.so.2" | awk '$2 ~ /^_*cuda/ {sub(/@.*/, "", $2); print $2}' | sort -u | tr '\n' ' ')"
+	} >"$out/BUILDINFO.tmp"
+	mv "$out/BUILDINFO.tmp" "$out/BUILDINFO"
 	local inc
 	inc=$(dirname "$(dirname "$(dirname "$archive")")")/include/nccl.h
 	[ -f "$inc" ] && cp "$inc" "$out/"
@@ -149,19 +183,21 @@ relink)
 	archive=$1 outroot=$top/build/nccl
 	shift
 	if [ "${1:-}" = "-o" ] && [ -n "${2:-}" ]; then outroot=$2; fi
-	relink "$archive" "$outroot"
+	relink "$archive" "$outroot" "archive $(realpath "$archive")"
 	;;
 setup)
-	for v in ${NCCLRR_NCCL_VERSIONS:-$PINNED}; do
+	for v in ${NCCLRR_NCCL_VERSIONS:-$PINNED sid}; do
 		if ! dir=$(fetch_one "$v"); then
-			say "no libnccl-dev $v: the nccl test suite will skip and say so (run 'scripts/nccl.sh setup' again with network)"
+			say "no libnccl-dev $v: the tests that need it will skip and say so (run 'scripts/nccl.sh setup' again with network)"
 			continue
 		fi
-		relink "$dir/libnccl_static.a" "$top/build/nccl" >/dev/null
+		deb=$(basename "$(dirname "$(dirname "$(dirname "$dir")")")")   # libnccl-dev_VERSION
+		deb=${deb#libnccl-dev_}
+		relink "$dir/libnccl_static.a" "$top/build/nccl" "Debian libnccl-dev $deb ($(suite_of "$deb") contrib)" >/dev/null
 	done
 	;;
 *)
-	sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
 	[ "$cmd" = "-h" ] || [ "$cmd" = "--help" ] || exit 2
 	;;
 esac

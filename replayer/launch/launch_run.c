@@ -2,6 +2,7 @@
 /* launch_run.c - the supervisor: one process group per rank, output lines
  * prefixed with the rank, a timeout that kills and reports, a summary. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "nrr_launch.h"
+#include "nrt.h"
 
 extern char **environ;
 
@@ -141,6 +144,79 @@ int nrr_launch_find_nccl_dir(const char *want, char *buf, size_t size, char *err
 		snprintf(err, errsize, "no NCCL %s relinked for the fake cluster (run 'scripts/nccl.sh setup', or "
 			 "'scripts/nccl.sh relink libnccl_static.a' for your own): %s", want ? want : "", e2);
 	return rc;
+}
+
+int nrr_nccl_vercmp(const char *a, const char *b)
+{
+	while (*a || *b) {
+		char *ea, *eb;
+		unsigned long x = strtoul(a, &ea, 10), y = strtoul(b, &eb, 10);
+		if (x != y)
+			return x < y ? -1 : 1;
+		if (ea == a || eb == b)   /* not a number: compare the rest as text */
+			return strcmp(a, b) < 0 ? -1 : strcmp(a, b) > 0;
+		a = *ea == '.' ? ea + 1 : ea;
+		b = *eb == '.' ? eb + 1 : eb;
+	}
+	return 0;
+}
+
+static int by_release(const void *x, const void *y)
+{
+	return nrr_nccl_vercmp(((const struct nrr_nccl_build *)x)->version, ((const struct nrr_nccl_build *)y)->version);
+}
+
+int nrr_launch_nccl_list(struct nrr_nccl_build **out)
+{
+	*out = NULL;
+	size_t n = 0, cap = 0;
+	char exe[PATH_MAX], pat[PATH_MAX + 64];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[len > 0 ? len : 0] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	const char *env = getenv("NCCLRR_NCCL_DIR");
+	const char *const roots[] = { "../nccl", "../lib/ncclrr/nccl", "../lib/*/ncclrr/nccl" };
+	for (size_t i = 0; i <= sizeof(roots) / sizeof(roots[0]); i++) {
+		if (i == 0 && !(env && *env))
+			continue;
+		if (i == 0)
+			snprintf(pat, sizeof(pat), "%s/../*/libnccl.so.2", env);
+		else
+			snprintf(pat, sizeof(pat), "%s/%s/*/libnccl.so.2", exe, roots[i - 1]);
+		glob_t g;
+		if (glob(pat, 0, NULL, &g) != 0)
+			continue;
+		for (size_t k = 0; k < g.gl_pathc; k++) {
+			struct nrr_nccl_build b;
+			char real[PATH_MAX];
+			if (!realpath(g.gl_pathv[k], real))
+				continue;
+			*strrchr(real, '/') = '\0';
+			const char *v = strrchr(real, '/') + 1;
+			if (!isdigit((unsigned char)*v) || strlen(v) >= sizeof(b.version) || strlen(real) >= sizeof(b.dir))
+				continue;
+			bool seen = false;
+			for (size_t j = 0; j < n && !seen; j++)
+				seen = !strcmp((*out)[j].version, v);
+			if (seen)
+				continue;
+			if (!nrr_grow(out, n, &cap, sizeof(**out))) {
+				globfree(&g);
+				free(*out);
+				*out = NULL;
+				return -ENOMEM;
+			}
+			snprintf((*out)[n].version, sizeof(b.version), "%s", v);
+			snprintf((*out)[n].dir, sizeof(b.dir), "%s", real);
+			n++;
+		}
+		globfree(&g);
+	}
+	if (n)
+		qsort(*out, n, sizeof(**out), by_release);
+	return (int)n;
 }
 
 int nrr_launch_free_port(void)

@@ -131,6 +131,23 @@ int nrr_launch_find_fake_libdir(char *buf, size_t size, char *err, size_t errsiz
 #define NRR_NCCL_DEFAULT_VERSION "2.22.3"
 int nrr_launch_find_nccl_dir(const char *want, char *buf, size_t size, char *err, size_t errsize);
 
+/* One NCCL of the fake cluster: a directory VERSION holding libnccl.so.2
+ * (scripts/nccl.sh relink), with the build facts it wrote (BUILDINFO). */
+struct nrr_nccl_build {
+	char version[32];
+	char dir[4096];
+};
+
+/* Order NCCL versions by release ("2.22.3" < "2.29.7" < "2.100.0"):
+ * numeric components compared in turn. */
+int nrr_nccl_vercmp(const char *a, const char *b);
+
+/* The NCCL versions the fake cluster has: the version directories of
+ * $NCCLRR_NCCL_DIR's parent when that names one, and of the places
+ * nrr_launch_find_nccl_dir() looks (the first place with a version wins),
+ * sorted by release.  @return the count (*@out to free), or -ENOMEM. */
+int nrr_launch_nccl_list(struct nrr_nccl_build **out);
+
 /* The directory holding @file: $@envvar if @envvar and set (it must hold @file), else
  * the first of @rel (NULL-terminated; relative to the directory of
  * /proc/self/exe, '*' allowed) that holds it.  @what names it in the
