@@ -17,6 +17,7 @@
 #include "bisect.h"
 #include "cmds.h"
 #include "inputs.h"
+#include "nrr_launch.h"
 #include "rundir.h"
 #include "runinfo.h"
 
@@ -110,6 +111,8 @@ struct bisect {
 	struct attempt *att;
 	size_t natt;
 	int last_pass;      /* index in att of the last passing attempt, -1 */
+	const char *nccl;   /* the bad run's NCCL version, which the attempts load;
+			     * NULL: ncclrr run's default */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -197,6 +200,55 @@ static void print_subset(FILE *f, const struct bisect *b, const char *mask)
 
 /* Run one attempt: the good configuration with the deltas of @mask.
  * @return 1 fail, 0 pass, -1 could not run (printed). */
+/* Run @argv[0] with @argv, its output into @log, its stdin /dev/null,
+ * killed (process group) after @limit s or on SIGINT/SIGTERM.  @return 0
+ * with its wait status in *@st (*@killed: the limit killed it), or -1
+ * (errno) when it could not be run or we were interrupted. */
+static int run_logged(const char *self, char **argv, const char *log, double limit, int *st, bool *killed)
+{
+	double t0 = now_s();
+	*killed = false;
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		if (nul >= 0)
+			dup2(nul, 0);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		execv(self, argv);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -1;
+	setpgid(pid, pid);
+	for (;;) {
+		pid_t w = waitpid(pid, st, WNOHANG);
+		if (w == pid)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -1;
+		if (interrupted || (!*killed && now_s() - t0 > limit)) {
+			kill(-pid, interrupted ? SIGTERM : SIGKILL);
+			kill(pid, SIGKILL);
+			*killed = true;
+			if (interrupted) {
+				waitpid(pid, st, 0);
+				return -1;
+			}
+		}
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 static int attempt(struct bisect *b, const char *mask)
 {
 	for (size_t i = 0; i < b->natt; i++)
@@ -214,7 +266,7 @@ static int attempt(struct bisect *b, const char *mask)
 	snprintf(to, sizeof(to), "%g", b->o->timeout_s);
 
 	const char *topo = b->topo_good;
-	size_t nargs = 16 + 2 * (b->nbase_env + b->nbase_unset + b->nd), k = 0;
+	size_t nargs = 18 + 2 * (b->nbase_env + b->nbase_unset + b->nd), k = 0;
 	for (char *const *a = b->o->argv; *a; a++)
 		nargs++;
 	char **argv = calloc(nargs, sizeof(char *));
@@ -243,6 +295,10 @@ static int attempt(struct bisect *b, const char *mask)
 	}
 	argv[k++] = "--timeout";
 	argv[k++] = to;
+	if (b->nccl) {
+		argv[k++] = "--nccl";
+		argv[k++] = (char *)b->nccl;
+	}
 	for (size_t i = 0; i < b->nbase_env; i++) {
 		argv[k++] = "--env";
 		argv[k++] = b->base_env[i];
@@ -277,53 +333,15 @@ static int attempt(struct bisect *b, const char *mask)
 	argv[k] = NULL;
 
 	double t0 = now_s();
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid == 0) {
-		setpgid(0, 0);
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		if (nul >= 0)
-			dup2(nul, 0);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		execv(b->self, argv);
-		_exit(127);
-	}
+	/* `ncclrr run --timeout` ends the ranks; the limit only guards
+	 * against a launcher that does not come back */
+	double limit = b->o->timeout_s + 30;
 	int st = 0, ret = -1;
 	bool killed = false;
-	if (pid < 0) {
-		fprintf(stderr, "ncclrr bisect: cannot start attempt %d: %s\n", no, strerror(errno));
+	if (run_logged(b->self, argv, log, limit, &st, &killed) < 0) {
+		if (!interrupted)
+			fprintf(stderr, "ncclrr bisect: cannot run attempt %d: %s\n", no, strerror(errno));
 		goto out;
-	}
-	setpgid(pid, pid);
-	/* `ncclrr run --timeout` ends the ranks; this only guards against a
-	 * launcher that does not come back */
-	double limit = b->o->timeout_s + 30;
-	for (;;) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-		if (w == pid)
-			break;
-		if (w < 0 && errno != EINTR) {
-			fprintf(stderr, "ncclrr bisect: attempt %d: waitpid: %s\n", no, strerror(errno));
-			goto out;
-		}
-		if (interrupted || (!killed && now_s() - t0 > limit)) {
-			kill(-pid, interrupted ? SIGTERM : SIGKILL);
-			kill(pid, SIGKILL);
-			killed = true;
-			if (interrupted) {
-				waitpid(pid, &st, 0);
-				goto out;
-			}
-		}
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
 	}
 	double dt = now_s() - t0;
 	bool fail = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -397,6 +415,209 @@ static void print_log_tail(const struct bisect *b, int no, int nl)
 	free(summary);
 }
 
+/* ------------------------------------------------------- NCCL versions */
+struct vtry {
+	char version[32];
+	int outcome;        /* -1 not tried, 1 the recorded failure again, 0 not */
+	bool partly;        /* 0, but some ranks did end as recorded */
+};
+
+/* what a version's outcome is called */
+static const char *outcome_word(const struct vtry *v)
+{
+	return v->outcome > 0 ? "the recorded failure" : v->outcome < 0 ? "could not tell" : v->partly ? "changed" : "gone";
+}
+
+/* The line of @log that starts with @prefix (the last one), or "" */
+static void log_line(const char *log, const char *prefix, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	FILE *f = fopen(log, "r");
+	if (!f)
+		return;
+	char *l = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	while ((n = getline(&l, &cap, f)) > 0)
+		if (!strncmp(l, prefix, strlen(prefix))) {
+			if (l[n - 1] == '\n')
+				l[n - 1] = '\0';
+			snprintf(buf, len, "%s", l);
+		}
+	free(l);
+	fclose(f);
+}
+
+/* Rerun the bad recording with NCCL @v->version (`ncclrr replay --rerun
+ * --nccl`: the recorded answers and environment, another NCCL).  @return
+ * 1 every rank ended as recorded, 0 not, -1 the rerun could not say. */
+static int nccl_try(struct bisect *b, struct vtry *v)
+{
+	char dir[PATH_MAX + 64], log[PATH_MAX + 64], to[32];
+	snprintf(dir, sizeof(dir), "%s/nccl-%s", b->workdir, v->version);
+	snprintf(log, sizeof(log), "%s/nccl-%s.log", b->workdir, v->version);
+	snprintf(to, sizeof(to), "%g", b->o->timeout_s);
+	size_t nargs = 16, k = 0;
+	for (char *const *a = b->o->argv; *a; a++)
+		nargs++;
+	char **argv = calloc(nargs, sizeof(char *));
+	if (!argv)
+		return -1;
+	argv[k++] = b->self;
+	argv[k++] = "replay";
+	argv[k++] = "--rerun";
+	argv[k++] = (char *)b->o->bad;
+	argv[k++] = "--nccl";
+	argv[k++] = v->version;
+	argv[k++] = "-o";
+	argv[k++] = dir;
+	if (b->o->timeout_given) {
+		argv[k++] = "--timeout";
+		argv[k++] = to;
+	}
+	argv[k++] = "--";
+	for (char *const *a = b->o->argv; *a; a++)
+		argv[k++] = *a;
+	double t0 = now_s();
+	int st = 0;
+	bool killed = false;
+	/* the rerun's own --timeout ends the job (by default twice the
+	 * recording's story plus 15 s); the limit guards a rerun that hangs */
+	int rc = run_logged(b->self, argv, log, (b->o->timeout_given ? b->o->timeout_s : 600) + 60, &st, &killed);
+	free(argv);
+	if (rc < 0) {
+		if (!interrupted)
+			fprintf(stderr, "ncclrr bisect: cannot rerun with NCCL %s: %s\n", v->version, strerror(errno));
+		return -1;
+	}
+	char sum[512];
+	log_line(log, "rerun: ", sum, sizeof(sum));
+	char *cut = strstr(sum, "; the rerun took");
+	if (cut)
+		*cut = '\0';
+	int code = WIFEXITED(st) && !killed ? WEXITSTATUS(st) : -1;
+	v->outcome = code == 0 ? 1 : code == 1 ? 0 : -1;
+	int same = 0;
+	v->partly = sscanf(sum, "rerun: %d of", &same) == 1 && same > 0;
+	printf("NCCL %-8s %s, %.1f s%s%s\n", v->version,
+	       v->outcome > 0 ? "the recorded failure again" : v->outcome < 0 ? "could not tell"
+			      : v->partly ? "the recorded failure CHANGED" : "the recorded failure is GONE",
+	       now_s() - t0, sum[0] ? ": " : "", sum[0] ? sum + 7 : "");
+	if (v->outcome < 0) {
+		printf("  the rerun %s; its output is in %s:\n", killed ? "was killed at the limit" : "failed", log);
+		char tail[512];
+		log_line(log, "ncclrr replay: ", tail, sizeof(tail));
+		if (tail[0])
+			printf("  %s\n", tail);
+	}
+	fflush(stdout);
+	return v->outcome;
+}
+
+/* The versions --nccl names: "all", "V1..V2" (the fake cluster's versions
+ * in that range) or "V1,V2,...", each one the fake cluster has; sorted by
+ * release.  @return the count, or -1 with a message. */
+static int nccl_versions(const char *spec, struct vtry **out)
+{
+	struct nrr_nccl_build *have = NULL;
+	int nh = nrr_launch_nccl_list(&have);
+	*out = NULL;
+	if (nh < 0)
+		return -1;
+	struct vtry *v = calloc((size_t)nh + 1, sizeof(*v));
+	int n = 0, ret = -1;
+	if (!v)
+		goto out;
+	const char *dots = strstr(spec, "..");
+	char lo[32] = "", hi[32] = "";
+	if (dots && (size_t)(dots - spec) < sizeof(lo))
+		snprintf(lo, sizeof(lo), "%.*s", (int)(dots - spec), spec), snprintf(hi, sizeof(hi), "%s", dots + 2);
+	for (int i = 0; i < nh; i++) {
+		const char *ver = have[i].version;
+		bool want;
+		if (!strcmp(spec, "all"))
+			want = true;
+		else if (dots)
+			want = (!*lo || nrr_nccl_vercmp(ver, lo) >= 0) && (!*hi || nrr_nccl_vercmp(ver, hi) <= 0);
+		else {
+			want = false;
+			for (const char *p = spec; *p && !want;) {
+				size_t l = strcspn(p, ",");
+				want = l == strlen(ver) && !strncmp(p, ver, l);
+				p += l + (p[l] == ',');
+			}
+		}
+		if (want)
+			snprintf(v[n++].version, sizeof(v[0].version), "%s", ver);
+	}
+	/* a version named that the fake cluster lacks */
+	if (!dots && strcmp(spec, "all")) {
+		for (const char *p = spec; *p;) {
+			size_t l = strcspn(p, ",");
+			bool found = false;
+			for (int i = 0; i < n && !found; i++)
+				found = l == strlen(v[i].version) && !strncmp(p, v[i].version, l);
+			if (!found) {
+				fprintf(stderr, "ncclrr bisect: --nccl: the fake cluster has no NCCL %.*s ('ncclrr nccl list' "
+					"shows what it has; scripts/nccl.sh relink YOUR/libnccl_static.a adds one)\n",
+					(int)l, p);
+				goto out;
+			}
+			p += l + (p[l] == ',');
+		}
+	}
+	if (n < 2) {
+		fprintf(stderr, "ncclrr bisect: --nccl %s: %d NCCL version%s of the fake cluster match%s; a version "
+			"bisect needs two ('ncclrr nccl list' shows them; scripts/nccl.sh setup fetches Debian's "
+			"2.22.3 and sid's)\n", spec, n, n == 1 ? "" : "s", n == 1 ? "es" : "");
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		v[i].outcome = -1;
+	*out = v;
+	v = NULL;
+	ret = n;
+out:
+	free(v);
+	free(have);
+	return ret;
+}
+
+/* Find where the outcome of rerunning the bad recording changes along the
+ * versions (oldest and newest first, then halving).  @return 1 a boundary
+ * was found (@lo, @hi: the versions either side, in *@lo_out/@hi_out), 0
+ * none, -1 a rerun could not tell or we were interrupted. */
+static int nccl_search(struct bisect *b, struct vtry *v, int n, int *lo_out, int *hi_out)
+{
+	printf("rerunning %s with NCCL", b->o->bad);
+	for (int i = 0; i < n; i++)
+		printf("%s %s", i ? "," : "", v[i].version);
+	printf(" (oldest release first; the recorded answers and environment, `ncclrr replay --rerun --nccl`):\n");
+	fflush(stdout);
+	int lo = 0, hi = n - 1;
+	if (nccl_try(b, &v[lo]) < 0 || nccl_try(b, &v[hi]) < 0)
+		return -1;
+	if (v[lo].outcome == v[hi].outcome) {
+		printf("no boundary: the recorded failure %s with NCCL %s and with %s\n",
+		       v[lo].outcome ? "happens again" : "is not reproduced", v[lo].version, v[hi].version);
+		return 0;
+	}
+	while (hi - lo > 1) {
+		int mid = lo + (hi - lo) / 2;
+		if (nccl_try(b, &v[mid]) < 0)
+			return -1;
+		if (v[mid].outcome == v[lo].outcome)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*lo_out = lo;
+	*hi_out = hi;
+	printf("boundary: NCCL %s (%s) -> NCCL %s (%s)\n", v[lo].version, outcome_word(&v[lo]), v[hi].version,
+	       outcome_word(&v[hi]));
+	return 1;
+}
+
 static int ddmin_test(const size_t *subset, size_t k, void *ctx)
 {
 	struct bisect *b = ctx;
@@ -463,19 +684,113 @@ static bool readable(const char *p)
 	return p && access(p, R_OK) == 0;
 }
 
-static int run_diff(struct bisect *b, const char *a, const char *c)
+/* `ncclrr diff [--api API] A C` to our stdout; @return its exit status */
+static int run_diff(const struct bisect *b, const char *a, const char *c, const char *api)
 {
 	fflush(stdout);
 	fflush(stderr);
 	pid_t pid = fork();
 	if (pid == 0) {
-		execl(b->self, b->self, "diff", a, c, (char *)NULL);
+		if (api)
+			execl(b->self, b->self, "diff", "--api", api, a, c, (char *)NULL);
+		else
+			execl(b->self, b->self, "diff", a, c, (char *)NULL);
 		_exit(127);
 	}
 	int st;
 	if (pid < 0 || waitpid(pid, &st, 0) != pid)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Where the attempts go: --workdir (new or empty), else a temporary
+ * directory (*@made). @return 0 or -1 with a message. */
+static int make_workdir(struct bisect *b, bool *made)
+{
+	if (b->o->workdir) {
+		if (mkdir(b->o->workdir, 0755) < 0 && errno != EEXIST) {
+			fprintf(stderr, "ncclrr bisect: cannot create --workdir %s: %s\n", b->o->workdir, strerror(errno));
+			return -1;
+		}
+		if (!realpath(b->o->workdir, b->workdir)) {
+			fprintf(stderr, "ncclrr bisect: --workdir %s: %s\n", b->o->workdir, strerror(errno));
+			return -1;
+		}
+		char probe[PATH_MAX + 16];
+		snprintf(probe, sizeof(probe), "%s/attempt-01", b->workdir);
+		if (access(probe, F_OK) == 0) {
+			fprintf(stderr, "ncclrr bisect: --workdir %s already holds attempts of an earlier bisect; "
+					"give an empty or new directory\n", b->o->workdir);
+			return -1;
+		}
+	} else {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(b->workdir, sizeof(b->workdir), "%s/ncclrr-bisect.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(b->workdir)) {
+			fprintf(stderr, "ncclrr bisect: cannot create a directory %s: %s\n", b->workdir, strerror(errno));
+			return -1;
+		}
+		*made = true;
+	}
+
+	return 0;
+}
+
+/* The sentence that ends a version search: for which versions the
+ * recorded failure happens */
+static void nccl_verdict(FILE *f, const struct vtry *lo, const struct vtry *hi)
+{
+	if (lo->outcome)
+		fprintf(f, "NCCL <= %s (%s in %s)", lo->version, outcome_word(hi), hi->version);
+	else
+		fprintf(f, "NCCL >= %s (a regression: %s in %s)", hi->version, outcome_word(lo), lo->version);
+}
+
+static void keep_or_remove(const struct bisect *b, bool made)
+{
+	if (made && !b->o->keep)
+		nftw(b->workdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	else
+		printf("attempts kept in %s (attempt-NN and nccl-VERSION: the traces, .log: the output, cluster-good/ "
+		       "and cluster-bad/: the cluster files they ran on)\n", b->workdir);
+}
+
+/* `bisect --nccl LIST --bad B`: rerun B with each version until the
+ * outcome's boundary is found */
+static int bisect_nccl_only(struct bisect *b, struct vtry *v, int n)
+{
+	bool made = false;
+	int ret = NRR_EXIT_USAGE, lo = -1, hi = -1;
+	if (make_workdir(b, &made) < 0)
+		return NRR_EXIT_USAGE;
+	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	int r = nccl_search(b, v, n, &lo, &hi);
+	if (r == 1) {
+		printf("the recorded failure needs ");
+		nccl_verdict(stdout, &v[lo], &v[hi]);
+		printf("\n");
+		char a[PATH_MAX + 64], c[PATH_MAX + 64];
+		snprintf(a, sizeof(a), "%s/nccl-%s", b->workdir, v[lo].version);
+		snprintf(c, sizeof(c), "%s/nccl-%s", b->workdir, v[hi].version);
+		printf("\nncclrr diff --api 'socket,connect,accept*,dup*,close,getsockopt' of the reruns with NCCL %s and %s "
+		       "(how the two retry and connect; 'ncclrr diff' of the two directories shows every call):\n",
+		       v[lo].version, v[hi].version);
+		run_diff(b, a, c, "socket,connect,accept*,dup*,close,getsockopt");
+		ret = NRR_EXIT_DIFF;
+	} else if (r == 0) {
+		ret = NRR_EXIT_OK;
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (interrupted) {
+		fprintf(stderr, "ncclrr bisect: interrupted\n");
+		ret = 130;
+	}
+	keep_or_remove(b, made);
+	return ret;
 }
 
 int nrr_bisect_main(const struct nrr_bisect_opts *o)
@@ -496,9 +811,27 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 		return NRR_EXIT_USAGE;
 	}
 	b.self[sl] = '\0';
+	struct vtry *vers = NULL;
+	int nvers = 0, vlo = -1, vhi = -1;
+	if (o->nccl && (nvers = nccl_versions(o->nccl, &vers)) < 0)
+		return NRR_EXIT_USAGE;
+	if (!o->good) {
+		/* the version search alone */
+		ret = bisect_nccl_only(&b, vers, nvers);
+		free(vers);
+		return ret;
+	}
 	if (read_run(o->good, &ga, &topo_a, &rec_a, why_a, sizeof(why_a)) < 0 ||
 	    read_run(o->bad, &ba, &topo_b, &rec_b, why_b, sizeof(why_b)) < 0)
 		goto out;
+	/* the attempts load the NCCL the bad run had, when the fake cluster has it */
+	const char *bad_nccl = nrr_runinfo_get(&ba, "nccl_version", -1);
+	char ndir[PATH_MAX], nwhy[1024];
+	if (bad_nccl && nrr_launch_find_nccl_dir(bad_nccl, ndir, sizeof(ndir), nwhy, sizeof(nwhy)) == 0)
+		b.nccl = bad_nccl;
+	else if (bad_nccl)
+		printf("note: the bad run had NCCL %s, which the fake cluster does not have: the attempts load ncclrr run's "
+		       "default ('ncclrr nccl list')\n", bad_nccl);
 	nch = nrr_runinfo_diff(&ga, &ba, &ch);
 	if (nch == (size_t)-1) {
 		fprintf(stderr, "ncclrr bisect: out of memory\n");
@@ -626,32 +959,8 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 		goto out;
 	}
 
-	/* where the attempts go */
-	if (o->workdir) {
-		if (mkdir(o->workdir, 0755) < 0 && errno != EEXIST) {
-			fprintf(stderr, "ncclrr bisect: cannot create --workdir %s: %s\n", o->workdir, strerror(errno));
-			goto out;
-		}
-		if (!realpath(o->workdir, b.workdir)) {
-			fprintf(stderr, "ncclrr bisect: --workdir %s: %s\n", o->workdir, strerror(errno));
-			goto out;
-		}
-		char probe[PATH_MAX + 16];
-		snprintf(probe, sizeof(probe), "%s/attempt-01", b.workdir);
-		if (access(probe, F_OK) == 0) {
-			fprintf(stderr, "ncclrr bisect: --workdir %s already holds attempts of an earlier bisect; "
-					"give an empty or new directory\n", o->workdir);
-			goto out;
-		}
-	} else {
-		const char *tmp = getenv("TMPDIR");
-		snprintf(b.workdir, sizeof(b.workdir), "%s/ncclrr-bisect.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		if (!mkdtemp(b.workdir)) {
-			fprintf(stderr, "ncclrr bisect: cannot create a directory %s: %s\n", b.workdir, strerror(errno));
-			goto out;
-		}
-		made_workdir = true;
-	}
+	if (make_workdir(&b, &made_workdir) < 0)
+		goto out;
 
 	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
 	sigemptyset(&sa.sa_mask);
@@ -728,13 +1037,35 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 			first_bad = &b.att[i];
 	free(mmask);
 	ret = NRR_EXIT_DIFF;
+	/* and across NCCL versions: the failure needs this set and which NCCL */
+	if (vers) {
+		printf("\n");
+		int vr = nccl_search(&b, vers, nvers, &vlo, &vhi);
+		if (vr < 0)
+			goto restore;
+		printf("the failure needs: ");
+		for (size_t i = 0; i < nmin; i++) {
+			const struct delta *d = &b.d[min[i]];
+			if (d->name && d->bad)
+				printf("%s=%s, ", d->name, d->bad);
+			else if (d->name)
+				printf("%s unset, ", d->name);
+			else
+				printf("topology %s, ", d->shown_bad);
+		}
+		if (vr == 1)
+			nccl_verdict(stdout, &vers[vlo], &vers[vhi]);
+		else
+			printf("any NCCL tried (%s to %s)", vers[0].version, vers[nvers - 1].version);
+		printf("\n");
+	}
 	if (first_bad)
 		print_log_tail(&b, first_bad->no, 3);
 	if (first_bad && b.last_pass >= 0) {
 		const struct attempt *lg = &b.att[b.last_pass];
 		printf("\nncclrr diff of attempt %d (the last that passed) against attempt %d (the first that failed "
 		       "with the minimal set):\n", lg->no, first_bad->no);
-		int dr = run_diff(&b, lg->dir, first_bad->dir);
+		int dr = run_diff(&b, lg->dir, first_bad->dir, NULL);
 		if (dr != 0 && dr != 1)
 			printf("ncclrr bisect: 'ncclrr diff %s %s' exited %d: no diff to show\n", lg->dir,
 			       first_bad->dir, dr);
@@ -746,11 +1077,7 @@ restore:
 		fprintf(stderr, "ncclrr bisect: interrupted\n");
 		ret = 130;
 	}
-	if (made_workdir && !o->keep) {
-		nftw(b.workdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	} else {
-		printf("attempts kept in %s (attempt-NN: the traces, attempt-NN.log: the output, cluster-good/ and cluster-bad/: the cluster files they ran on)\n", b.workdir);
-	}
+	keep_or_remove(&b, made_workdir);
 out:
 	for (size_t i = 0; i < b.natt; i++) {
 		free(b.att[i].mask);
@@ -772,6 +1099,7 @@ out:
 	free(rec_b);
 	free(copy_good);
 	free(copy_bad);
+	free(vers);
 	nrr_runinfo_free(&ga);
 	nrr_runinfo_free(&ba);
 	return ret;

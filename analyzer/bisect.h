@@ -23,6 +23,9 @@ struct nrr_bisect_opts {
 	const char *workdir;      /* NULL: a temporary directory */
 	bool keep;                /* keep the temporary directory */
 	double timeout_s;         /* per attempt */
+	bool timeout_given;       /* --timeout was given (else a rerun takes its own) */
+	const char *nccl;         /* --nccl: versions to bisect ("all", "V1..V2",
+				   * "V1,V2,..."), or NULL */
 	const char *topo;         /* cluster file of the good run, when its own is gone */
 	bool dry_run;             /* list the differences, run nothing */
 	char *const *argv;        /* the program and its arguments, NULL-terminated */

@@ -9,8 +9,10 @@
 #include "cmds.h"
 
 const char cmd_bisect_usage[] =
-"Usage: ncclrr bisect --good A --bad B [--timeout S] [--workdir DIR] [--keep]\n"
-"                     [--topo FILE] [--dry-run] -- PROGRAM [ARGS]\n"
+"Usage: ncclrr bisect --good A --bad B [--nccl VERSIONS] [--timeout S] [--workdir DIR]\n"
+"                     [--keep] [--topo FILE] [--dry-run] -- PROGRAM [ARGS]\n"
+"       ncclrr bisect --nccl VERSIONS --bad B [--timeout S] [--workdir DIR] [--keep]\n"
+"                     -- PROGRAM [ARGS]\n"
 "\n"
 "Find the smallest set of differences between a good run A and a bad run B\n"
 "(each a run directory or trace file recorded under 'ncclrr run') that still\n"
@@ -27,11 +29,25 @@ const char cmd_bisect_usage[] =
 "(ddmin): the result is 1-minimal, removing any one of its differences makes\n"
 "the run pass. Outcomes are cached per subset.\n"
 "\n"
+"With --nccl, B is also rerun with other NCCL versions of the fake cluster\n"
+"('ncclrr nccl list'): 'ncclrr replay --rerun B --nccl V -- PROGRAM', the\n"
+"recorded answers and environment with NCCL V, recorded in DIR/nccl-V. A\n"
+"version where every rank ends as recorded has the failure; one where a rank\n"
+"does not has it gone. The oldest and the newest release are tried first, then\n"
+"the range is halved until the two versions either side of the change are\n"
+"found; then 'ncclrr diff --api ...' of those two reruns shows how their\n"
+"socket calls differ. With --good too, the environment search comes first and\n"
+"the answer names both: the failure needs SET and NCCL <= V1 (gone in V2).\n"
+"\n"
 "Options:\n"
-"  --good A          the run that worked (required)\n"
+"  --good A          the run that worked (required without --nccl)\n"
 "  --bad B           the run that failed (required)\n"
+"  --nccl VERSIONS   also bisect across NCCL versions: 'all' (every version of\n"
+"                    the fake cluster), V1..V2 (those in that range) or\n"
+"                    V1,V2,... (at least two)\n"
 "  --timeout S       seconds per attempt (default 120); a run that takes longer\n"
-"                    is killed and counts as failing\n"
+"                    is killed and counts as failing. Version reruns take the\n"
+"                    rerun's own default (from the recording) unless given\n"
 "  --workdir DIR     keep the attempts (traces and output) in DIR (created if\n"
 "                    needed; must not hold an earlier bisect's attempts)\n"
 "  --keep            keep the temporary directory used without --workdir\n"
@@ -44,12 +60,15 @@ const char cmd_bisect_usage[] =
 "pass or fail, seconds), the minimal failing set, then 'ncclrr diff' of the\n"
 "last attempt that passed against the first that failed with the minimal set.\n"
 "\n"
-"Exit status: 1 a minimal failing set was found; 0 the bad configuration does\n"
-"not fail when re-run; 2 bad usage, unreadable traces, or the good\n"
-"configuration fails when re-run; 130 interrupted.\n"
+"Exit status: 1 a minimal failing set (or a version boundary) was found; 0 the\n"
+"bad configuration does not fail when re-run (versions: the outcome is the same\n"
+"with every version tried); 2 bad usage, unreadable traces, a rerun that could\n"
+"not say, or the good configuration fails when re-run; 130 interrupted.\n"
 "\n"
 "Example:\n"
-"  ncclrr bisect --good runs/monday --bad runs/tuesday -- ./conn_setup --no-nccl\n";
+"  ncclrr bisect --good runs/monday --bad runs/tuesday -- ./conn_setup --no-nccl\n"
+"  # NCCL 2.22's bootstrap race (traces/nccl/bootstrap_race): which release fixed it?\n"
+"  WL_USE_COMM_ID=1 ncclrr bisect --nccl all --bad traces/nccl/bootstrap_race -- ./init_allreduce\n";
 
 int cmd_bisect(int argc, char **argv)
 {
@@ -61,6 +80,7 @@ int cmd_bisect(int argc, char **argv)
 		{ "keep", no_argument, NULL, 'k' },
 		{ "topo", required_argument, NULL, 'T' },
 		{ "dry-run", no_argument, NULL, 'n' },
+		{ "nccl", required_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nrr_bisect_opts o = { .timeout_s = 120 };
@@ -75,12 +95,14 @@ int cmd_bisect(int argc, char **argv)
 		case 'k': o.keep = true; break;
 		case 'T': o.topo = optarg; break;
 		case 'n': o.dry_run = true; break;
+		case 'N': o.nccl = optarg; break;
 		case 't': {
 			char *e;
 			o.timeout_s = strtod(optarg, &e);
 			if (e == optarg || *e || !(o.timeout_s > 0) || o.timeout_s > 1e6)
 				return nrr_cli_usage_error("bisect", "--timeout needs a positive number of seconds, not '%s'",
 							   optarg);
+			o.timeout_given = true;
 			break;
 		}
 		case ':':
@@ -89,8 +111,10 @@ int cmd_bisect(int argc, char **argv)
 			return nrr_cli_usage_error("bisect", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (!o.good || !o.bad)
-		return nrr_cli_usage_error("bisect", "both --good A and --bad B are required");
+	if (!o.bad || (!o.good && !o.nccl))
+		return nrr_cli_usage_error("bisect", "--bad B and either --good A or --nccl VERSIONS (or both) are required");
+	if (o.dry_run && !o.good)
+		return nrr_cli_usage_error("bisect", "--dry-run lists the differences between --good and --bad");
 	if (optind >= argc)
 		return nrr_cli_usage_error("bisect", "no program given: ncclrr bisect --good A --bad B -- PROGRAM [ARGS]");
 	o.argv = argv + optind;

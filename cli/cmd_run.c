@@ -45,7 +45,9 @@ const char cmd_run_usage[] =
 "                       relinked against ncclrr's CUDA runtime by scripts/nccl.sh\n"
 "                       (e.g. 2.22.3, 2.29.7), or a libnccl.so.2 (or its directory).\n"
 "                       Default: $NCCLRR_NCCL_DIR, else 2.22.3, else any version\n"
-"                       relinked; none: the system's libnccl.so.2, if any\n"
+"                       relinked; none: the system's libnccl.so.2, if any.\n"
+"                       --nccl also sets NCCLRR_NCCL (the path ncclrr's workloads\n"
+"                       dlopen) to that libnccl.so.2\n"
 "  --wrap               wrapper mode: set up this one process as a rank of an\n"
 "                       outer launcher and exec PROGRAM (see below)\n"
 "  -h, --help           this text;  --version  the version\n"
@@ -108,7 +110,8 @@ int cmd_run(int argc, char **argv)
 	const char *topo = NULL, *comm_id = NULL, *nccl = NULL;
 	int np = 0, wrap = 0;
 	double timeout = 0;
-	char **user_env = calloc((size_t)argc + 1, sizeof(char *));
+	char **user_env = calloc((size_t)argc + 2, sizeof(char *));
+	char nccl_env[PATH_MAX + 32];
 	char **unset_env = calloc((size_t)argc + 1, sizeof(char *));
 	char **rank_env = calloc((size_t)argc + 1, sizeof(char *));
 	const char **late = calloc((size_t)argc + 1, sizeof(char *));
@@ -283,6 +286,12 @@ int cmd_run(int argc, char **argv)
 	if (nrr_launch_find_nccl_dir(nccl, nccldir, sizeof(nccldir), err, sizeof(err)) == 0) {
 		size_t l = strlen(libdir);
 		snprintf(libdir + l, sizeof(libdir) - l, ":%s", nccldir);
+		/* programs that dlopen NCCL by a path of their own (ncclrr's
+		 * workloads: $NCCLRR_NCCL) load the one asked for too */
+		if (nccl) {
+			snprintf(nccl_env, sizeof(nccl_env), "NCCLRR_NCCL=%s/libnccl.so.2", nccldir);
+			user_env[n_env++] = nccl_env;
+		}
 	} else if (nccl) {
 		fprintf(stderr, "ncclrr run: %s\n", err);
 		nrr_cluster_free(&cluster);

@@ -326,7 +326,10 @@ static int scan(struct coord *x, size_t i)
  * connect refused while the peer is not listening yet: nrr_call_benign(),
  * as diff and hang decide), its process ended well anyway, or a process
  * that ended well had it too (a netlink socket refused); when none ended
- * well (a job killed at its timeout), unless most had it; when the trace
+ * well (a job killed at its timeout), when most had it and one of them
+ * ran on until a signal ended it (not when each one that had it exited
+ * right after: NCCL 2.22's bootstrap race fails 7 of 8 ranks the same
+ * way); when the trace
  * does not say how its process ended (LTTng), a refused connect is a
  * retry, not the failure. */
 static void mark_benign(struct coord *x)
@@ -339,7 +342,7 @@ static void mark_benign(struct coord *x)
 		if ((e->benign = e->api_benign))
 			continue;
 		size_t have = 0;
-		bool in_ok = false;
+		bool in_ok = false, in_survivor = false;
 		for (size_t i = 0; i < x->n; i++) {
 			bool found = false;
 			for (size_t b = 0; b < x->nerr && !found; b++)
@@ -347,6 +350,7 @@ static void mark_benign(struct coord *x)
 			if (found) {
 				have++;
 				in_ok |= !strcmp(x->pi[i].end, "exit 0");
+				in_survivor |= strncmp(x->pi[i].end, "exit ", 5) != 0;
 			}
 		}
 		if (!strcmp(x->pi[e->proc].end, "exit 0") || !strcmp(x->pi[e->proc].end, "exec"))
@@ -356,7 +360,7 @@ static void mark_benign(struct coord *x)
 		else if (!x->pi[e->proc].end[0] && !strcmp(e->fn, "connect") && strstr(e->res, "ECONNREFUSED"))
 			e->benign = true;   /* no end recorded (LTTng): a refused connect is a retry */
 		else
-			e->benign = 2 * have > x->n;
+			e->benign = 2 * have > x->n && in_survivor;
 	}
 }
 

@@ -29,6 +29,22 @@ rec() {
 		"$ncclrr" run --nccl "$NCCLRR_NCCL" --topo "$topo" --timeout "$t" "$@" -- "$wl" >"$here/$name.log" 2>&1 || true
 }
 
+# bootstrap_race: NCCL 2.22's bootstrap bug (NVIDIA/nccl#1515) with a late
+# root. Every rank takes NCCL_COMM_ID (WL_USE_COMM_ID=1: no out-of-band id)
+# and rank 0, which opens the bootstrap root inside ncclCommInitRank, starts
+# 3 s after the others (ncclrr run --start-late, as a node that boots
+# late): each other rank's connect to the root is refused, NCCL retries on
+# the same socket and gets ECONNABORTED. 8 ranks of init_allreduce on
+# 2node_8gpu_pcie: the race needs no more, and sid's NCCL reruns it in
+# seconds (16 ranks of tp_dp take it a minute on 2 cores).
+rec_race() {
+	local name=bootstrap_race
+	rm -rf "${here:?}/$name"
+	WL_USE_COMM_ID=1 "$ncclrr" record -q -o "$here/$name" -- \
+		"$ncclrr" run --nccl "$NCCLRR_NCCL" --topo "$root/topo/2node_8gpu_pcie.xml" --timeout 10 \
+		--start-late 0:3 -- "$build/tests/workloads/init_allreduce" >"$here/$name.log" 2>&1 || true
+}
+
 # rank_killed: SIGKILL rank 5 once it has joined the bootstrap (its first
 # line is printed before ncclCommInitRank), while its peers connect
 rec_killed() {
@@ -68,11 +84,14 @@ run_one() {
 		--rank-env '8:NCCLRR_FAULT=connect:thread=NCCL Service:nth=1:ECONNREFUSED' ;;
 	bad_ifname) rec bad_ifname 20 --rank-env 5:NCCL_SOCKET_IFNAME=nosuchif0 ;;
 	rank_killed) rec_killed ;;
+	bootstrap_race) rec_race ;;
 	esac
 	rm -f "$here/$n/nccl-topo.xml"
-	"$ncclrr" replay --topo "$topo" "$here/$n" | "$here/../replay/normalize.sh" >"$here/$n.expected" || true
+	local t=$topo
+	[ "$n" = bootstrap_race ] && t=$root/topo/2node_8gpu_pcie.xml
+	"$ncclrr" replay --topo "$t" "$here/$n" | "$here/../replay/normalize.sh" >"$here/$n.expected" || true
 	echo "$n: $(du -sh "$here/$n" | cut -f1), $(grep -c . "$here/$n.log") lines of output"
 }
-for n in clean p2p_ipc_open cumem_import net_connect bad_ifname rank_killed; do
+for n in clean p2p_ipc_open cumem_import net_connect bad_ifname rank_killed bootstrap_race; do
 	run_one "$n"
 done
