@@ -17,7 +17,7 @@ check() { # name, condition result
 
 "$ncclrr" --help >"$tmp/out" 2>&1; check "ncclrr --help" $?
 "$ncclrr" --version | grep -q '^ncclrr [0-9]'; check "ncclrr --version" $?
-for cmd in dump stats record run diff bisect hang export; do
+for cmd in dump stats record run diff bisect hang export replay nccl; do
 	"$ncclrr" "$cmd" --help >"$tmp/help" 2>&1; grep -q "^Usage: ncclrr $cmd" "$tmp/help"; check "$cmd --help" $?   # (read whole: grep -q would leave ncclrr a SIGPIPE)
 	"$ncclrr" "$cmd" --version | grep -q "^ncclrr $cmd "; check "$cmd --version" $?
 done
@@ -82,6 +82,30 @@ head -c 100 /bin/sh >"$tmp/foreign.nrt"
 [ $r -eq 2 ] && grep -q 'not an ncclrr trace' "$tmp/err"; check "foreign file: bad magic message" $?
 : >"$tmp/zero.nrt"
 "$ncclrr" stats "$tmp/zero.nrt" >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] && grep -q 'shorter than' "$tmp/err"; check "empty file message" $?
+
+# nccl: usage, and a list that is JSON and agrees with the text (with no
+# NCCL relinked: exit 1 and how to get one)
+"$ncclrr" nccl >/dev/null 2>&1; [ $? -eq 2 ]; check "nccl without an action exits 2" $?
+"$ncclrr" nccl remove 2.22.3 >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] && grep -q "unknown action 'remove'" "$tmp/err"; check "nccl unknown action" $?
+"$ncclrr" nccl list >"$tmp/nl" 2>"$tmp/err"; r=$?
+if [ $r -eq 0 ]; then
+	"$ncclrr" nccl list --json >"$tmp/nl.json"
+	python3 -c '
+import json, sys
+v = json.load(open(sys.argv[1]))
+text = [l.split()[0] for l in open(sys.argv[2]) if l[:1].isdigit()]
+assert [x["version"] for x in v] == text, (v, text)
+for x in v:
+    assert x["library"].endswith("/" + x["version"] + "/libnccl.so.2"), x
+    assert x["runtime_missing"] == "", x   # ncclrr'"'"'s runtime has what each calls
+' "$tmp/nl.json" "$tmp/nl"; check "nccl list --json agrees with the text, nothing missing" $?
+else
+	[ $r -eq 1 ] && grep -q 'scripts/nccl.sh setup' "$tmp/err"; check "nccl list with no NCCL: exit 1 and the fix" $?
+fi
+# bisect --nccl without two versions, and its usage rules
+"$ncclrr" bisect --nccl 0.0.1,0.0.2 --bad "$golden" -- true >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] && grep -q 'has no NCCL 0.0.1' "$tmp/err"; check "bisect --nccl with unknown versions" $?
+"$ncclrr" bisect --bad "$golden" -- true >/dev/null 2>&1; [ $? -eq 2 ]; check "bisect needs --good or --nccl" $?
+"$ncclrr" replay --nccl 2.22.3 "$golden" >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] && grep -q -- '--nccl is for --rerun' "$tmp/err"; check "replay --nccl without --rerun" $?
 
 # progress line: only on a terminal (or forced), on stderr, never in the output
 NCCLRR_PROGRESS=1 "$ncclrr" stats "$golden" >"$tmp/stats2.txt" 2>"$tmp/err"
