@@ -105,10 +105,8 @@ int cmd_bisect(int argc, char **argv)
 			o.timeout_given = true;
 			break;
 		}
-		case ':':
-			return nrr_cli_usage_error("bisect", "%s needs a value", argv[optind - 1]);
 		default:
-			return nrr_cli_usage_error("bisect", "unknown option '%s'", argv[optind - 1]);
+			return nrr_cli_opt_error("bisect", c, argv[optind - 1]);
 		}
 	}
 	if (!o.bad || (!o.good && !o.nccl))

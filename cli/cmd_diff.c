@@ -63,7 +63,7 @@ int cmd_diff(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			if (parse_num(optarg, 0, 32, &o.context))
@@ -76,7 +76,7 @@ int cmd_diff(int argc, char **argv)
 		case 'j': o.json = true; break;
 		case 'a': o.api = optarg; break;
 		default:
-			return nrr_cli_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
+			return nrr_cli_opt_error("diff", c, argv[optind - 1]);
 		}
 	}
 	if (argc - optind != 2)

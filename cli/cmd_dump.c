@@ -87,7 +87,7 @@ int cmd_dump(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': ranks = optarg; break;
 		case 'a': api = optarg; break;
@@ -102,7 +102,7 @@ int cmd_dump(int argc, char **argv)
 				return nrr_cli_usage_error("dump", "--to wants seconds, got '%s'", optarg);
 			break;
 		default:
-			return nrr_cli_usage_error("dump", "unknown option '%s'", argv[optind - 1]);
+			return nrr_cli_opt_error("dump", c, argv[optind - 1]);
 		}
 	}
 

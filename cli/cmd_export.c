@@ -71,18 +71,14 @@ int cmd_export(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': chrome = optarg; break;
 		case 'H': html = optarg; break;
 		case 't': ctf = optarg; break;
 		case 'r': ranks = optarg; break;
-		case '?':
-			if (optopt)
-				return nrr_cli_usage_error("export", "option '%s' needs an argument", argv[optind - 1]);
-			return nrr_cli_usage_error("export", "unknown option '%s'", argv[optind - 1]);
 		default:
-			return nrr_cli_usage_error("export", "unknown option '%s'", argv[optind - 1]);
+			return nrr_cli_opt_error("export", c, argv[optind - 1]);
 		}
 	}
 	if (!chrome && !html && !ctf)

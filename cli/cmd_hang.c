@@ -76,10 +76,8 @@ int cmd_hang(int argc, char **argv)
 		switch (c) {
 		case 'j': json = true; break;
 		case 'd': dot = optarg; break;
-		case ':':
-			return nrr_cli_usage_error("hang", "option '%s' wants a value", argv[optind - 1]);
 		default:
-			return nrr_cli_usage_error("hang", "unknown option '%s'", argv[optind - 1]);
+			return nrr_cli_opt_error("hang", c, argv[optind - 1]);
 		}
 	}
 	struct nrr_inputs in;

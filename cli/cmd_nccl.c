@@ -120,12 +120,12 @@ int cmd_nccl(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "v", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":v", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
 		case 'v': verbose = true; break;
 		default:
-			return nrr_cli_usage_error("nccl", "unknown option '%s'", argv[optind - 1]);
+			return nrr_cli_opt_error("nccl", c, argv[optind - 1]);
 		}
 	}
 	if (optind >= argc)

@@ -53,7 +53,8 @@ const char cmd_record_usage[] =
 "  -q, --quiet          no summary line on stderr at the end\n"
 "\n"
 "The exit status is COMMAND's (a COMMAND killed by a signal kills ncclrr record\n"
-"with the same signal); 2 when COMMAND cannot be started or an option is bad.\n"
+"with the same signal); 127 when COMMAND is not found and 126 when it cannot be\n"
+"executed (as a shell says), 2 when an option is bad or fork fails.\n"
 "SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 are passed on to COMMAND.\n"
 "\n"
 "Environment set for COMMAND: LD_PRELOAD (prepended), NCCLRR_TRACE_DIR,\n"
@@ -237,9 +238,9 @@ int cmd_record(int argc, char **argv)
 			continue;
 		}
 		if (!dst)
-			return nrr_cli_usage_error("record", "unknown option '%s'", a);
+			return nrr_cli_opt_error("record", '?', a);
 		if (i + 1 >= argc)
-			return nrr_cli_usage_error("record", "%s needs a value", a);
+			return nrr_cli_opt_error("record", ':', a);
 		*dst = argv[++i];
 	}
 	if (i >= argc)

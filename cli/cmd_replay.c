@@ -232,10 +232,8 @@ int cmd_replay(int argc, char **argv)
 		case 'o':
 			outdir = optarg;
 			break;
-		case ':':
-			return nrr_cli_usage_error("replay", "option '%s' wants a value", argv[optind - 1]);
 		default:
-			return nrr_cli_usage_error("replay", "unknown option '%s'", argv[optind - 1]);
+			return nrr_cli_opt_error("replay", c, argv[optind - 1]);
 		}
 	}
 	if (rerun) {

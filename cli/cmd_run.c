@@ -142,7 +142,7 @@ int cmd_run(int argc, char **argv)
 #define NEED_VAL() do { \
 		if (eq && a[1] == '-') val = eq + 1; \
 		else if (i + 1 < argc) val = argv[++i]; \
-		else { ret = nrr_cli_usage_error("run", "%s needs a value", a); goto end; } \
+		else { ret = nrr_cli_opt_error("run", ':', a); goto end; } \
 	} while (0)
 		if (OPT("--topo")) {
 			NEED_VAL();
@@ -214,7 +214,7 @@ int cmd_run(int argc, char **argv)
 		} else if (OPT("--wrap")) {
 			wrap = 1;
 		} else {
-			ret = nrr_cli_usage_error("run", "unknown option '%s'", a);
+			ret = nrr_cli_opt_error("run", '?', a);
 			goto end;
 		}
 #undef OPT

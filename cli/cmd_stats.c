@@ -122,7 +122,7 @@ int cmd_stats(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': ranks = optarg; break;
 		case 'n': {
@@ -134,7 +134,7 @@ int cmd_stats(int argc, char **argv)
 			break;
 		}
 		default:
-			return nrr_cli_usage_error("stats", "unknown option '%s'", argv[optind - 1]);
+			return nrr_cli_opt_error("stats", c, argv[optind - 1]);
 		}
 	}
 	struct nrr_inputs in;

@@ -43,6 +43,11 @@ int nrr_cli_common(const struct nrr_cmd *cmd, int argc, char **argv);
 /* Print "ncclrr NAME: msg" and a hint to use --help; @return NRR_EXIT_USAGE. */
 int nrr_cli_usage_error(const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* An option getopt_long() refused (@c ':' for a missing value, else
+ * unknown; the option string must start with ':', after any '+') or a
+ * hand parser found without its value (@c ':'): "option '--rank' needs a
+ * value" / "unknown option '--x'".  @return NRR_EXIT_USAGE. */
+int nrr_cli_opt_error(const char *name, int c, const char *opt);
 /* Find a subcommand by name, or NULL. */
 const struct nrr_cmd *nrr_cli_find(const char *name);
 

@@ -20,6 +20,13 @@ static const struct nrr_cmd cmds[] = {
 	{ "export", "write a trace as Chrome/Perfetto JSON, CTF or an HTML report", cmd_export_usage, cmd_export },
 };
 
+int nrr_cli_opt_error(const char *name, int c, const char *opt)
+{
+	if (c == ':')
+		return nrr_cli_usage_error(name, "option '%s' needs a value", opt);
+	return nrr_cli_usage_error(name, "unknown option '%s'", opt);
+}
+
 const struct nrr_cmd *nrr_cli_find(const char *name)
 {
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)

@@ -83,6 +83,24 @@ head -c 100 /bin/sh >"$tmp/foreign.nrt"
 : >"$tmp/zero.nrt"
 "$ncclrr" stats "$tmp/zero.nrt" >/dev/null 2>"$tmp/err"; [ $? -eq 2 ] && grep -q 'shorter than' "$tmp/err"; check "empty file message" $?
 
+# an option without its value says so, the same way in every command
+# (dump --rank said "unknown option '--rank'")
+for cv in "dump --rank" "dump --api" "stats --top" "export --chrome" "hang --dot" "diff --context" "replay --ranks" \
+	"bisect --good" "run --topo" "record -o" "nccl list --bogus"; do
+	# shellcheck disable=SC2086
+	"$ncclrr" $cv >/dev/null 2>"$tmp/err"; r=$?
+	opt=${cv##* }
+	if [ "$opt" = --bogus ]; then want="unknown option '--bogus'"; else want="option '$opt' needs a value"; fi
+	[ $r -eq 2 ] && grep -qF "ncclrr ${cv%% *}: $want" "$tmp/err"; ok=$?
+	check "$cv: '$want' (got: $(head -1 "$tmp/err"))" $ok
+done
+# record's status when COMMAND cannot start is a shell's, as --help and the man page say
+"$ncclrr" record -q -o "$tmp/rec" -- /nonexistent/prog 2>/dev/null; [ $? -eq 127 ]; check "record of a missing program exits 127" $?
+: >"$tmp/noexec"; chmod -x "$tmp/noexec"
+"$ncclrr" record -q -o "$tmp/rec2" -- "$tmp/noexec" 2>/dev/null; [ $? -eq 126 ]; check "record of a non-executable exits 126" $?
+"$ncclrr" record --help >"$tmp/help"; grep -q '127 when COMMAND is not found and 126 when it cannot be' "$tmp/help"; check "record --help states 127/126" $?
+grep -q '^is not found and 126 when it cannot be executed' man/ncclrr-record.1; check "the man page states 127/126" $?
+
 # nccl: usage, and a list that is JSON and agrees with the text (with no
 # NCCL relinked: exit 1 and how to get one)
 "$ncclrr" nccl >/dev/null 2>&1; [ $? -eq 2 ]; check "nccl without an action exits 2" $?
