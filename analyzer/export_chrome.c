@@ -604,9 +604,9 @@ int nrr_export_chrome(struct nrr_inputs *in, const char *path, char *err, size_t
 	const nrr_call *c;
 	size_t ri;
 	struct nrr_progress prog;
-	nrr_progress_init(&prog, "export", in);
+	nrr_progress_init(&prog, in);
 	while ((rc = nrr_merge_next(m, &c, &ri)) == 0) {
-		nrr_progress_note(&prog, ri, c->chunk_offset);
+		nrr_progress_note(&prog, ri, c);
 		on_call(&x, ri, c);
 	}
 	nrr_progress_end(&prog);

@@ -595,7 +595,7 @@ static int read_proc(struct nrr_hang *h, size_t i)
 	}
 	const nrr_call *c;
 	while ((rc = nrr_merge_next(m, &c, NULL)) == 0) {
-		nrr_progress_note(&h->prog, i, c->chunk_offset);
+		nrr_progress_note(&h->prog, i, c);
 		uint64_t w = nrr_reader_wall(r, nrr_call_key(c));
 		if (w > last)
 			last = w;
@@ -1451,7 +1451,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 		return NRR_EXIT_USAGE;
 	}
 	h->cut = nrr_job_stopped_at(h->np, meta_end, h);
-	nrr_progress_init(&h->prog, "hang", in);
+	nrr_progress_init(&h->prog, in);
 	for (size_t i = 0; i < h->np; i++) {
 		int rc = read_proc(h, i);
 		if (rc) {

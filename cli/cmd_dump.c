@@ -136,9 +136,9 @@ int cmd_dump(int argc, char **argv)
 	size_t ri;
 	char who[300];
 	struct nrr_progress prog;
-	nrr_progress_init(&prog, "dump", &in);
+	nrr_progress_init(&prog, &in);
 	while ((rc = nrr_merge_next(m, &call, &ri)) == 0) {
-		nrr_progress_note(&prog, ri, call->chunk_offset);
+		nrr_progress_note(&prog, ri, call);
 		double t = (double)(int64_t)(nrr_reader_wall(in.r[ri], nrr_call_key(call)) - in.base_wall) / 1e9;
 		if (t < from)
 			continue;

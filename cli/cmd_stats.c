@@ -145,7 +145,7 @@ int cmd_stats(int argc, char **argv)
 	struct api_stat *tot = NULL;
 	size_t ntot = 0;
 	struct nrr_progress prog;
-	nrr_progress_init(&prog, "stats", &in);
+	nrr_progress_init(&prog, &in);
 	for (size_t i = 0; i < in.n && ret == NRR_EXIT_OK; i++) {
 		const nrr_schema *s = nrr_reader_schema(in.r[i]);
 		uint32_t nf = nrr_schema_nfns(s);
@@ -169,7 +169,7 @@ int cmd_stats(int argc, char **argv)
 		}
 		const nrr_call *call;
 		while ((rc = nrr_merge_next(m, &call, NULL)) == 0) {
-			nrr_progress_note(&prog, i, call->chunk_offset);
+			nrr_progress_note(&prog, i, call);
 			if (call->kind == NRR_CALL_LOG)
 				st[0].calls++;
 			else

@@ -148,6 +148,7 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 	size_t n = 0, cap = 0;
 	int rc = 0;
 	memset(in, 0, sizeof(*in));
+	in->cmd = cmd;
 	if (npaths < 1)
 		return nrr_cli_usage_error(cmd, "no trace file or directory given");
 	for (int i = 0; i < npaths && !rc; i++)

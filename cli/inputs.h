@@ -10,6 +10,8 @@ struct nrr_inputs {
 	char **who;          /* "host:pid" per reader */
 	char **rank;         /* meta rank or NULL */
 	size_t n;
+	const char *cmd;     /* the command that opened them ("dump"): its messages
+			      * and progress line name it */
 	uint64_t base_wall;  /* earliest file start, wall ns */
 	char *tmpdir;        /* LTTng traces converted to .nrt live here until close */
 	char **tmpfiles;

@@ -17,10 +17,10 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void nrr_progress_init(struct nrr_progress *p, const char *cmd, const struct nrr_inputs *in)
+void nrr_progress_init(struct nrr_progress *p, const struct nrr_inputs *in)
 {
 	memset(p, 0, sizeof(*p));
-	p->cmd = cmd;
+	p->cmd = in->cmd ? in->cmd : "ncclrr";
 	for (size_t i = 0; i < in->n; i++)
 		p->total += nrr_reader_info(in->r[i])->file_size;
 	const char *force = getenv("NCCLRR_PROGRESS");
@@ -30,9 +30,11 @@ void nrr_progress_init(struct nrr_progress *p, const char *cmd, const struct nrr
 		p->on = isatty(STDERR_FILENO) && p->total >= PROGRESS_MIN_BYTES;
 	if (p->on) {
 		p->at = calloc(in->n ? in->n : 1, sizeof(*p->at));
-		if (!p->at)
+		p->ts = calloc(in->n ? in->n : 1, sizeof(*p->ts));
+		if (!p->at || !p->ts)
 			p->on = false;   /* no progress line is better than no answer */
 		p->n = in->n;
+		p->in = in;
 	}
 	p->started_ns = now_ns();
 }
@@ -43,10 +45,17 @@ void nrr_progress_draw(struct nrr_progress *p)
 	if (!p->on || t - p->drawn_ns < 250000000ull)
 		return;
 	p->drawn_ns = t;
-	uint64_t done = 0;
-	for (size_t i = 0; i < p->n; i++)
-		done += p->at[i];
-	double frac = p->total ? (double)done / (double)p->total : 1.0;
+	double done = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		const nrr_file_info *fi = nrr_reader_info(p->in->r[i]);
+		double part;
+		if (fi->end_ts > fi->mono_ns && p->ts[i] >= fi->mono_ns)
+			part = (double)(p->ts[i] - fi->mono_ns) / (double)(fi->end_ts - fi->mono_ns);
+		else
+			part = fi->file_size ? (double)p->at[i] / (double)fi->file_size : 1.0;
+		done += (part > 1.0 ? 1.0 : part) * (double)fi->file_size;
+	}
+	double frac = p->total ? done / (double)p->total : 1.0;
 	if (frac > 1.0)
 		frac = 1.0;
 	double secs = (double)(t - p->started_ns) / 1e9;
@@ -63,5 +72,6 @@ void nrr_progress_end(struct nrr_progress *p)
 		fflush(stderr);
 	}
 	free(p->at);
+	free(p->ts);
 	memset(p, 0, sizeof(*p));
 }
