@@ -198,8 +198,6 @@ static void print_subset(FILE *f, const struct bisect *b, const char *mask)
 		fprintf(f, " (the bad configuration)");
 }
 
-/* Run one attempt: the good configuration with the deltas of @mask.
- * @return 1 fail, 0 pass, -1 could not run (printed). */
 /* Run @argv[0] with @argv, its output into @log, its stdin /dev/null,
  * killed (process group) after @limit s or on SIGINT/SIGTERM.  @return 0
  * with its wait status in *@st (*@killed: the limit killed it), or -1
@@ -249,6 +247,8 @@ static int run_logged(const char *self, char **argv, const char *log, double lim
 	}
 }
 
+/* Run one attempt: the good configuration with the deltas of @mask.
+ * @return 1 fail, 0 pass, -1 could not run (printed). */
 static int attempt(struct bisect *b, const char *mask)
 {
 	for (size_t i = 0; i < b->natt; i++)
