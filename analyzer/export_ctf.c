@@ -44,6 +44,84 @@
 #include "nrt_ctf.h"
 
 const char nrr_ctf_src_description[] = "Read ncclrr native traces (.nrt files)";
+/* ------------------------------------------------ babeltrace.support-info */
+/* Is @path a file that starts with the .nrt magic (FORMAT.md)? */
+static bool nrt_file(const char *path)
+{
+	static const unsigned char magic[8] = { 0x89, 'N', 'R', 'T', '\r', '\n', 0x1a, '\n' };
+	unsigned char b[8];
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return false;
+	bool ok = fread(b, 1, sizeof(b), f) == sizeof(b) && !memcmp(b, magic, sizeof(b));
+	fclose(f);
+	return ok;
+}
+
+/* Does directory @path hold a .nrt trace (not recursively)? */
+static bool nrt_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	bool found = false;
+	struct dirent *e;
+	char f[4096];
+	while (!found && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l > 4 && !strcmp(e->d_name + l - 4, ".nrt") &&
+		    snprintf(f, sizeof(f), "%s/%s", path, e->d_name) < (int)sizeof(f))
+			found = nrt_file(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/* `babeltrace2 DIR` (babeltrace2-convert's discovery) asks each source
+ * whether it reads an input: a run directory holding .nrt traces, or an
+ * .nrt file (weight 1), grouped by directory so that the files of one run
+ * go to one component, as `inputs` of run directories do. */
+bt_component_class_query_method_status nrr_ctf_src_query(bt_self_component_class_source *cls,
+	bt_private_query_executor *qe, const char *object, const bt_value *params, void *method_data,
+	const bt_value **result)
+{
+	(void)cls;
+	(void)qe;
+	(void)method_data;
+	if (strcmp(object, "babeltrace.support-info") != 0)
+		return BT_COMPONENT_CLASS_QUERY_METHOD_STATUS_UNKNOWN_OBJECT;
+	const bt_value *in = params && bt_value_is_map(params) ? bt_value_map_borrow_entry_value_const(params, "input")
+								: NULL;
+	const bt_value *ty = params && bt_value_is_map(params) ? bt_value_map_borrow_entry_value_const(params, "type")
+								: NULL;
+	if (!in || !ty || !bt_value_is_string(in) || !bt_value_is_string(ty))
+		return BT_COMPONENT_CLASS_QUERY_METHOD_STATUS_ERROR;
+	const char *input = bt_value_string_get(in), *type = bt_value_string_get(ty);
+	double weight = 0;
+	char group[4096] = "";
+	if (!strcmp(type, "directory") && nrt_dir(input)) {
+		weight = 1.0;
+	} else if (!strcmp(type, "file") && nrt_file(input)) {
+		weight = 1.0;
+		snprintf(group, sizeof(group), "%s", input);
+		char *slash = strrchr(group, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			snprintf(group, sizeof(group), ".");
+	}
+	bt_value *res = bt_value_map_create();
+	if (!res)
+		return BT_COMPONENT_CLASS_QUERY_METHOD_STATUS_MEMORY_ERROR;
+	if (bt_value_map_insert_real_entry(res, "weight", weight) ||
+	    (group[0] && bt_value_map_insert_string_entry(res, "group", group))) {
+		bt_value_put_ref(res);
+		return BT_COMPONENT_CLASS_QUERY_METHOD_STATUS_MEMORY_ERROR;
+	}
+	*result = res;
+	return BT_COMPONENT_CLASS_QUERY_METHOD_STATUS_OK;
+}
+
 const char nrr_ctf_src_help[] =
 	"Parameter `inputs` (array of strings): .nrt files, or run directories whose\n"
 	"*.nrt files are read.  One CTF trace per file (traced process), one stream per\n"

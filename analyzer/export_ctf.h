@@ -43,6 +43,10 @@ struct nrr_ctf_init {
 bt_component_class_initialize_method_status nrr_ctf_src_init(bt_self_component_source *self,
 	bt_self_component_source_configuration *config, const bt_value *params, void *init_data);
 void nrr_ctf_src_finalize(bt_self_component_source *self);
+/* babeltrace.support-info: lets `babeltrace2 DIR` find .nrt traces itself */
+bt_component_class_query_method_status nrr_ctf_src_query(bt_self_component_class_source *cls,
+	bt_private_query_executor *qe, const char *object, const bt_value *params, void *method_data,
+	const bt_value **result);
 bt_message_iterator_class_initialize_method_status nrr_ctf_it_init(bt_self_message_iterator *it,
 	bt_self_message_iterator_configuration *config, bt_self_component_port_output *port);
 void nrr_ctf_it_finalize(bt_self_message_iterator *it);

@@ -12,6 +12,9 @@
 #   inflight  a stalled run: calls in flight at the end are _enter events with
 #             inflight = 1 (or ncclrr:inflight) and read back as in flight
 #   badinput  a damaged .nrt: a clear error naming file and offset, no crash
+#   discover  `babeltrace2 RUN_DIR` and `babeltrace2 FILE.nrt` find the traces
+#             themselves (babeltrace.support-info), printing what the
+#             explicit source prints; a directory without .nrt is not taken
 set -u
 CASE=$1 NCCLRR=$2 SRCDIR=$3 WL=$4
 BUILD=$(cd "$(dirname "$NCCLRR")/.." && pwd)
@@ -108,6 +111,19 @@ inflight)
 	"$DRIVER" "$T/ctf" "$T/run" || fail "nrr_export_ctf failed"
 	roundtrip "$T/ctf"
 	echo "ok: inflight"
+	;;
+discover)
+	record_fault
+	bt -c source.ncclrr.nrt -p "inputs=[\"$T/run\"]" >"$T/explicit.txt" || fail "babeltrace2 with the explicit source failed"
+	bt "$T/run" >"$T/auto.txt" 2>"$T/auto.err" || { cat "$T/auto.err"; fail "babeltrace2 RUN_DIR found no trace"; }
+	cmp -s "$T/explicit.txt" "$T/auto.txt" || fail "babeltrace2 RUN_DIR prints other events than the explicit source"
+	f=$(ls "$T"/run/*-"$RANK3_PID".nrt)
+	bt -c source.ncclrr.nrt -p "inputs=[\"$f\"]" >"$T/explicit1.txt" || fail "the explicit source on one file failed"
+	bt "$f" >"$T/auto1.txt" 2>"$T/auto1.err" || { cat "$T/auto1.err"; fail "babeltrace2 FILE.nrt found no trace"; }
+	cmp -s "$T/explicit1.txt" "$T/auto1.txt" || fail "babeltrace2 FILE.nrt prints other events than the explicit source"
+	w=$(bt query src.ncclrr.nrt babeltrace.support-info -p "input=\"$T\",type=\"directory\"")
+	[ "$w" = "weight: 0.000000" ] || fail "a directory without .nrt files is claimed: $w"
+	echo "ok: discover ($(wc -l <"$T/auto.txt") events)"
 	;;
 badinput)
 	mkdir -p "$T/bad1" "$T/bad2"
