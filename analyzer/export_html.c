@@ -53,8 +53,11 @@ struct bin {
 #define ROWSIG 16
 struct sig {
 	char txt[200];
-	size_t nrows;
-	size_t last_row;        /* +1; 0: none */
+	size_t nrows;           /* distinct rows (processes) that had it */
+	uint8_t *seen;          /* a bit per row: calls of the rows come
+				 * interleaved in time, so a row is counted
+				 * once by its bit (a "last row" counted it
+				 * again after each other row: "106 of 17") */
 };
 
 struct rowerr {
@@ -192,9 +195,12 @@ static void note_err(struct html *h, size_t row, const nrr_fn_schema *fn, const 
 {
 	struct row *w = &h->rows[row];
 	int s = sig_of(h, txt, true);
-	if (s >= 0 && h->sigs[s].last_row != row + 1) {
-		h->sigs[s].last_row = row + 1;
-		h->sigs[s].nrows++;
+	struct sig *g = s >= 0 ? &h->sigs[s] : NULL;
+	if (g && !g->seen)
+		g->seen = calloc(h->nrows / 8 + 1, 1);
+	if (g && g->seen && !(g->seen[row / 8] & (1u << (row % 8)))) {
+		g->seen[row / 8] |= (uint8_t)(1u << (row % 8));
+		g->nrows++;
 	}
 	for (int i = 0; i < w->nerr; i++)
 		if (w->err[i].sig == s && s >= 0) {
@@ -866,6 +872,8 @@ out:
 	nrr_sbuf_close(&h.sb);
 	free(h.procs);
 	free(h.rows);
+	for (int i = 0; i < h.nsigs; i++)
+		free(h.sigs[i].seen);
 	free(h.row_of);
 	return ret;
 }

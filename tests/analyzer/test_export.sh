@@ -151,6 +151,21 @@ assert re.search(r'<ul class="inflight">\s*<li><b>rank 0 [^<]*</b>: <code>recv \
 assert re.search(r'<ul class="common">\s*<li><code>connect = -1 ECONNREFUSED', d), "retried connect"
 assert re.search(r'<rect class="inflight" [^>]*fill="url\(#hatch\)"', t), "hatched in-flight mark"
 PY
+	# counts per failure kind are of distinct processes, on a 16-rank real
+	# NCCL run whose calls interleave ("connect ... on 7360 of 17
+	# processes" counted a rank again after each other rank)
+	"$NCCLRR" export --html "$T/i.html" "$SRC/traces/nccl/p2p_ipc_open" || fail "export --html of p2p_ipc_open exited $?"
+	python3 - "$T/i.html" <<'PY' || fail "p2p_ipc_open report counts"
+import re, sys
+t = open(sys.argv[1], encoding="utf-8").read()
+counts = [(int(a), int(b)) for a, b in re.findall(r'on (\d+) of (\d+) processes', t)]
+assert counts, "no per-kind counts"
+assert all(0 < a <= b for a, b in counts), counts
+m = re.search(r'Failing calls, earliest first \((\d+) processes of 17\)', t)
+assert m and int(m.group(1)) <= 17, m
+chain = re.search(r'<ol class="chain">(.*?)</ol>', t, re.S).group(1)
+assert "rank 3 (" in re.findall(r'<li>(.*?)</li>', chain, re.S)[0], "rank 3's failure leads"
+PY
 	command -v chromium >/dev/null || { echo "SKIP: Debian chromium is not installed (apt-get install chromium)"; exit 77; }
 	record_fault
 	"$NCCLRR" export --html "$T/r.html" "$T/run" || fail "export --html exited $?"
