@@ -526,6 +526,30 @@ static void put_axis(struct html *h, FILE *f)
 	}
 }
 
+/* A row label that fits the label column (22 characters): the name up
+ * to its " (host:pid)" part, else cut at a word with an ellipsis; the
+ * row's title keeps the whole name ("ncclrr run launcher (v" was cut in
+ * the middle of a word) */
+#define LABEL_CHARS 22
+static void put_short_label(FILE *f, const char *name)
+{
+	size_t n = strlen(name);
+	const char *paren = strstr(name, " (");
+	if (paren && (size_t)(paren - name) <= LABEL_CHARS)
+		n = (size_t)(paren - name);
+	if (n <= LABEL_CHARS) {
+		esc(f, name, n);
+		return;
+	}
+	size_t cut = LABEL_CHARS - 1;
+	while (cut > LABEL_CHARS / 2 && name[cut] != ' ')
+		cut--;
+	if (name[cut] != ' ')
+		cut = LABEL_CHARS - 1;
+	esc(f, name, cut);
+	fputs("\u2026", f);
+}
+
 static void put_labels(struct html *h, FILE *f)
 {
 	/* label every row when there is room, else every k-th */
@@ -543,7 +567,7 @@ static void put_labels(struct html *h, FILE *f)
 			if (h->procs[ri].ranked)
 				fprintf(f, "rank %ld", h->procs[ri].rank);
 			else
-				esc(f, h->procs[ri].name, 22);
+				put_short_label(f, h->procs[ri].name);
 			fputs("</text>", f);
 		}
 		fputs("<title>", f);

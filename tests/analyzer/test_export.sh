@@ -165,6 +165,10 @@ m = re.search(r'Failing calls, earliest first \((\d+) processes of 17\)', t)
 assert m and int(m.group(1)) <= 17, m
 chain = re.search(r'<ol class="chain">(.*?)</ol>', t, re.S).group(1)
 assert "rank 3 (" in re.findall(r'<li>(.*?)</li>', chain, re.S)[0], "rank 3's failure leads"
+# row labels are whole words (the launcher's read "ncclrr run launcher (v")
+labels = re.findall(r'<text x="4" y="[0-9.]+">([^<]*)</text>', t)
+assert "ncclrr run launcher" in labels, labels
+assert all(l.startswith("rank ") or not l.endswith("(v") for l in labels), labels
 PY
 	command -v chromium >/dev/null || { echo "SKIP: Debian chromium is not installed (apt-get install chromium)"; exit 77; }
 	record_fault
