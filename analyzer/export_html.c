@@ -18,6 +18,7 @@
 #include "callfmt.h"
 #include "cmds.h"
 #include "export.h"
+#include "runinfo.h"
 
 #define PLOT_W 1100     /* px of the time axis */
 #define LABEL_W 170
@@ -474,15 +475,27 @@ static void put_header(struct html *h, FILE *f)
 		if ((v = nrr_reader_meta(in->r[i], "argv")))
 			cmd = strncpy(cmdb, v, sizeof(cmdb) - 1);
 	fputs("<h1>ncclrr report</h1>\n<dl class=\"run\">\n<dt>hosts</dt><dd>", f);
+	/* as the job saw them: `ncclrr run`'s virtual hosts (NCCL_HOSTID), not
+	 * the one machine they ran on ("vm (1)" for two virtual hosts) */
 	size_t nh = 0;
+	char machine[256] = "";
+	bool virt = false;
+	for (size_t i = 0; i < in->n && !virt; i++)
+		virt = nrr_reader_meta(in->r[i], "env.NCCL_HOSTID") != NULL;
 	for (size_t i = 0; i < in->n; i++) {
 		char host[256];
-		if (!(v = nrr_reader_meta(in->r[i], "host")))
+		/* with virtual hosts, a process that has none (the launcher)
+		 * ran on the machine, which is named apart */
+		if (virt && !nrr_reader_meta(in->r[i], "env.NCCL_HOSTID"))
+			continue;
+		if (!(v = nrr_runinfo_host(in->r[i])))
 			continue;
 		snprintf(host, sizeof(host), "%s", v);
+		if ((v = nrr_reader_meta(in->r[i], "host")) && virt)
+			snprintf(machine, sizeof(machine), "%s", v);
 		bool seen = false;
 		for (size_t j = 0; j < i; j++) {
-			const char *o = nrr_reader_meta(in->r[j], "host");
+			const char *o = nrr_runinfo_host(in->r[j]);
 			if (o && !strcmp(o, host))
 				seen = true;
 		}
@@ -496,7 +509,14 @@ static void put_header(struct html *h, FILE *f)
 	}
 	if (nh > 8)
 		fprintf(f, " (+%zu more)", nh - 8);
-	fprintf(f, " (%zu)</dd>\n<dt>ranks</dt><dd>%zu", nh, nranked);
+	if (virt) {
+		fprintf(f, " (%zu virtual host%s%s", nh, nh == 1 ? "" : "s", machine[0] ? " on " : "");
+		escs(f, machine);
+		fputs(")", f);
+	} else {
+		fprintf(f, " (%zu)", nh);
+	}
+	fprintf(f, "</dd>\n<dt>ranks</dt><dd>%zu", nranked);
 	if (nranked)
 		fprintf(f, " (%ld-%ld)", lo, hi);
 	fprintf(f, ", %zu traced processes</dd>\n<dt>nccl_version</dt><dd>", in->n);

@@ -383,9 +383,7 @@ int nrr_runinfo_read(struct nrr_runinfo *ri, nrr_reader *const *r, size_t n, cha
 		goto out;
 	}
 	for (size_t i = 0; i < np; i++) {
-		const char *h = nrr_reader_meta(p[i].r, "env.NCCL_HOSTID");
-		if (!h)
-			h = nrr_reader_meta(p[i].r, "host");
+		const char *h = nrr_runinfo_host(p[i].r);
 		/* nrr_reader_meta() returns a buffer that the next call reuses */
 		p[i].host = strdup(h ? h : "?");
 		if (!p[i].host) {
@@ -632,4 +630,10 @@ oom:
 	free(common);
 	free(c);
 	return (size_t)-1;
+}
+
+const char *nrr_runinfo_host(nrr_reader *r)
+{
+	const char *h = nrr_reader_meta(r, "env.NCCL_HOSTID");
+	return h ? h : nrr_reader_meta(r, "host");
 }

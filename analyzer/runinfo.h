@@ -82,6 +82,12 @@ size_t nrr_runinfo_diff(const struct nrr_runinfo *a, const struct nrr_runinfo *b
 
 /* The value of @key for @rank (an item of that rank, else the rank -1
  * item), or NULL. */
+/* The host a process ran on as its job saw it: the virtual host of
+ * `ncclrr run` (NCCL_HOSTID), else the machine (meta host); NULL when
+ * neither is recorded.  The string is the reader's until its next
+ * nrr_reader_meta() call. */
+const char *nrr_runinfo_host(nrr_reader *r);
+
 const char *nrr_runinfo_get(const struct nrr_runinfo *ri, const char *key, int rank);
 
 #endif

@@ -168,6 +168,8 @@ assert "rank 3 (" in re.findall(r'<li>(.*?)</li>', chain, re.S)[0], "rank 3's fa
 # row labels are whole words (the launcher's read "ncclrr run launcher (v")
 labels = re.findall(r'<text x="4" y="[0-9.]+">([^<]*)</text>', t)
 assert "ncclrr run launcher" in labels, labels
+# hosts as the virtual cluster names them (two virtual hosts read "vm (1)")
+assert re.search(r'<dt>hosts</dt><dd>node0, node1 \(2 virtual hosts on [^<]+\)</dd>', t), re.search(r'<dt>hosts</dt><dd>[^<]*', t)
 assert all(l.startswith("rank ") or not l.endswith("(v") for l in labels), labels
 PY
 	command -v chromium >/dev/null || { echo "SKIP: Debian chromium is not installed (apt-get install chromium)"; exit 77; }
