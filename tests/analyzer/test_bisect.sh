@@ -171,8 +171,10 @@ usage)
 		grep -q -- "$msg" "$tmp/ue"; check "$name: says '$msg'" $?
 	}
 	mkdir -p "$tmp/empty"
-	u "no options" 2 "both --good A and --bad B are required"
-	u "no --bad" 2 "both --good A and --bad B are required" --good "$tmp/empty" -- true
+	u "no options" 2 "--bad B and either --good A or --nccl VERSIONS (or both) are required"
+	u "no --bad" 2 "--bad B and either --good A or --nccl VERSIONS (or both) are required" --good "$tmp/empty" -- true
+	u "--bad alone" 2 "--bad B and either --good A or --nccl VERSIONS (or both) are required" --bad "$tmp/empty" -- true
+	u "--dry-run without --good" 2 "--dry-run lists the differences between --good and --bad" --nccl all --bad "$tmp/empty" -n -- true
 	u "no program" 2 "no program given" --good "$tmp/empty" --bad "$tmp/empty"
 	u "bad timeout" 2 "--timeout needs a positive number of seconds, not 'x'" --timeout x --good a --bad b -- true
 	u "missing value" 2 "needs a value" --good
