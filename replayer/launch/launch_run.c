@@ -47,6 +47,20 @@ static int has_file(const char *dir, const char *file)
 	return access(p, R_OK) == 0;
 }
 
+/* The directory of this executable, into @buf; -1 (errno) when
+ * /proc/self/exe cannot be read */
+static int exe_dir(char *buf, size_t size)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *slash = strrchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+	return 0;
+}
+
 int nrr_find_near_exe(const char *envvar, const char *file, const char *const *rel, const char *what, char *buf,
 		      size_t size, char *err, size_t errsize)
 {
@@ -60,15 +74,10 @@ int nrr_find_near_exe(const char *envvar, const char *file, const char *const *r
 		return 0;
 	}
 	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0) {
+	if (exe_dir(exe, sizeof(exe)) < 0) {
 		snprintf(err, errsize, "cannot read /proc/self/exe (%s); set %s", strerror(errno), envvar);
 		return -ENOENT;
 	}
-	exe[n] = '\0';
-	char *slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
 	char cand[PATH_MAX], looked[1024] = "";
 	size_t lo = 0;
 	for (size_t i = 0; rel[i]; i++) {
@@ -122,6 +131,11 @@ static int nccl_at(const char *path, char *buf, size_t size)
 	return 0;
 }
 
+/* Where scripts/nccl.sh's VERSION directories are, relative to the
+ * directory of this executable: the build tree, an install */
+static const char *const nccl_roots[] = { "../nccl", "../lib/ncclrr/nccl", "../lib/*/ncclrr/nccl" };
+#define NCCL_NROOTS (sizeof(nccl_roots) / sizeof(nccl_roots[0]))
+
 int nrr_launch_find_nccl_dir(const char *want, char *buf, size_t size, char *err, size_t errsize)
 {
 	if (want && strchr(want, '/')) {
@@ -131,11 +145,11 @@ int nrr_launch_find_nccl_dir(const char *want, char *buf, size_t size, char *err
 		return -ENOENT;
 	}
 	/* a version relinked by scripts/nccl.sh: the pinned default first */
-	char rel[4][PATH_MAX];
+	char rel[NCCL_NROOTS][PATH_MAX];
 	const char *ver = want ? want : NRR_NCCL_DEFAULT_VERSION;
-	snprintf(rel[0], sizeof(rel[0]), "../nccl/%s", ver);
-	snprintf(rel[1], sizeof(rel[1]), "../lib/ncclrr/nccl/%s", ver);
-	snprintf(rel[2], sizeof(rel[2]), "../lib/*/ncclrr/nccl/%s", ver);
+	for (size_t i = 0; i < NCCL_NROOTS; i++)
+		snprintf(rel[i], sizeof(rel[i]), "%s/%s", nccl_roots[i], ver);
+	_Static_assert(NCCL_NROOTS == 3, "rels below names each root");
 	const char *const rels[] = { rel[0], rel[1], rel[2], want ? NULL : "../nccl/*", NULL };
 	char e2[1024];
 	int rc = nrr_find_near_exe(want ? NULL : "NCCLRR_NCCL_DIR", "libnccl.so.2", rels, "NCCL", buf, size, e2,
@@ -171,20 +185,15 @@ int nrr_launch_nccl_list(struct nrr_nccl_build **out)
 	*out = NULL;
 	size_t n = 0, cap = 0;
 	char exe[PATH_MAX], pat[PATH_MAX + 64];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	exe[len > 0 ? len : 0] = '\0';
-	char *slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
+	bool have_exe = exe_dir(exe, sizeof(exe)) == 0;
 	const char *env = getenv("NCCLRR_NCCL_DIR");
-	const char *const roots[] = { "../nccl", "../lib/ncclrr/nccl", "../lib/*/ncclrr/nccl" };
-	for (size_t i = 0; i <= sizeof(roots) / sizeof(roots[0]); i++) {
-		if (i == 0 && !(env && *env))
+	for (size_t i = 0; i <= NCCL_NROOTS; i++) {
+		if (i == 0 ? !(env && *env) : !have_exe)
 			continue;
 		if (i == 0)
 			snprintf(pat, sizeof(pat), "%s/../*/libnccl.so.2", env);
 		else
-			snprintf(pat, sizeof(pat), "%s/%s/*/libnccl.so.2", exe, roots[i - 1]);
+			snprintf(pat, sizeof(pat), "%s/%s/*/libnccl.so.2", exe, nccl_roots[i - 1]);
 		glob_t g;
 		if (glob(pat, 0, NULL, &g) != 0)
 			continue;
