@@ -114,7 +114,7 @@ int cmd_run(int argc, char **argv)
 	char nccl_env[PATH_MAX + 32];
 	char **unset_env = calloc((size_t)argc + 1, sizeof(char *));
 	char **rank_env = calloc((size_t)argc + 1, sizeof(char *));
-	const char **late = calloc((size_t)argc + 1, sizeof(char *));
+	struct { int rank; double s; } *late = calloc((size_t)argc + 1, sizeof(*late));
 	double *late_s = NULL;
 	size_t n_late = 0;
 	size_t n_env = 0, n_unset = 0, n_rank_env = 0;
@@ -202,7 +202,8 @@ int cmd_run(int argc, char **argv)
 				ret = nrr_cli_usage_error("run", "--start-late needs R:S (a rank and seconds), not '%s'", val);
 				goto end;
 			}
-			late[n_late++] = val;
+			late[n_late].rank = (int)rk;
+			late[n_late++].s = sec;
 			if (rk > max_env_rank)
 				max_env_rank = (int)rk;
 		} else if (OPT("--comm-id")) {
@@ -269,11 +270,8 @@ int cmd_run(int argc, char **argv)
 			nrr_cluster_free(&cluster);
 			goto end;
 		}
-		for (size_t k = 0; k < n_late; k++) {
-			char *e;
-			long rk = strtol(late[k], &e, 10);
-			late_s[rk] = strtod(e + 1, NULL);
-		}
+		for (size_t k = 0; k < n_late; k++)
+			late_s[late[k].rank] = late[k].s;
 	}
 	char libdir[2 * PATH_MAX + 1], nccldir[PATH_MAX];
 	if (nrr_launch_find_fake_libdir(libdir, sizeof(libdir), err, sizeof(err)) < 0) {
