@@ -746,6 +746,27 @@ static void nccl_verdict(FILE *f, const struct vtry *lo, const struct vtry *hi)
 		fprintf(f, "NCCL >= %s (a regression: %s in %s)", hi->version, outcome_word(lo), lo->version);
 }
 
+/* SIGINT and SIGTERM end the running attempt and the search (on_signal);
+ * @old keeps what they did before */
+static void catch_signals(struct sigaction old[2])
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old[0]);
+	sigaction(SIGTERM, &sa, &old[1]);
+}
+
+/* Put back @old; @return @ret, or 130 (said) when a signal came */
+static int release_signals(const struct sigaction old[2], int ret)
+{
+	sigaction(SIGINT, &old[0], NULL);
+	sigaction(SIGTERM, &old[1], NULL);
+	if (!interrupted)
+		return ret;
+	fprintf(stderr, "ncclrr bisect: interrupted\n");
+	return 130;
+}
+
 static void keep_or_remove(const struct bisect *b, bool made)
 {
 	if (made && !b->o->keep)
@@ -763,10 +784,8 @@ static int bisect_nccl_only(struct bisect *b, struct vtry *v, int n)
 	int ret = NRR_EXIT_USAGE, lo = -1, hi = -1;
 	if (make_workdir(b, &made) < 0)
 		return NRR_EXIT_USAGE;
-	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	struct sigaction old[2];
+	catch_signals(old);
 	int r = nccl_search(b, v, n, &lo, &hi);
 	if (r == 1) {
 		printf("the recorded failure needs ");
@@ -783,12 +802,7 @@ static int bisect_nccl_only(struct bisect *b, struct vtry *v, int n)
 	} else if (r == 0) {
 		ret = NRR_EXIT_OK;
 	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	if (interrupted) {
-		fprintf(stderr, "ncclrr bisect: interrupted\n");
-		ret = 130;
-	}
+	ret = release_signals(old, ret);
 	keep_or_remove(b, made);
 	return ret;
 }
@@ -962,10 +976,8 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 	if (make_workdir(&b, &made_workdir) < 0)
 		goto out;
 
-	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	struct sigaction old[2];
+	catch_signals(old);
 
 	/* attempts run on copies of the cluster files the runs keep, named as
 	 * their recordings name them (the name is part of the topology) */
@@ -1071,12 +1083,7 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 			       first_bad->dir, dr);
 	}
 restore:
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	if (interrupted) {
-		fprintf(stderr, "ncclrr bisect: interrupted\n");
-		ret = 130;
-	}
+	ret = release_signals(old, ret);
 	keep_or_remove(&b, made_workdir);
 out:
 	for (size_t i = 0; i < b.natt; i++) {
