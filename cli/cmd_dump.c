@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_dump.c - `ncclrr dump`: one line per recorded call, in time order. */
 #include <errno.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,24 +136,37 @@ int cmd_dump(int argc, char **argv)
 	const nrr_call *call;
 	size_t ri;
 	char who[300];
+	static char obuf[1 << 16];
+	nrr_out o;
+	nrr_out_init(&o, stdout, obuf, sizeof(obuf));
 	struct nrr_progress prog;
 	nrr_progress_init(&prog, &in);
+	int64_t from_ns = from < -9e18 ? INT64_MIN : (int64_t)(from * 1e9);
+	int64_t to_ns = to > 9e18 ? INT64_MAX : (int64_t)(to * 1e9);
 	while ((rc = nrr_merge_next(m, &call, &ri)) == 0) {
 		nrr_progress_note(&prog, ri, call);
-		double t = (double)(int64_t)(nrr_reader_wall(in.r[ri], nrr_call_key(call)) - in.base_wall) / 1e9;
-		if (t < from)
-			continue;
-		if (t >= to)
-			continue;   /* other streams may still be earlier */
+		int64_t t = (int64_t)(nrr_reader_wall(in.r[ri], nrr_call_key(call)) - in.base_wall);
+		if (t < from_ns || t >= to_ns)
+			continue;   /* past --to: other streams may still be earlier */
 		if (api && (call->kind != NRR_CALL || !nrr_name_match(api, call->fn->name)))
 			continue;
 		if (errors && (call->phase == NRR_PHASE_ENTER || !nrr_call_failed(call)))
 			continue;
-		snprintf(who, sizeof(who), "%s/%u", in.who[ri], call->tid);
-		nrr_format_call(stdout, call, t, who);
-		if (putchar('\n') == EOF)
+		size_t wl = strlen(in.who[ri]);
+		if (wl > sizeof(who) - 12)
+			wl = sizeof(who) - 12;
+		memcpy(who, in.who[ri], wl);
+		who[wl] = '/';
+		nrr_out o2;   /* the tid, into who */
+		nrr_out_init(&o2, NULL, who + wl + 1, 11);
+		nrr_out_u64(&o2, call->tid);
+		who[wl + 1 + o2.n] = 0;
+		nrr_out_call(&o, call, t, who);
+		nrr_out_putc(&o, '\n');
+		if (o.err)
 			break;
 	}
+	nrr_out_flush(&o);
 	nrr_progress_end(&prog);
 	int ret = NRR_EXIT_OK;
 	if (rc != NRR_EEOF && rc != 0) {
@@ -162,8 +176,8 @@ int cmd_dump(int argc, char **argv)
 	}
 	nrr_merge_close(m);
 	nrr_inputs_close(&in);
-	if (fflush(stdout) == EOF && errno != EPIPE) {
-		fprintf(stderr, "ncclrr dump: cannot write output: %s\n", strerror(errno));
+	if ((o.err || fflush(stdout) == EOF) && (o.err ? o.err : errno) != EPIPE) {
+		fprintf(stderr, "ncclrr dump: cannot write output: %s\n", strerror(o.err ? o.err : errno));
 		ret = NRR_EXIT_USAGE;
 	}
 	return ret;

@@ -197,45 +197,55 @@ bool nrr_end_by_stop(const char *end, uint64_t end_wall, uint64_t stop)
 	return stop_signal(end) && end_wall >= stop;
 }
 
-static void put_str(FILE *f, const uint8_t *p, uint32_t len, uint32_t total)
+/* "…(N bytes)" after a shortened value */
+static void put_total(nrr_out *o, uint32_t total)
 {
-	uint32_t show = len > 96 ? 96 : len;
-	fputc('"', f);
-	for (uint32_t i = 0; i < show; i++) {
-		uint8_t ch = p[i];
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch == '\n')
-			fputs("\\n", f);
-		else if (ch < 0x20 || ch >= 0x7f)
-			fprintf(f, "\\x%02x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-	if (show < total)
-		fprintf(f, "…(%u bytes)", total);
+	nrr_out_puts(o, "…(");
+	nrr_out_u64(o, total);
+	nrr_out_write(o, " bytes)", 7);
 }
 
-static void put_hex(FILE *f, const uint8_t *p, uint32_t len, uint32_t total)
+static void put_str(nrr_out *o, const uint8_t *p, uint32_t len, uint32_t total)
+{
+	uint32_t show = len > 96 ? 96 : len;
+	nrr_out_putc(o, '"');
+	for (uint32_t i = 0; i < show; i++) {
+		uint8_t ch = p[i];
+		if (ch == '"' || ch == '\\') {
+			nrr_out_putc(o, '\\');
+			nrr_out_putc(o, (char)ch);
+		} else if (ch == '\n') {
+			nrr_out_write(o, "\\n", 2);
+		} else if (ch < 0x20 || ch >= 0x7f) {
+			nrr_out_write(o, "\\x", 2);
+			nrr_out_hexbytes(o, &ch, 1);
+		} else {
+			nrr_out_putc(o, (char)ch);
+		}
+	}
+	nrr_out_putc(o, '"');
+	if (show < total)
+		put_total(o, total);
+}
+
+static void put_hex(nrr_out *o, const uint8_t *p, uint32_t len, uint32_t total)
 {
 	uint32_t show = len > 16 ? 16 : len;
 	if (!total) {
-		fputs("<>", f);
+		nrr_out_write(o, "<>", 2);
 		return;
 	}
-	for (uint32_t i = 0; i < show; i++)
-		fprintf(f, "%02x", p[i]);
+	nrr_out_hexbytes(o, p, show);
 	if (show < total)
-		fprintf(f, "…(%u bytes)", total);
+		put_total(o, total);
 }
 
-static void put_sockaddr(FILE *f, const uint8_t *p, uint32_t len, uint32_t total)
+static void put_sockaddr(nrr_out *o, const uint8_t *p, uint32_t len, uint32_t total)
 {
 	char host[INET6_ADDRSTRLEN];
 	sa_family_t fam;
 	if (len < sizeof(fam)) {
-		put_hex(f, p, len, total);
+		put_hex(o, p, len, total);
 		return;
 	}
 	memcpy(&fam, p, sizeof(fam));
@@ -243,86 +253,107 @@ static void put_sockaddr(FILE *f, const uint8_t *p, uint32_t len, uint32_t total
 		struct sockaddr_in in;
 		memcpy(&in, p, sizeof(in));
 		inet_ntop(AF_INET, &in.sin_addr, host, sizeof(host));
-		fprintf(f, "%s:%u", host, ntohs(in.sin_port));
+		nrr_out_puts(o, host);
+		nrr_out_putc(o, ':');
+		nrr_out_u64(o, ntohs(in.sin_port));
 	} else if (fam == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
 		struct sockaddr_in6 in6;
 		memcpy(&in6, p, sizeof(in6));
 		inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof(host));
-		fprintf(f, "[%s]:%u", host, ntohs(in6.sin6_port));
+		nrr_out_putc(o, '[');
+		nrr_out_puts(o, host);
+		nrr_out_write(o, "]:", 2);
+		nrr_out_u64(o, ntohs(in6.sin6_port));
 	} else if (fam == AF_UNIX) {
 		uint32_t off = (uint32_t)offsetof(struct sockaddr_un, sun_path);
-		fputs("unix:", f);
+		nrr_out_write(o, "unix:", 5);
 		if (len > off && p[off] == 0 && len > off + 1) {
-			fputc('@', f);
-			put_str(f, p + off + 1, len - off - 1, len - off - 1);
+			nrr_out_putc(o, '@');
+			put_str(o, p + off + 1, len - off - 1, len - off - 1);
 		} else if (len > off) {
 			uint32_t n = (uint32_t)strnlen((const char *)p + off, len - off);
-			put_str(f, p + off, n, n);
+			put_str(o, p + off, n, n);
 		}
 	} else {
-		fprintf(f, "af%u:", fam);
-		put_hex(f, p, len, total);
+		nrr_out_write(o, "af", 2);
+		nrr_out_u64(o, fam);
+		nrr_out_putc(o, ':');
+		put_hex(o, p, len, total);
 	}
 }
 
-void nrr_format_value(FILE *f, const nrr_arg_schema *a, const nrr_value *v)
+static void put_ptr(nrr_out *o, uint64_t v)
+{
+	if (v) {
+		nrr_out_write(o, "0x", 2);
+		nrr_out_hex(o, v);
+	} else {
+		nrr_out_write(o, "NULL", 4);
+	}
+}
+
+void nrr_out_value(nrr_out *o, const nrr_arg_schema *a, const nrr_value *v)
 {
 	const char *name;
 	switch (a->fmt) {
 	case NRR_FMT_U:
-		fprintf(f, "%llu", (unsigned long long)v->u);
+		nrr_out_u64(o, v->u);
 		break;
 	case NRR_FMT_I:
-		fprintf(f, "%lld", (long long)v->u);
+		nrr_out_i64(o, (int64_t)v->u);
 		break;
 	case NRR_FMT_BOOL:
-		fputs(v->u ? "true" : "false", f);
+		nrr_out_puts(o, v->u ? "true" : "false");
 		break;
 	case NRR_FMT_ENUM:
 		name = nrr_enum_name(a->table, (int64_t)v->u);
 		if (name)
-			fputs(name, f);
+			nrr_out_puts(o, name);
 		else
-			fprintf(f, "%lld", (long long)v->u);
+			nrr_out_i64(o, (int64_t)v->u);
 		break;
 	case NRR_FMT_FLAGS: {
 		uint64_t left = v->u;
 		bool any = false;
 		if (!left) {
 			name = nrr_enum_name(a->table, 0);
-			fputs(name ? name : "0", f);
+			nrr_out_puts(o, name ? name : "0");
 			break;
 		}
 		for (uint32_t i = 0; a->table && i < a->table->n; i++) {
 			uint64_t bit = (uint64_t)a->table->values[i];
 			if (bit && (left & bit) == bit) {
-				fprintf(f, "%s%s", any ? "|" : "", a->table->names[i]);
+				if (any)
+					nrr_out_putc(o, '|');
+				nrr_out_puts(o, a->table->names[i]);
 				left &= ~bit;
 				any = true;
 			}
 		}
-		if (left)
-			fprintf(f, "%s0x%llx", any ? "|" : "", (unsigned long long)left);
+		if (left) {
+			if (any)
+				nrr_out_putc(o, '|');
+			nrr_out_write(o, "0x", 2);
+			nrr_out_hex(o, left);
+		}
 		break;
 	}
 	case NRR_FMT_FD:
-		fprintf(f, "fd:%lld", (long long)v->u);
+		nrr_out_write(o, "fd:", 3);
+		nrr_out_i64(o, (int64_t)v->u);
 		break;
 	case NRR_FMT_HANDLE:
 	case NRR_FMT_X:
-		if (v->u)
-			fprintf(f, "0x%llx", (unsigned long long)v->u);
-		else
-			fputs("NULL", f);
+		put_ptr(o, v->u);
 		break;
 	case NRR_FMT_STR:
-		put_str(f, v->p, v->len, v->total);
+		put_str(o, v->p, v->len, v->total);
 		break;
 	case NRR_FMT_SOCKADDR:
-		put_sockaddr(f, v->p, v->len, v->total);
+		put_sockaddr(o, v->p, v->len, v->total);
 		break;
 	default:
-		put_hex(f, v->p, v->len, v->total);
+		put_hex(o, v->p, v->len, v->total);
 		break;
 	}
 }
@@ -335,166 +366,265 @@ static bool is_msghdr(const nrr_fn_schema *fn, const nrr_arg_schema *a)
 }
 
 /* {len=N, head=HEX, fds=[…], name=ADDR}: name only when recorded and set. */
-static void put_msghdr(FILE *f, const nrr_arg_schema *a, const nrr_value *v)
+static void put_msghdr(nrr_out *o, const nrr_arg_schema *a, const nrr_value *v)
 {
 	nrr_msghdr_rec m;
 	if (nrr_msghdr_decode(v, &m)) {
-		nrr_format_value(f, a, v);
+		nrr_out_value(o, a, v);
 		return;
 	}
-	fprintf(f, "{len=%llu, head=", (unsigned long long)m.len);
-	put_hex(f, m.head, m.head_len, m.head_len);
+	nrr_out_write(o, "{len=", 5);
+	nrr_out_u64(o, m.len);
+	nrr_out_write(o, ", head=", 7);
+	put_hex(o, m.head, m.head_len, m.head_len);
 	if (m.nfd) {
-		fputs(", fds=[", f);
-		for (uint32_t i = 0; i < m.nfd; i++)
-			fprintf(f, "%s%lld", i ? "," : "", (long long)m.fds[i]);
-		fputc(']', f);
+		nrr_out_write(o, ", fds=[", 7);
+		for (uint32_t i = 0; i < m.nfd; i++) {
+			if (i)
+				nrr_out_putc(o, ',');
+			nrr_out_i64(o, m.fds[i]);
+		}
+		nrr_out_putc(o, ']');
 	}
 	if (m.name_len) {
-		fputs(", name=", f);
-		put_sockaddr(f, m.name, m.name_len, m.name_len);
+		nrr_out_write(o, ", name=", 7);
+		put_sockaddr(o, m.name, m.name_len, m.name_len);
 	}
-	fputc('}', f);
+	nrr_out_putc(o, '}');
 }
 
 /* sendmmsg's / recvmmsg's `msgvec`: [{len=N, head=HEX, name=ADDR}, …] */
-static void put_mmsg(FILE *f, const nrr_arg_schema *a, const nrr_value *v)
+static void put_mmsg(nrr_out *o, const nrr_arg_schema *a, const nrr_value *v)
 {
 	nrr_mmsg_rec m[NRR_MMSG_MAX];
 	int n = nrr_mmsg_decode(v, m, NRR_MMSG_MAX);
 	if (n < 0) {
-		nrr_format_value(f, a, v);
+		nrr_out_value(o, a, v);
 		return;
 	}
-	fputc('[', f);
+	nrr_out_putc(o, '[');
 	for (int i = 0; i < n; i++) {
-		fprintf(f, "%s{len=%llu, head=", i ? ", " : "", (unsigned long long)m[i].len);
-		put_hex(f, m[i].head, m[i].head_len, m[i].head_len);
+		if (i)
+			nrr_out_write(o, ", ", 2);
+		nrr_out_write(o, "{len=", 5);
+		nrr_out_u64(o, m[i].len);
+		nrr_out_write(o, ", head=", 7);
+		put_hex(o, m[i].head, m[i].head_len, m[i].head_len);
 		if (m[i].name_len) {
-			fputs(", name=", f);
-			put_sockaddr(f, m[i].name, m[i].name_len, m[i].name_len);
+			nrr_out_write(o, ", name=", 7);
+			put_sockaddr(o, m[i].name, m[i].name_len, m[i].name_len);
 		}
-		fputc('}', f);
+		nrr_out_putc(o, '}');
 	}
-	fputc(']', f);
+	nrr_out_putc(o, ']');
 }
 
-void nrr_format_args(FILE *f, const nrr_call *c)
+void nrr_out_args(nrr_out *o, const nrr_call *c)
 {
-	bool first = true;
 	for (unsigned i = 0; i < c->fn->nargs; i++) {
 		const nrr_arg_schema *a = &c->fn->args[i];
-		fprintf(f, "%s%s=", first ? "" : ", ", a->name);
-		first = false;
+		if (i)
+			nrr_out_write(o, ", ", 2);
+		nrr_out_puts(o, a->name);
+		nrr_out_putc(o, '=');
 		if ((c->present >> i & 1) && is_msghdr(c->fn, a))
-			put_msghdr(f, a, &c->args[i]);
+			put_msghdr(o, a, &c->args[i]);
 		else if ((c->present >> i & 1) && a->fmt == NRR_FMT_BYTES && !strcmp(a->name, "msgvec") &&
 			 !strcmp(c->fn->domain, "socket"))
-			put_mmsg(f, a, &c->args[i]);
+			put_mmsg(o, a, &c->args[i]);
 		else if (c->present >> i & 1)
-			nrr_format_value(f, a, &c->args[i]);
+			nrr_out_value(o, a, &c->args[i]);
 		else
-			fputs(c->args_lost && (a->dir & NRR_DIR_IN) ? "?" : "…", f);
+			nrr_out_puts(o, c->args_lost && (a->dir & NRR_DIR_IN) ? "?" : "…");
 	}
 }
 
-void nrr_format_result(FILE *f, const nrr_call *c)
+static void put_errname(nrr_out *o, int e, const char *none)
+{
+	const char *n = strerrorname_np(e);
+	nrr_out_puts(o, n ? n : none);
+}
+
+/* " (Connection refused)": strerror's text without its locale lookup (a
+ * lock per call; the tools never set a locale, so the texts are the same) */
+static void put_errdesc(nrr_out *o, int e)
+{
+	const char *d = strerrordesc_np(e);
+	nrr_out_write(o, " (", 2);
+	if (d)
+		nrr_out_puts(o, d);
+	else
+		nrr_out_puts(o, strerror(e));
+	nrr_out_putc(o, ')');
+}
+
+void nrr_out_result(nrr_out *o, const nrr_call *c)
 {
 	const char *name;
 	switch (c->fn->ret) {
 	case NRR_RET_VOID:
-		fputs("void", f);
+		nrr_out_write(o, "void", 4);
 		break;
 	case NRR_RET_CURESULT:
 	case NRR_RET_CUDART:
 	case NRR_RET_NCCL:
 	case NRR_RET_NVML:
 		name = nrr_enum_name(c->fn->rtable, c->result);
-		fprintf(f, "%s (%lld)", name ? name : "?", (long long)c->result);
+		nrr_out_puts(o, name ? name : "?");
+		nrr_out_write(o, " (", 2);
+		nrr_out_i64(o, c->result);
+		nrr_out_putc(o, ')');
 		break;
 	case NRR_RET_ERRNO:
-		if (c->result == -1)
-			fprintf(f, "-1 %s (%s)", strerrorname_np((int)c->err) ? strerrorname_np((int)c->err) : "E?",
-				strerror((int)c->err));
-		else
-			fprintf(f, "%lld", (long long)c->result);
+		if (c->result == -1) {
+			nrr_out_write(o, "-1 ", 3);
+			put_errname(o, (int)c->err, "E?");
+			put_errdesc(o, (int)c->err);
+		} else {
+			nrr_out_i64(o, c->result);
+		}
 		break;
 	case NRR_RET_POSERR:
-		if (c->result)
-			fprintf(f, "%s (%s)", strerrorname_np((int)c->result) ? strerrorname_np((int)c->result) : "E?",
-				strerror((int)c->result));
-		else
-			fputs("0", f);
+		if (c->result) {
+			put_errname(o, (int)c->result, "E?");
+			put_errdesc(o, (int)c->result);
+		} else {
+			nrr_out_putc(o, '0');
+		}
 		break;
 	case NRR_RET_PTR:
-		if (c->result)
-			fprintf(f, "0x%llx", (unsigned long long)c->result);
-		else if (c->err)
-			fprintf(f, "NULL %s", strerrorname_np((int)c->err) ? strerrorname_np((int)c->err) : "");
-		else
-			fputs("NULL", f);
+		if (c->result) {
+			put_ptr(o, (uint64_t)c->result);
+		} else if (c->err) {
+			nrr_out_write(o, "NULL ", 5);
+			put_errname(o, (int)c->err, "");
+		} else {
+			nrr_out_write(o, "NULL", 4);
+		}
 		break;
 	default:
-		fprintf(f, "%lld", (long long)c->result);
+		nrr_out_i64(o, c->result);
 		break;
 	}
+}
+
+void nrr_out_dur(nrr_out *o, uint64_t ns)
+{
+	if (ns < 1000) {
+		nrr_out_u64(o, ns);
+		nrr_out_write(o, "ns", 2);
+	} else if (ns < 1000000) {
+		nrr_out_fixed(o, (int64_t)ns, 3, 1);
+		nrr_out_write(o, "us", 2);
+	} else if (ns < 1000000000) {
+		nrr_out_fixed(o, (int64_t)ns, 6, 1);
+		nrr_out_write(o, "ms", 2);
+	} else {
+		nrr_out_fixed(o, ns > INT64_MAX ? INT64_MAX : (int64_t)ns, 9, 2);
+		nrr_out_putc(o, 's');
+	}
+}
+
+static void put_indent(nrr_out *o, unsigned depth)
+{
+	for (unsigned i = 0; i < depth; i++)
+		nrr_out_write(o, "  ", 2);
+}
+
+void nrr_out_call(nrr_out *o, const nrr_call *c, int64_t t_ns, const char *who)
+{
+	nrr_out_fixed(o, t_ns, 9, 6);
+	nrr_out_putc(o, ' ');
+	nrr_out_puts(o, who);
+	nrr_out_putc(o, ' ');
+	if (c->kind == NRR_CALL_LOG) {
+		put_indent(o, c->depth);
+		nrr_out_write(o, "log[", 4);
+		nrr_out_u64(o, c->log_level);
+		nrr_out_write(o, "] ", 2);
+		uint32_t n = c->log_len;
+		while (n && (c->log[n - 1] == '\n' || c->log[n - 1] == '\r'))
+			n--;
+		nrr_out_write(o, c->log, n);
+		return;
+	}
+	nrr_out_putc(o, '#');
+	nrr_out_u64(o, c->seq);
+	nrr_out_putc(o, ' ');
+	put_indent(o, c->depth);
+	switch (c->phase) {
+	case NRR_PHASE_ENTER:
+		nrr_out_puts(o, c->fn->name);
+		nrr_out_putc(o, '(');
+		nrr_out_args(o, c);
+		nrr_out_puts(o, " <unfinished ...>");
+		return;
+	case NRR_PHASE_INFLIGHT:
+		nrr_out_puts(o, c->fn->name);
+		nrr_out_putc(o, '(');
+		nrr_out_args(o, c);
+		nrr_out_puts(o, ") <in flight at end of trace, ");
+		nrr_out_dur(o, c->dur);
+		nrr_out_puts(o, " so far>");
+		return;
+	case NRR_PHASE_RESUME:
+		nrr_out_write(o, "<... ", 5);
+		nrr_out_puts(o, c->fn->name);
+		nrr_out_puts(o, " resumed> (");
+		break;
+	default:
+		nrr_out_puts(o, c->fn->name);
+		nrr_out_putc(o, '(');
+		break;
+	}
+	nrr_out_args(o, c);
+	nrr_out_putc(o, ')');
+	if (c->fn->ret != NRR_RET_VOID) {
+		nrr_out_write(o, " = ", 3);
+		nrr_out_result(o, c);
+	}
+	nrr_out_putc(o, ' ');
+	nrr_out_dur(o, c->dur);
+	if (c->repeat) {
+		nrr_out_write(o, " [+", 3);
+		nrr_out_u64(o, c->repeat);
+		nrr_out_write(o, " identical, ", 12);
+		nrr_out_dur(o, c->repeat_ns);
+		nrr_out_putc(o, ']');
+	}
+}
+
+/* The FILE forms: one small buffer on the stack, flushed at the end. */
+#define VIA_OUT(f, ...)                                  \
+	do {                                             \
+		char buf_[1024];                         \
+		nrr_out o_;                              \
+		nrr_out_init(&o_, (f), buf_, sizeof(buf_)); \
+		__VA_ARGS__;                             \
+		nrr_out_flush(&o_);                      \
+	} while (0)
+
+void nrr_format_value(FILE *f, const nrr_arg_schema *a, const nrr_value *v)
+{
+	VIA_OUT(f, nrr_out_value(&o_, a, v));
+}
+
+void nrr_format_args(FILE *f, const nrr_call *c)
+{
+	VIA_OUT(f, nrr_out_args(&o_, c));
+}
+
+void nrr_format_result(FILE *f, const nrr_call *c)
+{
+	VIA_OUT(f, nrr_out_result(&o_, c));
 }
 
 void nrr_format_dur(FILE *f, uint64_t ns)
 {
-	if (ns < 1000)
-		fprintf(f, "%lluns", (unsigned long long)ns);
-	else if (ns < 1000000)
-		fprintf(f, "%.1fus", ns / 1e3);
-	else if (ns < 1000000000)
-		fprintf(f, "%.1fms", ns / 1e6);
-	else
-		fprintf(f, "%.2fs", ns / 1e9);
+	VIA_OUT(f, nrr_out_dur(&o_, ns));
 }
 
 void nrr_format_call(FILE *f, const nrr_call *c, double t_rel, const char *who)
 {
-	fprintf(f, "%.6f %s ", t_rel, who);
-	if (c->kind == NRR_CALL_LOG) {
-		fprintf(f, "%*slog[%u] ", 2 * c->depth, "", c->log_level);
-		uint32_t n = c->log_len;
-		while (n && (c->log[n - 1] == '\n' || c->log[n - 1] == '\r'))
-			n--;
-		fwrite(c->log, 1, n, f);
-		return;
-	}
-	fprintf(f, "#%llu %*s", (unsigned long long)c->seq, 2 * c->depth, "");
-	switch (c->phase) {
-	case NRR_PHASE_ENTER:
-		fprintf(f, "%s(", c->fn->name);
-		nrr_format_args(f, c);
-		fputs(" <unfinished ...>", f);
-		return;
-	case NRR_PHASE_INFLIGHT:
-		fprintf(f, "%s(", c->fn->name);
-		nrr_format_args(f, c);
-		fputs(") <in flight at end of trace, ", f);
-		nrr_format_dur(f, c->dur);
-		fputs(" so far>", f);
-		return;
-	case NRR_PHASE_RESUME:
-		fprintf(f, "<... %s resumed> (", c->fn->name);
-		break;
-	default:
-		fprintf(f, "%s(", c->fn->name);
-		break;
-	}
-	nrr_format_args(f, c);
-	fputs(")", f);
-	if (c->fn->ret != NRR_RET_VOID) {
-		fputs(" = ", f);
-		nrr_format_result(f, c);
-	}
-	fputc(' ', f);
-	nrr_format_dur(f, c->dur);
-	if (c->repeat) {
-		fprintf(f, " [+%llu identical, ", (unsigned long long)c->repeat);
-		nrr_format_dur(f, c->repeat_ns);
-		fputc(']', f);
-	}
+	VIA_OUT(f, nrr_out_call(&o_, c, (int64_t)(t_rel * 1e9 + (t_rel < 0 ? -0.5 : 0.5)), who));
 }

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include "nrt.h"
+#include "textout.h"
 
 /* @return true when the function name @name matches one of @globs
  * (comma-separated fnmatch(3) patterns, e.g. "cuMem*,connect"): the
@@ -93,6 +94,16 @@ static inline uint64_t nrr_end_order(const char *end, uint64_t end_wall, uint64_
 	return nrr_end_by_stop(end, end_wall, stop) && end_wall < stop ? stop : end_wall;
 }
 
+/* The renderings below, into a buffered sink (textout.h): what dump and
+ * every bulk writer use.  @t_ns of nrr_out_call: nanoseconds since the
+ * start of the listing, printed as seconds with 6 decimals. */
+void nrr_out_args(nrr_out *o, const nrr_call *c);
+void nrr_out_value(nrr_out *o, const nrr_arg_schema *a, const nrr_value *v);
+void nrr_out_result(nrr_out *o, const nrr_call *c);
+void nrr_out_dur(nrr_out *o, uint64_t ns);
+void nrr_out_call(nrr_out *o, const nrr_call *c, int64_t t_ns, const char *who);
+
+/* The same into a FILE: */
 /* Write "name=value, …" for the args of @c that are recorded. */
 void nrr_format_args(FILE *f, const nrr_call *c);
 /* Write one value of arg @i of @c. */

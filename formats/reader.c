@@ -1240,68 +1240,68 @@ struct msrc {
 	uint64_t key;   /* wall ns */
 };
 
+struct hent {
+	uint64_t key;   /* its source's key, here so that sifting reads one array */
+	size_t i;       /* index into src */
+};
+
 struct nrr_merge {
 	nrr_reader *const *readers;
 	ZSTD_DCtx *dc;  /* shared by its cursors */
 	struct msrc *src;
 	size_t n;
-	size_t *heap;   /* indices into src */
+	struct hent *heap;   /* sources by their next event's time */
 	size_t nheap;
 	ssize_t last;   /* source whose event was handed out, to advance next */
 	int pending_rc;
 	nrr_diag diag;
 };
 
-static bool heap_less(const nrr_merge *m, size_t a, size_t b)
+static bool heap_less(const struct hent *a, const struct hent *b)
 {
-	const struct msrc *x = &m->src[a], *y = &m->src[b];
-	if (x->key != y->key)
-		return x->key < y->key;
-	return a < b;
-}
-
-static void heap_swap(nrr_merge *m, size_t a, size_t b)
-{
-	size_t t = m->heap[a];
-	m->heap[a] = m->heap[b];
-	m->heap[b] = t;
+	return a->key != b->key ? a->key < b->key : a->i < b->i;
 }
 
 static void heap_down(nrr_merge *m, size_t i)
 {
+	struct hent *h = m->heap, x = h[i];
 	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, s = i;
-		if (l < m->nheap && heap_less(m, m->heap[l], m->heap[s]))
-			s = l;
-		if (r < m->nheap && heap_less(m, m->heap[r], m->heap[s]))
+		size_t l = 2 * i + 1, r = l + 1, s = l;
+		if (l >= m->nheap)
+			break;
+		if (r < m->nheap && heap_less(&h[r], &h[l]))
 			s = r;
-		if (s == i)
-			return;
-		heap_swap(m, i, s);
+		if (!heap_less(&h[s], &x))
+			break;
+		h[i] = h[s];
 		i = s;
 	}
+	h[i] = x;
 }
 
 static void heap_up(nrr_merge *m, size_t i)
 {
+	struct hent *h = m->heap, x = h[i];
 	while (i) {
 		size_t p = (i - 1) / 2;
-		if (!heap_less(m, m->heap[i], m->heap[p]))
-			return;
-		heap_swap(m, i, p);
+		if (!heap_less(&x, &h[p]))
+			break;
+		h[i] = h[p];
 		i = p;
 	}
+	h[i] = x;
 }
 
 static void push(nrr_merge *m, size_t i)
 {
-	m->heap[m->nheap++] = i;
+	m->heap[m->nheap++] = (struct hent){ m->src[i].key, i };
 	heap_up(m, m->nheap - 1);
 }
 
-/* Advance source @i (opening its cursor first); push it back if it has an
- * event, close its cursor if not. */
-static int advance(nrr_merge *m, size_t i)
+/* Advance source @i (opening its cursor first), which is at the top of the
+ * heap: sift it down to its new key, or drop it (closing its cursor) when
+ * it has no more events.  One sift per call instead of a pop and a push. */
+static int advance_top(nrr_merge *m, size_t i)
 {
 	struct msrc *s = &m->src[i];
 	int rc = s->c ? 0 : cursor_open(&s->c, m->readers[s->reader], s->stream, m->dc);
@@ -1311,14 +1311,14 @@ static int advance(nrr_merge *m, size_t i)
 	if (rc == NRR_EEOF) {
 		nrr_cursor_close(s->c);
 		s->c = NULL;
-		return 0;
-	}
-	if (rc) {
+		m->heap[0] = m->heap[--m->nheap];
+	} else if (rc) {
 		m->diag = *nrr_cursor_diag(s->c);
 		return rc;
+	} else {
+		s->key = m->heap[0].key = nrr_reader_wall(s->c->r, nrr_call_key(s->cur));
 	}
-	s->key = nrr_reader_wall(s->c->r, nrr_call_key(s->cur));
-	push(m, i);
+	heap_down(m, 0);
 	return 0;
 }
 
@@ -1356,18 +1356,16 @@ int nrr_merge_next(nrr_merge *m, const nrr_call **call, size_t *reader)
 	if (m->pending_rc)
 		return m->pending_rc;
 	if (m->last >= 0) {
-		size_t i = (size_t)m->last;
+		size_t i = (size_t)m->last;   /* still at the top of the heap */
 		m->last = -1;
-		int rc = advance(m, i);
+		int rc = advance_top(m, i);
 		if (rc)
 			return m->pending_rc = rc;
 	}
 	for (;;) {
 		if (!m->nheap)
 			return NRR_EEOF;
-		size_t i = m->heap[0];
-		m->heap[0] = m->heap[--m->nheap];
-		heap_down(m, 0);
+		size_t i = m->heap[0].i;
 		if (m->src[i].c) {
 			m->last = (ssize_t)i;
 			*call = m->src[i].cur;
@@ -1376,7 +1374,7 @@ int nrr_merge_next(nrr_merge *m, const nrr_call **call, size_t *reader)
 			return 0;
 		}
 		/* a stream whose first chunk is due: its first call, in its place */
-		int rc = advance(m, i);
+		int rc = advance_top(m, i);
 		if (rc)
 			return m->pending_rc = rc;
 	}

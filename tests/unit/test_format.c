@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* test_format.c - LEB128, CRC-32C, fixed headers and the schema parser. */
+/* test_format.c - LEB128, CRC-32C, fixed headers, the schema parser and the
+ * text sink that renders calls. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 
 #include "nrt.h"
 #include "nrt_internal.h"
+#include "textout.h"
 #include "../lib/check.h"
 
 static void test_varint(void)
@@ -204,6 +207,89 @@ static void test_schema_scaling(void)
 	CHECK(t1m < 1000 * (t10k > 1e-4 ? t10k : 1e-4), "1M enums took %.3f s, 10k %.5f s: not linear", t1m, t10k);
 }
 
+/* What nrr_out writes, through a buffer of @cap bytes, into @res. */
+#define OUT_INTO(res, cap, ...)                                          \
+	do {                                                             \
+		char b_[cap];                                            \
+		size_t l_;                                               \
+		char *s_;                                                \
+		FILE *f_ = open_memstream(&s_, &l_);                     \
+		nrr_out o_;                                              \
+		nrr_out_init(&o_, f_, b_, sizeof(b_));                   \
+		__VA_ARGS__;                                             \
+		nrr_out_flush(&o_);                                      \
+		fclose(f_);                                              \
+		snprintf(res, sizeof(res), "%s", s_);                    \
+		free(s_);                                                \
+	} while (0)
+
+/* The sink's numbers must read as printf's did: golden outputs and users'
+ * scripts parse them. */
+static void test_textout(void)
+{
+	char got[512], want[512];
+	static const uint64_t u[] = { 0, 9, 10, 99, 100, 12345, 4294967295u, 18446744073709551615ull };
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+		OUT_INTO(got, 64, nrr_out_u64(&o_, u[i]); nrr_out_putc(&o_, ' '); nrr_out_hex(&o_, u[i]);
+			 nrr_out_putc(&o_, ' '); nrr_out_i64(&o_, (int64_t)u[i]));
+		snprintf(want, sizeof(want), "%llu %llx %lld", (unsigned long long)u[i], (unsigned long long)u[i],
+			 (long long)u[i]);
+		CHECK(!strcmp(got, want), "u64/hex/i64 %s, want %s", got, want);
+	}
+	/* fixed point: every rounding case, ties (printf's double decides) and negatives */
+	static const int64_t ns[] = { 0, 1, 499, 500, 501, 999, 1000, 1049, 1050, 1051, 999949, 999950, 999999,
+				      1234500, 1234501, 2500000, 999999999, 1000000000, 1005000000, -1, -400, -500,
+				      -1234567, 3600123456789ll };
+	static const unsigned sc[][2] = { { 9, 6 }, { 3, 1 }, { 6, 1 }, { 9, 2 }, { 3, 3 } };
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		for (size_t k = 0; k < sizeof(sc) / sizeof(sc[0]); k++) {
+			double div = 1;
+			for (unsigned j = 0; j < sc[k][0]; j++)
+				div *= 10;
+			OUT_INTO(got, 64, nrr_out_fixed(&o_, ns[i], sc[k][0], sc[k][1]));
+			snprintf(want, sizeof(want), "%.*f", (int)sc[k][1], (double)ns[i] / div);
+			CHECK(!strcmp(got, want), "fixed %lld/10^%u .%u: %s, want %s", (long long)ns[i], sc[k][0],
+			      sc[k][1], got, want);
+		}
+	for (int64_t v = 0; v < 3000000; v += 7)   /* a dense sweep of durations and times */
+		for (size_t k = 0; k < 4; k++) {
+			double div = 1;
+			for (unsigned j = 0; j < sc[k][0]; j++)
+				div *= 10;
+			OUT_INTO(got, 64, nrr_out_fixed(&o_, v, sc[k][0], sc[k][1]));
+			snprintf(want, sizeof(want), "%.*f", (int)sc[k][1], (double)v / div);
+			if (strcmp(got, want)) {
+				CHECK(0, "fixed %lld/10^%u .%u: %s, want %s", (long long)v, sc[k][0], sc[k][1], got, want);
+				return;
+			}
+		}
+	/* strings and bytes longer than the buffer, across flushes */
+	char longs[300];
+	memset(longs, 'x', sizeof(longs) - 1);
+	longs[sizeof(longs) - 1] = 0;
+	OUT_INTO(got, 64, nrr_out_puts(&o_, "ab"); nrr_out_puts(&o_, longs); nrr_out_write(&o_, longs, 200);
+		 nrr_out_putc(&o_, '!'));
+	CHECK(strlen(got) == 2 + 299 + 200 + 1 && got[301] == 'x' && got[501] == '!', "long strings through a small buffer");
+	uint8_t bytes[40];
+	for (int i = 0; i < 40; i++)
+		bytes[i] = (uint8_t)(i * 7);
+	OUT_INTO(got, 64, nrr_out_hexbytes(&o_, bytes, 40));
+	CHECK(strlen(got) == 80 && !strncmp(got, "00070e15", 8) && !strcmp(got + 78, "11"), "hex bytes: %s", got);
+	OUT_INTO(got, 64, nrr_out_printf(&o_, "%s-%d", longs, 7));
+	CHECK(strlen(got) == 301 && !strcmp(got + 299, "-7"), "printf longer than its scratch");
+	/* a failed write is remembered, and later output dropped */
+	FILE *full = fopen("/dev/full", "w");
+	if (full) {
+		char b[64];
+		nrr_out o;
+		setvbuf(full, NULL, _IONBF, 0);
+		nrr_out_init(&o, full, b, sizeof(b));
+		nrr_out_write(&o, longs, 200);
+		CHECK(nrr_out_flush(&o) == -1 && o.err == ENOSPC, "write error kept: %d", o.err);
+		fclose(full);
+	}
+}
+
 int main(void)
 {
 	test_varint();
@@ -211,5 +297,6 @@ int main(void)
 	test_headers();
 	test_schema();
 	test_schema_scaling();
+	test_textout();
 	return check_done("format_units");
 }
