@@ -55,7 +55,7 @@ void nrr_diag_format(const nrr_diag *d, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- format */
 #define NRR_FORMAT_MAJOR 2
-#define NRR_FORMAT_MINOR 0
+#define NRR_FORMAT_MINOR 1
 
 #define NRR_FILE_MAGIC "\x89NRT\r\n\x1a\n"   /* 8 bytes */
 #define NRR_FILE_HEADER_SIZE 64
@@ -137,6 +137,7 @@ typedef struct nrr_arg_schema {
 
 #define NRR_FN_BLOCKING 0x1u  /* may block (hang analysis) */
 #define NRR_FN_POLL 0x2u      /* polling call: repeats are coalesced */
+#define NRR_FN_INSTANT 0x4u   /* never waits: recorded with one timestamp, duration 0 (not measured) */
 
 typedef struct nrr_fn_schema {
 	uint32_t id;        /* as used in ENTER records; 1..n */
@@ -277,6 +278,9 @@ void nrr_writer_counters(const nrr_writer *w, uint64_t *bytes, uint64_t *chunks,
 uint8_t *nrr_enter_begin(nrr_tls *t, uint32_t fn, size_t max);
 void nrr_enter_end(nrr_tls *t, uint8_t *p);
 uint8_t *nrr_leave_begin(nrr_tls *t, int64_t result, uint32_t err, size_t max);
+/* The same for a function that never waits (schema attribute `instant`):
+ * the clock is not read again, the duration is 0. */
+uint8_t *nrr_leave_begin_instant(nrr_tls *t, int64_t result, uint32_t err, size_t max);
 void nrr_leave_end(nrr_tls *t, uint8_t *p, bool notready);
 /* A log line (e.g. NCCL_DEBUG output) on this thread's timeline. */
 void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len);

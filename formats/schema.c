@@ -292,10 +292,10 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 					cur_fn->flags |= NRR_FN_BLOCKING;
 				else if (strcmp(tok[i], "poll") == 0)
 					cur_fn->flags |= NRR_FN_POLL;
-				else {
-					rc = fail(d, lineno, "unknown fn attribute '%s'", tok[i]);
-					goto error;
-				}
+				else if (strcmp(tok[i], "instant") == 0)
+					cur_fn->flags |= NRR_FN_INSTANT;
+				/* else a hint of a later version: attributes never change
+				 * how records decode (FORMAT.md), so it is skipped */
 			}
 		} else if (strcmp(tok[0], "a") == 0 && (nt == 4 || nt == 5)) {
 			if (!cur_fn) {

@@ -84,6 +84,7 @@ class Fn:
         self.ret = None
         self.ret_table = None
         self.blocking = False
+        self.instant = False  # returns without waiting: one timestamp, duration not measured
         self.poll = None  # ('ret', value), ('out', arg, value) or ('err', ERRNO)
         self.versions = None  # e.g. ['6', '10']: interface versions that have it (net)
         self.filter = None    # C expression: record only when true (wrappers)
@@ -295,6 +296,8 @@ def parse_proto(api, domain, text, where):
     for attr in attrs.split():
         if attr == 'blocking':
             fn.blocking = True
+        elif attr == 'instant':
+            fn.instant = True
         elif attr.startswith('poll='):
             parts = attr[5:].split(':')
             if parts[0] == 'ret' and len(parts) == 2:
@@ -331,6 +334,8 @@ def parse_proto(api, domain, text, where):
             fn.versions = (lo, hi)
         else:
             raise ApiError(f'{where}: unknown attribute "{attr}"')
+    if fn.instant and fn.blocking:
+        raise ApiError(f'{where}: {name} is instant (never waits) and blocking or poll= (may wait): pick one')
     api.fns.append(fn)
     api.by_name[name] = fn
     return fn
@@ -459,7 +464,7 @@ def schema_text(api):
             out.append(f'v {v} {s}')
     for fn in api.fns:
         ret = fn.ret + (f':{fn.ret_table}' if fn.ret_table else '')
-        attrs = (' blocking' if fn.blocking else '') + (' poll' if fn.poll else '')
+        attrs = (' blocking' if fn.blocking else '') + (' poll' if fn.poll else '') + (' instant' if fn.instant else '')
         out.append(f'fn {fn.id} {fn.name} {fn.domain} {ret}{attrs}')
         for a in fn.args:
             if a.fmt == 'skip':
@@ -653,7 +658,8 @@ def emit_encoders(api, outdir):
                 body.append('\tnrr_enter_end(nrrt, nrrp);')
             else:
                 res = ret_expr(fn)
-                body.append(f'\tuint8_t *nrrp = nrr_leave_begin(nrrt, {res}, (uint32_t)nrr_err, {" + ".join(maxes)});')
+                begin = 'nrr_leave_begin_instant' if fn.instant else 'nrr_leave_begin'
+                body.append(f'\tuint8_t *nrrp = {begin}(nrrt, {res}, (uint32_t)nrr_err, {" + ".join(maxes)});')
                 body += ['\t' + l for l in puts]
                 nr = notready_expr(api, fn)
                 body.append(f'\tnrr_leave_end(nrrt, nrrp, {nr});')
@@ -849,7 +855,7 @@ def emit_lttng(api, outdir):
 
 def emit_list(api, outdir):
     for fn in api.fns:
-        flags = ','.join(x for x, on in (('blocking', fn.blocking), ('poll', fn.poll)) if on) or '-'
+        flags = ','.join(x for x, on in (('blocking', fn.blocking), ('poll', fn.poll), ('instant', fn.instant)) if on) or '-'
         print(f'{fn.domain} {fn.name} {len([a for a in fn.args if a.fmt != "skip"])} {flags}')
 
 

@@ -138,6 +138,12 @@ static void test_schema(void)
 	CHECK(f && strcmp(nrr_enum_name(f->args[1].table, -5), "NEG") == 0, "enum lookup");
 	CHECK(nrr_schema_fn(s, 3) == NULL && nrr_schema_fn(s, 0) == NULL, "out of range ids");
 	nrr_schema_free(s);
+	/* `instant` (2.1), and attributes of a later version are skipped */
+	static const char attrs[] = "ncclrr-schema 1\nfn 1 f d void instant\nfn 2 g d void blocking someday\nend\n";
+	CHECK_FATAL(nrr_schema_parse(&s, attrs, strlen(attrs), &d) == 0, "attributes: %s", d.msg);
+	CHECK(nrr_schema_fn(s, 1)->flags == NRR_FN_INSTANT && nrr_schema_fn(s, 2)->flags == NRR_FN_BLOCKING,
+	      "instant, and an unknown attribute skipped");
+	nrr_schema_free(s);
 
 	expect_bad("", "empty text");
 	expect_bad_line("ncclrr-schema 2\nend\n", 1, "newer schema version");
