@@ -54,8 +54,8 @@ typedef struct nrr_diag {
 void nrr_diag_format(const nrr_diag *d, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- format */
-#define NRR_FORMAT_MAJOR 2
-#define NRR_FORMAT_MINOR 1
+#define NRR_FORMAT_MAJOR 3
+#define NRR_FORMAT_MINOR 0
 
 #define NRR_FILE_MAGIC "\x89NRT\r\n\x1a\n"   /* 8 bytes */
 #define NRR_FILE_HEADER_SIZE 64
@@ -173,6 +173,19 @@ extern const size_t nrr_builtin_schema_len;
 /* @return the parsed built-in schema (parsed once, never freed). */
 const nrr_schema *nrr_builtin(void);
 
+/* A schema in parts, for a writer that writes a function's schema lines,
+ * and the enum tables they name, when the function is first recorded
+ * (nrr_writer_opts.schema_parts): a process that makes 30 kinds of calls
+ * carries 30 functions, not the whole API. */
+typedef struct nrr_schema_parts {
+	uint32_t nfns, nenums;
+	const char *const *fn_text;     /* [1..nfns]: "name domain ret[ attrs]\n" then its "a ..." lines */
+	const char *const *enum_text;   /* [0..nenums): "enum NAME[ flags]\n" then its "v ..." lines */
+	const uint16_t *fn_enum;        /* the tables of fn i: fn_enum[fn_enum_at[i] .. fn_enum_at[i + 1]) */
+	const uint32_t *fn_enum_at;     /* [0..nfns + 1] */
+} nrr_schema_parts;
+extern const nrr_schema_parts nrr_builtin_parts;
+
 /* ---------------------------------------------------------------- writer */
 typedef struct nrr_writer nrr_writer;
 typedef struct nrr_tls nrr_tls;   /* per-thread stream state */
@@ -183,9 +196,13 @@ typedef struct nrr_writer_opts {
 				* thread waits (default 32 MiB per writer; each
 				* thread may always use 2 chunks) */
 	int zstd_level;        /* default 1 */
-	const char *schema;    /* schema text (required; the tracer passes
-				* nrr_builtin_schema) */
+	const char *schema;    /* schema text (required unless schema_parts) */
 	size_t schema_len;
+	/* Instead of schema: the functions' lines are written on first use,
+	 * numbered 1, 2, 3, ... in that order (the records carry those
+	 * numbers; callers keep passing the parts' ids).  The tracer passes
+	 * &nrr_builtin_parts. */
+	const nrr_schema_parts *schema_parts;
 	const char *meta;      /* "key=value\n" lines; may be NULL */
 	size_t meta_len;
 	bool no_tsc;           /* use clock_gettime, not the TSC (used by
@@ -357,6 +374,10 @@ typedef struct nrr_file_info {
 	uint64_t file_size;
 	uint64_t meta_lost_offset; /* a later metadata chunk was damaged and
 			       * skipped (its keys are missing): its offset,
+			       * 0 when none was */
+	uint64_t schema_lost_offset; /* a later schema chunk (format 3.0) was
+			       * damaged: the calls of its functions and of
+			       * every later one cannot be decoded; its offset,
 			       * 0 when none was */
 	uint64_t end_ts;      /* writer clock when the trace was last written out
 			       * (meta end_ts: a dump, a provisional tail or

@@ -7,6 +7,8 @@
 #include "nrt.h"
 
 #define NRR_STREAM_NONE 0xffffffffu
+/* index entries of the schema chunks after the first (format 3.0) */
+#define NRR_STREAM_SCHEMA 0xfffffffeu
 /* The largest chunk, before and after compression: the writer makes none
  * larger (its chunk_size is at most this; metadata is refused beyond it)
  * and readers refuse one that claims more. */

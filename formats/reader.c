@@ -44,6 +44,8 @@ struct nrr_reader {
 	size_t meta_len;
 	uint64_t *late_meta;    /* offsets of metadata chunks after the first */
 	size_t nlate_meta, clate_meta;
+	uint64_t *late_schema;  /* ... and of schema chunks (format 3.0) */
+	size_t nlate_schema, clate_schema;
 	size_t meta_cap;
 	struct chunk *chunks;
 	size_t nchunks, cchunks;
@@ -195,7 +197,11 @@ static int load_payload(const nrr_reader *r, uint64_t off, const nrr_chunk_heade
 	if (rc)
 		return diag_set(d, r, poff, rc, "cannot read chunk payload: %s", nrr_strerror(rc));
 	if (nrr_crc32c(0, *zbuf, h->payload_size) != h->payload_crc)
-		return diag_set(d, r, poff, NRR_ECORRUPT, "chunk payload checksum mismatch (stream %u); bytes in this chunk were changed", h->stream);
+		return h->type == NRR_CHUNK_DATA
+			       ? diag_set(d, r, poff, NRR_ECORRUPT,
+					  "chunk payload checksum mismatch (stream %u); bytes in this chunk were changed", h->stream)
+			       : diag_set(d, r, poff, NRR_ECORRUPT, "%s chunk payload checksum mismatch; bytes in this chunk were changed",
+					  h->type == NRR_CHUNK_SCHEMA ? "schema" : h->type == NRR_CHUNK_META ? "metadata" : "index");
 	if (!(h->flags & NRR_CHUNK_F_ZSTD)) {
 		if (h->payload_size != h->raw_size)
 			return diag_set(d, r, off, NRR_ECORRUPT, "uncompressed chunk size mismatch");
@@ -238,6 +244,14 @@ static int add_late_meta(nrr_reader *r, uint64_t off)
 	if (!nrr_grow(&r->late_meta, r->nlate_meta, &r->clate_meta, sizeof(*r->late_meta)))
 		return -ENOMEM;
 	r->late_meta[r->nlate_meta++] = off;
+	return 0;
+}
+
+static int add_late_schema(nrr_reader *r, uint64_t off)
+{
+	if (!nrr_grow(&r->late_schema, r->nlate_schema, &r->clate_schema, sizeof(*r->late_schema)))
+		return -ENOMEM;
+	r->late_schema[r->nlate_schema++] = off;
 	return 0;
 }
 
@@ -293,6 +307,8 @@ static int scan(nrr_reader *r, uint64_t off)
 			return rc;
 		if (h.type == NRR_CHUNK_META && (rc = add_late_meta(r, off)))
 			return rc;
+		if (h.type == NRR_CHUNK_SCHEMA && (rc = add_late_schema(r, off)))
+			return rc;
 		off = next;
 	}
 	return 0;
@@ -341,8 +357,11 @@ static int read_index(nrr_reader *r, uint64_t data, nrr_diag *d)
 				break;
 			}
 			next = v[0] + NRR_CHUNK_HEADER_SIZE;
-			/* format 1.1: metadata added while running is indexed as stream NONE */
-			rc = v[1] == NRR_STREAM_NONE ? add_late_meta(r, v[0]) : add_chunk(r, v[0], &ch);
+			/* format 1.1: metadata added while running is indexed as stream
+			 * NONE; 3.0: schema added while running as stream SCHEMA */
+			rc = v[1] == NRR_STREAM_NONE     ? add_late_meta(r, v[0])
+			     : v[1] == NRR_STREAM_SCHEMA ? add_late_schema(r, v[0])
+							 : add_chunk(r, v[0], &ch);
 		}
 	}
 	free(z);
@@ -350,6 +369,7 @@ static int read_index(nrr_reader *r, uint64_t data, nrr_diag *d)
 	if (rc) {
 		r->nchunks = 0;
 		r->nlate_meta = 0;
+		r->nlate_schema = 0;
 		r->info.index_bad_offset = ioff;
 	}
 	(void)d;
@@ -443,6 +463,68 @@ static int load_small_chunk(nrr_reader *r, uint64_t off, uint8_t type, char **ou
 
 static int index_meta(nrr_reader *r);
 
+/* Number of "fn" lines in @t (@n bytes), and the id of the first in @first. */
+static uint32_t count_fns(const char *t, size_t n, int64_t *first)
+{
+	uint32_t k = 0;
+	*first = -1;
+	for (const char *p = t, *e = t + n; p < e;) {
+		const char *nl = memchr(p, '\n', (size_t)(e - p));
+		if (e - p > 3 && !memcmp(p, "fn ", 3)) {
+			if (!k++)
+				*first = strtoll(p + 3, NULL, 10);
+		}
+		p = nl ? nl + 1 : e;
+	}
+	return k;
+}
+
+/* The first schema text (@text, @len, "... end\n") with the schema
+ * chunks written while running appended: each holds the functions next in
+ * number, after the tables they name.  A chunk that repeats functions
+ * already had (a provisional tail's, written again for good) is skipped;
+ * at a damaged or missing one the text stops (info.schema_lost_offset)
+ * and the later functions' calls are reported as unknown. */
+static int join_late_schema(nrr_reader *r, char **text, size_t *len, nrr_diag *d)
+{
+	static const char head[] = "ncclrr-schema 1\n", tail[] = "end\n";
+	const size_t hl = sizeof(head) - 1, tl = sizeof(tail) - 1;
+	int64_t first;
+	uint32_t have = count_fns(*text, *len, &first);
+	for (size_t i = 0; i < r->nlate_schema; i++) {
+		char *t;
+		size_t n;
+		int rc = load_small_chunk(r, r->late_schema[i], NRR_CHUNK_SCHEMA, &t, &n, d);
+		if (rc < 0) {
+			r->info.schema_lost_offset = r->late_schema[i];
+			return rc;   /* (d names the chunk and what is wrong) */
+		}
+		uint32_t k = n >= hl + tl && !memcmp(t, head, hl) && !memcmp(t + n - tl, tail, tl) ? count_fns(t, n, &first) : 0;
+		if (k && first <= (int64_t)have) {
+			free(t);
+			continue;
+		}
+		if (!k || first != (int64_t)have + 1 || *len < tl) {
+			free(t);
+			r->info.schema_lost_offset = r->late_schema[i];
+			break;
+		}
+		char *j = realloc(*text, *len + n + 1);
+		if (!j) {
+			free(t);
+			return -ENOMEM;
+		}
+		/* drop the "end" line before, and the header of, what is appended */
+		memcpy(j + *len - tl, t + hl, n - hl);
+		*len = *len - tl + n - hl;
+		j[*len] = 0;
+		*text = j;
+		have += k;
+		free(t);
+	}
+	return 0;
+}
+
 static int reader_init(nrr_reader *r, nrr_diag *d)
 {
 	uint8_t hb[NRR_FILE_HEADER_SIZE];
@@ -475,24 +557,35 @@ static int reader_init(nrr_reader *r, nrr_diag *d)
 	if (rc < 0)
 		return rc;
 	off += (uint64_t)rc;
-	nrr_diag sd;
-	memset(&sd, 0, sizeof(sd));
-	rc = schema_get(&r->schema, schema_text, schema_len, &sd);
-	free(schema_text);
-	if (rc)
-		return diag_set(d, r, fh.header_size, rc, "%s", sd.msg);
 	rc = load_small_chunk(r, off, NRR_CHUNK_META, &r->meta, &r->meta_len, d);
-	if (rc < 0)
+	if (rc < 0) {
+		free(schema_text);
 		return rc;
+	}
 	off += (uint64_t)rc;
 
 	rc = read_index(r, off, d);
 	if (rc) {
 		r->info.index_rebuilt = true;
 		rc = scan(r, off);
-		if (rc)
+		if (rc) {
+			free(schema_text);
 			return diag_set(d, r, off, rc, "cannot scan chunks: %s", nrr_strerror(rc));
+		}
 	}
+	/* the functions written on first use (format 3.0) follow the first */
+	rc = r->nlate_schema ? join_late_schema(r, &schema_text, &schema_len, d) : 0;
+	nrr_diag sd;
+	memset(&sd, 0, sizeof(sd));
+	if (!rc)
+		rc = schema_get(&r->schema, schema_text, schema_len, &sd);
+	free(schema_text);
+	if (rc == -ENOMEM)
+		return diag_set(d, r, 0, rc, "out of memory");
+	if (rc < 0 && r->info.schema_lost_offset)
+		return rc;   /* a damaged schema chunk, named by join_late_schema */
+	if (rc)
+		return diag_set(d, r, fh.header_size, rc, "%s", sd.msg);
 	/* metadata learnt while running follows the first; a damaged one is
 	 * skipped (its data chunks are not affected) */
 	for (size_t i = 0; i < r->nlate_meta; i++) {
@@ -612,6 +705,7 @@ void nrr_reader_close(nrr_reader *r)
 	pthread_mutex_destroy(&r->dc_lock);
 	free(r->meta);
 	free(r->late_meta);
+	free(r->late_schema);
 	free(r->chunks);
 	for (uint32_t i = 0; i < r->nstreams; i++)
 		free(r->streams[i].chunks);

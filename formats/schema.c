@@ -227,10 +227,9 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 		if (strcmp(tok[0], "end") == 0 && nt == 1) {
 			ended = true;
 		} else if (strcmp(tok[0], "enum") == 0 && (nt == 2 || (nt == 3 && strcmp(tok[2], "flags") == 0))) {
-			if (s->nfns) {
-				rc = fail(d, lineno, "enum '%s' after the first fn", tok[1]);
-				goto error;
-			}
+			/* (format 3.0: tables may follow functions, as a writer
+			 * that writes functions on first use adds them) */
+			cur_fn = NULL;
 			cur_enum = &s->enums[s->nenums];
 			memset(cur_enum, 0, sizeof(*cur_enum));
 			cur_enum->name = tok[1];
@@ -244,7 +243,7 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 			cur_enum->names = &s->names[s->nvalues];
 		} else if (strcmp(tok[0], "v") == 0 && nt == 3) {
 			int64_t v;
-			if (!cur_enum || s->nfns) {
+			if (!cur_enum) {
 				rc = fail(d, lineno, "value outside an enum block");
 				goto error;
 			}
@@ -262,6 +261,7 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 				rc = fail(d, lineno, "fn id '%s' out of sequence (expected %u)", tok[1], s->nfns + 1);
 				goto error;
 			}
+			cur_enum = NULL;
 			cur_fn = &s->fns[s->nfns++];
 			memset(cur_fn, 0, sizeof(*cur_fn));
 			cur_fn->id = (uint32_t)id;
@@ -299,7 +299,7 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 			}
 		} else if (strcmp(tok[0], "a") == 0 && (nt == 4 || nt == 5)) {
 			if (!cur_fn) {
-				rc = fail(d, lineno, "argument before the first fn");
+				rc = fail(d, lineno, "argument outside a fn block");
 				goto error;
 			}
 			if (cur_fn->nargs >= NRR_MAX_ARGS) {

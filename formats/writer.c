@@ -87,6 +87,7 @@ struct nrr_tls {
 	uint32_t epoch_seq;         /* of the writer's epoch copied above */
 	uint64_t manual_ns;
 	nrr_writer *w;
+	_Atomic uint32_t *fn_map;   /* the writer's sch_map (lazy schema), or NULL */
 	struct wbuf *cur;
 	uint32_t stream, tid;
 	uint32_t gen;           /* bumped on every buffer switch */
@@ -130,6 +131,8 @@ struct nrr_tls {
 	struct wbuf *all;                /* every buffer this thread owns */
 	struct wbuf *spare;              /* free buffers, owner only */
 	_Atomic(struct wbuf *) returned; /* given back by the compression thread */
+	/* where dropped records go (too deep, too big): last, and never
+	 * zeroed, so its 64 KiB cost no page until a record is dropped */
 	uint8_t scratch[NRR_BYTES_CAP_DEFAULT * NRR_MAX_ARGS + 256];
 };
 
@@ -197,6 +200,22 @@ struct nrr_writer {
 	uint8_t *pend;
 	size_t pend_len, pend_cap;
 	uint64_t dump_ns;           /* how long the last tail took to make */
+	/* Lazy schema (opts.schema_parts): a function's lines are appended to
+	 * sch, numbered in order, when a thread first records it (sch_lock;
+	 * sch is allocated whole at open and only appended to, so the
+	 * compression thread reads [.., sch_len) without the lock), and reach
+	 * the file as a schema chunk before the first data chunk that needs
+	 * them (schema_flush). */
+	const nrr_schema_parts *parts;
+	_Atomic uint32_t *sch_map;  /* [parts' id] -> this file's id, 0 until first use */
+	uint64_t *sch_enum_sent;    /* bitmap of parts' enum tables written */
+	uint32_t sch_nfns;
+	char *sch, *sch_out;        /* the lines; a chunk's text under construction */
+	size_t sch_cap;
+	_Atomic size_t sch_len;
+	size_t sch_done;            /* bytes of sch in the file for good (full mode) */
+	size_t sch_tail;            /* ... and in the tail being written (dump) */
+	pthread_mutex_t sch_lock;
 	char *meta_extra;           /* metadata added while running */
 	size_t meta_extra_len;
 	/* how the trace ended (nrr_writer_set_end): written with end_ts at
@@ -502,6 +521,8 @@ static int ring_push(nrr_writer *w, const nrr_chunk_header *ch, const uint8_t *h
 }
 
 /* Compress @raw into a chunk of @type and append it; @return 0 or -errno. */
+static int schema_flush(nrr_writer *w);
+
 static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid,
 		      uint64_t first_seq, uint64_t first_ts, uint32_t nrec,
 		      const void *raw, size_t len)
@@ -510,6 +531,11 @@ static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid
 		return -EIO;   /* already said once; the program runs on untraced */
 	if (len > NRR_CHUNK_RAW_MAX)
 		return -E2BIG;   /* no reader would take it (metadata this large) */
+	if (type == NRR_CHUNK_DATA) {
+		int rc = schema_flush(w);
+		if (rc)
+			return rc;
+	}
 	size_t bound = ZSTD_compressBound(len);
 	if (bound > w->zcap) {
 		uint8_t *z = realloc(w->zbuf, bound);
@@ -533,10 +559,14 @@ static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid
 	nrr_chunk_header_pack(&ch, h);
 	if (type == NRR_CHUNK_DATA && w->ring_max && !w->dumping)
 		return ring_push(w, &ch, h, w->zbuf, zn);
-	/* data chunks and the metadata added after the first are indexed */
-	if (type == NRR_CHUNK_DATA || (type == NRR_CHUNK_META && w->base_off)) {
+	/* data chunks, and the metadata and schema added after the first, are
+	 * indexed */
+	bool indexed = type == NRR_CHUNK_DATA || ((type == NRR_CHUNK_META || type == NRR_CHUNK_SCHEMA) && w->base_off);
+	if (indexed) {
 		if (type == NRR_CHUNK_META)
 			stream = NRR_STREAM_NONE;
+		if (type == NRR_CHUNK_SCHEMA)
+			stream = NRR_STREAM_SCHEMA;
 		if (w->nindex == w->cindex) {
 			size_t n = w->cindex ? w->cindex * 2 : 256;
 			struct index_ent *x = realloc(w->index, n * sizeof(*x));
@@ -552,7 +582,7 @@ static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid
 		rc = write_all(w, w->zbuf, zn);
 	if (!rc) {
 		atomic_fetch_add(&w->chunks, 1);
-		if (type == NRR_CHUNK_DATA || (type == NRR_CHUNK_META && w->base_off))
+		if (indexed)
 			w->nindex++;
 	}
 	return rc;
@@ -808,10 +838,12 @@ static void tls_exit(void *arg)
  * to any thread). */
 static nrr_tls *stream_new(nrr_writer *w, uint32_t tid)
 {
-	nrr_tls *t = calloc(1, sizeof(*t));
+	nrr_tls *t = malloc(sizeof(*t));
 	if (!t)
 		return NULL;
+	memset(t, 0, offsetof(nrr_tls, scratch));
 	t->w = w;
+	t->fn_map = w->sch_map;
 	/* two buffers each thread may always have, whatever max_buffered says */
 	struct wbuf *first = new_buf(t), *second = first ? new_buf(t) : NULL;
 	if (!second) {
@@ -860,6 +892,105 @@ nrr_tls *nrr_writer_stream(nrr_writer *w, uint32_t tid)
 	return stream_new(w, tid);
 }
 
+/* ------------------------------------------------------- lazy schema */
+
+static size_t sch_put(nrr_writer *w, size_t n, const char *text)
+{
+	size_t l = strlen(text);
+	if (l > w->sch_cap - n)
+		l = w->sch_cap - n;   /* (cannot happen: sch_cap holds every part) */
+	memcpy(w->sch + n, text, l);
+	return n + l;
+}
+
+/* The file's number for function @fn of the parts, given on its first
+ * use: its lines, and the tables they name not yet written, are appended
+ * to sch.  Rare (once per function per process): a mutex. */
+static __attribute__((noinline)) uint32_t schema_add(nrr_writer *w, uint32_t fn)
+{
+	const nrr_schema_parts *sp = w->parts;
+	if (fn == 0 || fn > sp->nfns)
+		return fn;   /* a caller's bug: the reader will name the unknown id */
+	pthread_mutex_lock(&w->sch_lock);
+	uint32_t id = atomic_load_explicit(&w->sch_map[fn], memory_order_relaxed);
+	if (!id) {
+		size_t n = atomic_load_explicit(&w->sch_len, memory_order_relaxed);
+		for (uint32_t i = sp->fn_enum_at[fn]; i < sp->fn_enum_at[fn + 1]; i++) {
+			uint16_t e = sp->fn_enum[i];
+			if (e < sp->nenums && !(w->sch_enum_sent[e / 64] >> (e % 64) & 1)) {
+				n = sch_put(w, n, sp->enum_text[e]);
+				w->sch_enum_sent[e / 64] |= 1ull << (e % 64);
+			}
+		}
+		id = ++w->sch_nfns;
+		char num[24], *q = num + sizeof(num);
+		*--q = 0;
+		*--q = ' ';
+		for (uint32_t v = id; v; v /= 10)
+			*--q = (char)('0' + v % 10);
+		n = sch_put(w, n, "fn ");
+		n = sch_put(w, n, q);
+		n = sch_put(w, n, sp->fn_text[fn]);
+		atomic_store_explicit(&w->sch_len, n, memory_order_release);
+		atomic_store_explicit(&w->sch_map[fn], id, memory_order_release);
+	}
+	pthread_mutex_unlock(&w->sch_lock);
+	return id;
+}
+
+/* Before a data chunk: the functions first used since the last schema
+ * chunk, as one more schema chunk.  In full mode a chunk written for good
+ * advances sch_done; a tail's (dumping) is written again with the next
+ * tail unless a chunk for good took it first; in ring mode the data part
+ * is rewritten by each dump, so each dump writes every line (sch_tail
+ * starts at 0) and nothing is written between dumps. */
+static int schema_flush(nrr_writer *w)
+{
+	if (!w->parts || (w->ring_max && !w->dumping))
+		return 0;
+	size_t *from = w->dumping ? &w->sch_tail : &w->sch_done;
+	size_t to = atomic_load_explicit(&w->sch_len, memory_order_acquire);
+	if (to <= *from)
+		return 0;
+	static const char head[] = "ncclrr-schema 1\n", tail[] = "end\n";
+	size_t n = to - *from;
+	memcpy(w->sch_out, head, sizeof(head) - 1);
+	memcpy(w->sch_out + sizeof(head) - 1, w->sch + *from, n);
+	memcpy(w->sch_out + sizeof(head) - 1 + n, tail, sizeof(tail) - 1);
+	int rc = emit_chunk(w, NRR_CHUNK_SCHEMA, NRR_STREAM_SCHEMA, 0, 0, 0, 0, w->sch_out,
+			    sizeof(head) - 1 + n + sizeof(tail) - 1);
+	if (!rc)
+		*from = to;
+	return rc;
+}
+
+/* Room for every part (so sch never moves and the traced threads never
+ * allocate); the pages are touched only as far as functions are used. */
+static int schema_setup(nrr_writer *w, const nrr_schema_parts *sp)
+{
+	size_t cap = 0;
+	for (uint32_t i = 1; i <= sp->nfns; i++)
+		cap += strlen(sp->fn_text[i]) + 16;   /* "fn ID " */
+	for (uint32_t i = 0; i < sp->nenums; i++)
+		cap += strlen(sp->enum_text[i]);
+	w->parts = sp;
+	w->sch_cap = cap;
+	w->sch = malloc(cap);
+	w->sch_out = malloc(cap + 32);
+	w->sch_map = calloc(sp->nfns + 1, sizeof(*w->sch_map));
+	w->sch_enum_sent = calloc(sp->nenums / 64 + 1, sizeof(*w->sch_enum_sent));
+	pthread_mutex_init(&w->sch_lock, NULL);
+	return w->sch && w->sch_out && w->sch_map && w->sch_enum_sent ? 0 : -ENOMEM;
+}
+
+static void schema_free(nrr_writer *w)
+{
+	free(w->sch);
+	free(w->sch_out);
+	free((void *)w->sch_map);
+	free(w->sch_enum_sent);
+}
+
 /* ---------------------------------------------------------- hot path */
 
 static inline void reserve(nrr_tls *t, size_t need)
@@ -878,6 +1009,10 @@ uint8_t *nrr_enter_begin(nrr_tls *t, uint32_t fn, size_t max)
 	}
 	if (d)
 		t->frames[d - 1].children = true;
+	if (t->fn_map) {   /* lazy schema: the file's number for it */
+		uint32_t id = fn <= t->w->parts->nfns ? atomic_load_explicit(&t->fn_map[fn], memory_order_acquire) : 0;
+		fn = id ? id : schema_add(t->w, fn);
+	}
 	reserve(t, max + 2 * SLACK);   /* before the push: the prologue lists open calls */
 	t->depth = d + 1;
 	struct frame *f = &t->frames[d];
@@ -1120,7 +1255,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	if (!o.zstd_level)
 		o.zstd_level = 1;   /* the compressor must keep up with the traced threads
 				     * (tests/bench); level 1 still gives ~3 bytes/event */
-	if (!o.schema || !o.schema_len)
+	if (!o.schema_parts && (!o.schema || !o.schema_len))
 		return -EINVAL;
 	nrr_writer *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -1147,7 +1282,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	else
 		sys_close(low);
 	w->zc = ZSTD_createCCtx();
-	if (!w->zc) {
+	if (!w->zc || (o.schema_parts && schema_setup(w, o.schema_parts))) {
 		rc = -ENOMEM;
 		goto error;
 	}
@@ -1177,7 +1312,9 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	nrr_file_header_pack(&fh, h);
 	w->warned = true;   /* a failure here is the caller's to report */
 	rc = write_all(w, h, sizeof(h));
-	if (!rc)
+	if (!rc && o.schema_parts)   /* no function yet: they follow on first use */
+		rc = emit_chunk(w, NRR_CHUNK_SCHEMA, NRR_STREAM_NONE, 0, 0, 0, 0, "ncclrr-schema 1\nend\n", 20);
+	else if (!rc)
 		rc = emit_chunk(w, NRR_CHUNK_SCHEMA, NRR_STREAM_NONE, 0, 0, 0, 0, o.schema, o.schema_len);
 	if (!rc)
 		rc = emit_chunk(w, NRR_CHUNK_META, NRR_STREAM_NONE, 0, 0, 0, 0,
@@ -1205,6 +1342,7 @@ error_key:
 error:
 	ZSTD_freeCCtx(w->zc);
 	free(w->zbuf);
+	schema_free(w);
 	sys_close(w->fd);
 	unlink(path);
 	free(w);
@@ -1355,6 +1493,9 @@ static int dump(nrr_writer *w)
 	w->dumping = true;
 	w->off = data_end;
 	w->nindex = nindex;
+	w->sch_tail = w->ring_max ? 0 : w->sch_done;
+	if (w->ring_max)
+		rc = schema_flush(w);   /* every line: the ring's chunks may use any */
 	for (struct ring_chunk *c = w->ring_head; c && !rc; c = c->next) {
 		if (w->nindex == w->cindex) {
 			size_t n = w->cindex ? w->cindex * 2 : 256;
@@ -1532,6 +1673,7 @@ static int close_impl(nrr_writer *w, bool free_all)
 	free(w->index);
 	free(w->pend);
 	free(w->meta_extra);
+	schema_free(w);
 	pthread_mutex_destroy(&w->io_lock);
 	free(w);
 	return rc;

@@ -466,8 +466,7 @@ static void open_writer(void)
 	struct buf meta = { 0 };
 	build_meta(&meta);
 	nrr_writer_opts o = {
-		.schema = nrr_builtin_schema,
-		.schema_len = nrr_builtin_schema_len,
+		.schema_parts = &nrr_builtin_parts,   /* each function's lines on first use */
 		.meta = meta.p,
 		.meta_len = meta.len,
 		.ring_bytes = cfg.ring,

@@ -456,25 +456,39 @@ def enum_value(api, fn, text):
 
 # ------------------------------------------------------------------ schema
 
-def schema_text(api):
-    out = ['ncclrr-schema 1']
-    for e in api.enums.values():
-        out.append(f'enum {e.name}' + (' flags' if e.flags else ''))
-        for s, v in e.values:
-            out.append(f'v {v} {s}')
-    for fn in api.fns:
-        ret = fn.ret + (f':{fn.ret_table}' if fn.ret_table else '')
-        attrs = (' blocking' if fn.blocking else '') + (' poll' if fn.poll else '') + (' instant' if fn.instant else '')
-        out.append(f'fn {fn.id} {fn.name} {fn.domain} {ret}{attrs}')
-        for a in fn.args:
-            if a.fmt == 'skip':
-                continue
-            fmt = SCHEMA_FMT.get(a.fmt, a.fmt)
-            if a.fmt in ('enum', 'flags', 'handle'):
-                fmt += ':' + a.kind
-            out.append(f'a {a.dir} {a.name} {fmt}' + (f' {a.hflag}' if a.hflag else ''))
-    out.append('end')
+def enum_text(e):
+    """An enum table's schema lines."""
+    return '\n'.join([f'enum {e.name}' + (' flags' if e.flags else '')] + [f'v {v} {s}' for s, v in e.values]) + '\n'
+
+
+def fn_text(fn):
+    """A function's schema lines after "fn ID ": the writer of a trace
+    numbers functions itself when it writes them on first use."""
+    ret = fn.ret + (f':{fn.ret_table}' if fn.ret_table else '')
+    attrs = (' blocking' if fn.blocking else '') + (' poll' if fn.poll else '') + (' instant' if fn.instant else '')
+    out = [f'{fn.name} {fn.domain} {ret}{attrs}']
+    for a in fn.args:
+        if a.fmt == 'skip':
+            continue
+        fmt = SCHEMA_FMT.get(a.fmt, a.fmt)
+        if a.fmt in ('enum', 'flags', 'handle'):
+            fmt += ':' + a.kind
+        out.append(f'a {a.dir} {a.name} {fmt}' + (f' {a.hflag}' if a.hflag else ''))
     return '\n'.join(out) + '\n'
+
+
+def fn_enums(api, fn):
+    """Indices (in api.enums order) of the tables @fn's schema lines name."""
+    names = list(api.enums)
+    used = [fn.ret_table] if fn.ret_table else []
+    used += [a.kind for a in fn.args if a.fmt in ('enum', 'flags')]
+    return sorted({names.index(n) for n in used})
+
+
+def schema_text(api):
+    out = 'ncclrr-schema 1\n' + ''.join(enum_text(e) for e in api.enums.values())
+    out += ''.join(f'fn {fn.id} ' + fn_text(fn) for fn in api.fns)
+    return out + 'end\n'
 
 
 # ---------------------------------------------------------------- encoders
@@ -630,6 +644,25 @@ def emit_encoders(api, outdir):
          '#include "nrr_api_gen.h"', '',
          f'const char nrr_builtin_schema[] =\n\t{c_string(schema)};',
          'const size_t nrr_builtin_schema_len = sizeof(nrr_builtin_schema) - 1;', '']
+    # the same schema in parts, for a writer that writes each function's
+    # lines (and the tables they name) when the function is first recorded
+    c.append('static const char *const schema_fn_text[] = {\n\tNULL,')
+    c += [f'\t{c_string(fn_text(fn))},' for fn in api.fns]
+    c.append('};')
+    c.append('static const char *const schema_enum_text[] = {')
+    c += [f'\t{c_string(enum_text(e))},' for e in api.enums.values()]
+    c.append('};')
+    at, flat = [0, 0], []
+    for fn in api.fns:
+        flat += fn_enums(api, fn)
+        at.append(len(flat))
+    c.append('static const uint16_t schema_fn_enum[] = {' + ', '.join(map(str, flat or [0])) + '};')
+    c.append('static const uint32_t schema_fn_enum_at[] = {' + ', '.join(map(str, at)) + '};')
+    c += ['const nrr_schema_parts nrr_builtin_parts = {',
+          f'\t.nfns = {len(api.fns)}, .nenums = {len(api.enums)},',
+          '\t.fn_text = schema_fn_text, .enum_text = schema_enum_text,',
+          '\t.fn_enum = schema_fn_enum, .fn_enum_at = schema_fn_enum_at,',
+          '};', '']
     for fn in api.fns:
         params = params_c(fn)
         sig_e = f'void nrr_rec_{fn.name}_enter(nrr_tls *nrrt{", " + params if params else ""})'

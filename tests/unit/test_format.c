@@ -148,7 +148,7 @@ static void test_schema(void)
 	expect_bad("", "empty text");
 	expect_bad_line("ncclrr-schema 2\nend\n", 1, "newer schema version");
 	expect_bad("ncclrr-schema 1\n", "missing end");
-	expect_bad_line("ncclrr-schema 1\nfn 1 f d void\nenum E\nv 1 A\nend\n", 3, "enum after fn");
+	expect_bad_line("ncclrr-schema 1\nfn 1 f d void\nenum E\nv 1 A\na in x u\nend\n", 5, "argument after an enum");
 	expect_bad_line("ncclrr-schema 1\nfn 2 f d void\nend\n", 2, "id out of sequence");
 	expect_bad_line("ncclrr-schema 1\nfn 1 f d void\nfn 1 g d void\nend\n", 3, "repeated id");
 	expect_bad_line("ncclrr-schema 1\nfn 1 f d void\na in x weird\nend\n", 3, "unknown format");
