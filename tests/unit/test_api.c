@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -98,7 +99,8 @@ static void test_schema(void)
 	      nrr_schema_fn_by_name(s, "ncclNet_regMrDmaBuf") && nrr_schema_fn_by_name(s, "getifaddrs"), "coverage samples");
 }
 
-static void test_encoders(void)
+/* @lazy: the tracer's way (format 3.0), the schema written on first use */
+static void test_encoders(bool lazy)
 {
 	char path[] = "/tmp/nrr-api-XXXXXX";
 	int fd = mkstemp(path);
@@ -107,6 +109,8 @@ static void test_encoders(void)
 	unlink(path);
 	nrr_writer *w;
 	nrr_writer_opts o = { .schema = nrr_builtin_schema, .schema_len = nrr_builtin_schema_len };
+	if (lazy)
+		o = (nrr_writer_opts){ .schema_parts = &nrr_builtin_parts };
 	CHECK_FATAL(nrr_writer_open(&w, path, &o) == 0, "open");
 	nrr_tls *t = nrr_writer_thread(w);
 
@@ -212,6 +216,91 @@ static void test_encoders(void)
 	}
 	CHECK(nrr_cursor_next(c, &call) == NRR_EEOF, "end");
 	nrr_cursor_close(c);
+	/* written on first use: the 8 functions used, numbered in that order,
+	 * with the tables they name (the result tables, the handle type) */
+	const nrr_schema *s = nrr_reader_schema(r);
+	if (lazy)
+		CHECK(nrr_schema_nfns(s) == 8 && !strcmp(nrr_schema_fn(s, 1)->name, "cuMemImportFromShareableHandle") &&
+			      !strcmp(nrr_schema_fn(s, 2)->name, "recv") && !strcmp(nrr_schema_fn(s, 8)->name, "getsockname") &&
+			      !nrr_schema_fn_by_name(s, "cuInit"),
+		      "lazy schema: %u functions in order of use", nrr_schema_nfns(s));
+	else
+		CHECK(nrr_schema_nfns(s) == NRR_FN_COUNT, "whole schema");
+	nrr_reader_close(r);
+	unlink(path);
+}
+
+/* Lazy schema under threads racing to first use the same functions, in
+ * full mode with provisional tails and in ring mode (every dump rewrites
+ * the data part, and each must describe every function again): every
+ * call reads back under its name. */
+struct lazy_arg {
+	nrr_writer *w;
+	int k;
+};
+
+static void *lazy_thread(void *arg)
+{
+	struct lazy_arg *a = arg;
+	nrr_tls *t = nrr_writer_thread(a->w);
+	for (int i = 0; i < 2000; i++) {
+		int dev = 0, n = 0;
+		if ((i + a->k) % 3 == 0) {
+			nrr_rec_cuDeviceGetCount_enter(t, &n);
+			n = 8;
+			nrr_rec_cuDeviceGetCount_leave(t, 0, 0, &n);
+		} else if ((i + a->k) % 3 == 1) {
+			nrr_rec_cuDeviceGet_enter(t, &dev, i % 8);
+			nrr_rec_cuDeviceGet_leave(t, 0, 0, &dev, i % 8);
+		} else {
+			nrr_rec_close_enter(t, 100 + i);
+			nrr_rec_close_leave(t, -1, EBADF, 100 + i);
+		}
+		if (i == 1000 && a->k == 0)
+			nrr_writer_dump(a->w, 2000);
+	}
+	return NULL;
+}
+
+static void test_lazy_threads(bool ring)
+{
+	char path[] = "/tmp/nrr-lazy-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK_FATAL(fd >= 0, "mkstemp");
+	close(fd);
+	unlink(path);
+	nrr_writer *w;
+	nrr_writer_opts o = { .schema_parts = &nrr_builtin_parts, .chunk_size = 4096, .sync_ns = 1000000,
+			      .ring_bytes = ring ? 1 << 20 : 0 };
+	CHECK_FATAL(nrr_writer_open(&w, path, &o) == 0, "open");
+	pthread_t th[4];
+	struct lazy_arg a[4];
+	for (int i = 0; i < 4; i++) {
+		a[i] = (struct lazy_arg){ w, i };
+		pthread_create(&th[i], NULL, lazy_thread, &a[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	CHECK_FATAL(nrr_writer_close(w) == 0, "close");
+	nrr_reader *r;
+	nrr_diag d;
+	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "reopen (%s): %s", ring ? "ring" : "full", d.msg);
+	const nrr_schema *s = nrr_reader_schema(r);
+	CHECK(nrr_schema_nfns(s) == 3, "%s: 3 functions described once (%u)", ring ? "ring" : "full", nrr_schema_nfns(s));
+	size_t calls = 0, bad = 0;
+	for (uint32_t si = 0; si < nrr_reader_info(r)->nstreams; si++) {
+		nrr_cursor *c;
+		const nrr_call *call;
+		CHECK_FATAL(nrr_cursor_open(&c, r, si) == 0, "cursor");
+		while (nrr_cursor_next(c, &call) == 0) {
+			calls++;
+			const char *n = call->fn->name;
+			bad += strcmp(n, "cuDeviceGetCount") && strcmp(n, "cuDeviceGet") && strcmp(n, "close");
+		}
+		nrr_cursor_close(c);
+	}
+	CHECK(bad == 0 && calls == 8000, "%s: %zu calls read back, %zu misnamed", ring ? "ring" : "full",
+	      calls, bad);
 	nrr_reader_close(r);
 	unlink(path);
 }
@@ -283,7 +372,10 @@ static void test_msghdr(void)
 int main(void)
 {
 	test_schema();
-	test_encoders();
+	test_encoders(false);
+	test_encoders(true);
+	test_lazy_threads(false);
+	test_lazy_threads(true);
 	test_msghdr();
 	return check_done("api");
 }
