@@ -7,9 +7,24 @@
  * Prints "calls=N wall_ns=X cpu_ns=Y" per call, best of @rounds.
  *
  * usage: bench_tracer [CALLS] [ROUNDS]
+ *        bench_tracer clock            cost of one rdtsc and one clock_gettime
+ *        bench_tracer one              one driver call, then exit (a process's
+ *                                      fixed cost is what it costs traced)
+ *        bench_tracer spawn N [TRACER DIR]
+ *                                      run `bench_tracer one` N times, each
+ *                                      traced into DIR when TRACER is given;
+ *                                      prints the median wall ms per process
  */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __x86_64__
+#include <x86intrin.h>
+#endif
 #include <stdlib.h>
 #include <time.h>
 
@@ -20,8 +35,77 @@ static double now(clockid_t c)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int clock_costs(void)
+{
+	const int n = 10000000;
+	unsigned long long sum = 0;
+	double t0 = now(CLOCK_MONOTONIC);
+#ifdef __x86_64__
+	for (int i = 0; i < n; i++)
+		sum += __rdtsc();
+#endif
+	double t1 = now(CLOCK_MONOTONIC);
+	for (int i = 0; i < n; i++) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		sum += (unsigned long long)ts.tv_nsec;
+	}
+	double t2 = now(CLOCK_MONOTONIC);
+	printf("rdtsc_ns=%.1f clock_gettime_ns=%.1f check=%llu\n", (t1 - t0) / n, (t2 - t1) / n, sum % 7);
+	return 0;
+}
+
+static int one_call(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	int (*version)(int *) = h ? (int (*)(int *))dlsym(h, "cuDriverGetVersion") : NULL;
+	int v = 0;
+	return version && version(&v) == 0 && v > 0 ? 0 : 2;
+}
+
+static int spawn(char *self, int n, const char *tracer, const char *dir)
+{
+	double *t = calloc((size_t)n, sizeof(*t));
+	for (int i = 0; t && i < n; i++) {
+		double t0 = now(CLOCK_MONOTONIC);
+		pid_t p = fork();
+		if (p == 0) {
+			if (tracer) {
+				setenv("LD_PRELOAD", tracer, 1);
+				setenv("NCCLRR_TRACE_DIR", dir, 1);
+			}
+			execl(self, self, "one", (char *)NULL);
+			_exit(127);
+		}
+		int st;
+		if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "bench_tracer: `%s one` failed\n", self);
+			return 2;
+		}
+		t[i] = (now(CLOCK_MONOTONIC) - t0) / 1e6;
+	}
+	if (!t)
+		return 2;
+	qsort(t, (size_t)n, sizeof(*t), cmp_double);
+	printf("processes=%d median_ms=%.3f\n", n, t[n / 2]);
+	free(t);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "clock"))
+		return clock_costs();
+	if (argc > 1 && !strcmp(argv[1], "one"))
+		return one_call();
+	if (argc > 2 && !strcmp(argv[1], "spawn"))
+		return spawn(argv[0], atoi(argv[2]), argc > 4 ? argv[3] : NULL, argc > 4 ? argv[4] : NULL);
 	long calls = argc > 1 ? atol(argv[1]) : 2000000;
 	int rounds = argc > 2 ? atoi(argv[2]) : 5;
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);

@@ -66,6 +66,22 @@ else
 	echo "  lttng             SKIP (lttng-tools or the LTTng provider not built)"
 fi
 
+echo "== clock reads (the native backend reads the TSC once per instant call, twice per other call)"
+clk=$("$bench" clock)
+echo "  rdtsc $(echo "$clk" | field rdtsc_ns) ns, clock_gettime $(echo "$clk" | field clock_gettime_ns) ns"
+printf '  native overhead net of one rdtsc: %.1f ns/call (target <= 25)\n' "$(echo "$n - $b - $(echo "$clk" | field rdtsc_ns)" | bc -l)"
+
+echo "== fixed cost per process: one driver call (cuDriverGetVersion), 200 processes, median of 3 alternating rounds"
+for i in 1 2 3; do
+	LD_LIBRARY_PATH=$fake "$bench" spawn 200 | field median_ms >>"$tmp/fix_u"
+	rm -rf "$tmp/one"; mkdir -p "$tmp/one"
+	LD_LIBRARY_PATH=$fake "$bench" spawn 200 "$tlib" "$tmp/one" | field median_ms >>"$tmp/fix_t"
+done
+med() { sort -g "$1" | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+fu=$(med "$tmp/fix_u") ft=$(med "$tmp/fix_t")
+printf '  untraced %.3f ms  traced %.3f ms  fixed cost %.3f ms/process (target < 0.5), one-call trace %d bytes\n' \
+	"$fu" "$ft" "$(echo "$ft - $fu" | bc -l)" "$(ls -S "$tmp"/one/*.nrt | head -1 | xargs stat -c %s)"
+
 echo "== job: conn_setup on 2node_16gpu (16 ranks on $(nproc) cores), best of $rounds, alternating"
 job() { "$ncclrr" run --topo "$root/topo/2node_16gpu.xml" --timeout 120 -- "$wl" >/dev/null 2>&1; }
 bu=; bt=

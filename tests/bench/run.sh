@@ -34,5 +34,5 @@ run "$(dirname "$0")/bench_export.sh" "$build/cli/ncclrr" "$(dirname "$0")/../..
 run "$(dirname "$0")/bench_replay.sh" "$build/cli/ncclrr" "$(dirname "$0")/../.." "$build/tests/workloads"
 run "$(dirname "$0")/bench_nccl.sh" "$build/cli/ncclrr" "$(dirname "$0")/../.." "$build/tests/workloads" "$build/nccl/2.22.3/libnccl.so.2" 3
 echo "== summary ($(uname -n), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ))"
-grep -E '^(writer/lttng|  lttng-ust|  ncclrr writer \(per record\)|bytes/event|  cursor|  merge|  native|  lttng  |  untraced|  trace |  as text|  NCCL_DEBUG|  diff:|  hang:|bench_dump: |  dump  |  stats  |  dump/stats|bench_export: |== [0-9]* ranks|  replay  |  repeat 5| +[0-9]+ ranks: |bench_replay: largest|  init traced/untraced|  init tp_dp / conn_setup|  peak RSS per rank|  trace [0-9.]* MB vs|  [0-9.]* MB uncompressed)' "$log" | sed 's/^ *//'
+grep -E '^(writer/lttng|  lttng-ust|  ncclrr writer \(per record\)|bytes/event|  cursor|  merge|  native|  lttng  |  untraced|  rdtsc |  native overhead net|  trace |  as text|  NCCL_DEBUG|  diff:|  hang:|bench_dump: |  dump  |  stats  |  dump/stats|bench_export: |== [0-9]* ranks|  replay  |  repeat 5| +[0-9]+ ranks: |bench_replay: largest|  init traced/untraced|  init tp_dp / conn_setup|  peak RSS per rank|  trace [0-9.]* MB vs|  [0-9.]* MB uncompressed)' "$log" | sed 's/^ *//'
 exit $rc
