@@ -4,6 +4,10 @@
 #  1. one cheap driver call (cuDeviceGetAttribute on the fake driver, through
 #     a cuGetProcAddress entry point): untraced, native backend, LTTng backend
 #     (a private session, started here and stopped); overhead per call;
+#  1b. the cost of one rdtsc and one clock_gettime, and the overhead net
+#     of the one clock read of an instant call;
+#  1c. the fixed cost per process: a program that makes one driver call,
+#     200 processes untraced and traced, medians of 3 alternating rounds;
 #  2. the conn_setup job on 2node_16gpu (16 ranks: driver discovery, cuMem,
 #     bootstrap, proxy ring, NCCL's own start-up as far as it runs here)
 #     with and without `ncclrr record`, alternating, best of ROUNDS;
