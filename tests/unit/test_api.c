@@ -99,14 +99,20 @@ static void test_schema(void)
 	      nrr_schema_fn_by_name(s, "ncclNet_regMrDmaBuf") && nrr_schema_fn_by_name(s, "getifaddrs"), "coverage samples");
 }
 
-/* @lazy: the tracer's way (format 3.0), the schema written on first use */
-static void test_encoders(bool lazy)
+/* Make @path (a mkstemp template) a name no file has, for a writer to create. */
+static void free_name(char *path)
 {
-	char path[] = "/tmp/nrr-api-XXXXXX";
 	int fd = mkstemp(path);
 	CHECK_FATAL(fd >= 0, "mkstemp");
 	close(fd);
 	unlink(path);
+}
+
+/* @lazy: the tracer's way (format 3.0), the schema written on first use */
+static void test_encoders(bool lazy)
+{
+	char path[] = "/tmp/nrr-api-XXXXXX";
+	free_name(path);
 	nrr_writer *w;
 	nrr_writer_opts o = { .schema = nrr_builtin_schema, .schema_len = nrr_builtin_schema_len };
 	if (lazy)
@@ -265,10 +271,7 @@ static void *lazy_thread(void *arg)
 static void test_lazy_threads(bool ring)
 {
 	char path[] = "/tmp/nrr-lazy-XXXXXX";
-	int fd = mkstemp(path);
-	CHECK_FATAL(fd >= 0, "mkstemp");
-	close(fd);
-	unlink(path);
+	free_name(path);
 	nrr_writer *w;
 	nrr_writer_opts o = { .schema_parts = &nrr_builtin_parts, .chunk_size = 4096, .sync_ns = 1000000,
 			      .ring_bytes = ring ? 1 << 20 : 0 };
