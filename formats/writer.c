@@ -520,9 +520,9 @@ static int ring_push(nrr_writer *w, const nrr_chunk_header *ch, const uint8_t *h
 	return 0;
 }
 
-/* Compress @raw into a chunk of @type and append it; @return 0 or -errno. */
 static int schema_flush(nrr_writer *w);
 
+/* Compress @raw into a chunk of @type and append it; @return 0 or -errno. */
 static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid,
 		      uint64_t first_seq, uint64_t first_ts, uint32_t nrec,
 		      const void *raw, size_t len)
