@@ -178,6 +178,9 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 		else if (fi->index_rebuilt)
 			fprintf(stderr, "ncclrr %s: warning: file=%s: no index at the end (writer did not finish); rebuilt it by scanning\n",
 				cmd, list[i]);
+		if (fi->schema_lost_offset)
+			fprintf(stderr, "ncclrr %s: warning: file=%s: the schema chunk at offset %llu does not continue the file's functions (damaged or missing one before it); calls of the functions it and later ones describe cannot be decoded\n",
+				cmd, list[i], (unsigned long long)fi->schema_lost_offset);
 		if (fi->meta_lost_offset)
 			fprintf(stderr, "ncclrr %s: warning: file=%s: damaged metadata chunk at offset %llu skipped (keys learnt while running, e.g. the rank or how the trace ended, may be missing)\n",
 				cmd, list[i], (unsigned long long)fi->meta_lost_offset);

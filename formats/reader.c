@@ -482,9 +482,10 @@ static uint32_t count_fns(const char *t, size_t n, int64_t *first)
 /* The first schema text (@text, @len, "... end\n") with the schema
  * chunks written while running appended: each holds the functions next in
  * number, after the tables they name.  A chunk that repeats functions
- * already had (a provisional tail's, written again for good) is skipped;
- * at a damaged or missing one the text stops (info.schema_lost_offset)
- * and the later functions' calls are reported as unknown. */
+ * already had (a provisional tail's, written again for good) is skipped.
+ * A chunk that cannot be read fails the open (@d names it); at one that
+ * does not continue the numbering the text stops (info.schema_lost_offset)
+ * and the calls of the later functions are reported as unknown. */
 static int join_late_schema(nrr_reader *r, char **text, size_t *len, nrr_diag *d)
 {
 	static const char head[] = "ncclrr-schema 1\n", tail[] = "end\n";
