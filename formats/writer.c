@@ -1485,6 +1485,11 @@ static int dump(nrr_writer *w)
 	drain(w);
 	pthread_mutex_lock(&w->io_lock);
 	uint64_t t0 = now_ns(w);
+	/* full mode: the functions first used since the last chunk, for good
+	 * now (as drain's chunks), so that tails do not carry them again and
+	 * again in a process whose buffers never fill */
+	if (!w->ring_max)
+		schema_flush(w);
 	/* full mode: the chunks drained since the last tail (in pend) stay,
 	 * the tail follows them; ring mode: the whole data part is new */
 	uint64_t data_end = w->ring_max ? w->base_off : w->off;
