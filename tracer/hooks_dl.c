@@ -149,20 +149,23 @@ const nrr_wrap_ent *nrr_wrap_find(const char *name)
 	return NULL;
 }
 
-/* The wrapper to hand out for @real, the function @name of some library,
- * or @real itself when it is not ours to wrap. */
-static void *wrap(const char *name, void *real)
+/* The wrapper to hand out for @real, the function of wrap entry @e, or
+ * @real itself when it is not ours to wrap (@e NULL: no entry). */
+static void *wrap_ent(const nrr_wrap_ent *e, void *real)
 {
-	if (!hooks_active || !real || !name)
-		return real;
-	const nrr_wrap_ent *e = nrr_wrap_find(name);
-	if (!e || real == e->wrapper)
+	if (!hooks_active || !real || !e || real == e->wrapper)
 		return real;
 	void *expected = NULL;
 	if (__atomic_compare_exchange_n(e->real, &expected, real, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
 	    expected == real)
 		return e->wrapper;
 	return real;   /* a second implementation of the same name: not recorded */
+}
+
+/* The same for the function @name of some library. */
+static void *wrap(const char *name, void *real)
+{
+	return name ? wrap_ent(nrr_wrap_find(name), real) : real;
 }
 
 /* The assembly stubs' targets (hidden: reached without a PLT). */
@@ -256,20 +259,28 @@ struct find_obj {
 	bool found, nccl;
 };
 
-static int find_object(struct dl_phdr_info *info, size_t size, void *data)
+/* The span [*lo, *hi) of an object's loaded segments. */
+static void object_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
 {
-	struct find_obj *f = data;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	*lo = UINTPTR_MAX;
+	*hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD)
 			continue;
 		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-		if (a < lo)
-			lo = a;
-		if (a + ph->p_memsz > hi)
-			hi = a + ph->p_memsz;
+		if (a < *lo)
+			*lo = a;
+		if (a + ph->p_memsz > *hi)
+			*hi = a + ph->p_memsz;
 	}
+}
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct find_obj *f = data;
+	uintptr_t lo, hi;
+	object_span(info, &lo, &hi);
 	if (f->addr < lo || f->addr >= hi)
 		return 0;
 	f->found = true;
@@ -473,18 +484,9 @@ static int cmp_drv(const void *a, const void *b)
 
 static int build_drv(struct dl_phdr_info *info, size_t size, void *data)
 {
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	bool here = false;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-		lo = a < lo ? a : lo;
-		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
-		here |= drv.probe >= a && drv.probe < a + ph->p_memsz;
-	}
-	if (!here)
+	uintptr_t lo, hi;
+	object_span(info, &lo, &hi);
+	if (drv.probe < lo || drv.probe >= hi)
 		return 0;
 	size_t n = 0;
 	for (size_t i = 0; i < nrr_wrap_count; i++)
@@ -544,9 +546,8 @@ void nrr_cuda_procaddr(const char *symbol, void **pfn, int ret)
 	bool fallback;
 	const nrr_wrap_ent *e = drv_find(*pfn, &fallback);
 	if (!fallback) {
-		if (e)
-			*pfn = wrap(e->name, *pfn);
-		return;   /* else no wrapped export: handed out as is (not recorded) */
+		*pfn = wrap_ent(e, *pfn);   /* (NULL: no wrapped export, handed out as is) */
+		return;
 	}
 	Dl_info info;
 	if (!dladdr(*pfn, &info) || info.dli_saddr != *pfn || !info.dli_sname)
