@@ -195,7 +195,9 @@ typedef struct nrr_writer_opts {
 	size_t max_buffered;   /* raw bytes buffered for compression before a
 				* thread waits (default 32 MiB per writer; each
 				* thread may always use 2 chunks) */
-	int zstd_level;        /* default 1 */
+	int zstd_level;        /* 0: 1, and -5 while the compression thread is
+				* behind (a sixteenth of max_buffered queued);
+				* any other: that level always */
 	const char *schema;    /* schema text (required unless schema_parts) */
 	size_t schema_len;
 	/* Instead of schema: the functions' lines are written on first use,

@@ -8,7 +8,8 @@
  * carries on in a spare buffer; the compression thread turns each buffer
  * into one chunk (zstd frame + header), appends it to the file and gives
  * the buffer back to its thread.  A burst that outruns compression is
- * absorbed by new buffers up to max_buffered bytes per writer; past that
+ * absorbed by new buffers up to max_buffered bytes per writer, and at the
+ * default level compressed faster while it is queued (drain); past that
  * the thread waits (nothing is dropped).  See FORMAT.md for the bytes.
  */
 #include <errno.h>
@@ -154,6 +155,7 @@ struct nrr_writer {
 	char path[PATH_MAX];
 	size_t chunk_size;
 	int level;
+	bool adapt, fast;   /* the default level: -5 while behind (drain) */
 	bool tsc, manual;
 	/* the clock epoch: ns = ns0 + (tsc - tsc0) * mult >> 32; read by every
 	 * traced thread at every record (epoch_seq), written a few times: a
@@ -592,11 +594,26 @@ static void drain(nrr_writer *w)
 {
 	struct wbuf *list = atomic_exchange(&w->queue, NULL);
 	struct wbuf *fifo = NULL;
+	size_t nq = 0;
 	while (list) {          /* the stack is newest first: reverse it */
 		struct wbuf *n = list->next;
 		list->next = fifo;
 		fifo = list;
 		list = n;
+		nq++;
+	}
+	/* Behind: the queue holds a sixteenth of what the threads may buffer
+	 * before they wait.  At the default level, compress at -5 until it is
+	 * short again: about 1.3 times as fast as level 1 and 20-30 % bigger
+	 * (tests/bench/bench_writer, bench_size), so that a burst on a host
+	 * whose CPUs are all busy makes threads wait less or not at all. */
+	size_t backlog = nq * w->chunk_size;
+	bool behind = backlog >= w->max_buffered / 16 || (w->fast && backlog > w->max_buffered / 64);
+	if (w->adapt && behind != w->fast) {
+		pthread_mutex_lock(&w->io_lock);   /* (metadata is compressed on other threads) */
+		w->fast = behind;
+		ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, behind ? -5 : w->level);
+		pthread_mutex_unlock(&w->io_lock);
 	}
 	while (fifo) {
 		struct wbuf *b = fifo;
@@ -1252,9 +1269,11 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 		o.chunk_size = 16384;
 	if (o.chunk_size > NRR_CHUNK_RAW_MAX)
 		o.chunk_size = NRR_CHUNK_RAW_MAX;
-	if (!o.zstd_level)
-		o.zstd_level = 1;   /* the compressor must keep up with the traced threads
-				     * (tests/bench); level 1 still gives ~3 bytes/event */
+	/* the compressor must keep up with the traced threads (tests/bench):
+	 * level 1 still gives ~3 bytes/event */
+	bool adapt = !o.zstd_level;
+	if (adapt)
+		o.zstd_level = 1;
 	if (!o.schema_parts && (!o.schema || !o.schema_len))
 		return -EINVAL;
 	nrr_writer *w = calloc(1, sizeof(*w));
@@ -1265,6 +1284,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	w->chunk_size = o.chunk_size;
 	w->max_buffered = o.max_buffered ? o.max_buffered : (size_t)32 << 20;
 	w->level = o.zstd_level;
+	w->adapt = adapt;
 	w->ring_max = o.ring_bytes;
 	w->on_io_error = o.on_io_error;
 	w->watchdog_ns = o.watchdog_ns;
@@ -1328,7 +1348,18 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int prc = pthread_create(&w->thread, NULL, compress_main, w);
+	/* ... and runs on the CPUs of the process (its main thread's), not
+	 * only on those of the thread that opened the writer: a thread pinned
+	 * to one CPU (NCCL pins its threads near the GPU; a benchmark pins its
+	 * loop) would otherwise share that CPU with its own compressor and
+	 * wait for it.  A process bound by its launcher stays bound. */
+	pthread_attr_t attr;
+	cpu_set_t cpus;
+	pthread_attr_init(&attr);
+	if (!sched_getaffinity(getpid(), sizeof(cpus), &cpus))
+		pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+	int prc = pthread_create(&w->thread, &attr, compress_main, w);
+	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (prc) {
 		rc = -EAGAIN;

@@ -13,7 +13,7 @@
  *                     payloads and varied sockaddrs;
  *   proxy thread:     ibv_post_send and long ibv_poll_cq = 0 runs
  *                     (coalesced) ending in a completion.
- * For zstd levels -3/-1/1/3/6/9/19 and chunk sizes 64K..1M prints bytes per
+ * For zstd levels -5/-3/-1/1/3/6/9/19 and chunk sizes 64K..1M prints bytes per
  * call, per event (enter and leave = 2 events per call, logs 1) and per
  * record written after coalescing, and the compression ratio.
  * Target: <= 6 bytes/event.  Exits 0 unless a file cannot be written/read.
@@ -359,7 +359,7 @@ int main(int argc, char **argv)
 	printf("   event = an enter or a leave of a recorded call (2 per call, polling included) or a log line;\n"
 	       "   record = what is written after coalescing; bytes = DATA chunks (header + zstd payload),\n"
 	       "   file = the whole file (schema of 322 functions, meta, index: fixed per file)\n\n");
-	static const int levels[] = { -3, -1, 1, 3, 6, 9, 19 };
+	static const int levels[] = { -5, -3, -1, 1, 3, 6, 9, 19 };
 	static const size_t chunks[] = { 65536, 131072, 262144, 1048576 };
 	printf("  %5s %6s %10s %10s %9s %9s | %9s %9s %9s %7s | %10s\n", "zstd", "chunk", "calls", "records", "raw B",
 	       "data B", "B/call", "B/event", "B/record", "ratio", "file B/ev");

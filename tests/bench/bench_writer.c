@@ -143,7 +143,19 @@ struct result {
 	double per_event_cpu;     /* CPU ns per event of a traced thread */
 	double per_event_wall;    /* ns of wall time per event, all threads */
 	long vcsw, ivcsw;         /* context switches of the traced threads */
+	double bytes_per_event;   /* the trace file's size per event */
 };
+
+/* The writer's zstd level for the next runs (0: its default) and, when
+ * set, the CPU its compression thread is pinned to (-1: the process's) */
+static int w_level;
+static int w_compressor_cpu = -1;
+static cpu_set_t all_cpus;   /* the process's CPUs at start */
+
+static void bench_unpin(void)
+{
+	sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
+}
 
 /* Run @nthreads threads of @kind, @calls each; events per call: @epc. */
 static struct result run(enum kind kind, int nthreads, uint64_t calls, int epc)
@@ -155,9 +167,14 @@ static struct result run(enum kind kind, int nthreads, uint64_t calls, int epc)
 		snprintf(path, sizeof(path), "%s/w%d.nrt", dir, serial++);
 		nrr_writer_opts o = { .schema = schema4, .schema_len = sizeof(schema4) - 1 };
 		const char *lvl = getenv("NCCLRR_BENCH_ZSTD_LEVEL");   /* experiments */
-		if (lvl)
-			o.zstd_level = atoi(lvl);
+		o.zstd_level = lvl ? atoi(lvl) : w_level;
+		/* the compression thread runs on the main thread's CPUs
+		 * (writer.c): pinning main while it opens the writer pins it */
+		if (w_compressor_cpu >= 0)
+			bench_pin(w_compressor_cpu);
 		int rc = nrr_writer_open(&w, path, &o);
+		if (w_compressor_cpu >= 0)
+			bench_unpin();
 		if (rc) {
 			fprintf(stderr, "Cannot open the trace: file=%s: %s\n", path, nrr_strerror(rc));
 			exit(1);
@@ -177,7 +194,7 @@ static struct result run(enum kind kind, int nthreads, uint64_t calls, int epc)
 		pthread_join(th[i], NULL);
 	double wall = bench_now() - t0;
 	pthread_barrier_destroy(&bar);
-	struct result r = { 0, 0, 0, 0, 0 };
+	struct result r = { 0, 0, 0, 0, 0, 0 };
 	double events = (double)calls * epc;
 	for (int i = 0; i < nthreads; i++) {
 		r.per_event_thread += jobs[i].secs * 1e9 / events / nthreads;
@@ -192,6 +209,9 @@ static struct result run(enum kind kind, int nthreads, uint64_t calls, int epc)
 			fprintf(stderr, "Cannot write the trace: file=%s: %s\n", path, nrr_strerror(rc));
 			exit(1);
 		}
+		struct stat st;
+		if (!stat(path, &st))
+			r.bytes_per_event = (double)st.st_size / (events * nthreads);
 		unlink(path);
 	}
 	return r;
@@ -209,6 +229,7 @@ static struct result best(enum kind kind, int nthreads, uint64_t calls, int epc,
 			b.per_event_wall = r.per_event_wall;
 			b.vcsw = r.vcsw;
 			b.ivcsw = r.ivcsw;
+			b.bytes_per_event = r.bytes_per_event;
 		}
 		if (r.per_event_cpu < b.per_event_cpu)
 			b.per_event_cpu = r.per_event_cpu;
@@ -297,6 +318,36 @@ static void lttng_stop(void)
 }
 #endif
 
+/* Whether the one compression thread keeps up with this loop (about 20 M
+ * records/s, far above a real job) at the writer's default level (1, and
+ * -1 while it is behind), at 1 and at the fast negative ones, on a CPU of its own (the writer's default placement:
+ * the process's CPUs), sharing the loop's CPU (the placement it had when
+ * it took the CPUs of the thread that opened the writer) and with two
+ * loops on the 2 CPUs.  Waits: the loop thread's voluntary switches. */
+static void compressor_table(uint64_t calls)
+{
+	static const int levels[] = { 0, 1, -1, -3, -5 };
+	printf("\ncompression thread vs this loop (best of 3; wall/CPU 1.00 = the loop never waited; waits:\n"
+	       "blocked for a free buffer, preempt: the CPU taken, by the compressor when it shares the loop's):\n");
+	printf("  %-22s %7s %9s %9s %8s %7s %7s %9s\n", "placement", "level", "wall ns", "CPU ns", "wall/CPU", "waits",
+	       "preempt", "bytes/ev");
+	for (int place = 0; place < 3; place++) {
+		for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+			w_level = levels[i];
+			w_compressor_cpu = place == 1 ? 0 : -1;
+			int nth = place == 2 ? 2 : 1;
+			struct result r = best(K_NCCLRR, nth, calls / (uint64_t)nth, 2, 3);
+			static const char *const names[] = { "own CPU (1 loop)", "loop's CPU (1 loop)", "2 loops on 2 CPUs" };
+			char lv[16];
+			snprintf(lv, sizeof(lv), levels[i] ? "%d" : "default", levels[i]);
+			printf("  %-22s %7s %9.2f %9.2f %8.2f %7ld %7ld %9.3f\n", names[place], lv, r.per_event_thread,
+			       r.per_event_cpu, r.per_event_thread / r.per_event_cpu, r.vcsw, r.ivcsw, r.bytes_per_event);
+		}
+	}
+	w_level = 0;
+	w_compressor_cpu = -1;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t calls = 10000000;
@@ -310,13 +361,15 @@ int main(int argc, char **argv)
 	if (calls < 1000)
 		calls = 1000;
 	bench_tmpdir(dir, sizeof(dir), "bench-writer");
-	bench_pin(0);
+	/* each loop thread pins itself; the main thread, whose CPUs the
+	 * writer's compression thread takes, stays on all of them */
+	sched_getaffinity(0, sizeof(all_cpus), &all_cpus);
 
 	printf("== bench_writer: cost per event, %llu calls per thread\n", (unsigned long long)calls);
 	printf("   ncclrr event = one record: a call of a 4-u-arg function writes ENTER + LEAVE = 2 events\n");
 	printf("   lttng  event = one tracepoint with 4 integer fields\n");
 
-	struct result lttng1 = { 0, 0, 0, 0, 0 }, lttng2 = { 0, 0, 0, 0, 0 };
+	struct result lttng1 = { 0, 0, 0, 0, 0, 0 }, lttng2 = { 0, 0, 0, 0, 0, 0 };
 #if NCCLRR_HAVE_LTTNG
 	if (want_lttng) {
 		lttng_start();
@@ -353,7 +406,7 @@ int main(int argc, char **argv)
 	ROW("ncclrr writer (per call = 2 rec.)", n1, n2, 2);
 	printf("  wall: the traced thread's elapsed time, including waits for a free buffer when the\n"
 	       "        compression thread falls behind (this loop records ~20 M records/s, far above any real\n"
-	       "        job; the compressor shares the 2nd CPU with the other thread, and other load);\n"
+	       "        job; with 2 threads the compressor shares a CPU with one, and other load);\n"
 	       "  CPU:  the traced thread's own CPU time (CLOCK_THREAD_CPUTIME_ID): the cost to the program.\n"
 	       "  ncclrr all threads together: %.2f ns of wall per event (1 thread), %.2f (2 threads)\n"
 	       "  ncclrr traced thread, best wall run: %ld waits for a free buffer (voluntary switches), %ld preemptions\n\n",
@@ -370,6 +423,7 @@ int main(int argc, char **argv)
 		printf("writer/lttng = SKIP (no LTTng baseline); writer %.2f ns/event CPU vs the design reference 124 ns/event: %.3f (target <= 0.25)\n",
 		       n1.per_event_cpu, n1.per_event_cpu / 124.0);
 	}
+	compressor_table(calls);
 	bench_rmdir(dir);
 	return 0;
 }
