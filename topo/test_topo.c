@@ -62,6 +62,23 @@ static void test_file(const char *name, int nhosts, int ngpus, int nnics, int nv
 		}
 		CHECK(strncmp(first, "<system version=\"1\">", 20) == 0, "first line %s", first);
 		unlink(out);
+		/* host h alone: the same host, the others named only */
+		nrr_topo *o = NULL;
+		rc = nrr_topo_load_host(path, h, &o, err, sizeof(err));
+		CHECK(rc == 0, "%s host %d alone: %s", name, h, err);
+		if (rc)
+			continue;
+		CHECK(o->nhosts == nhosts && o->only_host == h && nrr_topo_gpus_per_host(o) == ngpus, "%s host %d alone: counts",
+		      name, h);
+		for (int k = 0; k < nhosts; k++)
+			CHECK(strcmp(o->hosts[k].name, t->hosts[k].name) == 0 && (k == h) == (o->hosts[k].ngpus > 0),
+			      "%s host %d alone: host %d", name, h, k);
+		const nrr_topo_host *a = &o->hosts[h], *b = &t->hosts[h];
+		CHECK(a->ngpus == b->ngpus && a->nnics == b->nnics && a->system, "%s host %d alone: content", name, h);
+		for (int g = 0; g < a->ngpus && g < b->ngpus; g++)
+			CHECK(!memcmp(a->gpus[g].uuid, b->gpus[g].uuid, 16) && !strcmp(a->gpus[g].busid, b->gpus[g].busid) &&
+			      a->gpus[g].nvlink_total == b->gpus[g].nvlink_total, "%s host %d alone: gpu %d", name, h, g);
+		nrr_topo_free(o);
 	}
 	nrr_topo_free(t);
 }
@@ -157,6 +174,47 @@ static void test_bad(void)
 	CHECK(rc == -ENOENT && strstr(err, "/nonexistent/x.xml: cannot open"), "enoent: %s", err);
 }
 
+/* nrr_topo_load_host passes over the other hosts without checking their
+ * content, but not over an element left open; a bare <system> is read
+ * in full; a host past the last leaves nhosts to say so. */
+static void test_host_only(void)
+{
+	char path[64], err[512];
+	snprintf(path, sizeof(path), "/tmp/test_topo_host.%d.xml", (int)getpid());
+	const char *other[] = {
+		/* bad content (version 2, an unknown element, '>' and a
+		 * '</host>' where they do not end anything), balanced */
+		"<system version=\"2\"><bogus a='>' b=\"</host>\"/><!-- </host> --></system>",
+		/* an element left open */
+		"<system version=\"1\"><cpu>\n</system>",
+	};
+	for (int c = 0; c < 2; c++) {
+		FILE *f = fopen(path, "w");
+		CHECK_FATAL(f, "create %s", path);
+		fprintf(f, "<cluster name=\"c\">\n<host name=\"h0\">%s</host>\n<host name=\"h1\">%s</host>\n"
+			   "<host name=\"h2\">%s</host>\n</cluster>\n", GOOD_HOST, other[c], GOOD_HOST);
+		fclose(f);
+		nrr_topo *t = NULL;
+		CHECK(nrr_topo_load(path, &t, err, sizeof(err)) == -EINVAL && !t, "case %d: the full load fails", c);
+		for (int h = 0; h <= 3; h += 2) {
+			int rc = nrr_topo_load_host(path, h, &t, err, sizeof(err));
+			if (c == 0) {
+				CHECK(rc == 0 && t->nhosts == 3 && (h > 2 || t->hosts[h].ngpus == 1), "case 0 host %d: %d %s", h,
+				      rc, err);
+				nrr_topo_free(t);
+			} else {
+				CHECK(rc == -EINVAL && !t && strstr(err, ":16: end tag </cluster> does not match <host> opened at line 8"), "case 1 host %d: %s",
+				      h, err);
+			}
+		}
+	}
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/1node_8gpu.xml", srcdir);
+	nrr_topo *t = NULL;
+	CHECK(nrr_topo_load_host(path, 0, &t, err, sizeof(err)) == 0 && t->hosts[0].ngpus == 8, "one host: %s", err);
+	nrr_topo_free(t);
+}
+
 static void test_default(void)
 {
 	nrr_topo *t = NULL;
@@ -180,6 +238,7 @@ int main(int argc, char **argv)
 	test_file("8node_64gpu.xml", 8, 8, 8, 1);
 	test_file("2node_8gpu_pcie.xml", 2, 4, 2, 0);
 	test_bad();
+	test_host_only();
 	test_default();
 	return check_done("topo");
 }

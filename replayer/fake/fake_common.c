@@ -60,7 +60,7 @@ static void load_host(void)
 	char err[512];
 	int rc;
 	if (path && *path)
-		rc = nrr_topo_load(path, &t, err, sizeof(err));
+		rc = nrr_topo_load_host(path, env_int("NCCLRR_HOST", 0), &t, err, sizeof(err));
 	else
 		rc = nrr_topo_default(&t, err, sizeof(err));
 	if (rc < 0) {

@@ -25,7 +25,7 @@ for t in "$src"/tests/fuzz/fuzz_*.c; do
 	n=$(basename "$t" .c); c=${n#fuzz_}
 	$cc -std=gnu11 -D_GNU_SOURCE -g -O1 -DNCCLRR_LIBFUZZER \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-I"$src/formats" -I"$src/analyzer" -I"$cfgdir" "$t" \
+		-I"$src/formats" -I"$src/analyzer" -I"$src/topo" -I"$cfgdir" "$t" "$src"/topo/nrr_topo.c \
 		"$src"/formats/nrt_common.c "$src"/formats/schema.c "$src"/formats/writer.c \
 		"$src"/formats/reader.c "$src"/formats/callfmt.c "$src"/formats/rundir.c \
 		"$src"/analyzer/runinfo.c "$ben" -lzstd -lpthread -o "$out/$n"
