@@ -504,6 +504,89 @@ static void rm_dir(const char *dir)
 
 /* ---- the run --------------------------------------------------------- */
 
+/* Which of the names in @cand (/dev/shm/NAME) some process has mapped or
+ * open: one scan of /proc (what this user may read, which covers what it
+ * may unlink); used[i] set for each. */
+static void shm_mark_used(char (*cand)[NAME_MAX + 1], bool *used, int n)
+{
+	DIR *d = opendir("/proc");
+	if (!d) {
+		memset(used, 1, (size_t)n);   /* cannot tell: keep them all */
+		return;
+	}
+	char path[300], line[512], link[PATH_MAX];
+	for (struct dirent *e; (e = readdir(d));) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/maps", e->d_name);
+		FILE *f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			char *m = strstr(line, "/dev/shm/nccl-");
+			if (!m)
+				continue;
+			m[strcspn(m, " \n")] = 0;
+			for (int i = 0; i < n; i++)
+				used[i] |= !strcmp(m + 9, cand[i]);
+		}
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof(path), "/proc/%s/fd", e->d_name);
+		DIR *fd = opendir(path);
+		for (struct dirent *l; fd && (l = readdir(fd));) {
+			char lp[600];
+			snprintf(lp, sizeof(lp), "%s/%s", path, l->d_name);
+			ssize_t k = readlink(lp, link, sizeof(link) - 1);
+			if (k <= 14)
+				continue;
+			link[k] = 0;
+			for (int i = 0; i < n; i++)
+				used[i] |= !strncmp(link, "/dev/shm/", 9) && !strcmp(link + 9, cand[i]);
+		}
+		if (fd)
+			closedir(fd);
+	}
+	closedir(d);
+}
+
+/* NCCL's shared-memory segments (/dev/shm/nccl-*, one per intra-host
+ * connection) are unlinked once both sides have them mapped, so a rank
+ * that fails or is killed during connect leaves its own behind: 7 MB
+ * each, about 130 MB per failed 16-rank job, in memory until reboot.
+ * Once every rank has ended, remove those of this user made since the
+ * job started that no process has mapped or open (a job beside this one
+ * keeps its own). */
+static int sweep_nccl_shm(time_t since)
+{
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return 0;
+	char (*cand)[NAME_MAX + 1] = NULL;
+	int n = 0, cap = 0, removed = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		struct stat st;
+		if (strncmp(e->d_name, "nccl-", 5) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_ctime < since)
+			continue;
+		if (n == cap) {
+			void *c = realloc(cand, (size_t)(cap = cap ? 2 * cap : 64) * sizeof(*cand));
+			if (!c)
+				break;
+			cand = c;
+		}
+		snprintf(cand[n++], sizeof(*cand), "%s", e->d_name);
+	}
+	bool *used = n ? calloc((size_t)n, sizeof(*used)) : NULL;
+	if (used) {
+		shm_mark_used(cand, used, n);
+		for (int i = 0; i < n; i++)
+			removed += !used[i] && !unlinkat(dirfd(d), cand[i], 0);
+	}
+	free(used);
+	free(cand);
+	closedir(d);
+	return removed;
+}
+
 static void kill_groups(struct rank_proc *rp, int n, int sig)
 {
 	for (int r = 0; r < n; r++)
@@ -675,6 +758,7 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		}
 	}
 	double t0 = now_s();
+	time_t started = time(NULL) - 1;
 	for (int r = 0; r < n; r++) {
 		struct nrr_rank_env re;
 		memset(&re, 0, sizeof(re));
@@ -816,6 +900,9 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 			fprintf(report, "ncclrr run: rank %d: %s\n", r, st);
 		}
 	}
+	int swept = sweep_nccl_shm(started);
+	if (swept)
+		fprintf(report, "ncclrr run: removed %d shared-memory segments its ranks left (/dev/shm/nccl-*)\n", swept);
 	fprintf(report, "ncclrr run: %d of %d ranks exited 0 in %.2f s\n", n - failed, n, elapsed);
 	ret = timed_out == 1 ? NRR_LAUNCH_TIMEOUT : timed_out == 2 ? NRR_LAUNCH_INTERRUPTED :
 	      failed ? NRR_LAUNCH_FAILED : NRR_LAUNCH_OK;

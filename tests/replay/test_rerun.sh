@@ -91,6 +91,10 @@ nccl_case() {
 		rec --env NCCL_RUNTIME_CONNECT=0 --env NCCLRR_FAULT=cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE
 		rc=$?
 		[ $rc -eq 124 ] || fail "recording: exit $rc, want 124"
+		# the ranks killed during connect left NCCL's /dev/shm segments,
+		# which the launcher removed once they had all ended
+		grep -q '^ncclrr run: removed [1-9][0-9]* shared-memory segments its ranks left' "$tmp/rec.log" ||
+			fail "the launcher removed no /dev/shm/nccl-* segment"
 		rerun
 		[ $rc -eq 0 ] || { fail "rerun: exit $rc, want 0"; cat "$tmp/v"; tail -5 "$tmp/e"; }
 		verdict 'rank 3: reproduced: cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE, exit 1'
