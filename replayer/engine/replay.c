@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -639,10 +640,15 @@ static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 		if (pipe2(pp, O_CLOEXEC) < 0)
 			return -errno;
 		fflush(NULL);
-		pid_t pid = fork();
+		pid_t coord = getpid(), pid = fork();
 		if (pid < 0)
 			return -errno;
 		if (pid == 0) {
+			/* a coordinator that dies (Ctrl-C, kill) takes its workers
+			 * with it: orphans would block in their replay for ever */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != coord)
+				_exit(2);
 			close(pp[0]);
 			for (size_t j = 0; j < i; j++)
 				if (fds[j] >= 0)

@@ -155,6 +155,27 @@ dead)
 	[ $rc -eq 1 ] || [ $rc -eq 2 ] || fail "worker dead of SIGSEGV: exit $rc"
 	has "$tmp/s" "the replay worker died of signal 11 (Segmentation fault)" signal
 	grep -q "replay hung" "$tmp/s" && fail "a worker dead of a signal was called a hang"
+	# the other way round: a replay killed (kill -9, a closed terminal)
+	# takes its workers with it, or they may block in their replay for ever.
+	# All stopped first, so that none can end on its own: what still lives
+	# after the coordinator's kill was left alive by it.
+	"$ncclrr" replay --topo "$topo" --timeout 30 --repeat 1000 "$g/conn_clean" >/dev/null 2>&1 &
+	coord=$!
+	workers=
+	for _ in $(seq 400); do
+		kill -STOP $coord
+		workers=$(pgrep -r R,S,D -d, -P $coord) && break   # live ones, not those of the last --repeat round
+		kill -CONT $coord
+		sleep 0.01
+	done
+	[ -n "$workers" ] || fail "no replay worker started"
+	kill -STOP ${workers//,/ } 2>/dev/null
+	kill -KILL $coord
+	wait $coord 2>/dev/null
+	sleep 0.5
+	left=$(ps -o stat= -p "$workers" | grep -vc "^Z")   # (zombies: dead, not yet reaped)
+	[ "$left" -eq 0 ] || fail "$left replay workers outlived their killed coordinator"
+	kill -KILL ${workers//,/ } 2>/dev/null
 	;;
 usage)
 	"$ncclrr" replay >/dev/null 2>&1; [ $? -eq 2 ] || fail "no args: want exit 2"

@@ -358,13 +358,19 @@ static int nccl_accept(int lfd, int want_type)
 	return fd;
 }
 
+/* NCCL's listen backlog (its SOCKET_BACKLOG; the kernel caps it at
+ * net.core.somaxconn): rank 0 of a 4096-rank job is sent 4095 connects
+ * at once, and a connect the full queue drops comes back only after TCP's
+ * backoff of 1, 2, 4, ... s */
+#define BACKLOG 16384
+
 static int listen_on(struct sockaddr_in *a)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	socklen_t len = sizeof(*a);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)a, sizeof(*a)) || listen(fd, 128) ||
+	    bind(fd, (struct sockaddr *)a, sizeof(*a)) || listen(fd, BACKLOG) ||
 	    getsockname(fd, (struct sockaddr *)a, &len)) {
 		if (fd >= 0)
 			close(fd);
