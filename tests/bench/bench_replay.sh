@@ -8,8 +8,8 @@
 # fails, does not match, or takes longer than STEP_S seconds (default 180),
 # or MAX_RANKS (default 4096) is passed, or the next size would need more
 # memory than is available (extrapolated from the previous step's drop of
-# MemAvailable: an OOM kill would take other processes with it; 2048 ranks
-# of conn_setup were OOM-killed on a 24 GiB machine); prints the largest
+# MemAvailable: an OOM kill would take other processes with it; before each process read
+# only its own host of the cluster file, 2048 ranks were OOM-killed here); prints the largest
 # size that replayed with "the replay matches the recording".
 # Not a test: prints numbers, asserts no timing.  Exits 1 only when the
 # 16- or 64-rank replay does not match its recording (a broken replayer).
