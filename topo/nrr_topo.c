@@ -114,7 +114,7 @@ struct xr {
 	const char *p, *end;
 	int line;
 	struct perr *pe;
-	int keep;    /* nrr_topo_load_host: the one child of the root read in full (-1: all) */
+	int keep;    /* nrr_topo_load_host: the one child of a <cluster> read in full (-1: all) */
 	int child;   /* children of the root met so far */
 };
 
@@ -179,8 +179,9 @@ static int skip_comment(struct xr *x)
 
 /* The content of @n up to its end tag, passed over (another host's, for
  * nrr_topo_load_host): tags balanced, its own end tag named, comments
- * closed, nothing else checked (a full load checks it).  One pass over the bytes: a 512-host
- * file is passed in a few ms where parsing it takes 200 and 29 MB. */
+ * closed, nothing else checked (a full load checks it).  One pass over
+ * the bytes: a 512-host file is passed in a few ms where parsing it takes
+ * 200 and 29 MB. */
 static int skim_content(struct xr *x, const struct nrr_xml_node *n)
 {
 	const char *p = x->p, *e = x->end;
@@ -189,7 +190,7 @@ static int skim_content(struct xr *x, const struct nrr_xml_node *n)
 		for (; p < e && *p != '<'; p++)
 			line += *p == '\n';
 		if (p >= e)
-			return x->line = line, fail(x->pe, n->line, "element <%s> is not closed (missing </%s>)", n->name, n->name);
+			return fail(x->pe, n->line, "element <%s> is not closed (missing </%s>)", n->name, n->name);
 		int start = line;
 		if (e - p >= 4 && !memcmp(p, "<!--", 4)) {
 			const char *c = memmem(p + 4, (size_t)(e - p - 4), "-->", 3);
@@ -906,7 +907,7 @@ static int load_buffer(const char *name, const char *buf, size_t len, int keep, 
 		return fail(&pe, 0, "out of memory"), -ENOMEM;
 	}
 	snprintf(t->path, sizeof(t->path), "%s", pe.file);
-	t->only_host = strcmp(root->name, "system") ? keep : -1;
+	t->only_host = x.keep;   /* (-1 for a bare <system>: read_element) */
 	rc = build(t, root, &pe);
 	if (rc < 0) {
 		if (!pe.set)
@@ -924,10 +925,17 @@ int nrr_topo_load_buffer(const char *name, const char *buf, size_t len, nrr_topo
 	return load_buffer(name, buf, len, -1, out, err, errlen);
 }
 
+/* The child of <cluster> that nrr_topo_load_host reads in full: none for
+ * a host before the first (-1 would mean all) */
+static int keep_host(int host)
+{
+	return host < 0 ? INT_MAX : host;
+}
+
 int nrr_topo_load_host_buffer(const char *name, const char *buf, size_t len, int host, nrr_topo **out,
 			      char *err, size_t errlen)
 {
-	return load_buffer(name, buf, len, host < 0 ? INT_MAX : host, out, err, errlen);
+	return load_buffer(name, buf, len, keep_host(host), out, err, errlen);
 }
 
 static int load_file(const char *path, int keep, nrr_topo **out, char *err, size_t errlen)
@@ -974,7 +982,7 @@ int nrr_topo_load(const char *path, nrr_topo **out, char *err, size_t errlen)
 
 int nrr_topo_load_host(const char *path, int host, nrr_topo **out, char *err, size_t errlen)
 {
-	return load_file(path, host < 0 ? INT_MAX : host, out, err, errlen);
+	return load_file(path, keep_host(host), out, err, errlen);
 }
 
 void nrr_topo_free(nrr_topo *t)

@@ -56,11 +56,12 @@ static void load_host(void)
 	h->rank = env_int("NCCLRR_RANK", -1);
 	h->local_rank = env_int("NCCLRR_LOCAL_RANK", -1);
 	const char *path = getenv("NCCLRR_TOPO");
+	int hi = env_int("NCCLRR_HOST", 0);
 	nrr_topo *t = NULL;
 	char err[512];
 	int rc;
 	if (path && *path)
-		rc = nrr_topo_load_host(path, env_int("NCCLRR_HOST", 0), &t, err, sizeof(err));
+		rc = nrr_topo_load_host(path, hi, &t, err, sizeof(err));
 	else
 		rc = nrr_topo_default(&t, err, sizeof(err));
 	if (rc < 0) {
@@ -69,7 +70,6 @@ static void load_host(void)
 		return;
 	}
 	h->topo = t;
-	int hi = env_int("NCCLRR_HOST", 0);
 	if (hi < 0 || hi >= t->nhosts) {
 		snprintf(h->error, sizeof(h->error), "NCCLRR_HOST=%s: the cluster %s has hosts 0..%d",
 			 getenv("NCCLRR_HOST"), t->path, t->nhosts - 1);

@@ -504,6 +504,15 @@ static void rm_dir(const char *dir)
 
 /* ---- the run --------------------------------------------------------- */
 
+/* used[i] set when @path is /dev/shm/cand[i] */
+static void shm_mark(const char *path, char (*cand)[NAME_MAX + 1], bool *used, int n)
+{
+	if (strncmp(path, "/dev/shm/", 9))
+		return;
+	for (int i = 0; i < n; i++)
+		used[i] |= !strcmp(path + 9, cand[i]);
+}
+
 /* Which of the names in @cand (/dev/shm/NAME) some process has mapped or
  * open: one scan of /proc (what this user may read, which covers what it
  * may unlink); used[i] set for each. */
@@ -525,8 +534,7 @@ static void shm_mark_used(char (*cand)[NAME_MAX + 1], bool *used, int n)
 			if (!m)
 				continue;
 			m[strcspn(m, " \n")] = 0;
-			for (int i = 0; i < n; i++)
-				used[i] |= !strcmp(m + 9, cand[i]);
+			shm_mark(m, cand, used, n);
 		}
 		if (f)
 			fclose(f);
@@ -536,11 +544,10 @@ static void shm_mark_used(char (*cand)[NAME_MAX + 1], bool *used, int n)
 			char lp[600];
 			snprintf(lp, sizeof(lp), "%s/%s", path, l->d_name);
 			ssize_t k = readlink(lp, link, sizeof(link) - 1);
-			if (k <= 14)
+			if (k <= 0)
 				continue;
 			link[k] = 0;
-			for (int i = 0; i < n; i++)
-				used[i] |= !strncmp(link, "/dev/shm/", 9) && !strcmp(link + 9, cand[i]);
+			shm_mark(link, cand, used, n);
 		}
 		if (fd)
 			closedir(fd);

@@ -320,10 +320,11 @@ static void lttng_stop(void)
 
 /* Whether the one compression thread keeps up with this loop (about 20 M
  * records/s, far above a real job) at the writer's default level (1, and
- * -1 while it is behind), at 1 and at the fast negative ones, on a CPU of its own (the writer's default placement:
- * the process's CPUs), sharing the loop's CPU (the placement it had when
- * it took the CPUs of the thread that opened the writer) and with two
- * loops on the 2 CPUs.  Waits: the loop thread's voluntary switches. */
+ * -5 while it is behind), at 1 and at the fast negative ones: on a CPU of
+ * its own (the writer's placement: the process's CPUs), sharing the loop's
+ * CPU (the placement it had when it took the CPUs of the thread that
+ * opened the writer) and with two loops on 2 CPUs.  Waits: the loop
+ * thread's voluntary switches. */
 static void compressor_table(uint64_t calls)
 {
 	static const int levels[] = { 0, 1, -1, -3, -5 };
