@@ -65,6 +65,8 @@ const char cmd_record_usage[] =
 "names ncclrr's wrapper of the plugin's ncclNet version instead and\n"
 "NCCLRR_NET_PLUGIN the plugin: every ncclNet call is recorded and forwarded.\n"
 "The tracer is found next to this program or in $NCCLRR_TRACE_LIBDIR.\n"
+"Once COMMAND has ended, the /dev/shm/nccl-* segments its processes left\n"
+"(made since it started, mapped or open by no process) are removed.\n"
 "\n"
 "Example:\n"
 "  ncclrr record -o run1 -- ncclrr run --topo topo/2node_16gpu.xml -- ./tp_dp\n"
@@ -334,6 +336,7 @@ int cmd_record(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	for (size_t k = 0; k < sizeof(passed) / sizeof(passed[0]); k++)
 		sigaction(passed[k], &sa, NULL);
+	time_t started = time(NULL);
 	child = fork();
 	if (child < 0) {
 		fprintf(stderr, "ncclrr record: Cannot start %s: fork: %s\n", argv[i], strerror(errno));
@@ -352,8 +355,15 @@ int cmd_record(int argc, char **argv)
 		;
 	if (*session)
 		lttng_stop(session);
-	if (!quiet)
+	/* a job started by a launcher other than ncclrr run (mpirun) leaves
+	 * NCCL's segments of its failed ranks as ncclrr run's would */
+	int swept = nrr_launch_sweep_nccl_shm(started);
+	if (!quiet) {
+		if (swept)
+			fprintf(stderr, "ncclrr record: removed %d shared-memory segments its processes left (/dev/shm/nccl-*)\n",
+			        swept);
 		summarize(dir, mode, backend);
+	}
 	if (WIFSIGNALED(st)) {
 		int sig = WTERMSIG(st);
 		struct sigaction dfl = { .sa_handler = SIG_DFL };

@@ -555,14 +555,7 @@ static void shm_mark_used(char (*cand)[NAME_MAX + 1], bool *used, int n)
 	closedir(d);
 }
 
-/* NCCL's shared-memory segments (/dev/shm/nccl-*, one per intra-host
- * connection) are unlinked once both sides have them mapped, so a rank
- * that fails or is killed during connect leaves its own behind: 7 MB
- * each, about 130 MB per failed 16-rank job, in memory until reboot.
- * Once every rank has ended, remove those of this user made since the
- * job started that no process has mapped or open (a job beside this one
- * keeps its own). */
-static int sweep_nccl_shm(time_t since)
+int nrr_launch_sweep_nccl_shm(time_t since)
 {
 	DIR *d = opendir("/dev/shm");
 	if (!d)
@@ -907,7 +900,7 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 			fprintf(report, "ncclrr run: rank %d: %s\n", r, st);
 		}
 	}
-	int swept = sweep_nccl_shm(started);
+	int swept = nrr_launch_sweep_nccl_shm(started);
 	if (swept)
 		fprintf(report, "ncclrr run: removed %d shared-memory segments its ranks left (/dev/shm/nccl-*)\n", swept);
 	fprintf(report, "ncclrr run: %d of %d ranks exited 0 in %.2f s\n", n - failed, n, elapsed);

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <time.h>
 
 /* ---- placement ------------------------------------------------------- */
 
@@ -158,6 +159,16 @@ int nrr_find_near_exe(const char *envvar, const char *file, const char *const *r
 /* A free TCP port on 127.0.0.1 (bound, read, released). @return port or
  * a negative errno. */
 int nrr_launch_free_port(void);
+
+/* NCCL's shared-memory segments (/dev/shm/nccl-*, one per intra-host
+ * connection) are unlinked once both sides have them mapped, so a rank
+ * that fails or is killed during connect leaves its own behind: 7 MB
+ * each, about 130 MB per failed 16-rank job, in memory until reboot.
+ * Called once a job's processes have all ended (ncclrr run, ncclrr
+ * record): removes those of this user made since @since that no process
+ * has mapped or open (a job beside this one keeps its own).
+ * @return how many were removed. */
+int nrr_launch_sweep_nccl_shm(time_t since);
 
 /* ---- the cluster and the supervisor ---------------------------------- */
 

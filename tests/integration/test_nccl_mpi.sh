@@ -37,6 +37,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # the cluster file is a copy that is gone by the time of the replays: they
 # take the one `ncclrr run` kept in the trace directory (no --topo)
 TOPO=$T/cluster.xml
+touch "$T/start"
 cp "$SRCDIR/topo/2node_16gpu.xml" "$TOPO" || exit 1
 unset NCCLRR_FAULT NCCL_COMM_ID
 
@@ -73,6 +74,14 @@ grep -q 'injecting cudaErrorInvalidValue into cudaIpcOpenMemHandle (rank 3' "$T/
 	{ tail -20 "$T/ipc.log"; echo "FAIL: the fault was not injected"; exit 1; }
 grep -q '^rank 3: ncclCommInitRank failed' "$T/ipc.log" || fail "rank 3 did not fail in ncclCommInitRank"
 [ "$rc" != 0 ] || fail "the failing job exited 0"
+# NCCL's /dev/shm segments of the failed job are gone once the recorded
+# command has ended: ncclrr record around mpirun sweeps them as ncclrr run
+# does (these tests run alone, so a segment made since the start is this
+# job's).  Not inside: mpirun ends each rank's ncclrr record while the
+# other ranks may still map the segments (ncclrr-record(1), FILES)
+left=$(find /dev/shm -maxdepth 1 -name 'nccl-*' -user "$(id -u)" -cnewer "$T/start" 2>/dev/null)
+[ "$case_" = inside ] || [ -z "$left" ] || fail "the failed job left NCCL segments in /dev/shm: $(echo $left)"
+rm -f $left   # for the next test, in the case that cannot sweep
 echo "$case_: $(ls "$T/ipc"/*.nrt | wc -l) traces, job exit $rc"
 cmp -s "$TOPO" "$T/ipc/ncclrr-cluster.xml" || fail "ncclrr run kept no copy of the cluster file in the trace directory"
 rm "$TOPO"
