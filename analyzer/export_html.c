@@ -798,6 +798,8 @@ static int run_pass(struct html *h, int pass, char *err, size_t errlen)
 	const nrr_call *c;
 	size_t ri;
 	while ((rc = nrr_merge_next(m, &c, &ri)) == 0) {
+		if (!nrr_select_call(h->in, ri, c))
+			continue;   /* export's selection options */
 		if (pass == 1)
 			scan(h, ri, c);
 		else
