@@ -115,6 +115,24 @@ struct nrr_ekey {
 void nrr_ekey_init(struct nrr_ekey *k, char tag, size_t reader);
 void nrr_ekey_add(struct nrr_ekey *k, const void *p, size_t n);
 
+/* ---- what every exporter does (export_common.c) ---- */
+/* Open @path for writing ("-": stdout).  @return it, or NULL with @err
+ * filled. */
+FILE *nrr_export_open(const char *path, char *err, size_t errlen);
+struct nrr_folder;
+/* Read @in in time order with a progress line, handing the calls its
+ * selection takes (nrr_select_call()) to @fold, then finish @fold
+ * (nrr_folder_finish(): it is freed).  @return 0, or 2 with @err filled
+ * (the reader's diagnosis: file, offset). */
+int nrr_export_read(struct nrr_inputs *in, struct nrr_folder *fold, char *err, size_t errlen);
+/* The end of a merged read that stopped with @rc: close @m.  @return 0
+ * at the end of the traces, else 2 with @err filled (the reader's
+ * diagnosis). */
+int nrr_export_read_end(nrr_merge *m, int rc, char *err, size_t errlen);
+/* Flush and close @f (stdout: flush only) written to @path; @ret is the
+ * result so far.  @return @ret, or 2 with @err filled when writing failed. */
+int nrr_export_close(FILE *f, const char *path, int ret, char *err, size_t errlen);
+
 /* ---- noise folding (export_common.c) ----
  * Probing and polling make runs of one function's calls on one thread
  * that fail the way a healthy run fails too (the benign= rules of

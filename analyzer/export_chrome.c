@@ -514,23 +514,12 @@ int nrr_export_chrome(struct nrr_inputs *in, const struct nrr_export_opts *o, co
 	struct chrome x = { .in = in };
 	struct nrr_folder *fold = NULL;
 	int ret = NRR_EXIT_OK;
-	bool to_stdout = !strcmp(path, "-");
-	x.f = to_stdout ? stdout : fopen(path, "w");
-	if (!x.f) {
-		snprintf(err, errlen, "cannot create file=%s: %s", path, strerror(errno));
+	if (!(x.f = nrr_export_open(path, err, errlen)))
 		return NRR_EXIT_USAGE;
-	}
 	x.procs = nrr_export_procs(in);
-	nrr_merge *m = NULL;
-	int rc;
 	const struct nrr_fold_ops ops = { on_call, on_run, &x };
 	if (!x.procs || nrr_sbuf_open(&x.sb) || !(fold = nrr_folder_new(in, o->all, &ops))) {
 		snprintf(err, errlen, "out of memory");
-		ret = NRR_EXIT_USAGE;
-		goto out;
-	}
-	if ((rc = nrr_merge_open(&m, in->r, in->n))) {
-		snprintf(err, errlen, "%s", nrr_strerror(rc));
 		ret = NRR_EXIT_USAGE;
 		goto out;
 	}
@@ -544,24 +533,8 @@ int nrr_export_chrome(struct nrr_inputs *in, const struct nrr_export_opts *o, co
 		fprintf(x.f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%ld,\"tid\":0,\"args\":{\"sort_index\":%ld}}",
 			x.procs[i].pid, x.procs[i].pid);
 	}
-	const nrr_call *c;
-	size_t ri;
-	struct nrr_progress prog;
-	nrr_progress_init(&prog, in);
-	while ((rc = nrr_merge_next(m, &c, &ri)) == 0) {
-		nrr_progress_note(&prog, ri, c);
-		if (nrr_select_call(in, ri, c))
-			nrr_folder_call(fold, ri, c);
-	}
-	nrr_progress_end(&prog);
-	nrr_folder_finish(fold);
+	ret = nrr_export_read(in, fold, err, errlen);
 	fold = NULL;
-	if (rc != NRR_EEOF) {
-		char buf[1200];
-		nrr_diag_format(nrr_merge_diag(m), buf, sizeof(buf));
-		snprintf(err, errlen, "%s", buf);
-		ret = NRR_EXIT_USAGE;
-	}
 	for (size_t i = 0; i < x.ninfl; i++) {
 		struct inflight *e = &x.infl[i];
 		int64_t dur = x.end - e->at.ts;
@@ -586,19 +559,9 @@ int nrr_export_chrome(struct nrr_inputs *in, const struct nrr_export_opts *o, co
 	fputs("}\n", x.f);
 out:
 	nrr_folder_finish(fold);
-	if (m)
-		nrr_merge_close(m);
 	nrr_sbuf_close(&x.sb);
 	nrr_emap_free(&x.m);
 	free(x.infl);
 	free(x.procs);
-	if (ret == NRR_EXIT_OK && (fflush(x.f) == EOF || ferror(x.f))) {
-		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
-		ret = NRR_EXIT_USAGE;
-	}
-	if (!to_stdout && fclose(x.f) == EOF && ret == NRR_EXIT_OK) {
-		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
-		ret = NRR_EXIT_USAGE;
-	}
-	return ret;
+	return nrr_export_close(x.f, path, ret, err, errlen);
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* export_common.c - helpers shared by the Chrome and HTML exports. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "export.h"
 #include "nrr_hash.h"
+#include "cmds.h"
+#include "progress.h"
 
 struct nrr_export_proc *nrr_export_procs(const struct nrr_inputs *in)
 {
@@ -437,4 +440,63 @@ void nrr_folder_finish(struct nrr_folder *f)
 	nrr_sbuf_close(&f->sb);
 	free(f->t);
 	free(f);
+}
+
+/* ------------------------------------------- what every exporter does */
+
+FILE *nrr_export_open(const char *path, char *err, size_t errlen)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	if (!f)
+		snprintf(err, errlen, "cannot create file=%s: %s", path, strerror(errno));
+	return f;
+}
+
+int nrr_export_read(struct nrr_inputs *in, struct nrr_folder *fold, char *err, size_t errlen)
+{
+	nrr_merge *m;
+	int rc = nrr_merge_open(&m, in->r, in->n);
+	if (rc) {
+		nrr_folder_finish(fold);
+		snprintf(err, errlen, "%s", nrr_strerror(rc));
+		return NRR_EXIT_USAGE;
+	}
+	const nrr_call *c;
+	size_t ri;
+	struct nrr_progress prog;
+	nrr_progress_init(&prog, in);
+	while ((rc = nrr_merge_next(m, &c, &ri)) == 0) {
+		nrr_progress_note(&prog, ri, c);
+		if (nrr_select_call(in, ri, c))
+			nrr_folder_call(fold, ri, c);
+	}
+	nrr_progress_end(&prog);
+	nrr_folder_finish(fold);
+	return nrr_export_read_end(m, rc, err, errlen);
+}
+
+int nrr_export_read_end(nrr_merge *m, int rc, char *err, size_t errlen)
+{
+	int ret = NRR_EXIT_OK;
+	if (rc != NRR_EEOF) {
+		char buf[1200];
+		nrr_diag_format(nrr_merge_diag(m), buf, sizeof(buf));
+		snprintf(err, errlen, "%s", buf);
+		ret = NRR_EXIT_USAGE;
+	}
+	nrr_merge_close(m);
+	return ret;
+}
+
+int nrr_export_close(FILE *f, const char *path, int ret, char *err, size_t errlen)
+{
+	if (ret == NRR_EXIT_OK && (fflush(f) == EOF || ferror(f))) {
+		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
+		ret = NRR_EXIT_USAGE;
+	}
+	if (f != stdout && fclose(f) == EOF && ret == NRR_EXIT_OK) {
+		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
+		ret = NRR_EXIT_USAGE;
+	}
+	return ret;
 }

@@ -805,15 +805,7 @@ static int run_pass(struct html *h, int pass, char *err, size_t errlen)
 		else
 			draw(h, ri, c);
 	}
-	int ret = 0;
-	if (rc != NRR_EEOF) {
-		char buf[1200];
-		nrr_diag_format(nrr_merge_diag(m), buf, sizeof(buf));
-		snprintf(err, errlen, "%s", buf);
-		ret = NRR_EXIT_USAGE;
-	}
-	nrr_merge_close(m);
-	return ret;
+	return nrr_export_read_end(m, rc, err, errlen);
 }
 
 static int copy_layer(FILE *to, FILE *from)

@@ -6,9 +6,11 @@
  * packet while the merged calls are read.
  *
  * One packet sequence (trusted_packet_sequence_id 1).  Tracks: a
- * TrackDescriptor per process (pid = the rank, as in the Chrome JSON;
- * unranked processes above every rank) and per thread, the thread's
- * descriptor written before its first event.  A call is a
+ * TrackDescriptor per process (its own pid, so that trace_processor ties
+ * its threads' tids to it and finds the main thread; named "rank R
+ * (host:pid)" as in the Chrome JSON, whose pid 0 for rank 0 would be the
+ * idle process here) and per thread, the thread's descriptor written
+ * before its first event.  A call is a
  * TYPE_SLICE_BEGIN / TYPE_SLICE_END pair on its thread's track (a call with
  * nested calls begins at its enter and ends at its leave; a call in flight
  * at the end of the traces ends at the end); failures, folded failing
@@ -76,9 +78,9 @@ struct pf {
 	uint64_t npackets, nslices, nerrors, raw_bytes;
 	/* the interned entries the packet being built adds */
 	Perfetto__Protos__InternedData idata;
-	Perfetto__Protos__EventName names[MAX_NEW], *pnames[MAX_NEW];
-	Perfetto__Protos__EventCategory cats[MAX_NEW], *pcats[MAX_NEW];
-	Perfetto__Protos__DebugAnnotationName anames[MAX_NEW], *panames[MAX_NEW];
+	Perfetto__Protos__InternedName names[MAX_NEW], *pnames[MAX_NEW];
+	Perfetto__Protos__InternedName cats[MAX_NEW], *pcats[MAX_NEW];
+	Perfetto__Protos__InternedName anames[MAX_NEW], *panames[MAX_NEW];
 	Perfetto__Protos__InternedString strs[MAX_NEW], *pstrs[MAX_NEW];
 	char *owned[4 * MAX_NEW];  /* copies of their texts, freed after the packet */
 	size_t nowned;
@@ -224,22 +226,17 @@ static uint64_t intern(struct pf *x, char tag, const char *text, size_t len)
 	e->fd = (int64_t)++x->next_iid;
 	x->owned[x->nowned++] = copy;
 	uint64_t iid = (uint64_t)e->fd;
+	Perfetto__Protos__InternedName *nm = NULL;
 	size_t i;
 	switch (tag) {
 	case 'n':
-		i = x->idata.n_event_names++;
-		perfetto__protos__event_name__init(&x->names[i]);
-		x->names[i].has_iid = true, x->names[i].iid = iid, x->names[i].name = copy;
+		nm = &x->names[x->idata.n_event_names++];
 		break;
 	case 'c':
-		i = x->idata.n_event_categories++;
-		perfetto__protos__event_category__init(&x->cats[i]);
-		x->cats[i].has_iid = true, x->cats[i].iid = iid, x->cats[i].name = copy;
+		nm = &x->cats[x->idata.n_event_categories++];
 		break;
 	case 'a':
-		i = x->idata.n_debug_annotation_names++;
-		perfetto__protos__debug_annotation_name__init(&x->anames[i]);
-		x->anames[i].has_iid = true, x->anames[i].iid = iid, x->anames[i].name = copy;
+		nm = &x->anames[x->idata.n_debug_annotation_names++];
 		break;
 	default:
 		i = x->idata.n_debug_annotation_string_values++;
@@ -247,6 +244,10 @@ static uint64_t intern(struct pf *x, char tag, const char *text, size_t len)
 		x->strs[i].has_iid = true, x->strs[i].iid = iid;
 		x->strs[i].has_str = true, x->strs[i].str.data = (uint8_t *)copy, x->strs[i].str.len = len;
 		break;
+	}
+	if (nm) {
+		perfetto__protos__interned_name__init(nm);
+		nm->has_iid = true, nm->iid = iid, nm->name = copy;
 	}
 	return iid;
 }
@@ -378,7 +379,7 @@ static void thread_track(struct pf *x, size_t ri, uint32_t tid, struct nrr_emap_
 		d.has_uuid = true, d.uuid = track_of(ri, tid);
 		d.has_parent_uuid = true, d.parent_uuid = track_of(ri, 0);
 		d.thread = &t;
-		t.has_pid = true, t.pid = (int32_t)x->procs[ri].pid;
+		t.has_pid = true, t.pid = (int32_t)fi->pid;
 		t.has_tid = true, t.tid = tid;
 		t.thread_name = name;
 		p.track_descriptor = &d;
@@ -519,7 +520,7 @@ static void process_tracks(struct pf *x)
 		Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
 		d.has_uuid = true, d.uuid = track_of(i, 0);
 		d.process = &pd;
-		pd.has_pid = true, pd.pid = (int32_t)x->procs[i].pid;
+		pd.has_pid = true, pd.pid = (int32_t)nrr_reader_info(x->in->r[i])->pid;
 		pd.process_name = x->procs[i].name;
 		p.track_descriptor = &d;
 		put_packet(x, &p);
@@ -531,14 +532,9 @@ int nrr_export_perfetto(struct nrr_inputs *in, const struct nrr_export_opts *o, 
 {
 	struct pf x = { .in = in, .cleared = true };
 	struct nrr_folder *fold = NULL;
-	nrr_merge *m = NULL;
-	int ret = NRR_EXIT_OK, rc;
-	bool to_stdout = !strcmp(path, "-");
-	x.f = to_stdout ? stdout : fopen(path, "w");
-	if (!x.f) {
-		snprintf(err, errlen, "cannot create file=%s: %s", path, strerror(errno));
+	int ret = NRR_EXIT_OK;
+	if (!(x.f = nrr_export_open(path, err, errlen)))
 		return NRR_EXIT_USAGE;
-	}
 	perfetto__protos__interned_data__init(&x.idata);
 	for (size_t i = 0; i < MAX_NEW; i++) {
 		x.pnames[i] = &x.names[i];
@@ -558,37 +554,14 @@ int nrr_export_perfetto(struct nrr_inputs *in, const struct nrr_export_opts *o, 
 		ret = NRR_EXIT_USAGE;
 		goto out;
 	}
-	if ((rc = nrr_merge_open(&m, in->r, in->n))) {
-		snprintf(err, errlen, "%s", nrr_strerror(rc));
-		ret = NRR_EXIT_USAGE;
-		goto out;
-	}
 	process_tracks(&x);
-	const nrr_call *c;
-	size_t ri;
-	struct nrr_progress prog;
-	nrr_progress_init(&prog, in);
-	while ((rc = nrr_merge_next(m, &c, &ri)) == 0 && !x.err) {
-		nrr_progress_note(&prog, ri, c);
-		if (nrr_select_call(in, ri, c))
-			nrr_folder_call(fold, ri, c);
-	}
-	nrr_progress_end(&prog);
-	nrr_folder_finish(fold);
+	ret = nrr_export_read(in, fold, err, errlen);
 	fold = NULL;
-	if (rc != NRR_EEOF && !x.err) {
-		char buf[1200];
-		nrr_diag_format(nrr_merge_diag(m), buf, sizeof(buf));
-		snprintf(err, errlen, "%s", buf);
-		ret = NRR_EXIT_USAGE;
-	}
 	for (size_t i = 0; i < x.ninfl; i++)
 		put_event(&x, x.end, x.infl[i].track, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END, NULL, NULL);
 	flush_bundle(&x);
 out:
 	nrr_folder_finish(fold);
-	if (m)
-		nrr_merge_close(m);
 	nrr_sbuf_close(&x.sb);
 	nrr_emap_free(&x.intern);
 	nrr_emap_free(&x.threads);
@@ -605,15 +578,7 @@ out:
 		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(x.err));
 		ret = NRR_EXIT_USAGE;
 	}
-	if (ret == NRR_EXIT_OK && (fflush(x.f) == EOF || ferror(x.f))) {
-		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
-		ret = NRR_EXIT_USAGE;
-	}
-	if (!to_stdout && fclose(x.f) == EOF && ret == NRR_EXIT_OK) {
-		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
-		ret = NRR_EXIT_USAGE;
-	}
-	return ret;
+	return nrr_export_close(x.f, path, ret, err, errlen);
 }
 
 #else /* !NCCLRR_HAVE_PROTOBUF_C */
