@@ -306,8 +306,10 @@ static struct fold_thr *thr_get(struct nrr_folder *f, size_t ri, uint32_t tid)
 static bool hold(struct fold_thr *t, const nrr_call *c)
 {
 	size_t need = 0;
+	/* bytes (wire B) are the reader's; other values hold no pointer */
+#define HELD_BYTES(i) (c->fn->args[i].wire == NRR_WIRE_B && c->present >> (i) & 1 && c->args[i].p && c->args[i].len)
 	for (unsigned i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++)
-		if (c->present >> i & 1 && c->args[i].p)
+		if (HELD_BYTES(i))
 			need += c->args[i].len;
 	if (need > t->cap) {
 		uint8_t *b = realloc(t->bytes, need);
@@ -319,11 +321,12 @@ static bool hold(struct fold_thr *t, const nrr_call *c)
 	t->hc = *c;
 	size_t off = 0;
 	for (unsigned i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++)
-		if (c->present >> i & 1 && c->args[i].p) {
+		if (HELD_BYTES(i)) {
 			memcpy(t->bytes + off, c->args[i].p, c->args[i].len);
 			t->hc.args[i].p = t->bytes + off;
 			off += c->args[i].len;
 		}
+#undef HELD_BYTES
 	t->held = true;
 	return true;
 }
