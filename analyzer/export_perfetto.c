@@ -512,6 +512,22 @@ static void on_run(void *ctx, const struct nrr_fold_run *r)
 	}
 }
 
+/* Calls whose enter was selected and whose leave was not (past --to):
+ * ended at the end, so that every slice has an end. */
+static void end_open(struct pf *x)
+{
+	for (size_t b = 0; b < x->threads.nb; b++)
+		for (struct nrr_emap_ent *e = x->threads.b[b]; e; e = e->next) {
+			size_t ri;
+			uint32_t tid;
+			memcpy(&ri, e->key + 1, sizeof(ri));
+			memcpy(&tid, e->key + 1 + sizeof(ri), sizeof(tid));
+			for (int n = __builtin_popcountll((uint64_t)e->fd); n > 0; n--)
+				put_event(x, x->end, track_of(ri, tid), PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END, NULL,
+					  NULL);
+		}
+}
+
 static void process_tracks(struct pf *x)
 {
 	for (size_t i = 0; i < x->in->n; i++) {
@@ -559,6 +575,7 @@ int nrr_export_perfetto(struct nrr_inputs *in, const struct nrr_export_opts *o, 
 	fold = NULL;
 	for (size_t i = 0; i < x.ninfl; i++)
 		put_event(&x, x.end, x.infl[i].track, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END, NULL, NULL);
+	end_open(&x);
 	flush_bundle(&x);
 out:
 	nrr_folder_finish(fold);
