@@ -32,125 +32,9 @@
 #include "progress.h"
 #include "export.h"
 
-/* ------------------------------------------------------- a small map */
-struct sref {
-	long pid;
-	uint32_t tid;
-	int64_t ts;   /* ns since the start of the listing */
-	uint64_t dur;
-};
-
-struct ent {
-	struct ent *next;
-	uint64_t hash;
-	uint32_t klen;
-	bool has_a, has_b;
-	struct sref a, b;      /* rendezvous: a = source, b = destination */
-	int64_t fd;            /* last connect/accept: its fd */
-	uint32_t ngetfd;       /* socket: GetFd requests seen on it */
-	uint32_t connlen;
-	uint8_t conn[264];     /* socket: server||client address bytes */
-	uint8_t key[];
-};
-
-struct map {
-	struct ent **b;
-	size_t nb, n;
-};
-
-static uint64_t hash_bytes(const uint8_t *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
-}
-
-static struct ent *map_get(struct map *m, const void *key, size_t klen, bool create)
-{
-	uint64_t h = hash_bytes(key, klen);
-	if (m->nb) {
-		for (struct ent *e = m->b[h & (m->nb - 1)]; e; e = e->next)
-			if (e->hash == h && e->klen == klen && memcmp(e->key, key, klen) == 0)
-				return e;
-	}
-	if (!create)
-		return NULL;
-	if (m->n >= m->nb) {
-		size_t nb = m->nb ? m->nb * 2 : 256;
-		struct ent **b = calloc(nb, sizeof(*b));
-		if (!b)
-			return NULL;
-		for (size_t i = 0; i < m->nb; i++)
-			for (struct ent *e = m->b[i], *nx; e; e = nx) {
-				nx = e->next;
-				e->next = b[e->hash & (nb - 1)];
-				b[e->hash & (nb - 1)] = e;
-			}
-		free(m->b);
-		m->b = b;
-		m->nb = nb;
-	}
-	struct ent *e = calloc(1, sizeof(*e) + klen);
-	if (!e)
-		return NULL;
-	e->hash = h;
-	e->klen = (uint32_t)klen;
-	memcpy(e->key, key, klen);
-	e->next = m->b[h & (m->nb - 1)];
-	m->b[h & (m->nb - 1)] = e;
-	m->n++;
-	return e;
-}
-
-static void map_del(struct map *m, struct ent *d)
-{
-	if (!m->nb)
-		return;
-	for (struct ent **pp = &m->b[d->hash & (m->nb - 1)]; *pp; pp = &(*pp)->next)
-		if (*pp == d) {
-			*pp = d->next;
-			free(d);
-			m->n--;
-			return;
-		}
-}
-
-static void map_free(struct map *m)
-{
-	for (size_t i = 0; i < m->nb; i++)
-		for (struct ent *e = m->b[i], *nx; e; e = nx) {
-			nx = e->next;
-			free(e);
-		}
-	free(m->b);
-	memset(m, 0, sizeof(*m));
-}
-
-/* Keys: a tag byte, the reader index and whatever names the thing. */
-struct key {
-	uint8_t b[300];
-	size_t n;
-};
-
-static void key_init(struct key *k, char tag, size_t reader)
-{
-	k->b[0] = (uint8_t)tag;
-	memcpy(k->b + 1, &reader, sizeof(reader));
-	k->n = 1 + sizeof(reader);
-}
-
-static void key_add(struct key *k, const void *p, size_t n)
-{
-	if (n > sizeof(k->b) - k->n)
-		n = sizeof(k->b) - k->n;
-	memcpy(k->b + k->n, p, n);
-	k->n += n;
-}
-
 /* ------------------------------------------------------- the writer */
 struct inflight {
-	struct sref at;
+	struct nrr_sref at;
 	char *name, *cat, *args;   /* args: JSON object text */
 };
 
@@ -159,8 +43,8 @@ struct chrome {
 	struct nrr_inputs *in;
 	struct nrr_export_proc *procs;
 	struct nrr_sbuf sb;
-	struct map m;
-	uint64_t nevents, nslices, nerrors, nflows_conn, nflows_ipc;
+	struct nrr_emap m;
+	uint64_t nevents, nslices, nerrors, nflows_conn, nflows_ipc, nfolded, nbenign;
 	uint64_t flow_id;
 	int64_t end;            /* latest time seen, ns since the start */
 	struct inflight *infl;
@@ -179,7 +63,7 @@ static bool reserved(const char *n)
 }
 
 /* The args object of a call: each recorded arg formatted as dump does. */
-static void put_args(struct chrome *x, FILE *f, const nrr_call *c, bool failed, int64_t dur_extra)
+static void put_args(struct chrome *x, FILE *f, const nrr_call *c, bool failed, const char *benign)
 {
 	fputc('{', f);
 	fprintf(f, "\"seq\":%llu", (unsigned long long)c->seq);
@@ -215,6 +99,10 @@ static void put_args(struct chrome *x, FILE *f, const nrr_call *c, bool failed, 
 			fputs(",\"error\":", f);
 			nrr_json_str(f, s, len);
 		}
+		if (benign) {
+			fputs(",\"benign\":", f);
+			nrr_json_str(f, benign, strlen(benign));
+		}
 	}
 	if (c->repeat) {
 		fprintf(f, ",\"repeat\":%llu,\"repeat_us\":", (unsigned long long)c->repeat);
@@ -222,14 +110,13 @@ static void put_args(struct chrome *x, FILE *f, const nrr_call *c, bool failed, 
 	}
 	if (!c->done)
 		fputs(",\"inflight\":true", f);
-	(void)dur_extra;
 	fputc('}', f);
 }
 
-static void put_flow(struct chrome *x, const char *name, const struct sref *from, const struct sref *to)
+static void put_flow(struct chrome *x, const char *name, const struct nrr_sref *from, const struct nrr_sref *to)
 {
 	uint64_t id = ++x->flow_id;
-	const struct sref *r[2] = { from, to };
+	const struct nrr_sref *r[2] = { from, to };
 	for (int i = 0; i < 2; i++) {
 		ev_sep(x);
 		fprintf(x->f, "{\"ph\":\"%s\",\"id\":%llu,\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"%s\",\"pid\":%ld,\"tid\":%u,\"ts\":",
@@ -241,9 +128,9 @@ static void put_flow(struct chrome *x, const char *name, const struct sref *from
 }
 
 /* Rendezvous of the two ends of a flow under @k; emits when both known. */
-static void meet(struct chrome *x, const struct key *k, bool src, const struct sref *r, const char *name)
+static void meet(struct chrome *x, const struct nrr_ekey *k, bool src, const struct nrr_sref *r, const char *name)
 {
-	struct ent *e = map_get(&x->m, k->b, k->n, true);
+	struct nrr_emap_ent *e = nrr_emap_get(&x->m, k->b, k->n, true);
 	if (!e)
 		return;
 	if (src) {
@@ -259,7 +146,7 @@ static void meet(struct chrome *x, const struct key *k, bool src, const struct s
 			x->nflows_conn++;
 		else
 			x->nflows_ipc++;
-		map_del(&x->m, e);
+		nrr_emap_del(&x->m, e);
 	}
 }
 
@@ -275,25 +162,25 @@ static int msghdr_fds(const nrr_value *v, int64_t *fds, int max)
 	return k;
 }
 
-static void sock_key(struct key *k, size_t ri, int64_t fd)
+static void sock_key(struct nrr_ekey *k, size_t ri, int64_t fd)
 {
-	key_init(k, 'F', ri);
-	key_add(k, &fd, sizeof(fd));
+	nrr_ekey_init(k, 'F', ri);
+	nrr_ekey_add(k, &fd, sizeof(fd));
 }
 
 /* Follow the socket and IPC calls of a completed call for the flows. */
-static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct sref *self)
+static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct nrr_sref *self)
 {
 	const char *n = c->fn->name;
-	struct key k;
+	struct nrr_ekey k;
 	const nrr_value *v;
 	int64_t fds[16];
 	if (!strcmp(n, "connect") || !strcmp(n, "accept") || !strcmp(n, "accept4")) {
 		/* remember the call so that its sock_info binds the arrow to it */
 		int64_t fd = n[0] == 'c' ? ((v = nrr_call_arg(c, "sockfd", NULL)) ? (int64_t)v->u : -1) : c->result;
-		key_init(&k, 'L', ri);
-		key_add(&k, &c->tid, sizeof(c->tid));
-		struct ent *e = map_get(&x->m, k.b, k.n, true);
+		nrr_ekey_init(&k, 'L', ri);
+		nrr_ekey_add(&k, &c->tid, sizeof(c->tid));
+		struct nrr_emap_ent *e = nrr_emap_get(&x->m, k.b, k.n, true);
 		if (e) {
 			e->fd = fd;
 			e->a = *self;
@@ -315,7 +202,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct s
 		uint32_t clen = 2 + l1 + l2;
 		/* the socket, for the GetFd requests made on it */
 		sock_key(&k, ri, (int64_t)fdv->u);
-		struct ent *s = map_get(&x->m, k.b, k.n, true);
+		struct nrr_emap_ent *s = nrr_emap_get(&x->m, k.b, k.n, true);
 		if (!s)
 			return;
 		bool fresh = s->connlen != clen || memcmp(s->conn, conn, clen) != 0;
@@ -326,28 +213,28 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct s
 		s->ngetfd = 0;
 		s->fd = isconn ? 2 : 3;
 		/* the connect / accept call that made it */
-		struct sref at = *self;
-		key_init(&k, 'L', ri);
-		key_add(&k, &c->tid, sizeof(c->tid));
-		struct ent *l = map_get(&x->m, k.b, k.n, false);
+		struct nrr_sref at = *self;
+		nrr_ekey_init(&k, 'L', ri);
+		nrr_ekey_add(&k, &c->tid, sizeof(c->tid));
+		struct nrr_emap_ent *l = nrr_emap_get(&x->m, k.b, k.n, false);
 		if (l && l->fd == (int64_t)fdv->u)
 			at = l->a;
-		key_init(&k, 'C', 0);
-		key_add(&k, conn, clen);
+		nrr_ekey_init(&k, 'C', 0);
+		nrr_ekey_add(&k, conn, clen);
 		meet(x, &k, isconn, &at, "connect");
 	} else if (!strcmp(n, "ncclProxyRequest")) {
 		const nrr_value *t = nrr_call_arg(c, "type", NULL), *fdv = nrr_call_arg(c, "fd", NULL);
 		if (!t || !fdv || t->u != 9 /* ncclProxyMsgGetFd */)
 			return;
 		sock_key(&k, ri, (int64_t)fdv->u);
-		struct ent *s = map_get(&x->m, k.b, k.n, false);
+		struct nrr_emap_ent *s = nrr_emap_get(&x->m, k.b, k.n, false);
 		if (!s || !s->connlen)
 			return;
 		s->ngetfd++;
 		/* this thread's next fd passing belongs to this request */
-		key_init(&k, 'G', ri);
-		key_add(&k, &c->tid, sizeof(c->tid));
-		struct ent *g = map_get(&x->m, k.b, k.n, true);
+		nrr_ekey_init(&k, 'G', ri);
+		nrr_ekey_add(&k, &c->tid, sizeof(c->tid));
+		struct nrr_emap_ent *g = nrr_emap_get(&x->m, k.b, k.n, true);
 		if (g) {
 			g->connlen = s->connlen;
 			memcpy(g->conn, s->conn, s->connlen);
@@ -357,10 +244,10 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct s
 	} else if (!strcmp(n, "cuMemExportToShareableHandle")) {
 		if (nrr_call_failed(c) || !(v = nrr_call_arg(c, "shareableHandle", NULL)))
 			return;
-		key_init(&k, 'E', ri);
+		nrr_ekey_init(&k, 'E', ri);
 		int64_t fd = (int64_t)v->u;
-		key_add(&k, &fd, sizeof(fd));
-		struct ent *e = map_get(&x->m, k.b, k.n, true);
+		nrr_ekey_add(&k, &fd, sizeof(fd));
+		struct nrr_emap_ent *e = nrr_emap_get(&x->m, k.b, k.n, true);
 		if (e)
 			e->a = *self;
 	} else if (!strcmp(n, "sendmsg") || !strcmp(n, "recvmsg")) {
@@ -370,33 +257,33 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct s
 		int nf = msghdr_fds(v, fds, 16);
 		if (!nf)
 			return;
-		key_init(&k, 'G', ri);
-		key_add(&k, &c->tid, sizeof(c->tid));
-		struct ent *g = map_get(&x->m, k.b, k.n, false);
+		nrr_ekey_init(&k, 'G', ri);
+		nrr_ekey_add(&k, &c->tid, sizeof(c->tid));
+		struct nrr_emap_ent *g = nrr_emap_get(&x->m, k.b, k.n, false);
 		if (!g || g->fd != (send ? 3 : 2))
 			return;
-		struct key t;
-		key_init(&t, 'X', 0);
-		key_add(&t, g->conn, g->connlen);
-		key_add(&t, &g->ngetfd, sizeof(g->ngetfd));
-		map_del(&x->m, g);
+		struct nrr_ekey t;
+		nrr_ekey_init(&t, 'X', 0);
+		nrr_ekey_add(&t, g->conn, g->connlen);
+		nrr_ekey_add(&t, &g->ngetfd, sizeof(g->ngetfd));
+		nrr_emap_del(&x->m, g);
 		for (int i = 0; i < nf; i++) {
-			struct key tk = t;
+			struct nrr_ekey tk = t;
 			int32_t idx = i;
-			key_add(&tk, &idx, sizeof(idx));
+			nrr_ekey_add(&tk, &idx, sizeof(idx));
 			if (send) {
-				key_init(&k, 'E', ri);
-				key_add(&k, &fds[i], sizeof(fds[i]));
-				struct ent *e = map_get(&x->m, k.b, k.n, false);
+				nrr_ekey_init(&k, 'E', ri);
+				nrr_ekey_add(&k, &fds[i], sizeof(fds[i]));
+				struct nrr_emap_ent *e = nrr_emap_get(&x->m, k.b, k.n, false);
 				if (e) {
 					meet(x, &tk, true, &e->a, "cuMem export->import");
-					map_del(&x->m, e);
+					nrr_emap_del(&x->m, e);
 				}
 			} else {
 				/* fd M of this process now names transfer tk */
-				key_init(&k, 'R', ri);
-				key_add(&k, &fds[i], sizeof(fds[i]));
-				struct ent *r = map_get(&x->m, k.b, k.n, true);
+				nrr_ekey_init(&k, 'R', ri);
+				nrr_ekey_add(&k, &fds[i], sizeof(fds[i]));
+				struct nrr_emap_ent *r = nrr_emap_get(&x->m, k.b, k.n, true);
 				if (r) {
 					r->connlen = (uint32_t)(tk.n < sizeof(r->conn) ? tk.n : sizeof(r->conn));
 					memcpy(r->conn, tk.b, r->connlen);
@@ -407,39 +294,39 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct s
 		if (!(v = nrr_call_arg(c, "osHandle", NULL)))
 			return;
 		int64_t fd = (int64_t)v->u;
-		key_init(&k, 'R', ri);
-		key_add(&k, &fd, sizeof(fd));
-		struct ent *r = map_get(&x->m, k.b, k.n, false);
+		nrr_ekey_init(&k, 'R', ri);
+		nrr_ekey_add(&k, &fd, sizeof(fd));
+		struct nrr_emap_ent *r = nrr_emap_get(&x->m, k.b, k.n, false);
 		if (!r)
 			return;
-		struct key tk;
+		struct nrr_ekey tk;
 		memcpy(tk.b, r->conn, r->connlen);
 		tk.n = r->connlen;
-		map_del(&x->m, r);
+		nrr_emap_del(&x->m, r);
 		meet(x, &tk, false, self, "cuMem export->import");
 	} else if (!strcmp(n, "close")) {
 		if (!(v = nrr_call_arg(c, "fd", NULL)))
 			return;
 		int64_t fd = (int64_t)v->u;
 		sock_key(&k, ri, fd);
-		struct ent *s = map_get(&x->m, k.b, k.n, false);
+		struct nrr_emap_ent *s = nrr_emap_get(&x->m, k.b, k.n, false);
 		if (s)
-			map_del(&x->m, s);
-		key_init(&k, 'E', ri);
-		key_add(&k, &fd, sizeof(fd));
-		if ((s = map_get(&x->m, k.b, k.n, false)))
-			map_del(&x->m, s);
+			nrr_emap_del(&x->m, s);
+		nrr_ekey_init(&k, 'E', ri);
+		nrr_ekey_add(&k, &fd, sizeof(fd));
+		if ((s = nrr_emap_get(&x->m, k.b, k.n, false)))
+			nrr_emap_del(&x->m, s);
 	}
 }
 
 static void thread_meta(struct chrome *x, size_t ri, uint32_t tid)
 {
-	struct key k;
-	key_init(&k, 'T', ri);
-	key_add(&k, &tid, sizeof(tid));
-	if (map_get(&x->m, k.b, k.n, false))
+	struct nrr_ekey k;
+	nrr_ekey_init(&k, 'T', ri);
+	nrr_ekey_add(&k, &tid, sizeof(tid));
+	if (nrr_emap_get(&x->m, k.b, k.n, false))
 		return;
-	map_get(&x->m, k.b, k.n, true);
+	nrr_emap_get(&x->m, k.b, k.n, true);
 	const nrr_file_info *fi = nrr_reader_info(x->in->r[ri]);
 	ev_sep(x);
 	fprintf(x->f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%ld,\"tid\":%u,\"args\":{\"name\":\"%s %u\"}}",
@@ -451,8 +338,25 @@ static int64_t rel(struct chrome *x, size_t ri, uint64_t ts)
 	return (int64_t)(nrr_reader_wall(x->in->r[ri], ts) - x->in->base_wall);
 }
 
-static void on_call(struct chrome *x, size_t ri, const nrr_call *c)
+/* The red instant event of a failure. */
+static void put_error(struct chrome *x, size_t ri, uint32_t tid, int64_t ts, const char *s, size_t len, uint64_t seq)
 {
+	ev_sep(x);
+	fprintf(x->f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"error\",\"cname\":\"terrible\",\"pid\":%ld,\"tid\":%u,\"ts\":",
+		x->procs[ri].pid, tid);
+	nrr_put_us(x->f, ts);
+	fputs(",\"name\":", x->f);
+	nrr_json_str(x->f, s, len);
+	const char *rk = x->in->rank[ri] ? x->in->rank[ri] : "";
+	fputs(",\"args\":{\"rank\":", x->f);
+	nrr_json_str(x->f, rk, strlen(rk));
+	fprintf(x->f, ",\"seq\":%llu}}", (unsigned long long)seq);
+	x->nerrors++;
+}
+
+static void on_call(void *ctx, size_t ri, const nrr_call *c)
+{
+	struct chrome *x = ctx;
 	long pid = x->procs[ri].pid;
 	int64_t key = rel(x, ri, nrr_call_key(c));
 	if (key > x->end)
@@ -476,7 +380,7 @@ static void on_call(struct chrome *x, size_t ri, const nrr_call *c)
 	}
 	if (c->phase == NRR_PHASE_ENTER || !c->fn)
 		return;
-	struct sref self = { pid, c->tid, rel(x, ri, c->ts), c->dur + c->repeat_ns };
+	struct nrr_sref self = { pid, c->tid, rel(x, ri, c->ts), c->dur + c->repeat_ns };
 	if (c->phase == NRR_PHASE_INFLIGHT) {
 		/* written at the end, when the end of the whole trace is known */
 		if (x->ninfl == x->capinfl) {
@@ -492,7 +396,7 @@ static void on_call(struct chrome *x, size_t ri, const nrr_call *c)
 		FILE *m = open_memstream(&args, &alen);
 		if (!m)
 			return;
-		put_args(x, m, c, false, 0);
+		put_args(x, m, c, false, NULL);
 		fclose(m);
 		struct inflight *e = &x->infl[x->ninfl++];
 		e->at = self;
@@ -504,19 +408,23 @@ static void on_call(struct chrome *x, size_t ri, const nrr_call *c)
 	int64_t end = self.ts + (int64_t)self.dur;
 	if (end > x->end)
 		x->end = end;
-	bool failed = nrr_call_failed(c);
+	/* a failure a healthy run has too is no error marker (grey) */
+	const char *benign = nrr_call_failed(c) ? nrr_call_benign(c) : NULL;
+	bool failed = nrr_call_failed(c) && !benign;
+	x->nbenign += benign != NULL;
 	ev_sep(x);
 	const char *cat = c->fn->domain ? c->fn->domain : "other";
 	fputs("{\"ph\":\"X\",\"cat\":", x->f);
 	nrr_json_str(x->f, cat, strlen(cat));
 	fputs(",\"name\":", x->f);
 	nrr_json_str(x->f, c->fn->name, strlen(c->fn->name));
-	fprintf(x->f, ",%s\"pid\":%ld,\"tid\":%u,\"ts\":", failed ? "\"cname\":\"terrible\"," : "", pid, c->tid);
+	fprintf(x->f, ",%s\"pid\":%ld,\"tid\":%u,\"ts\":",
+		failed ? "\"cname\":\"terrible\"," : benign ? "\"cname\":\"grey\"," : "", pid, c->tid);
 	nrr_put_us(x->f, self.ts);
 	fputs(",\"dur\":", x->f);
 	nrr_put_us(x->f, (int64_t)self.dur);
 	fputs(",\"args\":", x->f);
-	put_args(x, x->f, c, failed, 0);
+	put_args(x, x->f, c, failed, benign);
 	fputc('}', x->f);
 	x->nslices++;
 	if (failed) {
@@ -525,19 +433,46 @@ static void on_call(struct chrome *x, size_t ri, const nrr_call *c)
 		fprintf(x->sb.f, "error: %s = ", c->fn->name);
 		nrr_format_result(x->sb.f, c);
 		const char *s = nrr_sbuf_str(&x->sb, &len);
-		ev_sep(x);
-		fprintf(x->f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"error\",\"cname\":\"terrible\",\"pid\":%ld,\"tid\":%u,\"ts\":",
-			pid, c->tid);
-		nrr_put_us(x->f, self.ts + (int64_t)c->dur);
-		fputs(",\"name\":", x->f);
-		nrr_json_str(x->f, s, len);
-		const char *rk = x->in->rank[ri] ? x->in->rank[ri] : "";
-		fputs(",\"args\":{\"rank\":", x->f);
-		nrr_json_str(x->f, rk, strlen(rk));
-		fprintf(x->f, ",\"seq\":%llu}}", (unsigned long long)c->seq);
-		x->nerrors++;
+		put_error(x, ri, c->tid, self.ts + (int64_t)c->dur, s, len, c->seq);
 	}
 	flows(x, ri, c, &self);
+}
+
+/* A folded run of probes or retries (export_common.c): one slice; red
+ * only for a retry run that never got through. */
+static void on_run(void *ctx, const struct nrr_fold_run *r)
+{
+	struct chrome *x = ctx;
+	long pid = x->procs[r->ri].pid;
+	if (r->end > x->end)
+		x->end = r->end;
+	thread_meta(x, r->ri, r->tid);
+	ev_sep(x);
+	const char *cat = r->fn->domain ? r->fn->domain : "other";
+	fputs("{\"ph\":\"X\",\"cat\":", x->f);
+	nrr_json_str(x->f, cat, strlen(cat));
+	fputs(",\"name\":", x->f);
+	nrr_json_str(x->f, r->name, strlen(r->name));
+	fprintf(x->f, ",\"cname\":\"%s\",\"pid\":%ld,\"tid\":%u,\"ts\":", r->real ? "terrible" : "grey", pid, r->tid);
+	nrr_put_us(x->f, r->ts);
+	fputs(",\"dur\":", x->f);
+	nrr_put_us(x->f, r->end - r->ts);
+	fprintf(x->f, ",\"args\":{\"folded\":%llu,\"failed\":%llu,\"first_seq\":%llu,\"last_seq\":%llu,\"%s\":",
+		(unsigned long long)r->calls, (unsigned long long)r->failed, (unsigned long long)r->first_seq,
+		(unsigned long long)r->last_seq, r->real ? "error" : "result");
+	nrr_json_str(x->f, r->result, strlen(r->result));
+	fputs(",\"benign\":", x->f);
+	nrr_json_str(x->f, r->rule->why, strlen(r->rule->why));
+	fputs("}}", x->f);
+	x->nslices++;
+	x->nfolded += r->calls;
+	if (r->real) {
+		char s[400];
+		int n = snprintf(s, sizeof(s), "error: %s = %s (%llu times)", r->fn->name, r->result,
+				 (unsigned long long)r->failed);
+		put_error(x, r->ri, r->tid, r->end, s, n < 0 ? 0 : (size_t)n >= sizeof(s) ? sizeof(s) - 1 : (size_t)n,
+			  r->last_seq);
+	}
 }
 
 static void put_meta(struct chrome *x)
@@ -546,9 +481,14 @@ static void put_meta(struct chrome *x)
 	fputs("\"metadata\":{\"generator\":\"ncclrr export\",\"start_wall_ns\":", f);
 	fprintf(f, "%llu,\"duration_us\":", (unsigned long long)x->in->base_wall);
 	nrr_put_us(f, x->end);
-	fprintf(f, ",\"processes\":%zu,\"slices\":%llu,\"errors\":%llu,\"flows_connect\":%llu,\"flows_ipc\":%llu",
-		x->in->n, (unsigned long long)x->nslices, (unsigned long long)x->nerrors,
-		(unsigned long long)x->nflows_conn, (unsigned long long)x->nflows_ipc);
+	fprintf(f, ",\"processes\":%zu,\"slices\":%llu,\"errors\":%llu,\"benign_failures\":%llu,\"folded_calls\":%llu,"
+		"\"flows_connect\":%llu,\"flows_ipc\":%llu",
+		x->in->n, (unsigned long long)x->nslices, (unsigned long long)x->nerrors, (unsigned long long)x->nbenign,
+		(unsigned long long)x->nfolded, (unsigned long long)x->nflows_conn, (unsigned long long)x->nflows_ipc);
+	if (x->in->sel && x->in->sel->failure[0]) {
+		fputs(",\"around_failure\":", f);
+		nrr_json_str(f, x->in->sel->failure, strlen(x->in->sel->failure));
+	}
 	const char *v = NULL;
 	for (size_t i = 0; i < x->in->n && !v; i++)
 		v = nrr_reader_meta(x->in->r[i], "nccl_version");
@@ -568,26 +508,18 @@ static void put_meta(struct chrome *x)
 	fputs("]}", f);
 }
 
-int nrr_export_chrome(struct nrr_inputs *in, const char *path, char *err, size_t errlen)
+int nrr_export_chrome(struct nrr_inputs *in, const struct nrr_export_opts *o, const char *path, char *err,
+		      size_t errlen)
 {
 	struct chrome x = { .in = in };
+	struct nrr_folder *fold = NULL;
 	int ret = NRR_EXIT_OK;
-	bool to_stdout = !strcmp(path, "-");
-	x.f = to_stdout ? stdout : fopen(path, "w");
-	if (!x.f) {
-		snprintf(err, errlen, "cannot create file=%s: %s", path, strerror(errno));
+	if (!(x.f = nrr_export_open(path, err, errlen)))
 		return NRR_EXIT_USAGE;
-	}
 	x.procs = nrr_export_procs(in);
-	nrr_merge *m = NULL;
-	int rc;
-	if (!x.procs || nrr_sbuf_open(&x.sb)) {
+	const struct nrr_fold_ops ops = { on_call, on_run, &x };
+	if (!x.procs || nrr_sbuf_open(&x.sb) || !(fold = nrr_folder_new(in, o->all, &ops))) {
 		snprintf(err, errlen, "out of memory");
-		ret = NRR_EXIT_USAGE;
-		goto out;
-	}
-	if ((rc = nrr_merge_open(&m, in->r, in->n))) {
-		snprintf(err, errlen, "%s", nrr_strerror(rc));
 		ret = NRR_EXIT_USAGE;
 		goto out;
 	}
@@ -601,21 +533,8 @@ int nrr_export_chrome(struct nrr_inputs *in, const char *path, char *err, size_t
 		fprintf(x.f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%ld,\"tid\":0,\"args\":{\"sort_index\":%ld}}",
 			x.procs[i].pid, x.procs[i].pid);
 	}
-	const nrr_call *c;
-	size_t ri;
-	struct nrr_progress prog;
-	nrr_progress_init(&prog, in);
-	while ((rc = nrr_merge_next(m, &c, &ri)) == 0) {
-		nrr_progress_note(&prog, ri, c);
-		on_call(&x, ri, c);
-	}
-	nrr_progress_end(&prog);
-	if (rc != NRR_EEOF) {
-		char buf[1200];
-		nrr_diag_format(nrr_merge_diag(m), buf, sizeof(buf));
-		snprintf(err, errlen, "%s", buf);
-		ret = NRR_EXIT_USAGE;
-	}
+	ret = nrr_export_read(in, fold, err, errlen);
+	fold = NULL;
 	for (size_t i = 0; i < x.ninfl; i++) {
 		struct inflight *e = &x.infl[i];
 		int64_t dur = x.end - e->at.ts;
@@ -639,19 +558,10 @@ int nrr_export_chrome(struct nrr_inputs *in, const char *path, char *err, size_t
 	put_meta(&x);
 	fputs("}\n", x.f);
 out:
-	if (m)
-		nrr_merge_close(m);
+	nrr_folder_finish(fold);
 	nrr_sbuf_close(&x.sb);
-	map_free(&x.m);
+	nrr_emap_free(&x.m);
 	free(x.infl);
 	free(x.procs);
-	if (ret == NRR_EXIT_OK && (fflush(x.f) == EOF || ferror(x.f))) {
-		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
-		ret = NRR_EXIT_USAGE;
-	}
-	if (!to_stdout && fclose(x.f) == EOF && ret == NRR_EXIT_OK) {
-		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
-		ret = NRR_EXIT_USAGE;
-	}
-	return ret;
+	return nrr_export_close(x.f, path, ret, err, errlen);
 }

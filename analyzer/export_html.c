@@ -798,20 +798,14 @@ static int run_pass(struct html *h, int pass, char *err, size_t errlen)
 	const nrr_call *c;
 	size_t ri;
 	while ((rc = nrr_merge_next(m, &c, &ri)) == 0) {
+		if (!nrr_select_call(h->in, ri, c))
+			continue;   /* export's selection options */
 		if (pass == 1)
 			scan(h, ri, c);
 		else
 			draw(h, ri, c);
 	}
-	int ret = 0;
-	if (rc != NRR_EEOF) {
-		char buf[1200];
-		nrr_diag_format(nrr_merge_diag(m), buf, sizeof(buf));
-		snprintf(err, errlen, "%s", buf);
-		ret = NRR_EXIT_USAGE;
-	}
-	nrr_merge_close(m);
-	return ret;
+	return nrr_export_read_end(m, rc, err, errlen);
 }
 
 static int copy_layer(FILE *to, FILE *from)

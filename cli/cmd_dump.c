@@ -25,24 +25,12 @@ const char cmd_dump_usage[] =
 	"trace of another NCCL a note on stderr says they are not (metadata proxy_rpc).\n"
 	"\n"
 	"Options:\n"
-	"  --rank R[,R...]    only the processes of these ranks (metadata 'rank')\n"
-	"  --api GLOB[,GLOB]  only calls whose name matches a glob (e.g. 'cuMem*')\n"
-	"  --errors           only calls that failed (by their return convention)\n"
-	"  --from T           only calls at or after T seconds\n"
-	"  --to T             only calls before T seconds\n"
+	NRR_SELECT_USAGE
 	"  --meta             print each file's metadata first\n"
 	"  -h, --help         this text\n"
 	"      --version      print the version\n"
 	"\n"
 	"Exit status: 0 success, 2 bad usage or unreadable trace.\n";
-
-static int parse_time(const char *s, double *out)
-{
-	char *e;
-	errno = 0;
-	*out = strtod(s, &e);
-	return errno || e == s || *e ? -1 : 0;
-}
 
 
 /* Traces whose NCCL's proxy RPCs the tracer does not decode (metadata
@@ -74,43 +62,37 @@ static void proxy_note(struct nrr_inputs *in)
 int cmd_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "rank", required_argument, NULL, 'r' },
-		{ "api", required_argument, NULL, 'a' },
-		{ "errors", no_argument, NULL, 'e' },
-		{ "from", required_argument, NULL, 'f' },
-		{ "to", required_argument, NULL, 't' },
+		NRR_SELECT_OPTIONS,
 		{ "meta", no_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *ranks = NULL, *api = NULL;
-	bool errors = false, meta = false;
-	double from = -1e300, to = 1e300;
-	int c;
+	struct nrr_select sel;
+	bool meta = false;
+	int c, taken;
+	nrr_select_init(&sel);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		taken = nrr_select_option(&sel, "dump", c, optarg);
+		if (taken == 1)
+			continue;
+		if (taken)
+			return taken;
 		switch (c) {
-		case 'r': ranks = optarg; break;
-		case 'a': api = optarg; break;
-		case 'e': errors = true; break;
 		case 'm': meta = true; break;
-		case 'f':
-			if (parse_time(optarg, &from))
-				return nrr_cli_usage_error("dump", "--from wants seconds, got '%s'", optarg);
-			break;
-		case 't':
-			if (parse_time(optarg, &to))
-				return nrr_cli_usage_error("dump", "--to wants seconds, got '%s'", optarg);
-			break;
 		default:
 			return nrr_cli_opt_error("dump", c, argv[optind - 1]);
 		}
 	}
 
 	struct nrr_inputs in;
-	int rc = nrr_inputs_open(&in, "dump", argv + optind, argc - optind, ranks);
+	int rc = nrr_inputs_open(&in, "dump", argv + optind, argc - optind, sel.ranks);
 	if (rc)
 		return rc;
+	if ((rc = nrr_select_resolve(&sel, &in))) {
+		nrr_inputs_close(&in);
+		return rc;
+	}
 	if (meta) {
 		for (size_t i = 0; i < in.n; i++) {
 			size_t len;
@@ -141,17 +123,11 @@ int cmd_dump(int argc, char **argv)
 	nrr_out_init(&o, stdout, obuf, sizeof(obuf));
 	struct nrr_progress prog;
 	nrr_progress_init(&prog, &in);
-	int64_t from_ns = from < -9e18 ? INT64_MIN : (int64_t)(from * 1e9);
-	int64_t to_ns = to > 9e18 ? INT64_MAX : (int64_t)(to * 1e9);
 	while ((rc = nrr_merge_next(m, &call, &ri)) == 0) {
 		nrr_progress_note(&prog, ri, call);
-		int64_t t = (int64_t)(nrr_reader_wall(in.r[ri], nrr_call_key(call)) - in.base_wall);
-		if (t < from_ns || t >= to_ns)
+		if (!nrr_select_call(&in, ri, call))
 			continue;   /* past --to: other streams may still be earlier */
-		if (api && (call->kind != NRR_CALL || !nrr_name_match(api, call->fn->name)))
-			continue;
-		if (errors && (call->phase == NRR_PHASE_ENTER || !nrr_call_failed(call)))
-			continue;
+		int64_t t = nrr_inputs_time(&in, ri, nrr_call_key(call));
 		size_t wl = strlen(in.who[ri]);
 		if (wl > sizeof(who) - 12)
 			wl = sizeof(who) - 12;

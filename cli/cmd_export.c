@@ -12,7 +12,8 @@
 #include "inputs.h"
 
 const char cmd_export_usage[] =
-	"Usage: ncclrr export (--chrome OUT.json | --html OUT.html | --ctf DIR) [OPTIONS] FILE|DIR...\n"
+	"Usage: ncclrr export (--chrome OUT.json | --perfetto OUT.pb | --html OUT.html | --ctf DIR) [OPTIONS]\n"
+	"                     FILE|DIR...\n"
 	"\n"
 	"Write the traces (every .nrt file of a DIR) as a timeline for other tools:\n"
 	"  --chrome OUT.json  Chrome / Perfetto trace-event JSON ('-' for stdout): a\n"
@@ -23,14 +24,34 @@ const char cmd_export_usage[] =
 	"                     running to the end (args.inflight), flow arrows for\n"
 	"                     connect->accept and cuMem export->import. Open it in\n"
 	"                     https://ui.perfetto.dev or chrome://tracing.\n"
+	"  --perfetto OUT.pb  the same as a native Perfetto protobuf trace ('-' for\n"
+	"                     stdout): a track per process and per thread, calls as\n"
+	"                     slices annotated with seq and result (and the arguments\n"
+	"                     of failed, in-flight and NCCL calls), failures and log\n"
+	"                     lines as instants; names interned, written packet by\n"
+	"                     packet in deflated bundles (about 20 times smaller than\n"
+	"                     the JSON). Schema: analyzer/perfetto_trace.proto\n"
 	"  --html OUT.html    one self-contained page: run header, an SVG timeline\n"
 	"                     of all ranks, a per-rank status table and a diagnosis\n"
 	"                     (the earliest failing calls and what was in flight)\n"
-	"  --ctf DIR          CTF for Babeltrace2 / Trace Compass\n"
+	"  --ctf DIR          CTF for Babeltrace2 / Trace Compass (every call of the\n"
+	"                     selected ranks: the other selection options do not apply)\n"
 	"More than one output may be given; the traces are read once per output.\n"
 	"\n"
+	"Failures a healthy run has too (the benign= rules of formats/api/: NCCL's\n"
+	"cuGetProcAddress NOT_FOUND probes, NVML NOT_SUPPORTED, a port in use, a\n"
+	"connect refused before the peer listens) are not marked as errors (grey, args\n"
+	"'benign'). A run of one function's calls on a thread that are such failures\n"
+	"or successes is folded into one slice, e.g. 'cuGetProcAddress \u00d73664 (3600\n"
+	"CUDA_ERROR_NOT_FOUND (500): probe)'; a run of refused connects that never got\n"
+	"through is an error.\n"
+	"\n"
+	"Selection (as dump; --chrome, --perfetto and --html):\n"
+	NRR_SELECT_USAGE
+	"  --all              every call on its own slice: no folding of probes and\n"
+	"                     retries\n"
+	"\n"
 	"Options:\n"
-	"  --rank R[,R...]    only the processes of these ranks (metadata 'rank')\n"
 	"  -h, --help         this text\n"
 	"      --version      print the version\n"
 	"\n"
@@ -64,36 +85,63 @@ int cmd_export(int argc, char **argv)
 		{ "chrome", required_argument, NULL, 'c' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "ctf", required_argument, NULL, 't' },
-		{ "rank", required_argument, NULL, 'r' },
+		{ "perfetto", required_argument, NULL, 'p' },
+		{ "all", no_argument, NULL, 'A' },
+		NRR_SELECT_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *chrome = NULL, *html = NULL, *ctf = NULL, *ranks = NULL;
-	int c;
+	const char *chrome = NULL, *html = NULL, *ctf = NULL, *perfetto = NULL;
+	struct nrr_select sel;
+	struct nrr_export_opts eo = { .all = false };
+	int c, taken;
+	nrr_select_init(&sel);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		taken = nrr_select_option(&sel, "export", c, optarg);
+		if (taken == 1)
+			continue;
+		if (taken)
+			return taken;
 		switch (c) {
 		case 'c': chrome = optarg; break;
 		case 'H': html = optarg; break;
 		case 't': ctf = optarg; break;
-		case 'r': ranks = optarg; break;
+		case 'p': perfetto = optarg; break;
+		case 'A': eo.all = true; break;
 		default:
 			return nrr_cli_opt_error("export", c, argv[optind - 1]);
 		}
 	}
-	if (!chrome && !html && !ctf)
-		return nrr_cli_usage_error("export", "no output given: use --chrome OUT.json, --html OUT.html or --ctf DIR");
+	if (!chrome && !html && !ctf && !perfetto)
+		return nrr_cli_usage_error("export", "no output given: use --chrome OUT.json, --perfetto OUT.pb, --html OUT.html "
+					   "or --ctf DIR");
+	if (ctf && (sel.api || sel.errors || sel.from > -1e300 || sel.to < 1e300 || sel.around >= 0))
+		return nrr_cli_usage_error("export", "--ctf writes every call of the selected ranks: of the selection options "
+					   "it takes only --rank (export --ctf on its own)");
+	if (chrome && perfetto && !strcmp(chrome, "-") && !strcmp(perfetto, "-"))
+		return nrr_cli_usage_error("export", "--chrome and --perfetto cannot both write to stdout ('-')");
 	if (optind >= argc)
 		return nrr_cli_usage_error("export", "no trace file or directory given");
 	struct nrr_inputs in;
-	int rc = nrr_inputs_open(&in, "export", argv + optind, argc - optind, ranks);
+	int rc = nrr_inputs_open(&in, "export", argv + optind, argc - optind, sel.ranks);
 	if (rc)
 		return rc;
+	if ((rc = nrr_select_resolve(&sel, &in))) {
+		nrr_inputs_close(&in);
+		return rc;
+	}
+	if (sel.failure[0])
+		fprintf(stderr, "ncclrr export: --around-failure: %s at %.6f s: exporting %.6f s to %.6f s\n", sel.failure,
+			(double)sel.failure_ns / 1e9, (double)sel.from_ns / 1e9, (double)sel.to_ns / 1e9);
 	char err[1400] = "";
-	if (chrome && (rc = nrr_export_chrome(&in, chrome, err, sizeof(err))))
+	if (chrome && (rc = nrr_export_chrome(&in, &eo, chrome, err, sizeof(err))))
 		fprintf(stderr, "ncclrr export: --chrome %s: %s\n", chrome, err);
+	if (!rc && perfetto && (rc = nrr_export_perfetto(&in, &eo, perfetto, err, sizeof(err))))
+		fprintf(stderr, "ncclrr export: --perfetto %s: %s\n", perfetto, err);
 	if (!rc && html && (rc = export_html(&in, html, err, sizeof(err))))
 		fprintf(stderr, "ncclrr export: --html %s: %s\n", html, err);
+	in.sel = NULL;   /* --ctf: every call */
 	if (!rc && ctf && (rc = nrr_export_ctf(&in, ctf, err, sizeof(err))))
 		fprintf(stderr, "ncclrr export: --ctf %s: %s\n", ctf, err);
 	nrr_inputs_close(&in);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "callfmt.h"
 #include "cmds.h"
 #include "inputs.h"
 #if NCCLRR_CTF
@@ -265,4 +266,116 @@ static int filter_ranks(struct nrr_inputs *in, const char *cmd, const char *rank
 		return NRR_EXIT_USAGE;
 	}
 	return 0;
+}
+
+/* ------------------------------------------------ the selection options */
+
+void nrr_select_init(struct nrr_select *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->from = -1e300;
+	s->to = 1e300;
+	s->around = -1;
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+	char *e;
+	errno = 0;
+	*out = strtod(s, &e);
+	return errno || e == s || *e || *out != *out ? -1 : 0;
+}
+
+int nrr_select_option(struct nrr_select *s, const char *cmd, int c, const char *arg)
+{
+	switch (c) {
+	case NRR_SEL_RANK: s->ranks = arg; return 1;
+	case NRR_SEL_API: s->api = arg; return 1;
+	case NRR_SEL_ERRORS: s->errors = true; return 1;
+	case NRR_SEL_FROM:
+		if (parse_seconds(arg, &s->from))
+			return nrr_cli_usage_error(cmd, "--from wants seconds, got '%s'", arg);
+		return 1;
+	case NRR_SEL_TO:
+		if (parse_seconds(arg, &s->to))
+			return nrr_cli_usage_error(cmd, "--to wants seconds, got '%s'", arg);
+		return 1;
+	case NRR_SEL_AROUND:
+		if (parse_seconds(arg, &s->around) || s->around < 0)
+			return nrr_cli_usage_error(cmd, "--around-failure wants seconds (0 or more), got '%s'", arg);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int64_t secs_ns(double s)
+{
+	return s < -9e9 ? INT64_MIN : s > 9e9 ? INT64_MAX : (int64_t)(s * 1e9);
+}
+
+int64_t nrr_inputs_time(const struct nrr_inputs *in, size_t ri, uint64_t ts)
+{
+	return (int64_t)(nrr_reader_wall(in->r[ri], ts) - in->base_wall);
+}
+
+int nrr_select_resolve(struct nrr_select *s, struct nrr_inputs *in)
+{
+	s->from_ns = secs_ns(s->from);
+	s->to_ns = secs_ns(s->to);
+	in->sel = s;
+	if (s->around < 0)
+		return 0;
+	/* the earliest failure that matters, in time order */
+	nrr_merge *m;
+	int rc = nrr_merge_open(&m, in->r, in->n);
+	if (rc) {
+		fprintf(stderr, "ncclrr %s: %s\n", in->cmd, nrr_strerror(rc));
+		return NRR_EXIT_USAGE;
+	}
+	const nrr_call *c;
+	size_t ri;
+	bool found = false;
+	while (!found && (rc = nrr_merge_next(m, &c, &ri)) == 0) {
+		if (c->kind != NRR_CALL || !c->fn || c->phase == NRR_PHASE_ENTER || c->phase == NRR_PHASE_INFLIGHT ||
+		    !nrr_call_real_failure(c))
+			continue;
+		found = true;
+		s->failure_ns = nrr_inputs_time(in, ri, nrr_call_key(c));
+		snprintf(s->failure, sizeof(s->failure), "%s%s %s #%llu", in->rank[ri] ? "rank " : "",
+			 in->rank[ri] ? in->rank[ri] : in->who[ri], c->fn->name, (unsigned long long)c->seq);
+	}
+	int ret = 0;
+	if (!found && rc != NRR_EEOF) {
+		nrr_print_diag(in->cmd, nrr_merge_diag(m));
+		ret = NRR_EXIT_USAGE;
+	} else if (!found) {
+		fprintf(stderr, "ncclrr %s: --around-failure: no call failed in these traces (but for the failures a "
+			"healthy run has too); select a window with --from/--to instead\n", in->cmd);
+		ret = NRR_EXIT_USAGE;
+	} else {
+		int64_t w = secs_ns(s->around);
+		int64_t a = s->failure_ns - w, b = s->failure_ns + w + 1;   /* the failure itself included */
+		if (a > s->from_ns)
+			s->from_ns = a;
+		if (b < s->to_ns)
+			s->to_ns = b;
+	}
+	nrr_merge_close(m);
+	return ret;
+}
+
+bool nrr_select_call(const struct nrr_inputs *in, size_t ri, const nrr_call *c)
+{
+	const struct nrr_select *s = in->sel;
+	if (!s)
+		return true;
+	int64_t t = nrr_inputs_time(in, ri, nrr_call_key(c));
+	if (t < s->from_ns || t >= s->to_ns)
+		return false;
+	if (s->api && (c->kind != NRR_CALL || !c->fn || !nrr_name_match(s->api, c->fn->name)))
+		return false;
+	if (s->errors && (c->kind != NRR_CALL || !c->fn || c->phase == NRR_PHASE_ENTER || !nrr_call_failed(c)))
+		return false;
+	return true;
 }

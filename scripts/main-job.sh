@@ -15,7 +15,8 @@
 #    rank 3's failure at the same call each time; `ncclrr replay --rerun`
 #    runs the real program again with the recorded answers;
 #  - `ncclrr diff` against a clean recording names the fault and its rank;
-#    `ncclrr export` writes the HTML report and the Chrome/Perfetto JSON.
+#    `ncclrr export` writes the HTML report, the Chrome/Perfetto JSON and a
+#    native Perfetto protobuf trace.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh
@@ -64,8 +65,8 @@ set +e
 "$ncclrr" diff "$out/clean" "$out/trace" >"$out/diff.txt"
 set -e
 grep -E '^(Configuration|  env|Earliest)' "$out/diff.txt"
-"$ncclrr" export --html "$out/report.html" --chrome "$out/trace.json" "$out/trace"
-echo "(full diff in $out/diff.txt; HTML report $out/report.html; Chrome/Perfetto JSON $out/trace.json)"
+"$ncclrr" export --html "$out/report.html" --chrome "$out/trace.json" --perfetto "$out/trace.pb" "$out/trace"
+echo "(full diff in $out/diff.txt; HTML report $out/report.html; Chrome/Perfetto JSON $out/trace.json; Perfetto protobuf $out/trace.pb)"
 
 echo
 echo "== diagnosis"

@@ -8,9 +8,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # (export_html), Graphviz renders `ncclrr hang --dot` (hang_dot), Open MPI
 # runs and builds the mpirun-launched jobs (nccl_mpi_*: installed before
 # the build is configured, which looks for MPI), strace watches what
-# replay and the analyzers do with a hostile trace (replay_hostile).
+# replay and the analyzers do with a hostile trace (replay_hostile), protoc
+# decodes `export --perfetto` (export_perfetto).
 extra=()
-for p in chromium graphviz openmpi-bin libopenmpi-dev strace; do
+for p in chromium graphviz openmpi-bin libopenmpi-dev strace protobuf-compiler; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || extra+=("$p")
 done
 if ((${#extra[@]})) && [ "$(id -u)" -eq 0 ]; then

@@ -25,6 +25,13 @@
  *                 (hang, diff and replay's recorded failure);
  *   threads FAIL NAMED: one rank whose NCCL and helper threads neither
  *                 their creation order nor their first calls pair (diff).
+ *   probes N:     for `ncclrr export`'s noise folding: 2 ranks, each
+ *                 probing the driver as the CUDA runtime does (N
+ *                 cuGetProcAddress calls, every other one
+ *                 CUDA_ERROR_NOT_FOUND), then connecting (rank 0: 3
+ *                 refused, then through); rank 1's cuMemAlloc then fails
+ *                 for real (CUDA_ERROR_OUT_OF_MEMORY), 50 ms after the
+ *                 probes.
  * Every file but mpi's: metadata host, pid, rank, env.NCCLRR_NRANKS,
  * env.NCCL_COMM_ID; no `end` key (the processes were still running when
  * written).
@@ -528,8 +535,41 @@ static int killed_retry(const char *dir)
 	return rc;
 }
 
+static int probes(const char *dir, int n)
+{
+	for (int r = 0; r < 2; r++) {
+		nrr_writer *w = open_rank(dir, r, 2);
+		nrr_tls *t = nrr_writer_thread(w);
+		for (int i = 0; i < n; i++) {
+			char sym[32];
+			int len = snprintf(sym, sizeof(sym), "cuSym%d", i);
+			struct val v[] = { { "symbol", 0, sym, (size_t)len + 1 }, { "cudaVersion", 12040, NULL, 0 } };
+			enter(t, "cuGetProcAddress", v, 2);
+			leave(t, "cuGetProcAddress", i % 2 ? 0 : 500 /* CUDA_ERROR_NOT_FOUND */);
+		}
+		struct val c[] = { { "sockfd", 7, NULL, 0 } };
+		for (int i = 0; i < (r == 0 ? 4 : 1); i++) {
+			enter(t, "connect", c, 1);
+			uint8_t *p = nrr_leave_begin(t, i < 3 && r == 0 ? -1 : 0, i < 3 && r == 0 ? ECONNREFUSED : 0, 16);
+			nrr_leave_end(t, p, false);
+		}
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		struct val m[] = { { "bytesize", 1 << 20, NULL, 0 } };
+		enter(t, "cuMemAlloc_v2", m, 1);
+		leave(t, "cuMemAlloc_v2", r == 1 ? 2 /* CUDA_ERROR_OUT_OF_MEMORY */ : 0);
+		if (nrr_writer_close(w)) {
+			fprintf(stderr, "hang_gen: cannot write %s\n", dir);
+			return 2;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[2], "probes"))
+		return probes(argv[1], atoi(argv[3]));
 	if (argc == 3 && !strcmp(argv[2], "killed_retry"))
 		return killed_retry(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "hostile"))

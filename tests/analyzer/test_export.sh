@@ -8,6 +8,17 @@
 #   hang:     a stalled run (rank 5 never reaches its bootstrap): --html
 #             carries the hang analysis naming rank 5, --ctf reads back in
 #             babeltrace2 with as many calls as dump shows
+#   noise:    probes a healthy run makes too (hang_gen probes: thousands of
+#             cuGetProcAddress NOT_FOUND, refused connects retried) are no
+#             error markers and fold into one slice each; --all keeps them
+#   select:   --rank, --api, --errors, --from/--to and --around-failure on
+#             the main job's golden trace (traces/nccl/p2p_ipc_open): the
+#             slices are the calls dump selects with the same options
+#   perfetto: --perfetto of the main job's trace decoded with protoc against
+#             analyzer/perfetto_trace.proto: tracks, names, the failing call,
+#             as many slices as the JSON, >= 10 times smaller than it
+#   sizes:    the main job's --perfetto and filtered --chrome stay under the
+#             sizes README.md states
 set -u
 CASE=$1 NCCLRR=$2 SRC=$3 WL=$4
 T=$(mktemp -d "${TMPDIR:-/tmp}/test_export.XXXXXX")
@@ -25,11 +36,12 @@ record_fault() {
 case $CASE in
 chrome)
 	record_fault
-	"$NCCLRR" export --chrome "$T/t.json" "$T/run" || fail "export --chrome exited $?"
+	# --all: every call its own slice (by default retried connects fold)
+	"$NCCLRR" export --all --chrome "$T/t.json" "$T/run" || fail "export --chrome exited $?"
 	# the number of calls dump lists: every line but '<unfinished ...>'
 	# halves of nested calls and log lines (a coalesced repeat is one call)
 	ncalls=$("$NCCLRR" dump "$T/run" | grep -v ' <unfinished \.\.\.>$' | grep -vc ' log\[')
-	"$NCCLRR" export --chrome "$T/s.json" "$SRC/traces/sample_init.nrt" || fail "export of the sample exited $?"
+	"$NCCLRR" export --all --chrome "$T/s.json" "$SRC/traces/sample_init.nrt" || fail "export of the sample exited $?"
 	nsample=$("$NCCLRR" dump "$SRC/traces/sample_init.nrt" | grep -v ' <unfinished \.\.\.>$' | grep -vc ' log\[')
 	nlog=$("$NCCLRR" dump "$SRC/traces/sample_init.nrt" | grep -c ' log\[')
 	python3 - "$T/t.json" "$ncalls" "$T/s.json" "$nsample" "$nlog" <<'PY' || fail "trace-event JSON check"
@@ -284,6 +296,233 @@ hang)
 		[ "$n_ctf" -gt 1000 ] && [ "$n_ctf" = "$n_dump" ] || fail "$n_ctf completed calls in the CTF, $n_dump in dump"
 		echo "hang ok: $n_ctf completed calls in CTF, $n_dump dump lines"
 	fi
+	;;
+noise)
+	GEN="$(dirname "$WL")/analyzer/hang_gen"
+	mkdir -p "$T/p"
+	"$GEN" "$T/p" probes 4000 || fail "hang_gen probes failed"
+	"$NCCLRR" export --chrome "$T/d.json" --perfetto "$T/d.pb" "$T/p" || fail "export exited $?"
+	"$NCCLRR" export --all --chrome "$T/a.json" "$T/p" || fail "export --all exited $?"
+	python3 - "$T/d.json" "$T/a.json" <<'PY' || fail "noise check"
+import json, sys
+def load(p):
+    return json.load(open(p, encoding="utf-8"))["traceEvents"]
+d, a = load(sys.argv[1]), load(sys.argv[2])
+# by default: the one real failure is the only error marker
+red = [e for e in d if e.get("cname") == "terrible"]
+errs = [e for e in d if e["ph"] == "i" and e.get("cat") == "error"]
+assert [e["name"] for e in errs] == ["error: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY (2)"], [e["name"] for e in errs][:5]
+assert [e["name"] for e in red if e["ph"] == "X"] == ["cuMemAlloc_v2"], [e["name"] for e in red][:5]
+assert errs[0]["pid"] == 1
+# the probes: one slice per rank, grey, with the counts
+fold = [e for e in d if e["ph"] == "X" and e["name"].startswith("cuGetProcAddress \u00d7")]
+assert len(fold) == 2, [e["name"] for e in d if e["ph"] == "X"][:10]
+for e in fold:
+    assert e["name"] == "cuGetProcAddress \u00d74000 (2000 CUDA_ERROR_NOT_FOUND (500): probe)", e["name"]
+    assert e.get("cname") == "grey" and e["args"]["folded"] == 4000 and e["args"]["failed"] == 2000, e
+    assert e["args"]["first_seq"] == 1 and e["args"]["last_seq"] == 4000, e["args"]
+    assert "probe" in e["args"]["benign"] or e["args"]["benign"], e["args"]
+# rank 0's refused connects got through: folded, not red; rank 1's one connect is itself
+conn = [e for e in d if e["ph"] == "X" and e["name"].startswith("connect")]
+assert sorted(e["name"] for e in conn) == ["connect", "connect \u00d74 (3 -1 ECONNREFUSED (Connection refused): retried)"], conn
+assert all(e.get("cname") != "terrible" for e in conn)
+# --all: every call its own slice, the NOT_FOUND probes grey with their reason, still no error marker
+xa = [e for e in a if e["ph"] == "X"]
+probes = [e for e in xa if e["name"] == "cuGetProcAddress"]
+assert len(probes) == 8000, len(probes)
+nf = [e for e in probes if "CUDA_ERROR_NOT_FOUND" in e["args"].get("result", "")]
+assert len(nf) == 4000 and all(e.get("cname") == "grey" and e["args"].get("benign") and "error" not in e["args"] for e in nf), nf[:2]
+assert [e["name"] for e in a if e["ph"] == "i" and e.get("cat") == "error"] == ["error: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY (2)"]
+print("noise ok: %d events by default, %d with --all" % (len(d), len(a)))
+PY
+	;;
+select)
+	G="$SRC/traces/nccl/p2p_ipc_open"
+	# the slices --all writes are the calls dump selects with the same
+	# options (one selection rule): dump's complete calls, log lines and
+	# in-flight calls are counted as export writes them
+	count_dump() {   # dump lines that are slices: not '<unfinished ...>', not log lines
+		"$NCCLRR" dump "$@" "$G" | grep -v ' <unfinished \.\.\.>$' | grep -vc ' log\['
+	}
+	count_x() {
+		python3 -c 'import json,sys; print(sum(1 for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"))' "$1"
+	}
+	i=0
+	for opts in "--rank 3" "--api cuMem*,cudaIpc*" "--errors" "--from 2.5 --to 3" "--around-failure 0.2" "--rank 2,3 --errors --api cuda*"; do
+		i=$((i + 1))
+		# shellcheck disable=SC2086
+		"$NCCLRR" export --all --chrome "$T/s$i.json" $opts "$G" 2>"$T/s$i.err" || { cat "$T/s$i.err"; fail "export $opts exited $?"; }
+		# shellcheck disable=SC2086
+		n_dump=$(count_dump $opts)
+		n_x=$(count_x "$T/s$i.json")
+		[ "$n_dump" -gt 0 ] && [ "$n_dump" = "$n_x" ] || fail "export $opts: $n_x slices, dump $opts lists $n_dump calls"
+		echo "  $opts: $n_x slices"
+	done
+	grep -q "around-failure: rank 3 cudaIpcOpenMemHandle #" "$T/s5.err" || { cat "$T/s5.err"; fail "--around-failure names the failure it centred on"; }
+	python3 - "$T" <<'PY' || fail "selection check"
+import json, sys, fnmatch
+T = sys.argv[1]
+def xs(i):
+    d = json.load(open("%s/s%d.json" % (T, i)))
+    return [e for e in d["traceEvents"] if e["ph"] == "X"], d["metadata"]
+x, _ = xs(1)
+assert {e["pid"] for e in x} == {3}, {e["pid"] for e in x}
+x, _ = xs(2)
+assert all(fnmatch.fnmatch(e["name"], "cuMem*") or fnmatch.fnmatch(e["name"], "cudaIpc*") for e in x)
+assert any(e["name"] == "cudaIpcOpenMemHandle" and e["pid"] == 3 and e.get("cname") == "terrible" for e in x)
+x, _ = xs(3)
+assert x and all("error" in e["args"] or "benign" in e["args"] for e in x), [e for e in x if "error" not in e["args"]][:2]
+def within(e, a, b):   # a call is selected by its time: enter, or leave for one with nested calls
+    return a <= e["ts"] < b or a <= e["ts"] + e["dur"] < b + 1
+x, _ = xs(4)
+assert x and all(within(e, 2.5e6, 3e6) for e in x if "inflight" not in e["args"]), "a slice outside --from/--to"
+x, m = xs(5)
+fail = [e for e in x if e["pid"] == 3 and e["name"] == "cudaIpcOpenMemHandle" and e.get("cname") == "terrible"]
+assert len(fail) == 1 and m["around_failure"].startswith("rank 3 cudaIpcOpenMemHandle"), m.get("around_failure")
+t0 = fail[0]["ts"]
+assert all(within(e, t0 - 0.2e6 - 1, t0 + 0.2e6 + 1) for e in x if "inflight" not in e["args"]), "a slice outside the window"
+x, _ = xs(6)
+assert x and {e["pid"] for e in x} <= {2, 3} and all(e["name"].startswith("cuda") and "error" in e["args"] for e in x)
+print("select ok")
+PY
+	out=$("$NCCLRR" export --chrome "$T/x.json" --around-failure 1 "$SRC/traces/nccl/clean" 2>&1); rc=$?
+	[ $rc = 2 ] && grep -q "no call failed" <<<"$out" || fail "--around-failure on a clean run: rc=$rc: $out"
+	out=$("$NCCLRR" export --chrome "$T/x.json" --from soon "$G" 2>&1); rc=$?
+	[ $rc = 2 ] && grep -q -- "--from wants seconds" <<<"$out" || fail "bad --from: rc=$rc: $out"
+	out=$("$NCCLRR" export --ctf "$T/ctf" --errors "$G" 2>&1); rc=$?
+	[ $rc = 2 ] && grep -q -- "--ctf" <<<"$out" || fail "--ctf with --errors: rc=$rc: $out"
+	;;
+perfetto|sizes)
+	command -v protoc >/dev/null || { echo "SKIP: protoc is not installed (apt-get install protobuf-compiler; scripts/test-all.sh does)"; exit 77; }
+	G="$SRC/traces/nccl/p2p_ipc_open"
+	# sizes: the whole job; perfetto: ranks 0, 1 (its refused connects
+	# folded) and 3 (the failure), to keep the text decoding quick
+	sel=""
+	[ "$CASE" = perfetto ] && sel="--rank 0,1,3"
+	# shellcheck disable=SC2086
+	out=$("$NCCLRR" export --perfetto "$T/p.pb" $sel "$G" 2>&1); rc=$?
+	grep -q "built without protobuf-c" <<<"$out" && { echo "SKIP: $out"; exit 77; }
+	[ $rc = 0 ] || fail "export --perfetto exited $rc: $out"
+	# shellcheck disable=SC2086
+	"$NCCLRR" export --chrome "$T/p.json" $sel "$G" || fail "export --chrome exited $?"
+	if [ "$CASE" = sizes ]; then
+		# README.md, "Exports that scale": the sizes it states
+		line=$(grep -o 'main-job export sizes: perfetto [0-9]* bytes, chrome [0-9]* bytes, chrome --around-failure 1 [0-9]* bytes' "$SRC/README.md") ||
+			fail "README.md states no export sizes"
+		read -r lp lc la <<<"$(sed -E 's/.*perfetto ([0-9]+) bytes, chrome ([0-9]+) bytes, chrome --around-failure 1 ([0-9]+) bytes/\1 \2 \3/' <<<"$line")"
+		"$NCCLRR" export --chrome "$T/a.json" --around-failure 1 "$G" 2>/dev/null || fail "export --around-failure exited $?"
+		sp=$(stat -c %s "$T/p.pb") sc=$(stat -c %s "$T/p.json") sa=$(stat -c %s "$T/a.json")
+		echo "perfetto $sp <= $lp, chrome $sc <= $lc, chrome --around-failure 1 $sa <= $la"
+		[ "$sp" -le "$lp" ] && [ "$sc" -le "$lc" ] && [ "$sa" -le "$la" ] || fail "an export grew past the size README.md states"
+		exit 0
+	fi
+	python3 - "$T/p.pb" "$T/raw.pb" <<'PY' || fail "cannot unpack the bundles"
+# the file is Trace.packet fields; each holds compressed_packets (field 50):
+# zlib, inside Trace.packet fields again. Write those out for protoc.
+import sys, zlib
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+        if c < 0x80: return v, i
+def fields(b):
+    i = 0
+    while i < len(b):
+        k, i = varint(b, i)
+        assert k & 7 == 2, "field %d of wire type %d" % (k >> 3, k & 7)
+        n, i = varint(b, i)
+        yield k >> 3, b[i:i + n]; i += n
+b = open(sys.argv[1], "rb").read()
+out = bytearray()
+nb = 0
+for f, p in fields(b):
+    assert f == 1, f
+    inner = list(fields(p))
+    assert [x[0] for x in inner] == [50], [x[0] for x in inner]
+    raw = zlib.decompress(inner[0][1])
+    assert len(raw) <= 512 * 1024
+    out += raw
+    nb += 1
+open(sys.argv[2], "wb").write(out)
+print("%d bundles, %d bytes of packets" % (nb, len(out)))
+PY
+	protoc --decode=perfetto.protos.Trace -I "$SRC/analyzer" "$SRC/analyzer/perfetto_trace.proto" <"$T/p.pb" >"$T/outer.txt" ||
+		fail "protoc cannot decode the file"
+	grep -q 'compressed_packets:' "$T/outer.txt" || fail "no compressed_packets in the file"
+	protoc --decode=perfetto.protos.Trace -I "$SRC/analyzer" "$SRC/analyzer/perfetto_trace.proto" <"$T/raw.pb" >"$T/p.txt" ||
+		fail "protoc cannot decode the packets"
+	python3 - "$T/p.txt" "$T/p.json" "$T/p.pb" <<'PY' || fail "perfetto content check"
+import json, os, re, sys, collections
+txt = open(sys.argv[1]).read()
+# a small reader of protoc's text format: nested dicts, repeated keys as lists
+tok = re.compile(r'\s*(?:(\w+)\s*\{|(\w+):\s*("(?:[^"\\]|\\.)*"|\S+)|(\}))')
+def parse(s):
+    stack = [collections.defaultdict(list)]
+    for m in tok.finditer(s):
+        if m.group(1):
+            d = collections.defaultdict(list); stack[-1][m.group(1)].append(d); stack.append(d)
+        elif m.group(2):
+            v = m.group(3)
+            if v.startswith('"'):
+                v = v[1:-1].encode("latin-1").decode("unicode_escape").encode("latin-1").decode("utf-8", "replace")
+            elif re.match(r"^-?\d+$", v):
+                v = int(v)
+            stack[-1][m.group(2)].append(v)
+        else:
+            stack.pop()
+    return stack[0]
+pk = parse(txt)["packet"]
+names, anames, strs = {}, {}, {}
+procs, threads = {}, {}
+begins, ends, insts = collections.Counter(), collections.Counter(), []
+open_ = collections.defaultdict(list)
+slices = []
+for p in pk:
+    for idata in p.get("interned_data", []):
+        for e in idata.get("event_names", []): names[e["iid"][0]] = e["name"][0]
+        for e in idata.get("debug_annotation_names", []): anames[e["iid"][0]] = e["name"][0]
+        for e in idata.get("debug_annotation_string_values", []): strs[e["iid"][0]] = e["str"][0]
+    for td in p.get("track_descriptor", []):
+        if "process" in td: procs[td["uuid"][0]] = td["process"][0]["process_name"][0]
+        if "thread" in td: threads[td["uuid"][0]] = (td["parent_uuid"][0], td["thread"][0]["thread_name"][0])
+    for te in p.get("track_event", []):
+        tr = te["track_uuid"][0]
+        assert tr in threads, "event on an undescribed track"
+        ann = {}
+        for a in te.get("debug_annotations", []):
+            n = anames[a["name_iid"][0]] if "name_iid" in a else a["name"][0]
+            ann[n] = strs[a["string_value_iid"][0]] if "string_value_iid" in a else (a.get("string_value") or a.get("uint_value"))[0]
+        name = names[te["name_iid"][0]] if "name_iid" in te else te.get("name", [None])[0]
+        if te["type"][0] == "TYPE_SLICE_BEGIN":
+            open_[tr].append([name, p["timestamp"][0], ann]); begins[tr] += 1
+        elif te["type"][0] == "TYPE_SLICE_END":
+            s = open_[tr].pop(); s[2].update(ann); slices.append((tr, s[0], s[1], p["timestamp"][0], s[2])); ends[tr] += 1
+        else:
+            insts.append((tr, name, ann))
+assert not any(open_.values()), "slices begun and never ended"
+# tracks: a process per rank and the launcher, threads under them
+assert sorted(procs.values()) == ["rank 0 (vm:16784)", "rank 1 (vm:16785)", "rank 3 (vm:16787)"], sorted(procs.values())
+assert all(par in procs for par, _ in threads.values())
+assert any(n.startswith("main ") for _, n in threads.values())
+# the failing call of the main job: rank 3's cudaIpcOpenMemHandle, with its error and args
+r3 = [u for u, n in procs.items() if n.startswith("rank 3 (")][0]
+bad = [s for s in slices if threads[s[0]][0] == r3 and s[1] == "cudaIpcOpenMemHandle" and "error" in s[4]]
+assert len(bad) == 1 and bad[0][4]["error"] == "cudaErrorInvalidValue (1)" and "handle" in bad[0][4], bad
+assert any(threads[t][0] == r3 and n == "error: cudaIpcOpenMemHandle = cudaErrorInvalidValue (1)" for t, n, a in insts)
+assert any(n and "NCCL WARN" in n for t, n, a in insts), "log lines"
+# as many slices as the JSON of the same selection, the same errors
+j = json.load(open(sys.argv[2]))
+jx = [e for e in j["traceEvents"] if e["ph"] == "X"]
+jerr = [e for e in j["traceEvents"] if e["ph"] == "i" and e.get("cat") == "error"]
+assert len(slices) == len(jx), (len(slices), len(jx))
+assert len([i for i in insts if i[1] and i[1].startswith("error: ")]) == len(jerr)
+folded = [s for s in slices if "\u00d7" in s[1]]
+assert len(folded) == len([e for e in jx if "\u00d7" in e["name"]]) and folded
+sp, sj = os.path.getsize(sys.argv[3]), os.path.getsize(sys.argv[2])
+print("perfetto ok: %d packets, %d slices, %d processes, %d threads; %d bytes, JSON %d bytes (%.1fx)" %
+      (len(pk), len(slices), len(procs), len(threads), sp, sj, sj / sp))
+assert sj >= 10 * sp, "the protobuf is not 10 times smaller than the JSON"
+PY
 	;;
 *)
 	fail "unknown case"

@@ -18,4 +18,8 @@ echo "bench_export: $copies copies of a 16-rank run, $(ls "$t"/run/*.nrt | wc -l
 /usr/bin/time -f "bench_export: dump          %e s, max RSS %M KB" "$ncclrr" dump "${args[@]}" >/dev/null
 /usr/bin/time -f "bench_export: export chrome %e s, max RSS %M KB" "$ncclrr" export --chrome "$t/o.json" "${args[@]}"
 /usr/bin/time -f "bench_export: export html   %e s, max RSS %M KB" "$ncclrr" export --html "$t/o.html" "${args[@]}"
-echo "bench_export: chrome JSON $(stat -c %s "$t/o.json") bytes, HTML $(stat -c %s "$t/o.html") bytes"
+/usr/bin/time -f "bench_export: export perfetto %e s, max RSS %M KB" "$ncclrr" export --perfetto "$t/o.pb" "${args[@]}"
+/usr/bin/time -f "bench_export: export chrome --all %e s, max RSS %M KB" "$ncclrr" export --all --chrome "$t/a.json" "${args[@]}"
+sj=$(stat -c %s "$t/o.json") sp=$(stat -c %s "$t/o.pb") sa=$(stat -c %s "$t/a.json")
+echo "bench_export: chrome JSON $sj bytes (--all: $sa), HTML $(stat -c %s "$t/o.html") bytes, perfetto $sp bytes:" \
+	"JSON/perfetto $(awk -v a="$sj" -v b="$sp" 'BEGIN { printf "%.1f", a / b }')x"
