@@ -110,7 +110,8 @@ void nrr_json_str(FILE *f, const char *s, size_t n)
 			fputc(ch, f);
 		} else if (ch == '\n') {
 			fputs("\\n", f);
-		} else if (ch < 0x20 || ch == 0x7f) {
+		} else if (ch < 0x20 || ch == 0x7f || ch == '<') {
+			/* '<' too: the HTML report embeds JSON in a <script> */
 			fprintf(f, "\\u%04x", ch);
 		} else if (ch < 0x80) {
 			fputc(ch, f);
