@@ -59,5 +59,10 @@ void nrr_json_str(FILE *f, const char *p, size_t n);
 void nrr_put_us(FILE *f, int64_t ns);
 /* The recorded value of the argument named @name, or NULL. */
 const nrr_value *nrr_call_arg(const nrr_call *c, const char *name, int *index);
+/* Whether @c is a sock_info record of a connected socket (role connect or
+ * accept, both addresses recorded): then *@fd, its own address *@local,
+ * the other end's *@peer and *@isconnect (false: accepted). */
+bool nrr_sock_conn(const nrr_call *c, int64_t *fd, const nrr_value **local, const nrr_value **peer,
+		   bool *isconnect);
 
 #endif

@@ -280,40 +280,25 @@ static void set_addr(struct addr *a, const nrr_value *v)
 static void note_sock(struct html *h, size_t row, const nrr_call *c, int64_t ts)
 {
 	struct row *w = &h->rows[row];
-	const nrr_value *v;
+	const nrr_value *v, *loc, *peer;
+	int64_t fd;
+	bool isconn;
 	if (!c->fn->domain || strcmp(c->fn->domain, "socket"))
 		return;
-	if (!strcmp(c->fn->name, "sock_info")) {
-		const nrr_value *role = nrr_call_arg(c, "role", NULL), *fd = nrr_call_arg(c, "fd", NULL);
-		const nrr_value *loc = nrr_call_arg(c, "local", NULL), *peer = nrr_call_arg(c, "peer", NULL);
-		if (!role || !fd || !loc || !peer || !loc->len || !peer->len || (role->u != 2 && role->u != 3))
+	if (nrr_sock_conn(c, &fd, &loc, &peer, &isconn)) {
+		if (!nrr_grow(&w->socks, w->nsocks, &w->capsocks, sizeof(*w->socks)))
 			return;
-		if (w->nsocks == w->capsocks) {
-			size_t n = w->capsocks ? w->capsocks * 2 : 16;
-			struct rsock *s = realloc(w->socks, n * sizeof(*s));
-			if (!s)
-				return;
-			w->socks = s;
-			w->capsocks = n;
-		}
-		w->socks[w->nsocks].fd = (int64_t)fd->u;
+		w->socks[w->nsocks].fd = fd;
 		set_addr(&w->socks[w->nsocks++].peer, peer);
-		struct addr a;
-		set_addr(&a, loc);
-		for (size_t i = 0; i < h->nowners; i++)
-			if (h->owners[i].a.len == a.len && !memcmp(h->owners[i].a.b, a.b, a.len))
-				return;
-		if (h->nowners == h->capowners) {
-			size_t n = h->capowners ? h->capowners * 2 : 64;
-			struct owner *o = realloc(h->owners, n * sizeof(*o));
-			if (!o)
-				return;
-			h->owners = o;
-			h->capowners = n;
-		}
-		h->owners[h->nowners++] = (struct owner){ a, row };
+		/* (sorted once after pass 1: pick_focus) */
+		if (!nrr_grow(&h->owners, h->nowners, &h->capowners, sizeof(*h->owners)))
+			return;
+		h->owners[h->nowners].row = row;
+		set_addr(&h->owners[h->nowners++].a, loc);
 		return;
 	}
+	if (!strcmp(c->fn->name, "sock_info"))
+		return;
 	if (!(v = nrr_call_arg(c, "sockfd", NULL)) && !(v = nrr_call_arg(c, "fd", NULL)))
 		return;
 	/* calls that move data or wait for it, not the socket's upkeep */
@@ -477,18 +462,38 @@ static int cmp_focus(const void *a, const void *b)
 	return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
+static int cmp_addr(const void *a, const void *b)
+{
+	const struct addr *x = a, *y = b;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return memcmp(x->b, y->b, x->len);
+}
+
 static void pick_focus(struct html *h)
 {
 	int64_t(*f)[2] = calloc(h->nrows + 1, sizeof(*f));
 	size_t n = 0;
+	if (h->nowners)
+		qsort(h->owners, h->nowners, sizeof(*h->owners), cmp_addr);
 	for (size_t r = 0; r < h->nrows; r++) {
 		struct row *w = &h->rows[r];
 		for (int i = 0; i < w->nerr; i++) {
 			struct rowerr *e = &w->err[i];
-			for (size_t k = 0; k < h->nowners && e->peer.len; k++)
-				if (h->owners[k].row != r && h->owners[k].a.len == e->peer.len &&
-				    !memcmp(h->owners[k].a.b, e->peer.b, e->peer.len))
-					e->peer_row = (long)h->owners[k].row;
+			const struct owner *o = e->peer.len && h->nowners ?
+				bsearch(&e->peer, h->owners, h->nowners, sizeof(*h->owners), cmp_addr) : NULL;
+			/* an address seen on two rows (a port used again) names
+			 * no one: the first and the last of its run must agree */
+			const struct owner *lo = o, *hi = o;
+			while (lo && lo > h->owners && !cmp_addr(&lo[-1].a, &o->a))
+				lo--;
+			while (hi && hi < h->owners + h->nowners - 1 && !cmp_addr(&hi[1].a, &o->a))
+				hi++;
+			bool one = o != NULL;
+			for (const struct owner *k = lo; one && k <= hi; k++)
+				one = k->row == o->row;
+			if (one && o->row != r)
+				e->peer_row = (long)o->row;
 		}
 		const struct rowerr *e = first_notable(h, w);
 		if (e && f) {
