@@ -9,6 +9,8 @@
 // the click highlights the chain (the failing row, its call, the peer row
 // ROW -> PEER_ROW, the WARN marks) and brings the failure into view; the
 // tooltip names CALL and ERROR.  Saves a screenshot to SHOT.png.
+// ROW "-": any report: after reset, each listed failure (5 at most) is
+// clicked and must come into view; no other check.
 // Exit 0 ok, 1 a check failed, 77 playwright-core or chromium missing.
 'use strict';
 let chromium;
@@ -83,6 +85,17 @@ async function view(page) {
 		await page.click('#tl-reset');
 		const r1 = await view(page);
 		check(r1.v0 === all.v0 && r1.v1 === all.v1, 'reset shows the whole run: ' + JSON.stringify(r1));
+		if (row === '-') {
+			const d = await page.evaluate(() => JSON.parse(document.getElementById('nrr-data').textContent));
+			for (let i = 0; i < d.chain.length && i < 5; i++) {
+				await page.locator('ol.chain li[data-chain="' + i + '"]').click();
+				const v = await view(page);
+				check(v.v0 <= d.chain[i].t && d.chain[i].t <= v.v1, 'failure ' + i + ' in view: ' + JSON.stringify(v));
+			}
+			await page.screenshot({ path: shot, fullPage: false });
+			console.log('screenshot: ' + shot);
+			throw null;
+		}
 
 		// the first failure of the diagnosis: its chain
 		const first = page.locator('ol.chain li[data-chain="0"]');
@@ -123,7 +136,8 @@ async function view(page) {
 		console.log('screenshot: ' + shot);
 		console.log('tooltip: ' + txt.replace(/\n/g, ' | '));
 	} catch (e) {
-		problems.push(e.message);
+		if (e !== null)
+			problems.push(e.message);
 	}
 	await browser.close();
 	if (problems.length) {
