@@ -67,12 +67,17 @@ void nrr_sbuf_reset(struct nrr_sbuf *s);
 const char *nrr_sbuf_str(struct nrr_sbuf *s, size_t *len);
 
 /* Write @p[0..n) as a JSON string (with quotes), keeping valid UTF-8 and
- * escaping everything else. */
+ * escaping everything else, and '<' (no "</script>" inside a page). */
 void nrr_json_str(FILE *f, const char *p, size_t n);
 /* Signed ns as µs with three decimals ("12.345"). */
 void nrr_put_us(FILE *f, int64_t ns);
 /* The recorded value of the argument named @name, or NULL. */
 const nrr_value *nrr_call_arg(const nrr_call *c, const char *name, int *index);
+/* Whether @c is a sock_info record of a connected socket (role connect or
+ * accept, both addresses recorded): then *@fd, its own address *@local,
+ * the other end's *@peer and *@isconnect (false: accepted). */
+bool nrr_sock_conn(const nrr_call *c, int64_t *fd, const nrr_value **local, const nrr_value **peer,
+		   bool *isconnect);
 
 /* A small hash map of byte keys (export_chrome.c's flows, the Perfetto
  * writer's interned names): entries carry the Chrome writer's rendezvous

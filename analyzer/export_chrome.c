@@ -186,12 +186,11 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 			e->a = *self;
 		}
 	} else if (!strcmp(n, "sock_info")) {
-		int il, ip;
-		const nrr_value *role = nrr_call_arg(c, "role", NULL), *fdv = nrr_call_arg(c, "fd", NULL);
-		const nrr_value *loc = nrr_call_arg(c, "local", &il), *peer = nrr_call_arg(c, "peer", &ip);
-		if (!role || !fdv || !loc || !peer || !loc->len || !peer->len || (role->u != 2 && role->u != 3))
+		int64_t sfd;
+		const nrr_value *loc, *peer;
+		bool isconn;
+		if (!nrr_sock_conn(c, &sfd, &loc, &peer, &isconn))
 			return;
-		bool isconn = role->u == 2;
 		const nrr_value *srv = isconn ? peer : loc, *cli = isconn ? loc : peer;
 		uint8_t conn[264];
 		uint32_t l1 = srv->len > 128 ? 128 : srv->len, l2 = cli->len > 128 ? 128 : cli->len;
@@ -201,7 +200,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 		memcpy(conn + 2 + l1, cli->p, l2);
 		uint32_t clen = 2 + l1 + l2;
 		/* the socket, for the GetFd requests made on it */
-		sock_key(&k, ri, (int64_t)fdv->u);
+		sock_key(&k, ri, sfd);
 		struct nrr_emap_ent *s = nrr_emap_get(&x->m, k.b, k.n, true);
 		if (!s)
 			return;
@@ -217,7 +216,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 		nrr_ekey_init(&k, 'L', ri);
 		nrr_ekey_add(&k, &c->tid, sizeof(c->tid));
 		struct nrr_emap_ent *l = nrr_emap_get(&x->m, k.b, k.n, false);
-		if (l && l->fd == (int64_t)fdv->u)
+		if (l && l->fd == sfd)
 			at = l->a;
 		nrr_ekey_init(&k, 'C', 0);
 		nrr_ekey_add(&k, conn, clen);

@@ -114,7 +114,8 @@ void nrr_json_str(FILE *f, const char *s, size_t n)
 			fputc(ch, f);
 		} else if (ch == '\n') {
 			fputs("\\n", f);
-		} else if (ch < 0x20 || ch == 0x7f) {
+		} else if (ch < 0x20 || ch == 0x7f || ch == '<') {
+			/* '<' too: the HTML report embeds JSON in a <script> */
 			fprintf(f, "\\u%04x", ch);
 		} else if (ch < 0x80) {
 			fputc(ch, f);
@@ -135,6 +136,22 @@ void nrr_put_us(FILE *f, int64_t ns)
 {
 	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
 	fprintf(f, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
+}
+
+bool nrr_sock_conn(const nrr_call *c, int64_t *fd, const nrr_value **local, const nrr_value **peer,
+		   bool *isconnect)
+{
+	if (!c->fn || strcmp(c->fn->name, "sock_info"))
+		return false;
+	/* sock_role in formats/api/socket.api: connect = 2, accept = 3 */
+	const nrr_value *role = nrr_call_arg(c, "role", NULL), *fdv = nrr_call_arg(c, "fd", NULL);
+	*local = nrr_call_arg(c, "local", NULL);
+	*peer = nrr_call_arg(c, "peer", NULL);
+	if (!role || !fdv || !*local || !*peer || !(*local)->len || !(*peer)->len || (role->u != 2 && role->u != 3))
+		return false;
+	*fd = (int64_t)fdv->u;
+	*isconnect = role->u == 2;
+	return true;
 }
 
 const nrr_value *nrr_call_arg(const nrr_call *c, const char *name, int *index)

@@ -1,8 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * export_html.c - `ncclrr export --html`: one self-contained page (inline
- * CSS and SVG, no script, no external reference): the run, a timeline of
+ * CSS, SVG and script, no external reference): the run, a timeline of
  * every rank, a status table per rank and a diagnosis.
+ *
+ * The SVG reads without script.  The inline script (report.js, embedded
+ * at build time) makes the timeline zoom and pan, shows a call's details
+ * on hover and, from a failure clicked in the diagnosis, highlights its
+ * chain: the failing call, the rank at the other end of the socket it
+ * used last before failing (sock_info names both addresses; the rank
+ * whose own address it is is the peer), and the WARN lines it logged.
+ * The details come from a JSON block of bounded size: the lasting
+ * failures, the calls in flight, and the last DETAIL_BEFORE calls before
+ * (and DETAIL_AFTER after) the failure on at most MAXFOCUS failing rows
+ * and their peers.
  *
  * Two passes over the merged calls: the first counts and finds errors,
  * in-flight calls and the end of the trace; the second draws.  Calls
@@ -19,6 +30,7 @@
 #include "cmds.h"
 #include "export.h"
 #include "runinfo.h"
+#include "report_js.h"
 
 #define PLOT_W 1100     /* px of the time axis */
 #define LABEL_W 170
@@ -30,6 +42,10 @@ static const char *const dom_name[NDOM] = { "nccl", "cuda_driver", "cuda_runtime
 static const char *const dom_color[NDOM] = { "#9c755f", "#4e79a7", "#76b7b2", "#59a14f", "#edc948",
 					     "#b07aa1", "#bab0ac", "#f28e2b", "#888888" };
 #define ERR_COLOR "#e00000"
+#define MAXFOCUS 12      /* failing rows (and as many peers) with details */
+#define DETAIL_BEFORE 160 /* calls kept per focused row up to its failure */
+#define DETAIL_AFTER 40  /* and after it */
+#define ADDR_MAX 112     /* socket address bytes compared (sockaddr_un fits) */
 #define COMMON_ERR_COLOR "#f2a7a7"
 
 static int dom_of(const nrr_call *c)
@@ -44,6 +60,34 @@ static int dom_of(const nrr_call *c)
 struct bin {
 	long x;                 /* pixel, -1: none */
 	uint64_t busy[NDOM];
+	uint64_t n;             /* calls summed into it */
+};
+
+struct addr {
+	uint8_t len;
+	uint8_t b[ADDR_MAX];
+};
+
+/* a connected socket of a row, as its sock_info described it */
+struct rsock {
+	int64_t fd;
+	struct addr peer;
+};
+
+/* an address a row's own end of a socket had: who owns it */
+struct owner {
+	struct addr a;
+	size_t row;
+};
+
+/* a call kept for the hover details */
+struct dcall {
+	int64_t ts, dur;
+	uint32_t tid;
+	uint8_t depth, dom, failed;
+	char name[64];
+	char args[200];
+	char res[80];
 };
 
 /* A kind of failure (API = result) and on how many processes it happened:
@@ -70,6 +114,12 @@ struct rowerr {
 	int nwarn;              /* NCCL WARN lines logged after it */
 	int64_t warn_t[3];
 	char warn[3][200];
+	/* the socket its thread used last before it failed */
+	struct addr peer;
+	int64_t peer_fd, peer_t;
+	char peer_fn[40];
+	long peer_row;          /* the row owning @peer, -1: none found */
+	long mark;              /* detail index of its mark, -1: none */
 };
 
 struct row {
@@ -86,9 +136,22 @@ struct row {
 	char infl[600];
 	int ninfl;
 
+	struct rsock *socks;    /* connected sockets (last one per fd wins) */
+	size_t nsocks, capsocks;
+	struct {
+		uint32_t tid;
+		int64_t fd, t;
+		char fn[40];
+	} lastfd[8];            /* per thread: its last socket call */
+
 	/* pass 2 */
 	struct bin bin[2];
 	long last_err_x;
+	int last_err_sig;       /* lasting kind of the last mark drawn */
+	bool focus;             /* details kept around focus_t */
+	int64_t focus_t;
+	struct dcall *ring;     /* DETAIL_BEFORE before focus_t, then after */
+	size_t nring, nafter;
 };
 
 struct html {
@@ -105,6 +168,10 @@ struct html {
 	struct sig sigs[MAXSIG];
 	int nsigs;
 	uint64_t nrects;
+	struct owner *owners;
+	size_t nowners, capowners;
+	FILE *detail;           /* JSON array items of the hover details */
+	long ndetail;
 };
 
 static void esc(FILE *f, const char *s, size_t n)
@@ -192,8 +259,68 @@ static bool notable(const struct html *h, int sig)
 	return h->nrows < 3 || n * 2 <= h->nrows;
 }
 
-static void note_err(struct html *h, size_t row, const nrr_fn_schema *fn, const char *txt, int64_t ts)
+static const struct rsock *sock_of(const struct row *w, int64_t fd)
 {
+	for (size_t i = w->nsocks; i-- > 0;)
+		if (w->socks[i].fd == fd)
+			return &w->socks[i];
+	return NULL;
+}
+
+static void set_addr(struct addr *a, const nrr_value *v)
+{
+	a->len = (uint8_t)(v->len > ADDR_MAX ? ADDR_MAX : v->len);
+	memcpy(a->b, v->p, a->len);
+}
+
+/* Socket peers: sock_info of a connected socket (role connect or
+ * accept) gives the row its fd -> peer address and the address of its
+ * own end (whoever finds that address as its peer talks to this row);
+ * any other socket call on a known fd is the thread's last socket call. */
+static void note_sock(struct html *h, size_t row, const nrr_call *c, int64_t ts)
+{
+	struct row *w = &h->rows[row];
+	const nrr_value *v, *loc, *peer;
+	int64_t fd;
+	bool isconn;
+	if (!c->fn->domain || strcmp(c->fn->domain, "socket"))
+		return;
+	if (nrr_sock_conn(c, &fd, &loc, &peer, &isconn)) {
+		if (!nrr_grow(&w->socks, w->nsocks, &w->capsocks, sizeof(*w->socks)))
+			return;
+		w->socks[w->nsocks].fd = fd;
+		set_addr(&w->socks[w->nsocks++].peer, peer);
+		/* (sorted once after pass 1: pick_focus) */
+		if (!nrr_grow(&h->owners, h->nowners, &h->capowners, sizeof(*h->owners)))
+			return;
+		h->owners[h->nowners].row = row;
+		set_addr(&h->owners[h->nowners++].a, loc);
+		return;
+	}
+	if (!strcmp(c->fn->name, "sock_info"))
+		return;
+	if (!(v = nrr_call_arg(c, "sockfd", NULL)) && !(v = nrr_call_arg(c, "fd", NULL)))
+		return;
+	/* calls that move data or wait for it, not the socket's upkeep */
+	static const char *const upkeep[] = { "close", "shutdown", "setsockopt", "getsockopt", "fcntl",
+					      "fcntl64", "getsockname", "getpeername" };
+	for (size_t i = 0; i < sizeof(upkeep) / sizeof(upkeep[0]); i++)
+		if (!strcmp(c->fn->name, upkeep[i]))
+			return;
+	if (!sock_of(w, (int64_t)v->u))
+		return;
+	int k = 0;
+	while (k < 7 && w->lastfd[k].tid && w->lastfd[k].tid != c->tid)
+		k++;
+	w->lastfd[k].tid = c->tid;
+	w->lastfd[k].fd = (int64_t)v->u;
+	w->lastfd[k].t = ts;
+	snprintf(w->lastfd[k].fn, sizeof(w->lastfd[k].fn), "%s", c->fn->name);
+}
+
+static void note_err(struct html *h, size_t row, const nrr_call *c, const char *txt, int64_t ts)
+{
+	const nrr_fn_schema *fn = c->fn;
 	struct row *w = &h->rows[row];
 	int s = sig_of(h, txt, true);
 	struct sig *g = s >= 0 ? &h->sigs[s] : NULL;
@@ -221,6 +348,19 @@ static void note_err(struct html *h, size_t row, const nrr_fn_schema *fn, const 
 	w->err[w->nerr].sig = s;
 	w->err[w->nerr].t = ts;
 	snprintf(w->err[w->nerr].txt, sizeof(w->err[0].txt), "%s", txt);
+	w->err[w->nerr].peer.len = 0;
+	w->err[w->nerr].peer_row = -1;
+	w->err[w->nerr].mark = -1;
+	for (int k = 0; k < 8 && w->lastfd[k].tid; k++) {
+		const struct rsock *so;
+		if (w->lastfd[k].tid != c->tid || !(so = sock_of(w, w->lastfd[k].fd)))
+			continue;
+		struct rowerr *e = &w->err[w->nerr];
+		e->peer = so->peer;
+		e->peer_fd = w->lastfd[k].fd;
+		e->peer_t = w->lastfd[k].t;
+		snprintf(e->peer_fn, sizeof(e->peer_fn), "%s", w->lastfd[k].fn);
+	}
 	w->nerr++;
 }
 
@@ -288,6 +428,7 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 	int64_t ts = rel(h, ri, c->ts), end = later(later(ts, c->dur), c->repeat_ns);
 	if (end > h->end)
 		h->end = end;
+	note_sock(h, h->row_of[ri], c, ts);
 	if (end >= w->last_t) {
 		w->last_t = end;
 		call_txt(h, c, w->last_txt, sizeof(w->last_txt));
@@ -303,7 +444,7 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 			w->err_t = end;
 			snprintf(w->err_txt, sizeof(w->err_txt), "%s", txt);
 		}
-		note_err(h, h->row_of[ri], c->fn, txt, end);
+		note_err(h, h->row_of[ri], c, txt, end);
 	} else {
 		for (int i = 0; i < w->nerr; i++)
 			if (w->err[i].fn == c->fn)
@@ -311,7 +452,146 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 	}
 }
 
+/* After pass 1: the row that owns each failure's peer address, and the
+ * rows whose calls are kept for the details: the MAXFOCUS earliest
+ * failing rows around their failure, their peers around the last socket
+ * call the failing thread made to them. */
+static int cmp_focus(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static int cmp_addr(const void *a, const void *b)
+{
+	const struct addr *x = a, *y = b;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return memcmp(x->b, y->b, x->len);
+}
+
+static void pick_focus(struct html *h)
+{
+	int64_t(*f)[2] = calloc(h->nrows + 1, sizeof(*f));
+	size_t n = 0;
+	if (h->nowners)
+		qsort(h->owners, h->nowners, sizeof(*h->owners), cmp_addr);
+	for (size_t r = 0; r < h->nrows; r++) {
+		struct row *w = &h->rows[r];
+		for (int i = 0; i < w->nerr; i++) {
+			struct rowerr *e = &w->err[i];
+			const struct owner *o = e->peer.len && h->nowners ?
+				bsearch(&e->peer, h->owners, h->nowners, sizeof(*h->owners), cmp_addr) : NULL;
+			/* an address seen on two rows (a port used again) names
+			 * no one: the first and the last of its run must agree */
+			const struct owner *lo = o, *hi = o;
+			while (lo && lo > h->owners && !cmp_addr(&lo[-1].a, &o->a))
+				lo--;
+			while (hi && hi < h->owners + h->nowners - 1 && !cmp_addr(&hi[1].a, &o->a))
+				hi++;
+			bool one = o != NULL;
+			for (const struct owner *k = lo; one && k <= hi; k++)
+				one = k->row == o->row;
+			if (one && o->row != r)
+				e->peer_row = (long)o->row;
+		}
+		const struct rowerr *e = first_notable(h, w);
+		if (e && f) {
+			f[n][0] = e->t;
+			f[n++][1] = (int64_t)r;
+		}
+	}
+	if (!f)
+		return;
+	qsort(f, n, sizeof(*f), cmp_focus);
+	for (size_t i = 0; i < n && i < MAXFOCUS; i++) {
+		struct row *w = &h->rows[f[i][1]];
+		const struct rowerr *e = first_notable(h, w);
+		w->focus = true;
+		w->focus_t = e->t;
+		if (e->peer_row >= 0 && !h->rows[e->peer_row].focus) {
+			h->rows[e->peer_row].focus = true;
+			h->rows[e->peer_row].focus_t = e->peer_t;
+		}
+	}
+	for (size_t r = 0; r < h->nrows; r++)
+		if (h->rows[r].focus && !(h->rows[r].ring = calloc(DETAIL_BEFORE + DETAIL_AFTER, sizeof(struct dcall))))
+			h->rows[r].focus = false;
+	free(f);
+}
+
 /* ---------------------------------------------------------------- pass 2 */
+static void make_dcall(struct html *h, const nrr_call *c, int64_t ts, int64_t dur, struct dcall *d)
+{
+	d->ts = ts;
+	d->dur = dur;
+	d->tid = c->tid;
+	d->depth = c->depth;
+	d->dom = (uint8_t)dom_of(c);
+	d->failed = c->done && nrr_call_failed(c);
+	snprintf(d->name, sizeof(d->name), "%s", c->fn->name);
+	nrr_sbuf_reset(&h->sb);
+	nrr_format_args(h->sb.f, c);
+	snprintf(d->args, sizeof(d->args), "%s", nrr_sbuf_str(&h->sb, NULL));
+	d->res[0] = 0;
+	if (!c->done) {
+		snprintf(d->res, sizeof(d->res), "(in flight at the end)");
+	} else if (c->fn->ret != NRR_RET_VOID) {
+		nrr_sbuf_reset(&h->sb);
+		nrr_format_result(h->sb.f, c);
+		snprintf(d->res, sizeof(d->res), "%s", nrr_sbuf_str(&h->sb, NULL));
+	}
+	if (c->repeat) {
+		size_t l = strlen(d->res);
+		snprintf(d->res + l, sizeof(d->res) - l, " (and %llu more times)", (unsigned long long)c->repeat);
+	}
+}
+
+/* One item of the details array (row, tid, start, duration, depth,
+ * domain, failed, name, args, result); @return its index. */
+static long put_detail(struct html *h, size_t row, const struct dcall *d)
+{
+	FILE *f = h->detail;
+	fprintf(f, "%s[%zu,%u,%lld,%lld,%u,%u,%u,", h->ndetail ? ",\n" : "", row, d->tid, (long long)d->ts,
+		(long long)d->dur, d->depth, d->dom, d->failed);
+	nrr_json_str(f, d->name, strlen(d->name));
+	fputc(',', f);
+	nrr_json_str(f, d->args, strlen(d->args));
+	fputc(',', f);
+	nrr_json_str(f, d->res, strlen(d->res));
+	fputc(']', f);
+	return h->ndetail++;
+}
+
+/* Keep @c in its focused row's ring: the last DETAIL_BEFORE calls that
+ * started by focus_t, then DETAIL_AFTER more. */
+static void keep_detail(struct html *h, struct row *w, const nrr_call *c, int64_t ts, int64_t end)
+{
+	struct dcall *d;
+	if (ts <= w->focus_t)
+		d = &w->ring[w->nring++ % DETAIL_BEFORE];
+	else if (w->nafter < DETAIL_AFTER)
+		d = &w->ring[DETAIL_BEFORE + w->nafter++];
+	else
+		return;
+	make_dcall(h, c, ts, end - ts, d);
+}
+
+static void put_rings(struct html *h)
+{
+	for (size_t r = 0; r < h->nrows; r++) {
+		struct row *w = &h->rows[r];
+		if (!w->focus)
+			continue;
+		size_t n = w->nring < DETAIL_BEFORE ? w->nring : DETAIL_BEFORE;
+		size_t first = w->nring < DETAIL_BEFORE ? 0 : w->nring % DETAIL_BEFORE;
+		for (size_t i = 0; i < n; i++)
+			put_detail(h, r, &w->ring[(first + i) % DETAIL_BEFORE]);
+		for (size_t i = 0; i < w->nafter; i++)
+			put_detail(h, r, &w->ring[DETAIL_BEFORE + i]);
+	}
+}
+
 static double row_y(struct html *h, size_t row)
 {
 	return AXIS_H + (double)row * h->rh;
@@ -334,7 +614,8 @@ static void flush_bin(struct html *h, size_t row, int layer)
 		y += h->rh * 0.45;
 		hh = h->rh * 0.55;
 	}
-	fprintf(h->layer[layer], "<rect x=\"%ld\" y=\"%.1f\" width=\"1\" height=\"%.1f\" fill=\"%s\"/>\n",
+	/* class b: a pixel's sum, faded by the script when zoomed in */
+	fprintf(h->layer[layer], "<rect class=\"b\" x=\"%ld\" y=\"%.1f\" width=\"1\" height=\"%.1f\" fill=\"%s\"/>\n",
 		LABEL_W + b->x, y, hh, dom_color[best]);
 	h->nrects++;
 	(void)tot;
@@ -358,11 +639,13 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 	int d = dom_of(c);
 	double y = row_y(h, row);
 	char tb[40];
+	struct dcall dc;
 	if (c->phase == NRR_PHASE_INFLIGHT) {
 		fmt_t(tb, sizeof(tb), ts);
+		make_dcall(h, c, ts, end - ts, &dc);
 		fprintf(h->layer[2],
-			"<rect class=\"inflight\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"1\"><title>",
-			LABEL_W + x0, y + 0.5, x1 - x0 < 2 ? 2 : x1 - x0, h->rh > 2 ? h->rh - 1 : 1);
+			"<rect class=\"inflight\" data-c=\"%ld\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"1\"><title>",
+			put_detail(h, row, &dc), LABEL_W + x0, y + 0.5, x1 - x0 < 2 ? 2 : x1 - x0, h->rh > 2 ? h->rh - 1 : 1);
 		esc(h->layer[2], h->procs[ri].name, sizeof(h->procs[ri].name));
 		fputs(": ", h->layer[2]);
 		escs(h->layer[2], c->fn->name);
@@ -370,23 +653,40 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 		h->nrects++;
 		return;
 	}
+	if (w->focus)
+		keep_detail(h, w, c, ts, end);
 	if (nrr_call_failed(c)) {
 		long px = (long)x0;
-		if (px != w->last_err_x) {
-			char txt[300];
+		char txt[300];
+		call_txt(h, c, txt, sizeof(txt));
+		int sg = sig_of(h, txt, false);
+		bool rare = false;
+		struct rowerr *re = NULL;
+		for (int i = 0; i < w->nerr; i++)
+			if (w->err[i].sig == sg && sg >= 0) {
+				rare = !w->err[i].recovered && notable(h, sg);
+				re = &w->err[i];
+			}
+		/* a mark per pixel, and one per lasting kind of failure in it
+		 * (a nested call failing makes its callers fail in the same
+		 * pixel: each is a step of the chain) */
+		if (px != w->last_err_x || (rare && sg != w->last_err_sig)) {
 			w->last_err_x = px;
-			call_txt(h, c, txt, sizeof(txt));
-			int sg = sig_of(h, txt, false);
-			bool rare = false;
-			for (int i = 0; i < w->nerr; i++)
-				if (w->err[i].sig == sg && sg >= 0)
-					rare = !w->err[i].recovered && notable(h, sg);
+			w->last_err_sig = rare ? sg : -1;
 			fmt_t(tb, sizeof(tb), ts);
-			fprintf(h->layer[rare ? 2 : 1],
-				"<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"><title>",
-				rare ? "error" : "error-common", LABEL_W + x0, y, x1 - x0 < 3 ? 3 : x1 - x0, h->rh,
-				rare ? ERR_COLOR : COMMON_ERR_COLOR);
 			FILE *lf = h->layer[rare ? 2 : 1];
+			fprintf(lf, "<rect class=\"%s\"", rare ? "error" : "error-common");
+			if (rare) {
+				/* the lasting failures: in the details, and the
+				 * one the diagnosis lists is found by its index */
+				make_dcall(h, c, ts, end - ts, &dc);
+				long k = put_detail(h, row, &dc);
+				fprintf(lf, " data-c=\"%ld\"", k);
+				if (re && re->mark < 0 && re->t == end)
+					re->mark = k;
+			}
+			fprintf(lf, " x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"><title>", LABEL_W + x0, y,
+				x1 - x0 < 3 ? 3 : x1 - x0, h->rh, rare ? ERR_COLOR : COMMON_ERR_COLOR);
 			esc(lf, h->procs[ri].name, sizeof(h->procs[ri].name));
 			fputs(": ", lf);
 			escs(lf, txt);
@@ -420,7 +720,7 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 		px = PLOT_W - 1;
 	if (b->x >= 0 && px < b->x) {
 		/* an enclosing call delivered at its end: its own pixel */
-		fprintf(h->layer[layer], "<rect x=\"%ld\" y=\"%.1f\" width=\"1\" height=\"%.1f\" fill=\"%s\"/>\n",
+		fprintf(h->layer[layer], "<rect class=\"b\" x=\"%ld\" y=\"%.1f\" width=\"1\" height=\"%.1f\" fill=\"%s\"/>\n",
 			LABEL_W + px, ly, lh, dom_color[d]);
 		h->nrects++;
 		return;
@@ -442,7 +742,16 @@ static const char css[] =
 	"td.mono,pre{font-family:monospace}.legend span{display:inline-block;margin-right:14px}"
 	".sw{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle;border:1px solid #666}"
 	"ol.chain li{margin-bottom:6px}.warn{color:#8a4b00;font-family:monospace;margin-left:18px}"
-	"svg text{font:11px monospace;fill:#222}";
+	"svg text{font:11px monospace;fill:#222}"
+	/* the script's controls, tooltip and chain highlight */
+	".tl-ctl{margin:4px 0;font-size:13px}.tl-ctl button{min-width:28px;margin-right:4px}"
+	"#tl-range{margin-left:10px;font-family:monospace}svg.timeline{cursor:grab;user-select:none}"
+	"#tl-tip{position:fixed;display:none;max-width:560px;background:#fffff0;border:1px solid #888;padding:4px 8px;"
+	"font:12px/1.35 monospace;white-space:pre-wrap;pointer-events:none;box-shadow:2px 2px 6px #0004;z-index:9}"
+	"ol.chain li[data-chain]{cursor:pointer}ol.chain li.active{outline:2px solid #e00000;outline-offset:2px}"
+	"ol.chain li.active .warn{background:#fff0b0}.peer{color:#225;font-size:13px;margin-left:18px}"
+	"g.tl-row.chain-row>rect{fill:#ffd6d6}g.tl-row.chain-peer>rect{fill:#d6e4ff}"
+	"rect.chain-call{stroke:#000;stroke-width:2}svg.zoomed rect.b{opacity:.3}";
 
 static void put_header(struct html *h, FILE *f)
 {
@@ -580,7 +889,7 @@ static void put_labels(struct html *h, FILE *f)
 		fprintf(f, "<g class=\"tl-row\"%s", h->procs[ri].ranked ? " data-rank=\"" : "");
 		if (h->procs[ri].ranked)
 			fprintf(f, "%ld\"", h->procs[ri].rank);
-		fprintf(f, "><rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>", LABEL_W, y, PLOT_W, h->rh,
+		fprintf(f, " data-row=\"%zu\"><rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>", r, LABEL_W, y, PLOT_W, h->rh,
 			r % 2 ? "#f7f7f7" : "#ffffff");
 		if (r % every == 0) {
 			fprintf(f, "<text x=\"4\" y=\"%.1f\">", y + (h->rh < 12 ? h->rh : 12) - 1);
@@ -668,9 +977,12 @@ static bool lasting(const struct html *h, const struct rowerr *e)
  * The diagnosis.  Today: the earliest failing call of each rank in time
  * order (with the NCCL WARN lines that rank logged after it) and the calls
  * in flight at the end.  @extra adds another analysis (e.g. the hang
- * wait-for graph): a title, preformatted text and an inline SVG.
+ * wait-for graph): a title, preformatted text and an inline SVG.  The
+ * listed failures go to @cj too, as the items of the script's chain
+ * array (in the order of the list's data-chain indices).
  */
-static void html_diagnosis(FILE *f, struct nrr_inputs *in, struct html *h, const struct nrr_html_extra *extra)
+static void html_diagnosis(FILE *f, FILE *cj, struct nrr_inputs *in, struct html *h,
+			   const struct nrr_html_extra *extra)
 {
 	fputs("<h2>Diagnosis</h2>\n<section class=\"diagnosis\">\n", f);
 	size_t nerr = 0, ninfl = 0, nrowerr = 0;
@@ -701,21 +1013,41 @@ static void html_diagnosis(FILE *f, struct nrr_inputs *in, struct html *h, const
 			char t[40];
 			const struct row *w = e[i].w;
 			size_t ri = w->reader;
-			fmt_t(t, sizeof(t), e[i].e->t);
-			fprintf(f, "<li>%s: <b>", t);
+			const struct rowerr *re = e[i].e;
+			fmt_t(t, sizeof(t), re->t);
+			fprintf(f, "<li data-chain=\"%zu\">%s: <b>", i, t);
 			escs(f, h->procs[ri].name);
 			fputs("</b>: <code>", f);
-			escs(f, e[i].e->txt);
+			escs(f, re->txt);
 			fputs("</code>", f);
+			fprintf(cj, "%s{\"row\":%zu,\"t\":%lld,\"c\":%ld,\"peer\":%ld,\"pt\":%lld,\"warn\":[", i ? ",\n" : "",
+				(size_t)(w - h->rows), (long long)re->t, re->mark, re->peer.len ? re->peer_row : -1,
+				(long long)(re->peer.len ? re->peer_t : re->t));
+			if (re->peer.len) {
+				fmt_t(t, sizeof(t), re->peer_t);
+				fprintf(f, "<div class=\"peer\">its thread's last socket call before: %s on fd %lld at %s, ",
+					re->peer_fn, (long long)re->peer_fd, t);
+				if (re->peer_row >= 0) {
+					fputs("peer <b>", f);
+					escs(f, h->procs[h->rows[re->peer_row].reader].name);
+					fputs("</b></div>", f);
+				} else {
+					fputs("a peer outside these traces</div>", f);
+				}
+			}
 			int shown = 0;
-			for (int k = 0; k < e[i].e->nwarn && shown < 3; k++) {
-				if (e[i].e->warn_t[k] >= e[i].next)
+			for (int k = 0; k < re->nwarn && shown < 3; k++) {
+				if (re->warn_t[k] >= e[i].next)
 					continue;
+				fprintf(cj, "%s[%lld,", shown ? "," : "", (long long)re->warn_t[k]);
+				nrr_json_str(cj, re->warn[k], strlen(re->warn[k]));
+				fputc(']', cj);
 				shown++;
 				fputs("<div class=\"warn\">", f);
-				escs(f, e[i].e->warn[k]);
+				escs(f, re->warn[k]);
 				fputs("</div>", f);
 			}
+			fputs("]}", cj);
 			fputs("</li>\n", f);
 		}
 		if (nerr > 30)
@@ -824,7 +1156,7 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 {
 	struct html h = { .in = in, .nrows = in->n };
 	int ret = NRR_EXIT_OK;
-	FILE *f = NULL;
+	FILE *f = NULL, *cj = NULL;
 	h.procs = nrr_export_procs(in);
 	h.rows = calloc(in->n ? in->n : 1, sizeof(*h.rows));
 	h.row_of = calloc(in->n ? in->n : 1, sizeof(*h.row_of));
@@ -840,9 +1172,11 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 		h.row_of[h.rows[r].reader] = r;
 		h.rows[r].bin[0].x = h.rows[r].bin[1].x = -1;
 		h.rows[r].last_err_x = -1;
+		h.rows[r].last_err_sig = -1;
 	}
 	if ((ret = run_pass(&h, 1, err, errlen)))
 		goto out;
+	pick_focus(&h);
 	if (h.end < 1)
 		h.end = 1;
 	h.scale = (double)PLOT_W / (double)h.end;
@@ -861,21 +1195,34 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 			ret = NRR_EXIT_USAGE;
 			goto out;
 		}
+	if (!(h.detail = tmpfile()) || !(cj = tmpfile())) {
+		snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
+		ret = NRR_EXIT_USAGE;
+		goto out;
+	}
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>ncclrr report</title>\n<style>", f);
 	fputs(css, f);
 	fputs("</style></head><body>\n", f);
 	put_header(&h, f);
 	fputs("<h2>Timeline</h2>\n", f);
 	put_legend(f);
+	fputs("<div class=\"tl-ctl\"><button type=\"button\" id=\"tl-in\" title=\"zoom in (+)\">+</button>"
+	      "<button type=\"button\" id=\"tl-out\" title=\"zoom out (-)\">&#8722;</button>"
+	      "<button type=\"button\" id=\"tl-reset\" title=\"the whole run (0)\">reset</button>"
+	      "<span id=\"tl-range\"></span></div>\n", f);
 	int width = LABEL_W + PLOT_W + 10;
 	double height = row_y(&h, h.nrows) + 6;
 	fprintf(f, "<svg class=\"timeline\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\">\n", width, height, width,
 		height);
+	fprintf(f, "<clipPath id=\"plotclip\"><rect x=\"%d\" y=\"0\" width=\"%d\" height=\"%.0f\"/></clipPath>\n", LABEL_W,
+		PLOT_W, height);
 	fputs("<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
 	      "<rect width=\"6\" height=\"6\" fill=\"#ffe9a8\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#555\" stroke-width=\"2\"/>"
 	      "</pattern></defs>\n", f);
 	put_labels(&h, f);
+	fputs("<g class=\"axis\">\n", f);
 	put_axis(&h, f);
+	fputs("</g>\n<g class=\"plot\" clip-path=\"url(#plotclip)\">\n", f);
 	h.layer[0] = f;
 	fputs("<g class=\"calls\">\n", f);
 	if ((ret = run_pass(&h, 2, err, errlen)))
@@ -889,11 +1236,32 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 	fputs("</g>\n<g class=\"marks\">\n", f);
 	if (copy_layer(f, h.layer[2]))
 		goto werr;
-	fputs("</g>\n</svg>\n", f);
+	fputs("</g>\n<g class=\"detail\"></g>\n<g class=\"chain\"></g>\n</g>\n</svg>\n<div id=\"tl-tip\"></div>\n", f);
+	put_rings(&h);
 	put_table(&h, f);
-	html_diagnosis(f, in, &h, extra);
+	html_diagnosis(f, cj, in, &h, extra);
 	fputs("<p><small>Written by ncclrr export from ", f);
-	fprintf(f, "%zu trace files.</small></p>\n</body></html>\n", in->n);
+	fprintf(f, "%zu trace files.</small></p>\n", in->n);
+	/* the script's data: JSON whose strings escape '<' (no "</script>") */
+	fprintf(f, "<script type=\"application/json\" id=\"nrr-data\">{\"end\":%lld,\"lw\":%d,\"pw\":%d,\"top\":%d,\"rh\":%d,\"doms\":[",
+		(long long)h.end, LABEL_W, PLOT_W, AXIS_H, h.rh);
+	for (int i = 0; i < NDOM; i++)
+		fprintf(f, "%s[\"%s\",\"%s\"]", i ? "," : "", dom_name[i], dom_color[i]);
+	fputs("],\n\"rows\":[", f);
+	for (size_t r = 0; r < h.nrows; r++) {
+		const char *nm = h.procs[h.rows[r].reader].name;
+		fputs(r ? "," : "", f);
+		nrr_json_str(f, nm, strlen(nm));
+	}
+	fputs("],\n\"calls\":[", f);
+	if (copy_layer(f, h.detail))
+		goto werr;
+	fputs("],\n\"chain\":[", f);
+	if (copy_layer(f, cj))
+		goto werr;
+	fputs("]}</script>\n<script>", f);
+	fputs(report_js, f);
+	fputs("</script>\n</body></html>\n", f);
 	if (fflush(f) == EOF || ferror(f)) {
 werr:
 		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
@@ -903,12 +1271,21 @@ out:
 	for (int i = 1; i < 3; i++)
 		if (h.layer[i])
 			fclose(h.layer[i]);
+	if (h.detail)
+		fclose(h.detail);
+	if (cj)
+		fclose(cj);
 	if (f && fclose(f) == EOF && !ret) {
 		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
 		ret = NRR_EXIT_USAGE;
 	}
 	nrr_sbuf_close(&h.sb);
 	free(h.procs);
+	for (size_t r = 0; h.rows && r < h.nrows; r++) {
+		free(h.rows[r].socks);
+		free(h.rows[r].ring);
+	}
+	free(h.owners);
 	free(h.rows);
 	for (int i = 0; i < h.nsigs; i++)
 		free(h.sigs[i].seen);

@@ -5,21 +5,31 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Only the tests need these: headless Chromium loads the HTML report
-# (export_html), Graphviz renders `ncclrr hang --dot` (hang_dot), Open MPI
-# runs and builds the mpirun-launched jobs (nccl_mpi_*: installed before
-# the build is configured, which looks for MPI), strace watches what
-# replay and the analyzers do with a hostile trace (replay_hostile), protoc
+# (export_html; export_browser drives it with playwright-core, which npm
+# installs into build/node below: node and npm from Debian), Graphviz
+# renders `ncclrr hang --dot` (hang_dot), Open MPI runs and builds the
+# mpirun-launched jobs (nccl_mpi_*: installed before the build is
+# configured, which looks for MPI), strace watches what replay and the analyzers do with a hostile trace (replay_hostile), protoc
 # decodes `export --perfetto` (export_perfetto).
 extra=()
-for p in chromium graphviz openmpi-bin libopenmpi-dev strace protobuf-compiler; do
+for p in chromium nodejs graphviz openmpi-bin libopenmpi-dev strace protobuf-compiler; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || extra+=("$p")
 done
+# (a nodejs from elsewhere brings its own npm, which Debian's would conflict with)
+command -v npm >/dev/null || extra+=(npm)
 if ((${#extra[@]})) && [ "$(id -u)" -eq 0 ]; then
 	echo "test-all: installing ${extra[*]} for the tests"
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null; } ||
 		echo "test-all: could not install ${extra[*]}; the tests that need them skip and say why" >&2
 fi
 source scripts/setup.sh
+# playwright-core at the version tests/analyzer/package.json pins, for
+# export_browser (which skips, saying why, when it is missing)
+if command -v npm >/dev/null && [ ! -d build/node/node_modules/playwright-core ]; then
+	mkdir -p build/node && cp tests/analyzer/package.json build/node/ &&
+		npm install --prefix build/node --no-audit --no-fund >/dev/null ||
+		echo "test-all: could not install playwright-core; export_browser skips" >&2
+fi
 rc=0
 meson test -C build --print-errorlogs --num-processes 2 || rc=1
 cp build/meson-logs/testlog.json build/meson-logs/testlog-default.json

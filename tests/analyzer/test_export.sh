@@ -4,6 +4,10 @@
 #             Chrome trace-event JSON, checked event by event in python
 #   html:     the same run as an HTML report, loaded in headless Chromium
 #             (screenshot decoded and looked at, DOM counted)
+#   browser:  the report of the golden real-NCCL failure traces/nccl/p2p_ipc_open
+#             used in Debian's chromium through playwright-core
+#             (report_browser.js: zoom, pan, hover, the failure's chain);
+#             the screenshot is kept in $NCCLRR_ARTIFACTS
 #   badinput: missing / corrupt traces, missing options, unwritable output
 #   hang:     a stalled run (rank 5 never reaches its bootstrap): --html
 #             carries the hang analysis naming rank 5, --ctf reads back in
@@ -155,7 +159,7 @@ import re, sys
 t = open(sys.argv[1], encoding="utf-8").read()
 d = t[t.index('class="diagnosis"'):]
 chain = re.search(r'<ol class="chain">(.*?)</ol>', d, re.S).group(1)
-items = re.findall(r'<li>(.*?)</li>', chain, re.S)
+items = re.findall(r'<li[^>]*>(.*?)</li>', chain, re.S)
 assert len(items) == 2, items
 assert "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE" in items[0] and "NCCL WARN Cuda failure 1" in items[0], items[0]
 assert "ncclCommInitRank = ncclInternalError" in items[1], items[1]
@@ -176,18 +180,34 @@ assert all(0 < a <= b for a, b in counts), counts
 m = re.search(r'Failing calls, earliest first \((\d+) processes of 17\)', t)
 assert m and int(m.group(1)) <= 17, m
 chain = re.search(r'<ol class="chain">(.*?)</ol>', t, re.S).group(1)
-assert "rank 3 (" in re.findall(r'<li>(.*?)</li>', chain, re.S)[0], "rank 3's failure leads"
+assert "rank 3 (" in re.findall(r'<li[^>]*>(.*?)</li>', chain, re.S)[0], "rank 3's failure leads"
 # row labels are whole words (the launcher's read "ncclrr run launcher (v")
 labels = re.findall(r'<text x="4" y="[0-9.]+">([^<]*)</text>', t)
 assert "ncclrr run launcher" in labels, labels
 # hosts as the virtual cluster names them (two virtual hosts read "vm (1)")
 assert re.search(r'<dt>hosts</dt><dd>node0, node1 \(2 virtual hosts on [^<]+\)</dd>', t), re.search(r'<dt>hosts</dt><dd>[^<]*', t)
 assert all(l.startswith("rank ") or not l.endswith("(v") for l in labels), labels
+# the script's data: the chain of each listed failure, rank 3's first,
+# with the peer its thread last received from (rank 4) and its WARN line
+import json
+m = re.search(r'<script type="application/json" id="nrr-data">(.*?)</script>', t, re.S)
+assert m and "</" not in m.group(1), "no script data, or data that ends the script early"
+data = json.loads(m.group(1))
+lis = re.findall(r'<li data-chain="(\d+)">', t)
+assert lis == [str(i) for i in range(len(data["chain"]))], (lis, len(data["chain"]))
+c0 = data["chain"][0]
+assert data["rows"][c0["row"]].startswith("rank 3 (") and data["rows"][c0["peer"]].startswith("rank 4 ("), c0
+call = data["calls"][c0["c"]]
+assert call[7] == "cudaIpcOpenMemHandle" and call[9].startswith("cudaErrorInvalidValue") and call[0] == c0["row"], call
+assert call[2] + call[3] == c0["t"] and c0["pt"] <= call[2], (call, c0)
+assert any("NCCL WARN Cuda failure" in w[1] and w[0] >= c0["t"] for w in c0["warn"]), c0["warn"]
+assert re.search(r'<rect class="error" data-c="%d" ' % c0["c"], t), "the failing call's mark carries its details"
+assert 1000 < len(data["calls"]) <= 24 * 200 + 200, len(data["calls"])
 PY
 	command -v chromium >/dev/null || { echo "SKIP: Debian chromium is not installed (apt-get install chromium)"; exit 77; }
 	record_fault
 	"$NCCLRR" export --html "$T/r.html" "$T/run" || fail "export --html exited $?"
-	if grep -qiE '(src|href|xlink:href)[[:space:]]*=[[:space:]]*["'"'"']?[a-z]+://|url\([[:space:]]*["'"'"']?[a-z]+://|@import|<script' "$T/r.html"; then
+	if grep -qiE '(src|href|xlink:href)[[:space:]]*=[[:space:]]*["'"'"']?[a-z]+://|url\([[:space:]]*["'"'"']?[a-z]+://|@import|<script[^>]* src' "$T/r.html"; then
 		fail "the report is not self-contained"
 	fi
 	grep -qi 'https\?://' "$T/r.html" && fail "the report names an http(s) URL"
@@ -250,11 +270,37 @@ m = re.search(r'<tr class="rank-row err" id="row-3">(.*?)</tr>', dom, re.S)
 assert m and "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE" in m.group(1), "rank 3's row"
 assert len(re.findall(r'<tr class="rank-row err"', dom)) == 1, "only rank 3 failed in a way the others did not"
 d = dom[dom.index('class="diagnosis"'):]
-m = re.search(r'<ol class="chain">\s*<li>[^<]*<b>rank 3 \(', d)
+m = re.search(r'<ol class="chain">\s*<li[^>]*>[^<]*<b>rank 3 \(', d)
 assert m and "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE" in d[:2000], "diagnosis leads with rank 3"
 assert re.search(r'<rect class="error" [^>]*><title>rank 3 \(', dom), "error mark on rank 3's row"
 print("html ok: %dx%d screenshot, %d colours, %d red pixels" % (w, h, len(colors), red))
 PY
+	;;
+browser)
+	command -v node >/dev/null || { echo "SKIP: node is not installed (apt-get install nodejs npm)"; exit 77; }
+	[ -x /usr/bin/chromium ] || { echo "SKIP: Debian chromium is not installed (apt-get install chromium)"; exit 77; }
+	"$NCCLRR" export --html "$T/r.html" "$SRC/traces/nccl/p2p_ipc_open" || fail "export --html exited $?"
+	# the page carries its script and data, bounded (details around the
+	# failures, not every call: the 17 traces hold 1.3 MB and 159k calls)
+	size=$(stat -c %s "$T/r.html")
+	[ "$size" -lt 2000000 ] || fail "the report is $size bytes"
+	ART=${NCCLRR_ARTIFACTS:-$T}
+	mkdir -p "$ART" || fail "cannot create $ART"
+	# rank 3's cudaIpcOpenMemHandle fails first; its thread last received
+	# on a socket whose other end is rank 4's (rows 3 and 4: rows go by rank)
+	HOME=$T timeout 240 node "$SRC/tests/analyzer/report_browser.js" "$T/r.html" "$ART/export_browser.png" 3 4 \
+		cudaIpcOpenMemHandle "cudaErrorInvalidValue (1)"
+	rc=$?
+	[ $rc = 0 ] || [ $rc = 77 ] || fail "report_browser.js exited $rc"
+	[ $rc = 77 ] && exit 77
+	# a killed rank (calls in flight, several failures) and the golden
+	# sample: no script error, each listed failure brought into view
+	for g in nccl/rank_killed sample_init.nrt; do
+		n=$(basename "$g" .nrt)
+		"$NCCLRR" export --html "$T/$n.html" "$SRC/traces/$g" || fail "export --html of $g exited $?"
+		HOME=$T timeout 240 node "$SRC/tests/analyzer/report_browser.js" "$T/$n.html" "$ART/export_browser_$n.png" - ||
+			fail "report_browser.js on $g exited $?"
+	done
 	;;
 badinput)
 	out=$("$NCCLRR" export --chrome "$T/x.json" "$T/missing.nrt" 2>&1); rc=$?
