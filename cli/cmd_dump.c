@@ -31,10 +31,12 @@ const char cmd_dump_usage[] =
 	"  --from T           only calls at or after T seconds\n"
 	"  --to T             only calls before T seconds\n"
 	"  --meta             print each file's metadata first\n"
+	NRR_USAGE_STRICT
 	"  -h, --help         this text\n"
 	"      --version      print the version\n"
 	"\n"
-	"Exit status: 0 success, 2 bad usage or unreadable trace.\n";
+	"Exit status: 0 success, 2 bad usage or unreadable trace,\n"
+	NRR_USAGE_EXIT_SKIPPED;
 
 static int parse_time(const char *s, double *out)
 {

@@ -3,6 +3,8 @@
 #ifndef NCCLRR_CLI_INPUTS_H
 #define NCCLRR_CLI_INPUTS_H
 
+#include <stdbool.h>
+
 #include "nrt.h"
 
 struct nrr_inputs {
@@ -16,7 +18,20 @@ struct nrr_inputs {
 	char *tmpdir;        /* LTTng traces converted to .nrt live here until close */
 	char **tmpfiles;
 	size_t ntmp;
+	struct { const nrr_reader *r; uint64_t offset; } *damage;   /* said already */
+	size_t ndamage;
 };
+
+/* --strict (@on): a damaged input file stops the command that opens
+ * inputs after this call with its error (NRR_EXIT_USAGE), as the only
+ * input given does always.  Without it (the default) a file that cannot
+ * be opened is named with what is wrong and skipped, a damaged chunk met
+ * while reading ends its thread's calls in that file (nrr_reader_on_damage),
+ * and the command goes on with the rest; nrr_inputs_skipped() counts them
+ * and main() then exits NRR_EXIT_SKIPPED. */
+void nrr_inputs_set_strict(bool on);
+/* Inputs (files or damaged chunks) skipped since the program started. */
+size_t nrr_inputs_skipped(void);
 
 /* Open every .nrt file named or found (not recursively) in a named
  * directory, sorted by name (a directory without .nrt files that holds an

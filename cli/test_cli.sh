@@ -75,8 +75,12 @@ while o+64<=len(b):
     o+=64+ps
 ")
 printf '\xff' | dd of="$tmp/flip.nrt" bs=1 seek="$off" conv=notrunc status=none
-"$ncclrr" dump "$tmp/flip.nrt" >/dev/null 2>"$tmp/err"; r=$?
-[ $r -eq 2 ] && grep -q "Cannot read trace: file=$tmp/flip.nrt offset=" "$tmp/err"; check "damaged chunk: error with file and offset" $?
+"$ncclrr" dump --strict "$tmp/flip.nrt" >/dev/null 2>"$tmp/err"; r=$?
+[ $r -eq 2 ] && grep -q "Cannot read trace: file=$tmp/flip.nrt offset=" "$tmp/err"; check "damaged chunk, --strict: error with file and offset, exit 2" $?
+# without --strict: named, the rest of its thread skipped, exit 3 (the calls before it shown)
+"$ncclrr" dump "$tmp/flip.nrt" >"$tmp/flip.txt" 2>"$tmp/err"; r=$?
+[ $r -eq 3 ] && grep -q "Cannot read trace: file=$tmp/flip.nrt offset=.*skipped the rest" "$tmp/err" &&
+	[ "$(wc -l <"$tmp/flip.txt")" -lt "$(wc -l <"$tmp/dump.txt")" ]; check "damaged chunk: named, skipped, exit 3 (got $r: $(head -1 "$tmp/err"))" $?
 head -c 100 /bin/sh >"$tmp/foreign.nrt"
 "$ncclrr" dump "$tmp/foreign.nrt" >/dev/null 2>"$tmp/err"; r=$?
 [ $r -eq 2 ] && grep -q 'not an ncclrr trace' "$tmp/err"; check "foreign file: bad magic message" $?
