@@ -22,9 +22,10 @@ void nrr_print_diag(const char *cmd, const nrr_diag *d)
 	nrr_cli_error(cmd, "%s", buf);
 }
 
-/* --strict: the first damaged input stops the command (set by the
- * command before it opens its inputs); inputs skipped so far otherwise */
-static bool strict;
+/* --strict: the first damaged input stops the command (the default for
+ * any program; main() clears it for the commands that skip); inputs
+ * skipped so far otherwise */
+static bool strict = true;
 static size_t nskipped;
 
 void nrr_inputs_set_strict(bool on)

@@ -22,9 +22,9 @@ struct nrr_inputs {
 	size_t ndamage;
 };
 
-/* --strict (@on): a damaged input file stops the command that opens
- * inputs after this call with its error (NRR_EXIT_USAGE), as the only
- * input given does always.  Without it (the default) a file that cannot
+/* --strict (@on, the default): a damaged input file stops the command
+ * that opens inputs after this call with its error (NRR_EXIT_USAGE), as
+ * the only input given does always.  Without it a file that cannot
  * be opened is named with what is wrong and skipped, a damaged chunk met
  * while reading ends its thread's calls in that file (nrr_reader_on_damage),
  * and the command goes on with the rest; nrr_inputs_skipped() counts them
