@@ -7,13 +7,7 @@ ncclrr=$(realpath "$1")
 root=$2
 cd "$root" || exit 1
 golden=traces/sample_init.nrt   # relative: stats prints the path
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-pass=0
-check() { # name, condition result
-	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fails=$((fails + 1)); fi
-}
+. tests/lib/check.sh
 
 "$ncclrr" --help >"$tmp/out" 2>&1; check "ncclrr --help" $?
 "$ncclrr" --version | grep -q '^ncclrr [0-9]'; check "ncclrr --version" $?

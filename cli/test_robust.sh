@@ -9,13 +9,7 @@ case_=$1
 ncclrr=$(realpath "$2")
 root=$3
 cd "$root" || exit 1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-pass=0
-check() { # name, condition result
-	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fails=$((fails + 1)); fi
-}
+. tests/lib/check.sh
 golden=traces/nccl/rank_killed   # 17 processes, rank 5 SIGKILLed, the others fail
 
 # the offset of the middle of the payload of the first data chunk of FILE
