@@ -39,6 +39,7 @@
 
 #include "callfmt.h"
 #include "cmds.h"
+#include "color.h"
 #include "diff.h"
 #include "runinfo.h"
 
@@ -1438,25 +1439,30 @@ static void fail_what(FILE *f, struct pair *pr)
 		nrr_cursor_close(c);
 }
 
+#define ERR(f) nrr_color(f, NRR_COLOR_ERROR)
+#define RANK(f) nrr_color(f, NRR_COLOR_RANK)
+#define END(f) nrr_color_end(f)
+
 static void text_headline(FILE *f, struct pair *pr)
 {
 	struct divg *d = &pr->d;
 	const struct proc *p = pr->a ? pr->a : pr->b;
 	const char *r = pr->m_in_b ? "B" : "A";
 	if (pr->m == M_FAIL && !pr->m_is_d) {
-		fprintf(f, "Earliest across ranks: %s thread %u, failure only in %s: ", p->label, pr->m_thread, r);
+		fprintf(f, "%sEarliest across ranks:%s %s%s%s thread %u, failure only in %s: ", ERR(f), END(f), RANK(f), p->label, END(f), pr->m_thread, r);
 		fail_what(f, pr);
 		fprintf(f, " at +%.6f s in %s\n", pr->m_t / 1e9, r);
 		return;
 	}
 	if (pr->m == M_END) {
-		fprintf(f, "Earliest across ranks: %s, abnormal end only in %s: %s at +%.6f s in %s (%s: %s)\n", p->label, r,
+		fprintf(f, "%sEarliest across ranks:%s %s%s%s, abnormal end only in %s: %s at +%.6f s in %s (%s: %s)\n",
+			ERR(f), END(f), RANK(f), p->label, END(f), r,
 			end_text(pr->m_in_b ? pr->b : pr->a), pr->m_t / 1e9, r, pr->m_in_b ? "A" : "B",
 			end_text(pr->m_in_b ? pr->a : pr->b));
 		return;
 	}
 	const char *api = api_of(d);
-	fprintf(f, "Earliest across ranks: %s thread %u, %s%s%s", p->label, d->thread_no, kind_text(d->kind), api ? ": " : "",
+	fprintf(f, "%sEarliest across ranks:%s %s%s%s thread %u, %s%s%s", ERR(f), END(f), RANK(f), p->label, END(f), d->thread_no, kind_text(d->kind), api ? ": " : "",
 		api ? api : "");
 	if (pr->m == M_FAIL)
 		fprintf(f, " (fails only in %s)", r);
@@ -1762,7 +1768,8 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 	} else {
 		config_text(out, &cfg);
 		if (!ndiv) {
-			fprintf(out, "Calls: no divergence (%zu processes in A, %zu in B, %llu calls compared)\n", ia->n, ib->n,
+			fprintf(out, "Calls: %sno divergence%s (%zu processes in A, %zu in B, %llu calls compared)\n",
+				nrr_color(out, NRR_COLOR_GOOD), nrr_color_end(out), ia->n, ib->n,
 				(unsigned long long)x.compared);
 		} else {
 			fprintf(out, "Calls: %zu of %zu processes diverge; first divergence of each:\n", ndiv, np);

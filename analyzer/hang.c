@@ -9,6 +9,7 @@
 
 #include "callfmt.h"
 #include "cmds.h"
+#include "color.h"
 #include "progress.h"
 #include "hang.h"
 
@@ -1084,8 +1085,8 @@ static char *describe(const struct nrr_hang *h, int n, int cls, bool waited)
 			fprintf(f, "%s died: its trace holds no call and no end (killed by SIGKILL, or its host went away, "
 				"before its first chunk was written)", lb);
 		else
-			fprintf(f, "%s died: its trace stops at %.6f s with no end recorded (killed by SIGKILL, or its host went away)",
-				lb, rel(h, p->end_wall));
+			fprintf(f, "%s died: its trace stops at %.6f s with no end recorded%s (killed by SIGKILL, or its host went away)",
+				lb, rel(h, p->end_wall), p->last_seq ? "" : " and no complete call");
 		break;
 	case C_EXITED:
 		fprintf(f, "%s ended (%s) at %.6f s%s", lb, p->end_how, rel(h, p->end_wall),
@@ -1575,7 +1576,8 @@ static void end_text(const struct nrr_hang *h, const struct hproc *p, char *buf,
 	else if (!p->end_wall)
 		snprintf(buf, len, "no call and no end recorded (lost with its process)");
 	else
-		snprintf(buf, len, "trace stops at %.6f s, no end recorded", rel(h, p->end_wall));
+		snprintf(buf, len, "trace stops at %.6f s, no end recorded%s", rel(h, p->end_wall),
+			 p->last_seq ? "" : ", no complete call");
 }
 
 static void print_proc(FILE *f, const struct nrr_hang *h, const struct hproc *p)
@@ -1635,15 +1637,24 @@ void nrr_hang_print_text(FILE *f, const struct nrr_hang *h)
 		fprintf(f, "The job was stopped at %.6f s (SIGTERM, SIGINT or SIGHUP): the state at that instant is analyzed.\n",
 			rel(h, h->cut));
 	if (!h->found) {
-		fprintf(f, "No hang: no traced process waits at the end of its trace.\n");
-		if (h->first_bad_text)
-			fprintf(f, "First abnormal end: %s\n", h->first_bad_text);
+		fprintf(f, "%sNo hang%s: no traced process waits at the end of its trace.\n", nrr_color(f, NRR_COLOR_GOOD),
+			nrr_color_end(f));
+		if (h->first_bad_text) {
+			/* the rank it begins with ("rank 5 died: ...") in the rank's colour */
+			const char *t = h->first_bad_text;
+			size_t lb = strncmp(t, "rank ", 5) ? 0 : 5 + strspn(t + 5, "0123456789");
+			fprintf(f, "%sFirst abnormal end:%s %s%.*s%s%s\n", nrr_color(f, NRR_COLOR_ERROR), nrr_color_end(f),
+				nrr_color(f, NRR_COLOR_RANK), (int)lb, t, nrr_color_end(f), t + lb);
+		}
 	} else {
 		char lb[64];
 		if (h->nc)
-			fprintf(f, "HANG, root cause: %s (%s)\n", node_label(h, h->c[0].node, lb, sizeof(lb)), cls_name[h->c[0].cls]);
+			fprintf(f, "%sHANG%s, root cause: %s%s%s (%s)\n", nrr_color(f, NRR_COLOR_ERROR), nrr_color_end(f),
+				nrr_color(f, NRR_COLOR_RANK), node_label(h, h->c[0].node, lb, sizeof(lb)), nrr_color_end(f),
+				cls_name[h->c[0].cls]);
 		else
-			fprintf(f, "HANG: processes wait, but the traces do not say on what\n");
+			fprintf(f, "%sHANG%s: processes wait, but the traces do not say on what\n", nrr_color(f, NRR_COLOR_ERROR),
+				nrr_color_end(f));
 		fprintf(f, "Chain: %s\n", nrr_hang_summary(h));
 		if (h->nc) {
 			fprintf(f, "\nRoot causes, most likely first:\n");

@@ -34,10 +34,12 @@ const char cmd_diff_usage[] =
 	"                dump (e.g. 'socket,connect,close' shows how two NCCL versions\n"
 	"                retry a refused connect)\n"
 	"  --json        one JSON object instead of text\n"
+	NRR_USAGE_STRICT
 	"  -h, --help    this text\n"
 	"      --version print the version\n"
 	"\n"
-	"Exit status: 0 the runs agree, 1 they differ, 2 bad usage or unreadable trace.\n";
+	"Exit status: 0 the runs agree, 1 they differ, 2 bad usage or unreadable trace,\n"
+	NRR_USAGE_EXIT_SKIPPED;
 
 static int parse_num(const char *s, long lo, long hi, size_t *out)
 {

@@ -27,10 +27,12 @@ const char cmd_dump_usage[] =
 	"Options:\n"
 	NRR_SELECT_USAGE
 	"  --meta             print each file's metadata first\n"
+	NRR_USAGE_STRICT
 	"  -h, --help         this text\n"
 	"      --version      print the version\n"
 	"\n"
-	"Exit status: 0 success, 2 bad usage or unreadable trace.\n";
+	"Exit status: 0 success, 2 bad usage or unreadable trace,\n"
+	NRR_USAGE_EXIT_SKIPPED;
 
 
 /* Traces whose NCCL's proxy RPCs the tracer does not decode (metadata

@@ -54,10 +54,12 @@ const char cmd_export_usage[] =
 	"                     retries\n"
 	"\n"
 	"Options:\n"
+	NRR_USAGE_STRICT
 	"  -h, --help         this text\n"
 	"      --version      print the version\n"
 	"\n"
-	"Exit status: 0 success, 2 bad usage, unreadable trace or unwritable output.\n";
+	"Exit status: 0 success, 2 bad usage, unreadable trace or unwritable output,\n"
+	NRR_USAGE_EXIT_SKIPPED;
 
 /* The HTML report, with the hang analysis (analyzer/hang.h) as its
  * diagnosis when the traces show ranks waiting on each other. */

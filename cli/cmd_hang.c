@@ -32,12 +32,14 @@ const char cmd_hang_usage[] =
 	"  --json           one JSON document on stdout instead of text\n"
 	"  --dot FILE       also write the wait-for graph as Graphviz to FILE, and\n"
 	"                   FILE.svg when `dot` is on PATH\n"
+	NRR_USAGE_STRICT
 	"  -h, --help       this text\n"
 	"      --version    print the version\n"
 	"\n"
 	"Exit status: 0 no hang (no traced process waits at the end of its\n"
 	"trace), 1 a hang (explained as far as the traces allow), 2 bad usage\n"
-	"or unreadable trace.\n";
+	"or unreadable trace,\n"
+	NRR_USAGE_EXIT_SKIPPED;
 
 /* FILE.svg from FILE with dot, if there is one on PATH */
 static void render_svg(const char *dot)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "color.h"
 #include "inputs.h"
 #include "nrr_launch.h"
 #include "replay.h"
@@ -242,7 +243,8 @@ int cmd_replay(int argc, char **argv)
 			return nrr_cli_usage_error("replay", "--rerun wants the program to run after --");
 		struct nrr_rerun_opts ro = {
 			.dir = rerun, .topo = o.topo, .timeout_s = timeout_given ? o.timeout_s : 0, .outdir = outdir, .argv = argv + optind,
-			.net_plugin = o.net_plugin, .nccl = nccl,
+			.net_plugin = o.net_plugin, .nccl = nccl, .c_bad = nrr_color(stdout, NRR_COLOR_ERROR),
+			.c_good = nrr_color(stdout, NRR_COLOR_GOOD), .c_end = nrr_color_end(stdout),
 		};
 		return nrr_rerun(&ro);
 	}
@@ -269,6 +271,9 @@ int cmd_replay(int argc, char **argv)
 	o.dir = argv[optind];
 	o.fake_libdir = libdir;
 	o.out = stdout;
+	o.c_bad = nrr_color(stdout, NRR_COLOR_ERROR);
+	o.c_good = nrr_color(stdout, NRR_COLOR_GOOD);
+	o.c_end = nrr_color_end(stdout);
 	rc = nrr_replay(&o);
 	nrr_inputs_close(&in);
 	free(ranks);

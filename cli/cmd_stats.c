@@ -21,10 +21,12 @@ const char cmd_stats_usage[] =
 	"Options:\n"
 	"  --rank R[,R...]  only the processes of these ranks (metadata 'rank')\n"
 	"  --top N          at most N APIs per process (default: all)\n"
+	NRR_USAGE_STRICT
 	"  -h, --help       this text\n"
 	"      --version    print the version\n"
 	"\n"
-	"Exit status: 0 success, 2 bad usage or unreadable trace.\n";
+	"Exit status: 0 success, 2 bad usage or unreadable trace,\n"
+	NRR_USAGE_EXIT_SKIPPED;
 
 struct api_stat {
 	const char *name;

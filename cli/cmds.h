@@ -11,10 +11,26 @@ struct nrr_cmd {
 	const char *synopsis;  /* one line for `ncclrr --help` */
 	const char *usage;     /* full text for `ncclrr NAME --help` */
 	int (*fn)(int argc, char **argv);  /* argv[0] is NAME */
+	unsigned flags;        /* NRR_CMD_* */
 };
 
-/* Exit codes shared by every subcommand. */
-enum { NRR_EXIT_OK = 0, NRR_EXIT_DIFF = 1, NRR_EXIT_USAGE = 2 };
+/* The command reads traces and takes --strict (without it, damaged
+ * inputs are skipped: cli/inputs.h); the others that read traces (replay,
+ * bisect) stop at the first damaged one. */
+#define NRR_CMD_LENIENT 1u
+
+/* Exit codes shared by every subcommand.  NRR_EXIT_SKIPPED takes the
+ * place of 0 and 1 when a damaged input was skipped (main()). */
+enum { NRR_EXIT_OK = 0, NRR_EXIT_DIFF = 1, NRR_EXIT_USAGE = 2, NRR_EXIT_SKIPPED = 3 };
+
+/* The --help lines of the commands that skip damaged inputs: the option,
+ * and the exit status it adds (one text, in every such command's help). */
+#define NRR_USAGE_STRICT \
+	"  --strict           stop at the first damaged input file or chunk (default:\n" \
+	"                     name it, skip it, go on with the rest, exit status 3)\n"
+#define NRR_USAGE_EXIT_SKIPPED \
+	"3 a damaged input was named and skipped, the output covers the rest\n" \
+	"(--strict stops there with 2 instead).\n"
 
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);

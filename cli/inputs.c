@@ -10,6 +10,7 @@
 
 #include "callfmt.h"
 #include "cmds.h"
+#include "color.h"
 #include "inputs.h"
 #if NCCLRR_CTF
 #include "nrt_ctf.h"
@@ -19,7 +20,47 @@ void nrr_print_diag(const char *cmd, const nrr_diag *d)
 {
 	char buf[1200];
 	nrr_diag_format(d, buf, sizeof(buf));
-	fprintf(stderr, "ncclrr %s: %s\n", cmd, buf);
+	nrr_cli_error(cmd, "%s", buf);
+}
+
+/* --strict: the first damaged input stops the command (the default for
+ * any program; main() clears it for the commands that skip); inputs
+ * skipped so far otherwise */
+static bool strict = true;
+static size_t nskipped;
+
+void nrr_inputs_set_strict(bool on)
+{
+	strict = on;
+}
+
+size_t nrr_inputs_skipped(void)
+{
+	return nskipped;
+}
+
+/* A damaged chunk met while reading (nrr_reader_on_damage): said once per
+ * file and offset, and the rest of that thread's calls in the file
+ * skipped. */
+static int on_damage(void *arg, const nrr_reader *r, const nrr_diag *d)
+{
+	struct nrr_inputs *in = arg;
+	for (size_t i = 0; i < in->ndamage; i++)
+		if (in->damage[i].r == r && in->damage[i].offset == d->offset)
+			return 0;
+	void *x = realloc(in->damage, (in->ndamage + 1) * sizeof(*in->damage));
+	if (!x)
+		return -1;   /* cannot keep count: stop, as --strict does */
+	in->damage = x;
+	in->damage[in->ndamage].r = r;
+	in->damage[in->ndamage++].offset = d->offset;
+	nskipped++;
+	char buf[1200];
+	nrr_diag_format(d, buf, sizeof(buf));
+	fprintf(stderr, "ncclrr %s: %s%s; skipped the rest of that thread's calls in this file and went on "
+			"(exit status 3; --strict stops at the first damage)%s\n", in->cmd, nrr_color(stderr, NRR_COLOR_WARN),
+		buf, nrr_color_end(stderr));
+	return 0;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -52,8 +93,7 @@ static int expand_ctf(struct nrr_inputs *in, const char *cmd, const char *dir, c
 	if (!in->tmpdir) {
 		const char *t = getenv("TMPDIR");
 		if (asprintf(&in->tmpdir, "%s/ncclrr-ctf-XXXXXX", t && *t ? t : "/tmp") < 0 || !mkdtemp(in->tmpdir)) {
-			fprintf(stderr, "ncclrr %s: Cannot create a directory for the converted LTTng trace: %s\n", cmd,
-				strerror(errno));
+			nrr_cli_error(cmd, "Cannot create a directory for the converted LTTng trace: %s", strerror(errno));
 			return NRR_EXIT_USAGE;
 		}
 	}
@@ -61,7 +101,7 @@ static int expand_ctf(struct nrr_inputs *in, const char *cmd, const char *dir, c
 	size_t np;
 	nrr_diag d;
 	if (nrr_ctf_convert(dir, in->tmpdir, &paths, &np, &d)) {
-		fprintf(stderr, "ncclrr %s: Cannot read LTTng trace: dir=%s: %s\n", cmd, dir, d.msg);
+		nrr_cli_error(cmd, "Cannot read LTTng trace: dir=%s: %s", dir, d.msg);
 		return NRR_EXIT_USAGE;
 	}
 	size_t before = *n;
@@ -79,14 +119,14 @@ static int expand_ctf(struct nrr_inputs *in, const char *cmd, const char *dir, c
 	}
 	free(paths);
 	if (!rc && *n == before) {
-		fprintf(stderr, "ncclrr %s: the LTTng trace in dir=%s has no ncclrr event\n", cmd, dir);
+		nrr_cli_error(cmd, "the LTTng trace in dir=%s has no ncclrr event", dir);
 		rc = NRR_EXIT_USAGE;
 	}
 	qsort(*list + before, *n - before, sizeof(char *), cmp_str);
 	return rc;
 #else
-	fprintf(stderr, "ncclrr %s: dir=%s holds an LTTng trace, and this ncclrr was built without libbabeltrace2 "
-			"(meson -Dbabeltrace2=enabled) to read it\n", cmd, dir);
+	nrr_cli_error(cmd, "dir=%s holds an LTTng trace, and this ncclrr was built without libbabeltrace2 "
+			"(meson -Dbabeltrace2=enabled) to read it", dir);
 	return NRR_EXIT_USAGE;
 #endif
 }
@@ -106,14 +146,14 @@ static int expand(struct nrr_inputs *in, const char *cmd, const char *arg, char 
 {
 	struct stat st;
 	if (stat(arg, &st)) {
-		fprintf(stderr, "ncclrr %s: Cannot open trace: file=%s: %s\n", cmd, arg, strerror(errno));
+		nrr_cli_error(cmd, "Cannot open trace: file=%s: %s", arg, strerror(errno));
 		return NRR_EXIT_USAGE;
 	}
 	if (!S_ISDIR(st.st_mode))
 		return add_path(list, n, cap, arg) ? NRR_EXIT_USAGE : 0;
 	DIR *d = opendir(arg);
 	if (!d) {
-		fprintf(stderr, "ncclrr %s: Cannot open directory: dir=%s: %s\n", cmd, arg, strerror(errno));
+		nrr_cli_error(cmd, "Cannot open directory: dir=%s: %s", arg, strerror(errno));
 		return NRR_EXIT_USAGE;
 	}
 	size_t before = *n;
@@ -133,8 +173,7 @@ static int expand(struct nrr_inputs *in, const char *cmd, const char *arg, char 
 	if (*n == before && dir_has_ctf(arg))
 		return expand_ctf(in, cmd, arg, list, n, cap);
 	if (*n == before) {
-		fprintf(stderr, "ncclrr %s: no .nrt trace files in dir=%s; record one with 'ncclrr record -o %s -- PROGRAM'\n",
-			cmd, arg, arg);
+		nrr_cli_error(cmd, "no .nrt trace files in dir=%s; record one with 'ncclrr record -o %s -- PROGRAM'", arg, arg);
 		return NRR_EXIT_USAGE;
 	}
 	qsort(*list + before, *n - before, sizeof(char *), cmp_str);
@@ -165,10 +204,19 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 		nrr_diag d;
 		if (nrr_reader_open(&in->r[in->n], list[i], &d)) {
 			nrr_print_diag(cmd, &d);
-			rc = NRR_EXIT_USAGE;
-			break;
+			if (strict || n == 1) {
+				rc = NRR_EXIT_USAGE;
+				break;
+			}
+			fprintf(stderr, "ncclrr %s: %sskipped file=%s and went on with the other inputs "
+					"(exit status 3; --strict stops at the first damage)%s\n", cmd,
+				nrr_color(stderr, NRR_COLOR_WARN), list[i], nrr_color_end(stderr));
+			nskipped++;
+			continue;
 		}
 		nrr_reader *r = in->r[in->n];
+		if (!strict)
+			nrr_reader_on_damage(r, on_damage, in);
 		const nrr_file_info *fi = nrr_reader_info(r);
 		if (fi->dropped_bytes)
 			fprintf(stderr, "ncclrr %s: warning: file=%s: %llu damaged or incomplete bytes from offset %llu skipped (writer killed or file damaged); every complete chunk is shown\n",
@@ -192,13 +240,17 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 		}
 		const char *rank = nrr_reader_meta(r, "rank");
 		in->rank[in->n] = rank ? strdup(rank) : NULL;
-		if (!in->base_wall || fi->wall_ns < in->base_wall)
+		if (fi->wall_ns && (!in->base_wall || fi->wall_ns < in->base_wall))   /* (0: a file without a clock) */
 			in->base_wall = fi->wall_ns;
 		in->n++;
 	}
 	for (size_t i = 0; i < n; i++)
 		free(list[i]);
 	free(list);
+	if (!rc && !in->n) {
+		nrr_cli_error(cmd, "none of the %zu trace files could be read", n);
+		rc = NRR_EXIT_USAGE;
+	}
 	if (!rc && ranks)
 		rc = filter_ranks(in, cmd, ranks);
 	if (rc)
@@ -221,6 +273,7 @@ void nrr_inputs_close(struct nrr_inputs *in)
 		free(in->tmpfiles[i]);
 	}
 	free(in->tmpfiles);
+	free(in->damage);
 	if (in->tmpdir)
 		rmdir(in->tmpdir);
 	free(in->tmpdir);

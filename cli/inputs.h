@@ -62,7 +62,20 @@ struct nrr_inputs {
 	char **tmpfiles;
 	size_t ntmp;
 	const struct nrr_select *sel;  /* set by nrr_select_resolve(); NULL: all */
+	struct { const nrr_reader *r; uint64_t offset; } *damage;   /* said already */
+	size_t ndamage;
 };
+
+/* --strict (@on, the default): a damaged input file stops the command
+ * that opens inputs after this call with its error (NRR_EXIT_USAGE), as
+ * the only input given does always.  Without it a file that cannot
+ * be opened is named with what is wrong and skipped, a damaged chunk met
+ * while reading ends its thread's calls in that file (nrr_reader_on_damage),
+ * and the command goes on with the rest; nrr_inputs_skipped() counts them
+ * and main() then exits NRR_EXIT_SKIPPED. */
+void nrr_inputs_set_strict(bool on);
+/* Inputs (files or damaged chunks) skipped since the program started. */
+size_t nrr_inputs_skipped(void);
 
 /* Open every .nrt file named or found (not recursively) in a named
  * directory, sorted by name (a directory without .nrt files that holds an

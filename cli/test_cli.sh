@@ -7,13 +7,7 @@ ncclrr=$(realpath "$1")
 root=$2
 cd "$root" || exit 1
 golden=traces/sample_init.nrt   # relative: stats prints the path
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-pass=0
-check() { # name, condition result
-	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fails=$((fails + 1)); fi
-}
+. tests/lib/check.sh
 
 "$ncclrr" --help >"$tmp/out" 2>&1; check "ncclrr --help" $?
 "$ncclrr" --version | grep -q '^ncclrr [0-9]'; check "ncclrr --version" $?
@@ -75,8 +69,12 @@ while o+64<=len(b):
     o+=64+ps
 ")
 printf '\xff' | dd of="$tmp/flip.nrt" bs=1 seek="$off" conv=notrunc status=none
-"$ncclrr" dump "$tmp/flip.nrt" >/dev/null 2>"$tmp/err"; r=$?
-[ $r -eq 2 ] && grep -q "Cannot read trace: file=$tmp/flip.nrt offset=" "$tmp/err"; check "damaged chunk: error with file and offset" $?
+"$ncclrr" dump --strict "$tmp/flip.nrt" >/dev/null 2>"$tmp/err"; r=$?
+[ $r -eq 2 ] && grep -q "Cannot read trace: file=$tmp/flip.nrt offset=" "$tmp/err"; check "damaged chunk, --strict: error with file and offset, exit 2" $?
+# without --strict: named, the rest of its thread skipped, exit 3 (the calls before it shown)
+"$ncclrr" dump "$tmp/flip.nrt" >"$tmp/flip.txt" 2>"$tmp/err"; r=$?
+[ $r -eq 3 ] && grep -q "Cannot read trace: file=$tmp/flip.nrt offset=.*skipped the rest" "$tmp/err" &&
+	[ "$(wc -l <"$tmp/flip.txt")" -lt "$(wc -l <"$tmp/dump.txt")" ]; check "damaged chunk: named, skipped, exit 3 (got $r: $(head -1 "$tmp/err"))" $?
 head -c 100 /bin/sh >"$tmp/foreign.nrt"
 "$ncclrr" dump "$tmp/foreign.nrt" >/dev/null 2>"$tmp/err"; r=$?
 [ $r -eq 2 ] && grep -q 'not an ncclrr trace' "$tmp/err"; check "foreign file: bad magic message" $?

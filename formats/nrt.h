@@ -488,6 +488,15 @@ int nrr_cursor_seek(nrr_cursor *c, uint64_t seq);
  * call on @c), NRR_EEOF at the end, or an error (diag set). */
 int nrr_cursor_next(nrr_cursor *c, const nrr_call **call);
 const nrr_diag *nrr_cursor_diag(const nrr_cursor *c);
+/* What the cursors (and merges) over @r do when a chunk of a stream cannot
+ * be decoded.  With no handler (the default) nrr_cursor_next() returns the
+ * error.  With one, @fn is told (@d names the file, the offset and what
+ * is wrong) and, when it returns 0, that stream ends there, as at its end
+ * (NRR_EEOF): the calls before the damage were read, the rest of the
+ * stream is skipped (calls open at that point are dropped, not shown in
+ * flight).  A nonzero return keeps the error.  Set before any cursor. */
+typedef int (*nrr_damage_fn)(void *arg, const nrr_reader *r, const nrr_diag *d);
+void nrr_reader_on_damage(nrr_reader *r, nrr_damage_fn fn, void *arg);
 void nrr_cursor_close(nrr_cursor *c);
 
 /* Merge all streams of several readers in enter-timestamp order (wall

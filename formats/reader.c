@@ -64,6 +64,8 @@ struct nrr_reader {
 	size_t nkv;
 	uint32_t *kv_slot;   /* index + 1 into kv, 0 empty; a power of 2 */
 	size_t nkv_slot;
+	nrr_damage_fn on_damage;   /* nrr_reader_on_damage() */
+	void *damage_arg;
 };
 
 /* Readers of files with the same schema text (every trace of a job) share
@@ -619,12 +621,13 @@ static int reader_init(nrr_reader *r, nrr_diag *d)
 	if (index_meta(r))
 		return diag_set(d, r, 0, -ENOMEM, "out of memory");
 	/* where the trace ends (a dump's or close's end_ts): in-flight calls
-	 * ran at least until then */
+	 * ran at least until then; one before the file began (the header's
+	 * clock) is none (it made times before the job's start) */
 	const char *end = nrr_reader_meta(r, "end_ts");
 	if (end) {
 		char *e;
 		unsigned long long v = strtoull(end, &e, 10);
-		if (e != end && !*e)
+		if (e != end && !*e && v >= r->info.mono_ns)
 			r->info.end_ts = v;
 	}
 	rc = build_streams(r);
@@ -1106,7 +1109,30 @@ static void eof_event(nrr_cursor *c, const nrr_call **out)
 	*out = &f->call;
 }
 
+void nrr_reader_on_damage(nrr_reader *r, nrr_damage_fn fn, void *arg)
+{
+	r->on_damage = fn;
+	r->damage_arg = arg;
+}
+
+static int cursor_next(nrr_cursor *c, const nrr_call **out);
+
 int nrr_cursor_next(nrr_cursor *c, const nrr_call **out)
+{
+	int rc = cursor_next(c, out);
+	if (__builtin_expect(rc == 0 || rc == NRR_EEOF, 1) || !c->r->on_damage ||
+	    c->r->on_damage(c->r->damage_arg, c->r, &c->diag))
+		return rc;
+	/* the stream ends at the damage, for good */
+	c->held = NULL;
+	c->xend = NULL;
+	c->depth = 0;
+	c->p = c->end = NULL;
+	c->next_chunk = c->s->n;
+	return NRR_EEOF;
+}
+
+static int cursor_next(nrr_cursor *c, const nrr_call **out)
 {
 	if (c->held) {
 		*out = c->held;

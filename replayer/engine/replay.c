@@ -1098,9 +1098,10 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		fprintf(f, "repeat: %u of %u replays %s, %u of %u identical to the first (mean %.3f s, max %.3f s)\n", ok, reps,
 			failed ? "reproduced the failure" : "matched the recording", same, reps, tsum / reps, tmax);
 	rc = ok == reps && same == reps ? 0 : 1;
-	fprintf(f, "result: %s\n", rc == 0 ? (failed ? "the replay matches the recording: failure reproduced"
-						  : "the replay matches the recording")
-					  : "the replay diverged from the recording");
+	fprintf(f, "result: %s%s%s\n", rc == 0 ? o->c_good ? o->c_good : "" : o->c_bad ? o->c_bad : "",
+		rc == 0 ? (failed ? "the replay matches the recording: failure reproduced" : "the replay matches the recording")
+			: "the replay diverged from the recording",
+		o->c_end ? o->c_end : "");
 out:
 	free(first.proc);
 	free(cur.proc);

@@ -70,6 +70,9 @@ struct nrr_replay_opts {
 	const char *net_plugin; /* --net-plugin: the ncclNet plugin net calls run against (NULL: ncclrr's socket one) */
 	bool verbose;
 	FILE *out;
+	/* escapes around the verdict on out (cli/color.h decides): diverged
+	 * (bad), matches (good), and the end; NULL: none */
+	const char *c_bad, *c_good, *c_end;
 };
 
 /* @return the exit status: 0 the replay matches the recording (a recorded

@@ -1469,8 +1469,9 @@ static void print_lines(FILE *out, const char *tag, const struct strv *v, const 
  * call do.  @return the number of ranks NOT reproduced.
  */
 static int compare(const struct run *rec, const struct run *re, bool other_nccl, FILE *out, int *nsame,
-		   int *ntiming)
+		   int *ntiming, const struct nrr_rerun_opts *o)
 {
+	const char *cb = o->c_bad ? o->c_bad : "", *cg = o->c_good ? o->c_good : "", *ce = o->c_end ? o->c_end : "";
 	int bad = 0;
 	for (int r = 0; r < rec->nranks; r++) {
 		const struct rank_sum *a = &rec->ranks[r];
@@ -1480,7 +1481,7 @@ static int compare(const struct run *rec, const struct run *re, bool other_nccl,
 		describe(da, sizeof(da), a);
 		const struct rank_sum *b = r < re->nranks && re->ranks[r].present ? &re->ranks[r] : NULL;
 		if (!b) {
-			fprintf(out, "rank %d: NOT reproduced: recorded %s, rerun has no trace of rank %d\n", r, da, r);
+			fprintf(out, "rank %d: %sNOT reproduced%s: recorded %s, rerun has no trace of rank %d\n", r, cb, ce, da, r);
 			bad++;
 			continue;
 		}
@@ -1497,9 +1498,9 @@ static int compare(const struct run *rec, const struct run *re, bool other_nccl,
 		if (same) {
 			(*nsame)++;
 			if (a->consequence)
-				fprintf(out, "rank %d: reproduced (after rank %d ended): %s\n", r, after, da);
+				fprintf(out, "rank %d: %sreproduced%s (after rank %d ended): %s\n", r, cg, ce, after, da);
 			else
-				fprintf(out, "rank %d: reproduced: %s\n", r, da);
+				fprintf(out, "rank %d: %sreproduced%s: %s\n", r, cg, ce, da);
 			for (size_t i = 0; i < a->warns.n; i++)
 				if (strv_has(&b->warns, a->warns.v[i]))
 					fprintf(out, "  NCCL: %s\n", a->warns.v[i]);
@@ -1514,7 +1515,7 @@ static int compare(const struct run *rec, const struct run *re, bool other_nccl,
 				db, after);
 		} else {
 			bad++;
-			fprintf(out, "rank %d: NOT reproduced: recorded %s, rerun %s\n", r, da, db);
+			fprintf(out, "rank %d: %sNOT reproduced%s: recorded %s, rerun %s\n", r, cb, ce, da, db);
 		}
 		size_t both = 0;
 		for (size_t i = 0; i < a->warns.n; i++)
@@ -1709,7 +1710,7 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 	for (int r = 0; r < rec.nranks; r++)
 		nrec += rec.ranks[r].present;
 	const char *re_nccl = run_nccl(&re);
-	int bad = compare(&rec, &re, *re_nccl && *rec_nccl && strcmp(re_nccl, rec_nccl), out, &same, &timing);
+	int bad = compare(&rec, &re, *re_nccl && *rec_nccl && strcmp(re_nccl, rec_nccl), out, &same, &timing, o);
 	char vers[96] = "";
 	if (*re_nccl && strcmp(re_nccl, rec_nccl))
 		snprintf(vers, sizeof(vers), " with NCCL %s (recorded with %s)", re_nccl, *rec_nccl ? rec_nccl : "?");

@@ -27,6 +27,9 @@ struct nrr_rerun_opts {
 				* NULL: "ncclrr" next to /proc/self/exe */
 	FILE *out;             /* the verdict lines (NULL: stdout) */
 	FILE *err;             /* errors and notes (NULL: stderr) */
+	/* escapes around the verdicts on out (cli/color.h decides): "NOT
+	 * reproduced" (bad), "reproduced" (good), and the end; NULL: none */
+	const char *c_bad, *c_good, *c_end;
 };
 
 /* Exit codes. */

@@ -118,14 +118,19 @@ bad)
 	cp -r "$T/a" "$T/t"
 	f=$(ls "$T/t"/*.nrt | sed -n 4p)
 	head -c 40 "$f" >"$T/x" && mv "$T/x" "$f"
-	run_diff 2 "$T/a" "$T/t"
+	# (skipped, the others compared: 3; --strict: 2)
+	run_diff 3 "$T/a" "$T/t"
 	grep -q "file=$f" "$T/out" || fail "the truncated file is not named"
+	run_diff 2 --strict "$T/a" "$T/t"
+	grep -q "file=$f" "$T/out" || fail "--strict: the truncated file is not named"
 	# a changed byte in the middle of a file: the checksum names the file
 	rm -rf "$T/t"; cp -r "$T/a" "$T/t"
 	f=$(ls -S "$T/t"/*.nrt | head -1)
 	python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[len(b)//2]^=0xff; open(p,"wb").write(b)' "$f"
-	run_diff 2 "$T/a" "$T/t"
+	run_diff 3 "$T/a" "$T/t"
 	grep -q "file=$f offset=[0-9]*: .*checksum" "$T/out" || fail "the damaged file and offset are not named"
+	run_diff 2 --strict "$T/a" "$T/t"
+	grep -q "file=$f offset=[0-9]*: .*checksum" "$T/out" || fail "--strict: the damaged file and offset are not named"
 	run_diff 2 "$T/a"
 	grep -q 'wants two runs' "$T/out" || fail "one argument: no usage message"
 	run_diff 2 --context x "$T/a" "$T/a"

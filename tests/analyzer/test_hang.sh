@@ -219,10 +219,15 @@ i = next(i for i in range(64, len(b) - 64) if b[i:i + 4] == b'NRC1' and b[i + 4]
 b[i + 64 + 20] ^= 0xff
 open(p, 'wb').write(b)
 EOF
+	# (the rest of that thread skipped: 3; --strict: 2)
 	hang "$tmp/corrupt"
-	expect_rc 2
+	expect_rc 3
 	grep -qE "ncclrr hang: Cannot read trace: file=$tmp/corrupt/r4.nrt offset=[0-9]+: .*checksum" "$tmp/err" ||
 		{ fail "no clear error for a damaged chunk"; cat "$tmp/err"; }
+	hang --strict "$tmp/corrupt"
+	expect_rc 2
+	grep -qE "ncclrr hang: Cannot read trace: file=$tmp/corrupt/r4.nrt offset=[0-9]+: .*checksum" "$tmp/err" ||
+		{ fail "--strict: no clear error for a damaged chunk"; cat "$tmp/err"; }
 	hang
 	expect_rc 2
 	hang --bogus "$tmp/t"

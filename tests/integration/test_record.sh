@@ -2,7 +2,7 @@
 # `ncclrr record` on real components: the fake CUDA driver and NVML, real
 # libibverbs, real sockets and, where found, the real NCCL.
 # usage: test_record.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR FORKER
-# CASE: counts | same | fault | proxy | kill | ring | watchdog | fork | dlerror | secrets | nodir | diskfull | net | lttng | oldnccl
+# CASE: counts | same | fault | proxy | kill | killearly | ring | watchdog | fork | dlerror | secrets | nodir | diskfull | net | lttng | oldnccl
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -172,6 +172,33 @@ kill | ring | watchdog)
 	fi
 	kill -TERM $pids 2>/dev/null
 	wait $job
+	;;
+killearly)
+	# full mode: a process whose only call came early (one socket(), then
+	# sleep) SIGKILLed from outside 3 s later keeps that call, and hang
+	# says when its trace stops without a negative or absurd time
+	# (Debian's python3 itself: not a wrapper script that runs more processes)
+	py=/usr/bin/python3
+	[ -x $py ] || py=python3
+	"$ncclrr" record -q -o "$tmp/t" -- $py -S -c 'import os, socket, time
+s = socket.socket()
+print("ready", os.getpid(), flush=True)
+time.sleep(60)' >"$tmp/log" 2>&1 &
+	job=$!
+	for i in $(seq 1 100); do grep -q ready "$tmp/log" && break; sleep 0.1; done
+	sleep 3
+	p=$(sed -n 's/^ready //p' "$tmp/log")
+	f=$(ls "$tmp"/t/*-"$p".nrt)
+	[ -n "$p" ] && kill -KILL "$p"
+	wait $job
+	"$ncclrr" dump "$f" >"$tmp/dump" 2>"$tmp/err"; rc=$?
+	{ [ $rc -eq 0 ] || [ $rc -eq 3 ]; } || { fail "dump of the killed trace exited $rc"; cat "$tmp/err"; }
+	grep -q ' socket(.*) = [0-9]' "$tmp/dump" || { fail "the socket() call made 3 s before SIGKILL is lost"; cat "$tmp/dump" "$tmp/err"; }
+	"$ncclrr" hang "$tmp/t" >"$tmp/hang" 2>&1
+	grep -q 'trace stops at [0-9]*\.[0-9]* s, no end recorded' "$tmp/hang" || fail "hang does not say when the killed trace stops: $(cat "$tmp/hang")"
+	grep -E -e '-[0-9]+\.[0-9]+ s|[0-9]{5,}\.[0-9]+ s' "$tmp/hang" && fail "hang prints a negative or absurd time"
+	echo "killearly: $(grep ' socket(' "$tmp/dump" | head -1)"
+	echo "killearly: $(grep 'trace stops' "$tmp/hang" | head -1)"
 	;;
 fork)
 	# a forked child and an exec'd image get their own files; no trace fd leaks; errno kept

@@ -456,6 +456,26 @@ static void killed_early(const char *path)
 	nrr_reader_close(r);
 }
 
+/* An end_ts before the file began (its header's clock) is no end: a
+ * reader that took it made `ncclrr hang` say "trace stops at
+ * -1795468118.683776 s" for a process killed before its first call. */
+static void end_before_start(const char *path)
+{
+	unlink(path);
+	static const char meta[] = "host=h\nend_ts=5\n";
+	nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .meta = meta, .meta_len = sizeof(meta) - 1,
+			      .manual_clock = true, .mono_ns = 100000000000ull, .wall_ns = 1795468118000000000ull, .pid = 7 };
+	nrr_writer *w;
+	CHECK_FATAL(nrr_writer_open(&w, path, &o) == 0, "writer open");
+	nrr_reader *r;
+	nrr_diag d;
+	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open a trace with no call yet: %s", d.msg);
+	CHECK(nrr_reader_info(r)->end_ts == 0, "end_ts %llu, before the file began (mono %llu), taken as the end",
+	      (unsigned long long)nrr_reader_info(r)->end_ts, (unsigned long long)nrr_reader_info(r)->mono_ns);
+	nrr_reader_close(r);
+	nrr_writer_close(w);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/nrr-crash-XXXXXX";
@@ -471,6 +491,7 @@ int main(void)
 	for (int i = 0; i < 5; i++)
 		tail_survives_chunks(path);
 	killed_early(path);
+	end_before_start(path);
 	for (unsigned us = 0; us < 30000; us += 1500)
 		snapshot_while_folding(path, us);
 	CHECK(folding_read * 2 >= folding_runs, "%d of %d killed pollers' traces had the poller's stream", folding_read,

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* color.h - colours on a terminal for errors, the failing rank and the
+ * verdicts (reproduced, diverged, a hang), the one place that decides.
+ *
+ * --color=auto (the default): only on a stream that is a terminal, with
+ * TERM set and not "dumb", and NO_COLOR unset or empty (no-color.org);
+ * --color=always: always, NO_COLOR or not; --color=never: never. */
+#ifndef NCCLRR_CLI_COLOR_H
+#define NCCLRR_CLI_COLOR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+enum nrr_color_role {
+	NRR_COLOR_ERROR,   /* an error message, a failing call or rank, "NOT reproduced", "diverged" */
+	NRR_COLOR_WARN,    /* a warning, a skipped input */
+	NRR_COLOR_GOOD,    /* "reproduced", "the runs agree", "no hang" */
+	NRR_COLOR_RANK,    /* the rank at the root of a failure or hang */
+};
+
+/* --color=@when: "auto", "always" or "never".  @return 0, or -1 for any
+ * other word (nothing changed). */
+int nrr_color_set(const char *when);
+/* Whether what is written to @f gets colours. */
+bool nrr_color_on(FILE *f);
+/* The escape that starts @role on @f, and the one that ends it: both ""
+ * when @f gets no colours. */
+const char *nrr_color(FILE *f, enum nrr_color_role role);
+const char *nrr_color_end(FILE *f);
+
+/* Print "ncclrr NAME: msg" on stderr, the message in the error colour;
+ * @return 2 (NRR_EXIT_USAGE). */
+int nrr_cli_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int nrr_cli_verror(const char *name, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+#endif
