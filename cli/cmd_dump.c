@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "callfmt.h"
 #include "cmds.h"
@@ -59,6 +60,67 @@ static void proxy_note(struct nrr_inputs *in)
 				"ncclProxyResponse lines; their bytes are in the proxy sockets' send/recv calls\n",
 				v, n, n == 1 ? "" : "s", nrr_reader_path(in->r[i]));
 	}
+}
+
+/* "host:pid/tid " prefixes of dump lines, made once per thread: a table
+ * keyed by (reader, tid), open addressing, grown at half full. */
+struct who_cache {
+	struct who_ent { uint64_t key; char *s; size_t len; } *e;   /* key 0: empty */
+	size_t cap, n;
+};
+
+static void who_free(struct who_cache *w)
+{
+	for (size_t i = 0; i < w->cap; i++)
+		free(w->e[i].s);
+	free(w->e);
+}
+
+static size_t who_slot(const struct who_cache *w, uint64_t key)
+{
+	size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (w->cap - 1);
+	while (w->e[i].key && w->e[i].key != key)
+		i = (i + 1) & (w->cap - 1);
+	return i;
+}
+
+/* @return "who/tid" of reader @ri's thread @tid (its length in *@len), or
+ * NULL when out of memory. */
+static const char *who_get(struct who_cache *w, const struct nrr_inputs *in, size_t ri, uint32_t tid, size_t *len)
+{
+	uint64_t key = ((uint64_t)(ri + 1) << 32) | tid;
+	if (w->cap) {
+		struct who_ent *e = &w->e[who_slot(w, key)];
+		if (e->key == key) {
+			*len = e->len;
+			return e->s;
+		}
+	}
+	if (2 * (w->n + 1) > w->cap) {
+		struct who_cache g = { calloc(w->cap ? 2 * w->cap : 64, sizeof(*g.e)), w->cap ? 2 * w->cap : 64, w->n };
+		if (!g.e)
+			return NULL;
+		for (size_t i = 0; i < w->cap; i++)
+			if (w->e[i].key)
+				g.e[who_slot(&g, w->e[i].key)] = w->e[i];
+		free(w->e);
+		*w = g;
+	}
+	struct who_ent *e = &w->e[who_slot(w, key)];
+	size_t wl = strlen(in->who[ri]);
+	char t[32], *s = malloc(wl + 1 + sizeof(t));
+	if (!s)
+		return NULL;
+	nrr_out o;   /* the tid */
+	nrr_out_init(&o, NULL, t, sizeof(t));
+	nrr_out_u64(&o, tid);
+	memcpy(s, in->who[ri], wl);
+	s[wl] = '/';
+	memcpy(s + wl + 1, t, o.n);
+	*e = (struct who_ent){ key, s, wl + 1 + o.n };
+	w->n++;
+	*len = e->len;
+	return s;
 }
 
 int cmd_dump(int argc, char **argv)
@@ -119,10 +181,11 @@ int cmd_dump(int argc, char **argv)
 	}
 	const nrr_call *call;
 	size_t ri;
-	char who[300];
-	static char obuf[1 << 16];
+	struct who_cache wc = { 0 };
+	static char obuf[1 << 20];
 	nrr_out o;
-	nrr_out_init(&o, stdout, obuf, sizeof(obuf));
+	fflush(stdout);   /* --meta's lines first */
+	nrr_out_init_fd(&o, STDOUT_FILENO, obuf, sizeof(obuf));
 	struct nrr_progress prog;
 	nrr_progress_init(&prog, &in);
 	while ((rc = nrr_merge_next(m, &call, &ri)) == 0) {
@@ -130,21 +193,19 @@ int cmd_dump(int argc, char **argv)
 		if (!nrr_select_call(&in, ri, call))
 			continue;   /* past --to: other streams may still be earlier */
 		int64_t t = nrr_inputs_time(&in, ri, nrr_call_key(call));
-		size_t wl = strlen(in.who[ri]);
-		if (wl > sizeof(who) - 12)
-			wl = sizeof(who) - 12;
-		memcpy(who, in.who[ri], wl);
-		who[wl] = '/';
-		nrr_out o2;   /* the tid, into who */
-		nrr_out_init(&o2, NULL, who + wl + 1, 11);
-		nrr_out_u64(&o2, call->tid);
-		who[wl + 1 + o2.n] = 0;
-		nrr_out_call(&o, call, t, who);
+		size_t wl;
+		const char *who = who_get(&wc, &in, ri, call->tid, &wl);
+		if (!who) {
+			o.err = ENOMEM;
+			break;
+		}
+		nrr_out_call(&o, call, t, who, wl);
 		nrr_out_putc(&o, '\n');
 		if (o.err)
 			break;
 	}
 	nrr_out_flush(&o);
+	who_free(&wc);
 	nrr_progress_end(&prog);
 	int ret = NRR_EXIT_OK;
 	if (rc != NRR_EEOF && rc != 0) {

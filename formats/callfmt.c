@@ -531,11 +531,11 @@ static void put_indent(nrr_out *o, unsigned depth)
 		nrr_out_write(o, "  ", 2);
 }
 
-void nrr_out_call(nrr_out *o, const nrr_call *c, int64_t t_ns, const char *who)
+void nrr_out_call(nrr_out *o, const nrr_call *c, int64_t t_ns, const char *who, size_t wholen)
 {
 	nrr_out_fixed(o, t_ns, 9, 6);
 	nrr_out_putc(o, ' ');
-	nrr_out_puts(o, who);
+	nrr_out_write(o, who, wholen);
 	nrr_out_putc(o, ' ');
 	if (c->kind == NRR_CALL_LOG) {
 		put_indent(o, c->depth);
@@ -626,5 +626,5 @@ void nrr_format_dur(FILE *f, uint64_t ns)
 
 void nrr_format_call(FILE *f, const nrr_call *c, double t_rel, const char *who)
 {
-	VIA_OUT(f, nrr_out_call(&o_, c, (int64_t)(t_rel * 1e9 + (t_rel < 0 ? -0.5 : 0.5)), who));
+	VIA_OUT(f, nrr_out_call(&o_, c, (int64_t)(t_rel * 1e9 + (t_rel < 0 ? -0.5 : 0.5)), who, strlen(who)));
 }

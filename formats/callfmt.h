@@ -101,7 +101,8 @@ void nrr_out_args(nrr_out *o, const nrr_call *c);
 void nrr_out_value(nrr_out *o, const nrr_arg_schema *a, const nrr_value *v);
 void nrr_out_result(nrr_out *o, const nrr_call *c);
 void nrr_out_dur(nrr_out *o, uint64_t ns);
-void nrr_out_call(nrr_out *o, const nrr_call *c, int64_t t_ns, const char *who);
+/* @who: "host:pid/tid", @wholen bytes (no terminator needed) */
+void nrr_out_call(nrr_out *o, const nrr_call *c, int64_t t_ns, const char *who, size_t wholen);
 
 /* The same into a FILE: */
 /* Write "name=value, …" for the args of @c that are recorded. */

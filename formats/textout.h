@@ -10,7 +10,8 @@
 #include <string.h>
 
 typedef struct nrr_out {
-	FILE *f;        /* where full buffers go (fwrite) */
+	FILE *f;        /* where full buffers go (fwrite), or NULL: to fd */
+	int fd;         /* where they go with f NULL (write(2), whole buffers) */
 	char *buf;
 	size_t cap, n;
 	int err;        /* errno of the first failed write, or 0 */
@@ -20,13 +21,23 @@ typedef struct nrr_out {
 static inline void nrr_out_init(nrr_out *o, FILE *f, char *buf, size_t cap)
 {
 	o->f = f;
+	o->fd = -1;
 	o->buf = buf;
 	o->cap = cap;
 	o->n = 0;
 	o->err = 0;
 }
 
-/* Write what is buffered to the FILE (not fflush).  @return 0, or -1 once a
+/* The same, writing full buffers to file descriptor @fd with write(2):
+ * one system call per buffer, no stdio copy (flush stdio's own buffer of
+ * the same file first). */
+static inline void nrr_out_init_fd(nrr_out *o, int fd, char *buf, size_t cap)
+{
+	nrr_out_init(o, NULL, buf, cap);
+	o->fd = fd;
+}
+
+/* Write what is buffered to the FILE or fd (not fflush).  @return 0, or -1 once a
  * write failed (o->err says why; later output is dropped). */
 int nrr_out_flush(nrr_out *o);
 
@@ -64,15 +75,124 @@ static inline void nrr_out_puts(nrr_out *o, const char *s)
 	}
 }
 
-void nrr_out_u64(nrr_out *o, uint64_t v);
-void nrr_out_i64(nrr_out *o, int64_t v);
+/* Room for @need bytes at the end of the buffer (@need <= o->cap): the
+ * caller writes there and adds what it wrote to o->n. */
+static inline char *nrr_out_room(nrr_out *o, size_t need)
+{
+	if (o->cap - o->n < need)
+		nrr_out_flush(o);
+	return o->buf + o->n;
+}
+
+extern const char nrr_out_digits2[200];   /* "00" "01" ... "99" */
+
+/* Decimal digits of @v (1..20). */
+static inline unsigned nrr_out_ndigits(uint64_t v)
+{
+	unsigned n = 1;
+	for (;;) {
+		if (v < 10)
+			return n;
+		if (v < 100)
+			return n + 1;
+		if (v < 1000)
+			return n + 2;
+		if (v < 10000)
+			return n + 3;
+		v /= 10000;
+		n += 4;
+	}
+}
+
+/* @v's @nd decimal digits at @d (no terminator). */
+static inline void nrr_out_digits_at(char *d, uint64_t v, unsigned nd)
+{
+	d += nd;
+	while (v >= 100) {
+		const char *p = nrr_out_digits2 + 2 * (v % 100);
+		v /= 100;
+		*--d = p[1];
+		*--d = p[0];
+	}
+	if (v >= 10) {
+		*--d = nrr_out_digits2[2 * v + 1];
+		*--d = nrr_out_digits2[2 * v];
+	} else {
+		*--d = (char)('0' + v);
+	}
+}
+
+/* The last @nd decimal digits of @v at @d, zeros in front. */
+static inline void nrr_out_digits_pad(char *d, uint64_t v, unsigned nd)
+{
+	d += nd;
+	for (; nd >= 2; nd -= 2) {
+		const char *p = nrr_out_digits2 + 2 * (v % 100);
+		v /= 100;
+		*--d = p[1];
+		*--d = p[0];
+	}
+	if (nd)
+		*--d = (char)('0' + v % 10);
+}
+
+static inline void nrr_out_u64(nrr_out *o, uint64_t v)
+{
+	unsigned nd = nrr_out_ndigits(v);
+	nrr_out_digits_at(nrr_out_room(o, 20), v, nd);
+	o->n += nd;
+}
+
+static inline void nrr_out_i64(nrr_out *o, int64_t v)
+{
+	if (v < 0) {
+		nrr_out_putc(o, '-');
+		nrr_out_u64(o, 0 - (uint64_t)v);
+	} else {
+		nrr_out_u64(o, (uint64_t)v);
+	}
+}
 /* lower-case hex digits, no prefix */
 void nrr_out_hex(nrr_out *o, uint64_t v);
 /* @n bytes as two hex digits each */
 void nrr_out_hexbytes(nrr_out *o, const uint8_t *p, size_t n);
-/* @v / 10^@scale with @dec decimals, rounded as printf("%.*f") rounds the
- * same quotient as a double (ties and negative values take printf). */
-void nrr_out_fixed(nrr_out *o, int64_t v, unsigned scale, unsigned dec);
+/* nrr_out_fixed()'s quotient in units of 10^-@dec when @v (< 2^53) lies
+ * exactly halfway between two of them: rounded as printf rounds the
+ * double nearest to @v / 10^@scale, decided exactly in integers. */
+uint64_t nrr_out_fixed_tie(uint64_t v, unsigned scale, unsigned dec);
+/* The cases of nrr_out_fixed() that take printf (negative @v, @scale > 9) */
+void nrr_out_fixed_slow(nrr_out *o, int64_t v, unsigned scale, unsigned dec);
+
+/* @v / 10^@scale with @dec decimals, exactly as printf("%.*f") prints the
+ * same quotient as a double.  Always inline: with constant @scale and @dec
+ * (every caller's) the divisions are by constants. */
+static inline __attribute__((always_inline)) void nrr_out_fixed(nrr_out *o, int64_t v, unsigned scale, unsigned dec)
+{
+	static const uint64_t ten_to[] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+					   1000000000 };
+	if (v < 0 || scale < dec || scale > 9 || (uint64_t)v >= 1ull << 53) {
+		nrr_out_fixed_slow(o, v, scale, dec);
+		return;
+	}
+	/* The quotient's double is within 1e-15 of it, so printf rounds it as
+	 * integers do except at an exact tie, where the double's side decides. */
+	uint64_t drop = ten_to[scale - dec], q;   /* q: in units of 10^-dec */
+	if (drop > 1 && (uint64_t)v % drop == drop / 2)
+		q = nrr_out_fixed_tie((uint64_t)v, scale, dec);
+	else
+		q = ((uint64_t)v + drop / 2) / drop;
+	uint64_t whole = q / ten_to[dec];
+	unsigned nd = nrr_out_ndigits(whole);
+	char *d = nrr_out_room(o, 21 + dec);
+	nrr_out_digits_at(d, whole, nd);
+	if (dec) {
+		d[nd] = '.';
+		nrr_out_digits_pad(d + nd + 1, q % ten_to[dec], dec);
+		nd += 1 + dec;
+	}
+	o->n += nd;
+}
+
 /* printf-style, for the rare fields that need it */
 void nrr_out_printf(nrr_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

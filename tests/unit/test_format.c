@@ -2,6 +2,8 @@
 /* test_format.c - LEB128, CRC-32C, fixed headers, the schema parser and the
  * text sink that renders calls. */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,7 +247,8 @@ static void test_textout(void)
 	/* fixed point: every rounding case, ties (printf's double decides) and negatives */
 	static const int64_t ns[] = { 0, 1, 499, 500, 501, 999, 1000, 1049, 1050, 1051, 999949, 999950, 999999,
 				      1234500, 1234501, 2500000, 999999999, 1000000000, 1005000000, -1, -400, -500,
-				      -1234567, 3600123456789ll };
+				      -1234567, 3600123456789ll, 250, 750, 1250000, 3750000, 1125000000,
+				      1375000000, 9007199254740993ll };
 	static const unsigned sc[][2] = { { 9, 6 }, { 3, 1 }, { 6, 1 }, { 9, 2 }, { 3, 3 } };
 	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
 		for (size_t k = 0; k < sizeof(sc) / sizeof(sc[0]); k++) {
@@ -293,6 +296,33 @@ static void test_textout(void)
 		nrr_out_write(&o, longs, 200);
 		CHECK(nrr_out_flush(&o) == -1 && o.err == ENOSPC, "write error kept: %d", o.err);
 		fclose(full);
+	}
+	/* straight to a file descriptor (dump's stdout): whole buffers, and
+	 * what is longer than the buffer, in order; errors kept as above */
+	FILE *tf = tmpfile();
+	if (tf) {
+		char b[64], back[1024] = "";
+		nrr_out o;
+		nrr_out_init_fd(&o, fileno(tf), b, sizeof(b));
+		nrr_out_puts(&o, "ab");
+		nrr_out_write(&o, longs, 200);
+		nrr_out_u64(&o, 18446744073709551615ull);
+		nrr_out_fixed(&o, 1234567, 9, 6);
+		CHECK(nrr_out_flush(&o) == 0 && o.err == 0, "fd sink: %d", o.err);
+		rewind(tf);
+		size_t n = fread(back, 1, sizeof(back) - 1, tf);
+		CHECK(n == 2 + 200 + 20 + 8 && !strncmp(back, "abxx", 4) && !strcmp(back + 202, "184467440737095516150.001235"),
+		      "fd sink wrote %zu bytes: %.40s", n, back + 190);
+		fclose(tf);
+	}
+	int fullfd = open("/dev/full", O_WRONLY);
+	if (fullfd >= 0) {
+		char b[64];
+		nrr_out o;
+		nrr_out_init_fd(&o, fullfd, b, sizeof(b));
+		nrr_out_write(&o, longs, 200);
+		CHECK(nrr_out_flush(&o) == -1 && o.err == ENOSPC, "fd write error kept: %d", o.err);
+		close(fullfd);
 	}
 }
 
