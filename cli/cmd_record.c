@@ -267,8 +267,8 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "ncclrr record: Cannot create the trace directory %s: %s\n", out, strerror(errno));
 		return NRR_EXIT_USAGE;
 	}
-	static const char *const rel[] = { "../tracer", "../lib", "../lib64", "../lib/*", NULL };
-	static const char *const rel_lt[] = { "../tracer/lttng", "../lib", "../lib64", "../lib/*", NULL };
+	static const char *const rel[] = { "../tracer", NRR_PKGLIBDIR, NULL };
+	static const char *const rel_lt[] = { "../tracer/lttng", NRR_PKGLIBDIR, NULL };
 	if (find_lib("libncclrr-trace.so", rel, lib, sizeof(lib)) < 0 ||
 	    (!strcmp(backend, "lttng") && find_lib("libncclrr-trace-lttng.so", rel_lt, ltlib, sizeof(ltlib)) < 0))
 		return NRR_EXIT_USAGE;
@@ -312,8 +312,7 @@ int cmd_record(int argc, char **argv)
 	char plugin[PATH_MAX], why[1024] = "";
 	int nv = nrr_net_plugin_version(getenv("NCCL_NET_PLUGIN"), plugin, sizeof(plugin), why, sizeof(why));
 	if (nv > 0) {
-		static const char *const rel_net[] = { "../tracer/plugins", "../lib/ncclrr", "../lib64/ncclrr",
-						       "../lib/*/ncclrr", "../lib", "../lib/*", NULL };
+		static const char *const rel_net[] = { "../tracer/plugins", NRR_PKGLIBDIR, NULL };
 		char wrap[PATH_MAX + 32], file[64];
 		snprintf(file, sizeof(file), "libncclrr-net-v%d.so", nv);
 		if (find_lib(file, rel_net, wrap, sizeof(wrap)) < 0)
