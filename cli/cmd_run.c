@@ -64,7 +64,7 @@ const char cmd_run_usage[] =
 "  private temporary directory removed at exit), NCCLRR_ID_DIR (a directory all\n"
 "  ranks see, where rank 0 of ncclrr's workloads leaves its ncclUniqueId), and\n"
 "  LD_LIBRARY_PATH with the fake runtime's directory first ($NCCLRR_FAKE_LIBDIR,\n"
-"  else found next to this program: libcuda.so.1, libnvidia-ml.so.1,\n"
+"  else found from this program: libcuda.so.1, libnvidia-ml.so.1,\n"
 "  libcudart.so.12/.13), then the NCCL of --nccl. Standard input is /dev/null.\n"
 "  A rank whose environment has NCCLRR_FAULT (the fake cluster's fault switch,\n"
 "  replayer/fake/README.md) also gets libncclrr-fake-socket.so from the fake\n"
