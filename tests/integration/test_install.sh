@@ -39,6 +39,13 @@ done
 if [ -f "$build/analyzer/babeltrace-plugin-ncclrr.so" ]; then
 	[ -f "$dest$libdir/babeltrace2/plugins/babeltrace-plugin-ncclrr.so" ]
 	check "Babeltrace2 plugin under the prefix" $?
+	# as the README says: babeltrace2 --plugin-path=PREFIX/LIBDIR/babeltrace2/plugins TRACE
+	if command -v babeltrace2 >/dev/null; then
+		babeltrace2 --plugin-path="$dest$libdir/babeltrace2/plugins" "$src/traces/sample_init.nrt" >"$tmp/bt2" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] && [ "$(grep -c ' ncclrr_socket:connect_leave: .*ret = -1, err = 111' "$tmp/bt2")" -eq 1 ]
+		st=$?; check "babeltrace2 reads a trace through the installed plugin: exit $rc, $(grep -m2 -v '^\[' "$tmp/bt2")" $st
+	fi
 fi
 [ -f "$root/include/ncclrr/ncclrr.h" ]; check "header in include/ncclrr" $?
 
