@@ -176,7 +176,8 @@ static const char *const env_dropped[] = {
 	"NCCLRR_TRACE_DIR", "NCCLRR_MODE", "NCCLRR_BACKEND", "NCCLRR_PAYLOAD", "NCCLRR_WATCHDOG",
 	"NCCLRR_TRACE_LIBDIR", "NCCLRR_FAKE_LIBDIR", "NCCLRR_FAKE_DEBUG", "NCCLRR_FAKE_STATS",
 	"LD_PRELOAD", "NCCL_TOPO_DUMP_FILE", "SLURM_JOB_ID", "SLURM_STEP_ID", "TORCHELASTIC_RUN_ID",
-	"NCCLRR_TOPO", "NCCLRR_ID_DIR" /* ncclrr run's private temporary directory */, NULL,
+	"NCCLRR_TOPO", "NCCLRR_ID_DIR" /* ncclrr run's private temporary directory */,
+	"NCCLRR_TOPO_DIR" /* where `run --topo NAME` looks: the cluster itself is compared */, NULL,
 };
 static const char *const env_rank[] = {
 	"RANK", "NCCLRR_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", NULL,

@@ -36,7 +36,8 @@
  *                switches (NCCLRR_FAKE_DEBUG, _STATS), LD_PRELOAD (the
  *                tracer), NCCL_TOPO_DUMP_FILE (a path in the trace dir),
  *                job ids (SLURM_JOB_ID, SLURM_STEP_ID, TORCHELASTIC_RUN_ID),
- *                NCCLRR_TOPO (reported as `topology`), and NCCL_TOPO_FILE
+ *                NCCLRR_TOPO (reported as `topology`), NCCLRR_TOPO_DIR
+ *                (where `run --topo NAME` looked), and NCCL_TOPO_FILE
  *                when `ncclrr run` wrote it into a temporary directory (it
  *                is derived from the topology); a NCCL_TOPO_FILE of the
  *                user's is kept as its path

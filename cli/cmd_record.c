@@ -64,7 +64,8 @@ const char cmd_record_usage[] =
 "an external net plugin (NCCL_NET_PLUGIN, else libnccl-net.so), NCCL_NET_PLUGIN\n"
 "names ncclrr's wrapper of the plugin's ncclNet version instead and\n"
 "NCCLRR_NET_PLUGIN the plugin: every ncclNet call is recorded and forwarded.\n"
-"The tracer is found next to this program or in $NCCLRR_TRACE_LIBDIR.\n"
+"The tracer is found in $NCCLRR_TRACE_LIBDIR, else beside this program in the\n"
+"build tree, else in the installed LIBDIR/ncclrr.\n"
 "Once COMMAND has ended, the /dev/shm/nccl-* segments its processes left\n"
 "(made since it started, mapped or open by no process) are removed.\n"
 "\n"
@@ -269,8 +270,8 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "ncclrr record: Cannot create the trace directory %s: %s\n", out, strerror(errno));
 		return NRR_EXIT_USAGE;
 	}
-	static const char *const rel[] = { "../tracer", "../lib", "../lib64", "../lib/*", NULL };
-	static const char *const rel_lt[] = { "../tracer/lttng", "../lib", "../lib64", "../lib/*", NULL };
+	static const char *const rel[] = { "../tracer", NRR_PKGLIBDIR, NULL };
+	static const char *const rel_lt[] = { "../tracer/lttng", NRR_PKGLIBDIR, NULL };
 	if (find_lib("libncclrr-trace.so", rel, lib, sizeof(lib)) < 0 ||
 	    (!strcmp(backend, "lttng") && find_lib("libncclrr-trace-lttng.so", rel_lt, ltlib, sizeof(ltlib)) < 0))
 		return NRR_EXIT_USAGE;
@@ -314,8 +315,7 @@ int cmd_record(int argc, char **argv)
 	char plugin[PATH_MAX], why[1024] = "";
 	int nv = nrr_net_plugin_version(getenv("NCCL_NET_PLUGIN"), plugin, sizeof(plugin), why, sizeof(why));
 	if (nv > 0) {
-		static const char *const rel_net[] = { "../tracer/plugins", "../lib/ncclrr", "../lib64/ncclrr",
-						       "../lib/*/ncclrr", "../lib", "../lib/*", NULL };
+		static const char *const rel_net[] = { "../tracer/plugins", NRR_PKGLIBDIR, NULL };
 		char wrap[PATH_MAX + 32], file[64];
 		snprintf(file, sizeof(file), "libncclrr-net-v%d.so", nv);
 		if (find_lib(file, rel_net, wrap, sizeof(wrap)) < 0)

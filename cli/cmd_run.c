@@ -21,7 +21,11 @@ const char cmd_run_usage[] =
 "against the fake CUDA driver and NVML.\n"
 "\n"
 "Options:\n"
-"  --topo FILE          the cluster file (required), e.g. topo/2node_16gpu.xml\n"
+"  --topo FILE          the cluster file (required), e.g. topo/2node_16gpu.xml;\n"
+"                       a bare name that is no file here (2node_16gpu.xml or\n"
+"                       2node_16gpu) is a shipped cluster: looked for in\n"
+"                       $NCCLRR_TOPO_DIR, else in the installed share/ncclrr/topo\n"
+"                       (the source tree's topo/ when run from the build tree)\n"
 "  -np N, --np N        number of ranks (default: hosts x GPUs per host); must be\n"
 "                       a multiple of the number of hosts. Rank r goes to host\n"
 "                       r / (N/hosts) with local rank (device) r % (N/hosts)\n"
@@ -60,7 +64,7 @@ const char cmd_run_usage[] =
 "  private temporary directory removed at exit), NCCLRR_ID_DIR (a directory all\n"
 "  ranks see, where rank 0 of ncclrr's workloads leaves its ncclUniqueId), and\n"
 "  LD_LIBRARY_PATH with the fake runtime's directory first ($NCCLRR_FAKE_LIBDIR,\n"
-"  else found next to this program: libcuda.so.1, libnvidia-ml.so.1,\n"
+"  else found from this program: libcuda.so.1, libnvidia-ml.so.1,\n"
 "  libcudart.so.12/.13), then the NCCL of --nccl. Standard input is /dev/null.\n"
 "  A rank whose environment has NCCLRR_FAULT (the fake cluster's fault switch,\n"
 "  replayer/fake/README.md) also gets libncclrr-fake-socket.so from the fake\n"
@@ -241,12 +245,11 @@ int cmd_run(int argc, char **argv)
 			wrap = 1;
 	}
 
-	char abs_topo[PATH_MAX];
-	if (!realpath(topo, abs_topo)) {
-		fprintf(stderr, "ncclrr run: cannot open topology file %s: %s\n", topo, strerror(errno));
+	char abs_topo[PATH_MAX], err[2048];
+	if (nrr_launch_find_topo(topo, abs_topo, sizeof(abs_topo), err, sizeof(err)) < 0) {
+		fprintf(stderr, "ncclrr run: %s\n", err);
 		goto end;
 	}
-	char err[1024];
 	struct nrr_cluster cluster;
 	if (nrr_cluster_load(&cluster, abs_topo, err, sizeof(err)) < 0) {
 		fprintf(stderr, "ncclrr run: %s\n", err);

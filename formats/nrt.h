@@ -15,20 +15,24 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "ncclrr/ncclrr.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ---------------------------------------------------------------- errors */
+/* The codes are the public library's (include/ncclrr/ncclrr.h), which
+ * documents them. */
 enum {
-	NRR_EBADMAGIC = -1000,  /* not an ncclrr trace file */
-	NRR_EVERSION = -1001,   /* written by a newer, incompatible format */
-	NRR_ECORRUPT = -1002,   /* checksum / structure error inside the file */
-	NRR_ETRUNC = -1003,     /* file ends inside a structure */
-	NRR_ESCHEMA = -1004,    /* schema text cannot be parsed */
-	NRR_EZSTD = -1005,      /* zstd (de)compression failed */
-	NRR_EEOF = -1006,       /* no more events (not an error for iterators) */
-	NRR_ENOTFOUND = -1007,  /* seek target not in the file */
+	NRR_EBADMAGIC = NCCLRR_EBADMAGIC,
+	NRR_EVERSION = NCCLRR_EVERSION,
+	NRR_ECORRUPT = NCCLRR_ECORRUPT,
+	NRR_ETRUNC = NCCLRR_ETRUNC,
+	NRR_ESCHEMA = NCCLRR_ESCHEMA,
+	NRR_EZSTD = NCCLRR_EZSTD,
+	NRR_EEOF = NCCLRR_EEOF,        /* not an error for iterators */
+	NRR_ENOTFOUND = NCCLRR_ENOTFOUND,
 };
 
 /* @return a static, human readable explanation of @err (negative). */

@@ -124,8 +124,7 @@ static int find_plugin(const struct nrr_replay_opts *o, char *buf, size_t size, 
 		return 0;
 	}
 	/* the build tree (build/cli/ncclrr), then installed (bin/ncclrr, lib*) */
-	static const char *const rel[] = { "../replayer/transport/socket", "../lib", "../lib64", "../lib/*",
-					   "../lib/ncclrr", NULL };
+	static const char *const rel[] = { "../replayer/transport/socket", NRR_PKGLIBDIR, NULL };
 	char dir[4096];
 	int r = nrr_find_near_exe("NCCLRR_NET_PLUGIN_REPLAY", NET_PLUGIN_FILE, rel, "ncclrr's socket net plugin", dir,
 				  sizeof(dir), err, errlen);

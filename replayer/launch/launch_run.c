@@ -81,7 +81,9 @@ int nrr_find_near_exe(const char *envvar, const char *file, const char *const *r
 	char cand[PATH_MAX], looked[1024] = "";
 	size_t lo = 0;
 	for (size_t i = 0; rel[i]; i++) {
-		if (snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]) >= (int)sizeof(cand))
+		/* (an absolute one: an install whose bindir has no relation to its libdir) */
+		if (snprintf(cand, sizeof(cand), "%s%s%s", rel[i][0] == '/' ? "" : exe, rel[i][0] == '/' ? "" : "/",
+			     rel[i]) >= (int)sizeof(cand))
 			continue;   /* (a path longer than any path) */
 		if (lo < sizeof(looked))
 			lo += (size_t)snprintf(looked + lo, sizeof(looked) - lo, "%s%s", i ? ", " : "", cand);
@@ -105,8 +107,7 @@ int nrr_find_near_exe(const char *envvar, const char *file, const char *const *r
 
 int nrr_launch_find_fake_libdir(char *buf, size_t size, char *err, size_t errsize)
 {
-	static const char *const rel[] = { "../replayer/fake", "../replayer/fake/cuda", "../lib/ncclrr/fake",
-					   "../lib64/ncclrr/fake", "../lib/*/ncclrr/fake", NULL };
+	static const char *const rel[] = { "../replayer/fake", "../replayer/fake/cuda", NRR_PKGLIBDIR "/fake", NULL };
 	return nrr_find_near_exe("NCCLRR_FAKE_LIBDIR", "libcuda.so.1", rel, "the fake CUDA runtime", buf, size, err,
 				 errsize);
 }

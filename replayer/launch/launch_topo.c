@@ -84,3 +84,37 @@ int nrr_launch_keep_cluster(const char *topo_path, char *err, size_t errsize)
 		return 0;   /* another rank's wrapper was first */
 	return nrr_copy_file(topo_path, dst, err, errsize);
 }
+
+int nrr_launch_find_topo(const char *topo, char *buf, size_t size, char *err, size_t errsize)
+{
+	char real[PATH_MAX];
+	if (realpath(topo, real)) {
+		if (strlen(real) >= size) {
+			snprintf(err, errsize, "topology file path too long: %s", real);
+			return -ENAMETOOLONG;
+		}
+		snprintf(buf, size, "%s", real);
+		return 0;
+	}
+	int saved = errno;
+	size_t n = strlen(topo);
+	if (strchr(topo, '/') || !n || n > NAME_MAX - 4) {
+		snprintf(err, errsize, "cannot open topology file %s: %s", topo, strerror(saved));
+		return -ENOENT;
+	}
+	/* a bare name: a shipped cluster, "1node_8gpu.xml" or "1node_8gpu" */
+	char file[NAME_MAX + 1];
+	snprintf(file, sizeof(file), "%s%s", topo, n > 4 && !strcmp(topo + n - 4, ".xml") ? "" : ".xml");
+	static const char *const rel[] = { "../topo", NRR_PKGDATADIR "/topo", NULL };
+	char dir[PATH_MAX], why[1536];
+	if (nrr_find_near_exe("NCCLRR_TOPO_DIR", file, rel, "the cluster", dir, sizeof(dir), why, sizeof(why)) < 0) {
+		snprintf(err, errsize, "cannot open topology file %s (%s in the current directory: %s; %s)", topo, topo,
+			 strerror(saved), why);
+		return -ENOENT;
+	}
+	if ((size_t)snprintf(buf, size, "%s/%s", dir, file) >= size) {
+		snprintf(err, errsize, "topology file path too long: %s/%s", dir, file);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "ncclrr_config.h"   /* NCCLRR_PKGLIBDIR_REL, NCCLRR_PKGDATADIR_REL */
+
 /* ---- placement ------------------------------------------------------- */
 
 struct nrr_placement {
@@ -116,10 +118,19 @@ int nrr_launch_wrap_rank(char *const *env, int *rank, int *nranks,
 
 /* ---- finding things -------------------------------------------------- */
 
+/* Where an installed ncclrr keeps its private libraries (the tracer, the
+ * net-plugin wrappers, the socket net plugin, fake/) and its data (topo/),
+ * relative to the directory of the installed ncclrr program (meson's
+ * libdir/ncclrr and datadir/ncclrr seen from bindir; absolute when bindir
+ * is outside the prefix).  Give them to nrr_find_near_exe() after the
+ * build tree's directory. */
+#define NRR_PKGLIBDIR NCCLRR_PKGLIBDIR_REL
+#define NRR_PKGDATADIR NCCLRR_PKGDATADIR_REL
+
 /* Directory holding the fake libcuda.so.1: $NCCLRR_FAKE_LIBDIR, else
  * relative to /proc/self/exe: <exedir>/../replayer/fake[/cuda] (build
- * tree), <exedir>/../lib/ncclrr/fake, <exedir>/../lib/<triplet>/ncclrr/fake
- * (installed). @return 0, or -ENOENT with @err explaining where it looked. */
+ * tree), NRR_PKGLIBDIR/fake (installed). @return 0, or -ENOENT with @err
+ * explaining where it looked. */
 int nrr_launch_find_fake_libdir(char *buf, size_t size, char *err, size_t errsize);
 
 /* The NCCL every rank gets (scripts/nccl.sh relinks it against ncclrr's
@@ -151,7 +162,7 @@ int nrr_launch_nccl_list(struct nrr_nccl_build **out);
 
 /* The directory holding @file: $@envvar if @envvar and set (it must hold @file), else
  * the first of @rel (NULL-terminated; relative to the directory of
- * /proc/self/exe, '*' allowed) that holds it.  @what names it in the
+ * /proc/self/exe unless absolute, '*' allowed) that holds it.  @what names it in the
  * error.  @return 0, or -ENOENT with @err saying where it looked. */
 int nrr_find_near_exe(const char *envvar, const char *file, const char *const *rel, const char *what, char *buf,
 		      size_t size, char *err, size_t errsize);
@@ -188,6 +199,14 @@ struct nrr_cluster {
  * renamed).  @return 0 (also when not recorded), or -errno with a message
  * in @err (the run goes on). */
 int nrr_launch_keep_cluster(const char *topo_path, char *err, size_t errsize);
+
+/* The cluster file `--topo @topo` names, as an absolute path in @buf: the
+ * file @topo when it exists (relative to the current directory), else for
+ * a bare name ("1node_8gpu.xml" or "1node_8gpu") that file in
+ * $NCCLRR_TOPO_DIR, or else in the build tree's topo/ (<exedir>/../topo)
+ * or the installed NRR_PKGDATADIR/topo.  @return 0, or -ENOENT /
+ * -ENAMETOOLONG with @err saying where it looked. */
+int nrr_launch_find_topo(const char *topo, char *buf, size_t size, char *err, size_t errsize);
 
 /* Load @path with the topology parser (topo/). @return 0, or negative with
  * the parser's "file:line: ..." message in @err. */

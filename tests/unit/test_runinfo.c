@@ -63,9 +63,9 @@ static void run(nrr_reader **r, const char *tag, const char *topo, const char *b
 				   "env.NCCLRR_RANK=%d\nenv.RANK=%d\nenv.LOCAL_RANK=%d\nenv.WORLD_SIZE=4\n"
 				   "env.NCCL_HOSTID=node%d\nenv.NCCL_COMM_ID=127.0.0.1:%d\n"
 				   "env.NCCL_TOPO_FILE=/tmp/ncclrr-run.%s/host%d.xml\nenv.NCCL_ALGO=%s\n"
-				   "env.NCCL_IB_HCA=%s\n",
+				   "env.NCCL_IB_HCA=%s\nenv.NCCLRR_TOPO_DIR=/%s/share/ncclrr/topo\n",
 				   1000 + k, tag, tag, bid, k, tag, "/elsewhere", topo, k / 2, k, k, k % 2, k / 2, port, tag, k / 2,
-				   algo, k == 2 ? hca2 : "mlx5_0");
+				   algo, k == 2 ? hca2 : "mlx5_0", tag);
 		if (debug)
 			len += snprintf(meta + len, sizeof(meta) - (size_t)len, "env.NCCL_DEBUG=%s\n", debug);
 		if (proto)
@@ -149,6 +149,7 @@ int main(void)
 	CHECK(!nrr_runinfo_get(&ra, "env.LD_PRELOAD", -1), "LD_PRELOAD kept");
 	CHECK(!nrr_runinfo_get(&ra, "env.NCCL_TOPO_FILE", -1), "TOPO_FILE kept");
 	CHECK(!nrr_runinfo_get(&ra, "env.NCCLRR_TOPO", -1), "NCCLRR_TOPO kept");
+	CHECK(!nrr_runinfo_get(&ra, "env.NCCLRR_TOPO_DIR", -1), "NCCLRR_TOPO_DIR kept");
 	/* a value common to all ranks: one item of rank -1 */
 	size_t nalgo = 0;
 	for (size_t i = 0; i < ra.n; i++)
