@@ -14,6 +14,10 @@
 # usage: test_install.sh BUILD_ROOT SOURCE_ROOT CC PREFIX BINDIR LIBDIR
 set -uo pipefail
 build=$1 src=$2 cc=$3 prefix=$4 bindir=$5 libdir=$6
+# an ASan build's libraries cannot be loaded by the example or preloaded by
+# the installed record (the ASan runtime must come first)
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/skip_asan_tracer.sh"
+skip_asan_tracer "$build/tracer/libncclrr-trace.so"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 unset NCCLRR_FAKE_LIBDIR NCCLRR_TOPO_DIR NCCLRR_TRACE_LIBDIR NCCLRR_NET_PLUGIN NCCL_NET_PLUGIN PKG_CONFIG_PATH
