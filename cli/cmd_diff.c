@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmds.h"
+#include "color.h"
 #include "diff.h"
 #include "inputs.h"
 
@@ -99,7 +100,7 @@ int cmd_diff(int argc, char **argv)
 	nrr_inputs_close(&a);
 	nrr_inputs_close(&b);
 	if (fflush(stdout) == EOF && errno != EPIPE) {
-		fprintf(stderr, "ncclrr diff: cannot write output: %s\n", strerror(errno));
+		nrr_cli_error("diff", "cannot write output: %s", strerror(errno));
 		ret = NRR_EXIT_USAGE;
 	}
 	return ret;

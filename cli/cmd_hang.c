@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "color.h"
 #include "hang.h"
 #include "inputs.h"
 
@@ -96,12 +97,12 @@ int cmd_hang(int argc, char **argv)
 	if (dot) {
 		FILE *f = fopen(dot, "w");
 		if (!f) {
-			fprintf(stderr, "ncclrr hang: Cannot write --dot file=%s: %s\n", dot, strerror(errno));
+			nrr_cli_error("hang", "Cannot write --dot file=%s: %s", dot, strerror(errno));
 			ret = NRR_EXIT_USAGE;
 		} else {
 			nrr_hang_print_dot(f, h);
 			if (fclose(f)) {
-				fprintf(stderr, "ncclrr hang: Cannot write --dot file=%s: %s\n", dot, strerror(errno));
+				nrr_cli_error("hang", "Cannot write --dot file=%s: %s", dot, strerror(errno));
 				ret = NRR_EXIT_USAGE;
 			} else {
 				render_svg(dot);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cmds.h"
+#include "color.h"
 #include "export.h"
 #include "nrr_launch.h"
 
@@ -138,7 +139,7 @@ int cmd_nccl(int argc, char **argv)
 	struct nrr_nccl_build *v = NULL;
 	int n = nrr_launch_nccl_list(&v);
 	if (n < 0) {
-		fprintf(stderr, "ncclrr nccl: %s\n", strerror(-n));
+		nrr_cli_error("nccl", "%s", strerror(-n));
 		return NRR_EXIT_USAGE;
 	}
 	char libdir[PATH_MAX], err[1024], dflt[PATH_MAX] = "";
@@ -204,8 +205,8 @@ int cmd_nccl(int argc, char **argv)
 		fputs("]\n", stdout);
 	free(v);
 	if (n == 0) {
-		fprintf(stderr, "ncclrr nccl: the fake cluster has no NCCL: run scripts/nccl.sh setup (Debian's 2.22.3 "
-			"and sid's), or scripts/nccl.sh relink YOUR/libnccl_static.a\n");
+		nrr_cli_error("nccl", "the fake cluster has no NCCL: run scripts/nccl.sh setup (Debian's 2.22.3 "
+			"and sid's), or scripts/nccl.sh relink YOUR/libnccl_static.a");
 		return 1;
 	}
 	return 0;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "color.h"
 #include "nrt.h"
 #include "net_choose.h"
 #include "nrr_launch.h"
@@ -86,7 +87,7 @@ static int find_lib(const char *file, const char *const *rel, char *path, size_t
 	char dir[PATH_MAX], err[2048];
 	if (nrr_find_near_exe("NCCLRR_TRACE_LIBDIR", file, rel, "the ncclrr tracer", dir, sizeof(dir), err,
 			      sizeof(err)) < 0) {
-		fprintf(stderr, "ncclrr record: %s\n", err);
+		nrr_cli_error("record", "%s", err);
 		return -1;
 	}
 	snprintf(path, len, "%s/%s", dir, file);
@@ -154,7 +155,7 @@ static int lttng_start(const char *dir, char *session, size_t len)
 	if (run_quiet(list, out, sizeof(out)) != 0) {
 		char *start[] = { "lttng-sessiond", "--daemonize", "--no-kernel", NULL };
 		if (run_quiet(start, out, sizeof(out)) != 0) {
-			fprintf(stderr, "ncclrr record: Cannot start lttng-sessiond (is lttng-tools installed?): %s\n", out);
+			nrr_cli_error("record", "Cannot start lttng-sessiond (is lttng-tools installed?): %s", out);
 			return -1;
 		}
 	}
@@ -170,7 +171,7 @@ static int lttng_start(const char *dir, char *session, size_t len)
 	char *const *steps[] = { create, chan, ev, ctx, start };
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
 		if (run_quiet(steps[i], out, sizeof(out)) != 0) {
-			fprintf(stderr, "ncclrr record: Failed to set up the LTTng session: lttng %s: %s\n", steps[i][1],
+			nrr_cli_error("record", "Failed to set up the LTTng session: lttng %s: %s", steps[i][1],
 				out);
 			return -1;
 		}
@@ -182,7 +183,7 @@ static void lttng_stop(const char *session)
 	char *stop[] = { "lttng", "stop", (char *)session, NULL };
 	char *destroy[] = { "lttng", "destroy", (char *)session, NULL };
 	if (run_quiet(stop, NULL, 0) != 0 || run_quiet(destroy, NULL, 0) != 0)
-		fprintf(stderr, "ncclrr record: Failed to stop LTTng session %s (lttng destroy %s)\n", session, session);
+		nrr_cli_error("record", "Failed to stop LTTng session %s (lttng destroy %s)", session, session);
 }
 
 /* number and bytes of .nrt files in @dir */
@@ -267,7 +268,7 @@ int cmd_record(int argc, char **argv)
 #define LTTNG_UST_FD_LIB "liblttng-ust-fd.so.1"
 	char dir[PATH_MAX], lib[PATH_MAX], ltlib[PATH_MAX] = "";
 	if (mkdir_p(out) || !realpath(out, dir)) {
-		fprintf(stderr, "ncclrr record: Cannot create the trace directory %s: %s\n", out, strerror(errno));
+		nrr_cli_error("record", "Cannot create the trace directory %s: %s", out, strerror(errno));
 		return NRR_EXIT_USAGE;
 	}
 	static const char *const rel[] = { "../tracer", NRR_PKGLIBDIR, NULL };
@@ -339,7 +340,7 @@ int cmd_record(int argc, char **argv)
 	time_t started = time(NULL);
 	child = fork();
 	if (child < 0) {
-		fprintf(stderr, "ncclrr record: Cannot start %s: fork: %s\n", argv[i], strerror(errno));
+		nrr_cli_error("record", "Cannot start %s: fork: %s", argv[i], strerror(errno));
 		return NRR_EXIT_USAGE;
 	}
 	if (child == 0) {
@@ -347,7 +348,7 @@ int cmd_record(int argc, char **argv)
 		for (size_t k = 0; k < sizeof(passed) / sizeof(passed[0]); k++)
 			sigaction(passed[k], &dfl, NULL);
 		execvp(argv[i], argv + i);
-		fprintf(stderr, "ncclrr record: Cannot start %s: %s\n", argv[i], strerror(errno));
+		nrr_cli_error("record", "Cannot start %s: %s", argv[i], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	int st = 0;

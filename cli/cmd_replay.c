@@ -256,7 +256,7 @@ int cmd_replay(int argc, char **argv)
 		return nrr_cli_usage_error("replay", "name a run directory or trace files");
 	char libdir[4096], err[512];
 	if (nrr_launch_find_fake_libdir(libdir, sizeof(libdir), err, sizeof(err)) < 0) {
-		fprintf(stderr, "ncclrr replay: %s\n", err);
+		nrr_cli_error("replay", "%s", err);
 		free(ranks);
 		return NRR_EXIT_USAGE;
 	}

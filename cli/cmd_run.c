@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmds.h"
+#include "color.h"
 #include "nrr_launch.h"
 
 const char cmd_run_usage[] =
@@ -247,24 +248,24 @@ int cmd_run(int argc, char **argv)
 
 	char abs_topo[PATH_MAX], err[2048];
 	if (nrr_launch_find_topo(topo, abs_topo, sizeof(abs_topo), err, sizeof(err)) < 0) {
-		fprintf(stderr, "ncclrr run: %s\n", err);
+		nrr_cli_error("run", "%s", err);
 		goto end;
 	}
 	struct nrr_cluster cluster;
 	if (nrr_cluster_load(&cluster, abs_topo, err, sizeof(err)) < 0) {
-		fprintf(stderr, "ncclrr run: %s\n", err);
+		nrr_cli_error("run", "%s", err);
 		goto end;
 	}
 	int world = np ? np : cluster.nhosts * cluster.gpus_per_host;
 	if (!wrap && max_env_rank >= world) {
-		fprintf(stderr, "ncclrr run: --rank-env or --start-late names rank %d, but the job has ranks 0..%d\n", max_env_rank,
+		nrr_cli_error("run", "--rank-env or --start-late names rank %d, but the job has ranks 0..%d", max_env_rank,
 			world - 1);
 		nrr_cluster_free(&cluster);
 		goto end;
 	}
 	if (n_late) {
 		if (wrap) {
-			fprintf(stderr, "ncclrr run: --start-late is for jobs ncclrr run launches, not wrapper mode\n");
+			nrr_cli_error("run", "--start-late is for jobs ncclrr run launches, not wrapper mode");
 			nrr_cluster_free(&cluster);
 			goto end;
 		}
@@ -278,7 +279,7 @@ int cmd_run(int argc, char **argv)
 	}
 	char libdir[2 * PATH_MAX + 1], nccldir[PATH_MAX];
 	if (nrr_launch_find_fake_libdir(libdir, sizeof(libdir), err, sizeof(err)) < 0) {
-		fprintf(stderr, "ncclrr run: %s\n", err);
+		nrr_cli_error("run", "%s", err);
 		nrr_cluster_free(&cluster);
 		goto end;
 	}
@@ -294,7 +295,7 @@ int cmd_run(int argc, char **argv)
 			user_env[n_env++] = nccl_env;
 		}
 	} else if (nccl) {
-		fprintf(stderr, "ncclrr run: %s\n", err);
+		nrr_cli_error("run", "%s", err);
 		nrr_cluster_free(&cluster);
 		goto end;
 	}

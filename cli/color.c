@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* color.c - see color.h. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,9 +52,11 @@ const char *nrr_color_end(FILE *f)
 
 int nrr_cli_verror(const char *name, const char *fmt, va_list ap)
 {
+	int e = errno;   /* (isatty sets it; callers go on to test theirs) */
 	fprintf(stderr, "ncclrr %s: %s", name, nrr_color(stderr, NRR_COLOR_ERROR));
 	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, "%s\n", nrr_color_end(stderr));
+	errno = e;
 	return 2;
 }
 

@@ -30,7 +30,7 @@ const char *nrr_color(FILE *f, enum nrr_color_role role);
 const char *nrr_color_end(FILE *f);
 
 /* Print "ncclrr NAME: msg" on stderr, the message in the error colour;
- * @return 2 (NRR_EXIT_USAGE). */
+ * errno is kept.  @return 2 (NRR_EXIT_USAGE). */
 int nrr_cli_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int nrr_cli_verror(const char *name, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 

@@ -566,10 +566,24 @@ static int probes(const char *dir, int n)
 	return 0;
 }
 
+/* nocall: rank 0 calls cuInit and exits 0; rank 1's trace holds no call
+ * at all and no end (a process killed before its first call reached the
+ * file), only the end_ts of its last write. */
+static int nocall(const char *dir)
+{
+	nrr_writer *w0 = open_rank(dir, 0, 2), *w1 = open_rank(dir, 1, 2);
+	struct val init[] = { { "Flags", 0, NULL, 0 } };
+	call(nrr_writer_thread(w0), "cuInit", init, 1, 0);
+	int rc = close_w(w1, NULL);
+	return rc ? rc : close_w(w0, "exit 0");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[2], "probes"))
 		return probes(argv[1], atoi(argv[3]));
+	if (argc == 3 && !strcmp(argv[2], "nocall"))
+		return nocall(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "killed_retry"))
 		return killed_retry(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "hostile"))
@@ -585,7 +599,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[2], "unseen"))
 		return unseen(argv[1], atoi(argv[3]) != 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED | hang_gen DIR hostile | hang_gen DIR hostile_env | hang_gen DIR killed_retry\n");
+		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED | hang_gen DIR hostile | hang_gen DIR hostile_env | hang_gen DIR killed_retry | hang_gen DIR nocall\n");
 		return 2;
 	}
 	const char *dir = argv[1];

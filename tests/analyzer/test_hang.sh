@@ -4,8 +4,8 @@
 # rank stalled before its bootstrap, one dying mid-connect, one trace
 # removed; a clean run; damaged input.
 # usage: test_hang.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR
-# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed | mpi | hostile
-# (cycle, scale, mixed, mpi, hostile: jobs written by hang_gen, built next to this test)
+# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed | mpi | nocall | hostile
+# (cycle, scale, mixed, mpi, nocall, hostile: jobs written by hang_gen, built next to this test)
 # On real NCCL 2.22 (suite nccl, tests/analyzer/nccl_rec.sh):
 #   nccl_ipc     rank 3's cudaIpcOpenMemHandle fails, it exits, the others
 #                wait: rank 3 is the root cause with that failure; no
@@ -291,6 +291,19 @@ mixed)
 	expect "rank 0 -> rank 1: an answer to proxy request ncclProxyMsgGetFd (opId 0x42) on fd 9"
 	grep -q "^  rank 3 (.*): ended; trace ended at .* by exit 0" "$tmp/out" || fail "rank 3 is not shown as ended by exit 0"
 	grep -q "rank 3 ->" "$tmp/out" && fail "rank 3 exited but is in the graph"
+	;;
+nocall)
+	# a rank whose trace has no call and no end, only when it was last
+	# written: said in words, with no negative or absurd time
+	mkdir "$tmp/n"
+	"$(dirname "$wl")/analyzer/hang_gen" "$tmp/n" nocall || fail "hang_gen nocall failed"
+	hang "$tmp/n"
+	expect_rc 0
+	grep -qE "rank 1 died: its trace stops at [0-9]\.[0-9]{6} s with no end recorded and no complete call" "$tmp/out" ||
+		fail "no words for a trace without a complete call: $(cat "$tmp/out")"
+	grep -qE "rank 1 \(.*\): not waiting; trace stops at [0-9]\.[0-9]{6} s, no end recorded, no complete call" "$tmp/out" ||
+		fail "rank 1's line does not say it has no complete call"
+	grep -qE -e '-[0-9]+\.[0-9]+ s|[0-9]{5,}\.[0-9]+ s' "$tmp/out" && fail "a negative or absurd time: $(cat "$tmp/out")"
 	;;
 hostile)
 	# metadata no real run has: nranks=1000000000 (took 5 GB and over 30 s,
