@@ -182,7 +182,7 @@ int cmd_dump(int argc, char **argv)
 	const nrr_call *call;
 	size_t ri;
 	struct who_cache wc = { 0 };
-	static char obuf[1 << 20];
+	static char obuf[1 << 18];
 	nrr_out o;
 	fflush(stdout);   /* --meta's lines first */
 	nrr_out_init_fd(&o, STDOUT_FILENO, obuf, sizeof(obuf));

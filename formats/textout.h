@@ -170,7 +170,7 @@ static inline __attribute__((always_inline)) void nrr_out_fixed(nrr_out *o, int6
 {
 	static const uint64_t ten_to[] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
 					   1000000000 };
-	if (v < 0 || scale < dec || scale > 9 || (uint64_t)v >= 1ull << 53) {
+	if (v < 0 || scale < dec || scale > 9 || (uint64_t)v >= 1ull << 53) {   /* (not exact as a double) */
 		nrr_out_fixed_slow(o, v, scale, dec);
 		return;
 	}

@@ -29,10 +29,10 @@ run "$dir/bench_size"
 run "$dir/bench_reader" "$calls"
 run "$(dirname "$0")/bench_tracer.sh" "$build" "$(dirname "$0")/../.." 2000000 5
 run "$(dirname "$0")/bench_analyzer.sh" "$build" 1024 3
-run "$(dirname "$0")/bench_dump.sh" "$build/cli/ncclrr" "$(dirname "$0")/../.." 4 5
+run "$(dirname "$0")/bench_dump.sh" "$build/cli/ncclrr" "$(dirname "$0")/../.." 4 5 "$dir/gen_trace"
 run "$(dirname "$0")/bench_export.sh" "$build/cli/ncclrr" "$(dirname "$0")/../.." "$build/tests/workloads" 60
 run "$(dirname "$0")/bench_replay.sh" "$build/cli/ncclrr" "$(dirname "$0")/../.." "$build/tests/workloads"
 run "$(dirname "$0")/bench_nccl.sh" "$build/cli/ncclrr" "$(dirname "$0")/../.." "$build/tests/workloads" "$build/nccl/2.22.3/libnccl.so.2" 3
 echo "== summary ($(uname -n), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ))"
-grep -E '^(writer/lttng|  lttng-ust|  ncclrr writer \(per record\)|bytes/event|  cursor|  merge|  native|  lttng  |  own CPU .*default|  2 loops on 2 CPUs .*default|  untraced|  rdtsc |  native overhead net|  trace |  as text|  NCCL_DEBUG|  diff:|  hang:|bench_dump: |  dump  |  stats  |  dump/stats|bench_export: |== [0-9]* ranks|  replay  |  repeat 5| +[0-9]+ ranks: |bench_replay: largest|  init traced/untraced|  init tp_dp / conn_setup|  peak RSS per rank|  trace [0-9.]* MB vs|  [0-9.]* MB uncompressed)' "$log" | sed 's/^ *//'
+grep -E '^(writer/lttng|  lttng-ust|  ncclrr writer \(per record\)|bytes/event|  cursor|  merge|  native|  lttng  |  own CPU .*default|  2 loops on 2 CPUs .*default|  untraced|  rdtsc |  native overhead net|  trace |  as text|  NCCL_DEBUG|  diff:|  hang:|bench_dump: |  dump  |  stats  |  read\+merge|  dump/stats|  baseline dump|bench_export: |== [0-9]* ranks|  replay  |  repeat 5| +[0-9]+ ranks: |bench_replay: largest|  init traced/untraced|  init tp_dp / conn_setup|  peak RSS per rank|  trace [0-9.]* MB vs|  [0-9.]* MB uncompressed)' "$log" | sed 's/^ *//'
 exit $rc
