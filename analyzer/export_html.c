@@ -120,6 +120,7 @@ struct rowerr {
 	char peer_fn[40];
 	long peer_row;          /* the row owning @peer, -1: none found */
 	long mark;              /* detail index of its mark, -1: none */
+	int ndetail;            /* marks of its kind given details */
 };
 
 struct row {
@@ -148,6 +149,8 @@ struct row {
 	struct bin bin[2];
 	long last_err_x;
 	int last_err_sig;       /* lasting kind of the last mark drawn */
+	const nrr_fn_schema *last_err_fn; /* and the last failure seen there */
+	int64_t last_err_res;
 	bool focus;             /* details kept around focus_t */
 	int64_t focus_t;
 	struct dcall *ring;     /* DETAIL_BEFORE before focus_t, then after */
@@ -351,6 +354,7 @@ static void note_err(struct html *h, size_t row, const nrr_call *c, const char *
 	w->err[w->nerr].peer.len = 0;
 	w->err[w->nerr].peer_row = -1;
 	w->err[w->nerr].mark = -1;
+	w->err[w->nerr].ndetail = 0;
 	for (int k = 0; k < 8 && w->lastfd[k].tid; k++) {
 		const struct rsock *so;
 		if (w->lastfd[k].tid != c->tid || !(so = sock_of(w, w->lastfd[k].fd)))
@@ -658,6 +662,11 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 	if (nrr_call_failed(c)) {
 		long px = (long)x0;
 		char txt[300];
+		/* the same failure again in the pixel (a retry loop): marked */
+		if (px == w->last_err_x && c->fn == w->last_err_fn && c->result == w->last_err_res)
+			return;
+		w->last_err_fn = c->fn;
+		w->last_err_res = c->result;
 		call_txt(h, c, txt, sizeof(txt));
 		int sg = sig_of(h, txt, false);
 		bool rare = false;
@@ -676,13 +685,16 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 			fmt_t(tb, sizeof(tb), ts);
 			FILE *lf = h->layer[rare ? 2 : 1];
 			fprintf(lf, "<rect class=\"%s\"", rare ? "error" : "error-common");
-			if (rare) {
-				/* the lasting failures: in the details, and the
-				 * one the diagnosis lists is found by its index */
+			if (rare && re && re->mark < 0 && (re->t == end || re->ndetail < 4)) {
+				/* the lasting failures: in the details (the one
+				 * the diagnosis lists, found by its index, and a
+				 * few before it; a retry loop's later marks, one
+				 * a pixel, keep their title only) */
 				make_dcall(h, c, ts, end - ts, &dc);
 				long k = put_detail(h, row, &dc);
 				fprintf(lf, " data-c=\"%ld\"", k);
-				if (re && re->mark < 0 && re->t == end)
+				re->ndetail++;
+				if (re->t == end)
 					re->mark = k;
 			}
 			fprintf(lf, " x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"><title>", LABEL_W + x0, y,
