@@ -4,7 +4,8 @@
  * export_html.c; no network, no library).  The SVG timeline zooms around
  * the cursor (wheel, pinch, + and - buttons or keys), pans by dragging,
  * resets (button or 0); a call's details show on hover; a failure clicked
- * in the diagnosis zooms to it and highlights its chain.
+ * in the diagnosis (or a call in flight waiting on a socket peer) zooms to
+ * it and highlights its chain.
  *
  * Every rect of the plot keeps the x and width it was written with (the
  * whole run across pw pixels); a view [v0, v1] in ns maps them again.
@@ -239,13 +240,13 @@
 	}
 	function showChain(i) {
 		var ch = D.chain[i];
-		document.querySelectorAll('.chain-row,.chain-peer,.chain-call,ol.chain li.active').forEach(function (e) {
+		document.querySelectorAll('.chain-row,.chain-peer,.chain-call,li.active').forEach(function (e) {
 			e.classList.remove('chain-row', 'chain-peer', 'chain-call', 'active');
 		});
 		while (chainG.firstChild)
 			chainG.removeChild(chainG.firstChild);
 		overlay = [];
-		var li = document.querySelector('ol.chain li[data-chain="' + i + '"]');
+		var li = document.querySelector('li[data-chain="' + i + '"]');
 		if (li)
 			li.classList.add('active');
 		var g = rowG(ch.row);
@@ -290,8 +291,9 @@
 		view(t0 - pad, t1 + pad);
 		svg.scrollIntoView({ block: 'nearest' });
 	}
-	document.querySelectorAll('ol.chain li[data-chain]').forEach(function (li) {
-		li.title = 'show this failure and its chain on the timeline';
+	/* the failures listed, and the calls in flight that wait on a peer */
+	document.querySelectorAll('li[data-chain]').forEach(function (li) {
+		li.title = 'show this call and its chain on the timeline';
 		li.addEventListener('click', function () { showChain(+li.getAttribute('data-chain')); });
 	});
 	redraw();

@@ -88,7 +88,7 @@ async function view(page) {
 		if (row === '-') {
 			const d = await page.evaluate(() => JSON.parse(document.getElementById('nrr-data').textContent));
 			for (let i = 0; i < d.chain.length && i < 5; i++) {
-				await page.locator('ol.chain li[data-chain="' + i + '"]').click();
+				await page.locator('li[data-chain="' + i + '"]').click();
 				const v = await view(page);
 				check(v.v0 <= d.chain[i].t && d.chain[i].t <= v.v1, 'failure ' + i + ' in view: ' + JSON.stringify(v));
 			}
