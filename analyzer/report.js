@@ -191,7 +191,7 @@
 	document.getElementById('tl-out').addEventListener('click', function () { zoom(2, LW + PW / 2); });
 	document.getElementById('tl-reset').addEventListener('click', function () { view(0, END); });
 	document.addEventListener('keydown', function (ev) {
-		if (ev.target !== document.body || ev.ctrlKey || ev.metaKey || ev.altKey)
+		if (/^(INPUT|TEXTAREA|SELECT)$/.test(ev.target.tagName) || ev.ctrlKey || ev.metaKey || ev.altKey)
 			return;
 		if (ev.key === '+' || ev.key === '=')
 			zoom(0.5, LW + PW / 2);
