@@ -96,10 +96,14 @@
 			for (var m of [2, 5, 10])
 				if (step < span / 10)
 					step = base * m;
+		/* labels in the unit of the view's end, with the decimals the
+		 * step needs (1.071720 s, 1.071725 s: not 1.07172 s twice) */
+		var u = v1 >= 1e9 ? [1e9, ' s'] : v1 >= 1e6 ? [1e6, ' ms'] : v1 >= 1e3 ? [1e3, ' us'] : [1, ' ns'];
+		var dec = Math.min(9, Math.max(0, Math.ceil(Math.log10(u[0] / step) - 1e-9)));
 		for (var t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
 			var x = xOf(t);
 			el('line', { x1: x, y1: D.top - 6, x2: x, y2: plotH, stroke: '#ccc' }, axis);
-			el('text', { x: x, y: D.top - 10, 'text-anchor': 'middle' }, axis).textContent = fmt(t);
+			el('text', { x: x, y: D.top - 10, 'text-anchor': 'middle' }, axis).textContent = (t / u[0]).toFixed(dec) + u[1];
 		}
 	}
 
