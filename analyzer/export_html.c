@@ -120,6 +120,7 @@ struct rowerr {
 	char peer_fn[40];
 	long peer_row;          /* the row owning @peer, -1: none found */
 	long mark;              /* detail index of its mark, -1: none */
+	int ndetail;            /* marks of its kind given details */
 };
 
 struct row {
@@ -135,6 +136,10 @@ struct row {
 	int64_t last_t;
 	char infl[600];
 	int ninfl;
+	/* its first call in flight on a connected socket: whom it waits on
+	 * (t, peer, peer_fd, peer_t, peer_fn, peer_row, mark) */
+	struct rowerr wait;
+	bool has_wait;
 
 	struct rsock *socks;    /* connected sockets (last one per fd wins) */
 	size_t nsocks, capsocks;
@@ -148,6 +153,8 @@ struct row {
 	struct bin bin[2];
 	long last_err_x;
 	int last_err_sig;       /* lasting kind of the last mark drawn */
+	const nrr_fn_schema *last_err_fn; /* and the last failure seen there */
+	int64_t last_err_res;
 	bool focus;             /* details kept around focus_t */
 	int64_t focus_t;
 	struct dcall *ring;     /* DETAIL_BEFORE before focus_t, then after */
@@ -351,6 +358,7 @@ static void note_err(struct html *h, size_t row, const nrr_call *c, const char *
 	w->err[w->nerr].peer.len = 0;
 	w->err[w->nerr].peer_row = -1;
 	w->err[w->nerr].mark = -1;
+	w->err[w->nerr].ndetail = 0;
 	for (int k = 0; k < 8 && w->lastfd[k].tid; k++) {
 		const struct rsock *so;
 		if (w->lastfd[k].tid != c->tid || !(so = sock_of(w, w->lastfd[k].fd)))
@@ -420,6 +428,18 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 			snprintf(w->infl + l, sizeof(w->infl) - l, "%s%s (since %s)", l ? "; " : "", c->fn->name, t);
 		else if (w->ninfl == 4 && l < sizeof(w->infl) - 8)
 			snprintf(w->infl + l, sizeof(w->infl) - l, "; ...");
+		const nrr_value *v;
+		const struct rsock *so;
+		if (!w->has_wait && c->fn->domain && !strcmp(c->fn->domain, "socket") &&
+		    ((v = nrr_call_arg(c, "sockfd", NULL)) || (v = nrr_call_arg(c, "fd", NULL))) &&
+		    (so = sock_of(w, (int64_t)v->u))) {
+			w->has_wait = true;
+			w->wait.t = w->wait.peer_t = ts;
+			w->wait.peer = so->peer;
+			w->wait.peer_fd = (int64_t)v->u;
+			w->wait.peer_row = w->wait.mark = -1;
+			snprintf(w->wait.peer_fn, sizeof(w->wait.peer_fn), "%s", c->fn->name);
+		}
 		w->ninfl++;
 		w->calls++;
 		return;
@@ -470,6 +490,25 @@ static int cmp_addr(const void *a, const void *b)
 	return memcmp(x->b, y->b, x->len);
 }
 
+/* The row (not @r) whose own end of a socket had @e's peer address. */
+static void resolve_peer(struct html *h, size_t r, struct rowerr *e)
+{
+	const struct owner *o = e->peer.len && h->nowners ?
+		bsearch(&e->peer, h->owners, h->nowners, sizeof(*h->owners), cmp_addr) : NULL;
+	/* an address seen on two rows (a port used again) names no one: the
+	 * first and the last of its run must agree */
+	const struct owner *lo = o, *hi = o;
+	while (lo && lo > h->owners && !cmp_addr(&lo[-1].a, &o->a))
+		lo--;
+	while (hi && hi < h->owners + h->nowners - 1 && !cmp_addr(&hi[1].a, &o->a))
+		hi++;
+	bool one = o != NULL;
+	for (const struct owner *k = lo; one && k <= hi; k++)
+		one = k->row == o->row;
+	if (one && o->row != r)
+		e->peer_row = (long)o->row;
+}
+
 static void pick_focus(struct html *h)
 {
 	int64_t(*f)[2] = calloc(h->nrows + 1, sizeof(*f));
@@ -478,23 +517,10 @@ static void pick_focus(struct html *h)
 		qsort(h->owners, h->nowners, sizeof(*h->owners), cmp_addr);
 	for (size_t r = 0; r < h->nrows; r++) {
 		struct row *w = &h->rows[r];
-		for (int i = 0; i < w->nerr; i++) {
-			struct rowerr *e = &w->err[i];
-			const struct owner *o = e->peer.len && h->nowners ?
-				bsearch(&e->peer, h->owners, h->nowners, sizeof(*h->owners), cmp_addr) : NULL;
-			/* an address seen on two rows (a port used again) names
-			 * no one: the first and the last of its run must agree */
-			const struct owner *lo = o, *hi = o;
-			while (lo && lo > h->owners && !cmp_addr(&lo[-1].a, &o->a))
-				lo--;
-			while (hi && hi < h->owners + h->nowners - 1 && !cmp_addr(&hi[1].a, &o->a))
-				hi++;
-			bool one = o != NULL;
-			for (const struct owner *k = lo; one && k <= hi; k++)
-				one = k->row == o->row;
-			if (one && o->row != r)
-				e->peer_row = (long)o->row;
-		}
+		for (int i = 0; i < w->nerr; i++)
+			resolve_peer(h, r, &w->err[i]);
+		if (w->has_wait)
+			resolve_peer(h, r, &w->wait);
 		const struct rowerr *e = first_notable(h, w);
 		if (e && f) {
 			f[n][0] = e->t;
@@ -643,9 +669,12 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 	if (c->phase == NRR_PHASE_INFLIGHT) {
 		fmt_t(tb, sizeof(tb), ts);
 		make_dcall(h, c, ts, end - ts, &dc);
+		long k = put_detail(h, row, &dc);
+		if (w->has_wait && w->wait.mark < 0 && ts == w->wait.t && !strcmp(c->fn->name, w->wait.peer_fn))
+			w->wait.mark = k;
 		fprintf(h->layer[2],
 			"<rect class=\"inflight\" data-c=\"%ld\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"1\"><title>",
-			put_detail(h, row, &dc), LABEL_W + x0, y + 0.5, x1 - x0 < 2 ? 2 : x1 - x0, h->rh > 2 ? h->rh - 1 : 1);
+			k, LABEL_W + x0, y + 0.5, x1 - x0 < 2 ? 2 : x1 - x0, h->rh > 2 ? h->rh - 1 : 1);
 		esc(h->layer[2], h->procs[ri].name, sizeof(h->procs[ri].name));
 		fputs(": ", h->layer[2]);
 		escs(h->layer[2], c->fn->name);
@@ -658,6 +687,11 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 	if (nrr_call_failed(c)) {
 		long px = (long)x0;
 		char txt[300];
+		/* the same failure again in the pixel (a retry loop): marked */
+		if (px == w->last_err_x && c->fn == w->last_err_fn && c->result == w->last_err_res)
+			return;
+		w->last_err_fn = c->fn;
+		w->last_err_res = c->result;
 		call_txt(h, c, txt, sizeof(txt));
 		int sg = sig_of(h, txt, false);
 		bool rare = false;
@@ -676,13 +710,16 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 			fmt_t(tb, sizeof(tb), ts);
 			FILE *lf = h->layer[rare ? 2 : 1];
 			fprintf(lf, "<rect class=\"%s\"", rare ? "error" : "error-common");
-			if (rare) {
-				/* the lasting failures: in the details, and the
-				 * one the diagnosis lists is found by its index */
+			if (rare && re && re->mark < 0 && (re->t == end || re->ndetail < 4)) {
+				/* the lasting failures: in the details (the one
+				 * the diagnosis lists, found by its index, and a
+				 * few before it; a retry loop's later marks, one
+				 * a pixel, keep their title only) */
 				make_dcall(h, c, ts, end - ts, &dc);
 				long k = put_detail(h, row, &dc);
 				fprintf(lf, " data-c=\"%ld\"", k);
-				if (re && re->mark < 0 && re->t == end)
+				re->ndetail++;
+				if (re->t == end)
 					re->mark = k;
 			}
 			fprintf(lf, " x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"><title>", LABEL_W + x0, y,
@@ -748,8 +785,8 @@ static const char css[] =
 	"#tl-range{margin-left:10px;font-family:monospace}svg.timeline{cursor:grab;user-select:none}"
 	"#tl-tip{position:fixed;display:none;max-width:560px;background:#fffff0;border:1px solid #888;padding:4px 8px;"
 	"font:12px/1.35 monospace;white-space:pre-wrap;pointer-events:none;box-shadow:2px 2px 6px #0004;z-index:9}"
-	"ol.chain li[data-chain]{cursor:pointer}ol.chain li.active{outline:2px solid #e00000;outline-offset:2px}"
-	"ol.chain li.active .warn{background:#fff0b0}.peer{color:#225;font-size:13px;margin-left:18px}"
+	"li[data-chain]{cursor:pointer}li.active{outline:2px solid #e00000;outline-offset:2px}"
+	"li.active .warn{background:#fff0b0}.peer{color:#225;font-size:13px;margin-left:18px}"
 	"g.tl-row.chain-row>rect{fill:#ffd6d6}g.tl-row.chain-peer>rect{fill:#d6e4ff}"
 	"rect.chain-call{stroke:#000;stroke-width:2}svg.zoomed rect.b{opacity:.3}";
 
@@ -956,6 +993,27 @@ static void put_table(struct html *h, FILE *f)
 	fputs("</tbody></table>\n", f);
 }
 
+/* Item @n of the script's chain array for @e on @row, left open at its
+ * warn array, and the line naming the socket peer (@how: what the
+ * socket call was to the failure). */
+static void put_link(struct html *h, FILE *f, FILE *cj, size_t n, size_t row, const struct rowerr *e, const char *how)
+{
+	char t[40];
+	fprintf(cj, "%s{\"row\":%zu,\"t\":%lld,\"c\":%ld,\"peer\":%ld,\"pt\":%lld,\"warn\":[", n ? ",\n" : "", row,
+		(long long)e->t, e->mark, e->peer.len ? e->peer_row : -1, (long long)(e->peer.len ? e->peer_t : e->t));
+	if (!e->peer.len)
+		return;
+	fmt_t(t, sizeof(t), e->peer_t);
+	fprintf(f, "<div class=\"peer\">%s: %s on fd %lld at %s, ", how, e->peer_fn, (long long)e->peer_fd, t);
+	if (e->peer_row >= 0) {
+		fputs("peer <b>", f);
+		escs(f, h->procs[h->rows[e->peer_row].reader].name);
+		fputs("</b></div>", f);
+	} else {
+		fputs("a peer outside these traces</div>", f);
+	}
+}
+
 struct noted {
 	const struct row *w;
 	const struct rowerr *e;
@@ -1020,21 +1078,7 @@ static void html_diagnosis(FILE *f, FILE *cj, struct nrr_inputs *in, struct html
 			fputs("</b>: <code>", f);
 			escs(f, re->txt);
 			fputs("</code>", f);
-			fprintf(cj, "%s{\"row\":%zu,\"t\":%lld,\"c\":%ld,\"peer\":%ld,\"pt\":%lld,\"warn\":[", i ? ",\n" : "",
-				(size_t)(w - h->rows), (long long)re->t, re->mark, re->peer.len ? re->peer_row : -1,
-				(long long)(re->peer.len ? re->peer_t : re->t));
-			if (re->peer.len) {
-				fmt_t(t, sizeof(t), re->peer_t);
-				fprintf(f, "<div class=\"peer\">its thread's last socket call before: %s on fd %lld at %s, ",
-					re->peer_fn, (long long)re->peer_fd, t);
-				if (re->peer_row >= 0) {
-					fputs("peer <b>", f);
-					escs(f, h->procs[h->rows[re->peer_row].reader].name);
-					fputs("</b></div>", f);
-				} else {
-					fputs("a peer outside these traces</div>", f);
-				}
-			}
+			put_link(h, f, cj, i, (size_t)(w - h->rows), re, "its thread's last socket call before");
 			int shown = 0;
 			for (int k = 0; k < re->nwarn && shown < 3; k++) {
 				if (re->warn_t[k] >= e[i].next)
@@ -1055,17 +1099,28 @@ static void html_diagnosis(FILE *f, FILE *cj, struct nrr_inputs *in, struct html
 		fputs("</ol>\n", f);
 	}
 	if (ninfl) {
+		/* each waiting on a socket peer: a chain too, after the failures' */
+		size_t nchain = nerr < 30 ? nerr : 30;
 		fprintf(f, "<h3>Calls in flight at the end (%zu processes)</h3>\n<ul class=\"inflight\">\n", ninfl);
 		size_t k = 0;
 		for (size_t r = 0; r < h->nrows && k < 20; r++) {
-			if (!h->rows[r].ninfl)
+			const struct row *w = &h->rows[r];
+			if (!w->ninfl)
 				continue;
 			k++;
-			fputs("<li><b>", f);
-			escs(f, h->procs[h->rows[r].reader].name);
+			if (w->has_wait)
+				fprintf(f, "<li data-chain=\"%zu\"><b>", nchain);
+			else
+				fputs("<li><b>", f);
+			escs(f, h->procs[w->reader].name);
 			fputs("</b>: <code>", f);
-			escs(f, h->rows[r].infl);
-			fputs("</code></li>\n", f);
+			escs(f, w->infl);
+			fputs("</code>", f);
+			if (w->has_wait) {
+				put_link(h, f, cj, nchain++, r, &w->wait, "waits in");
+				fputs("]}", cj);
+			}
+			fputs("</li>\n", f);
 		}
 		if (ninfl > 20)
 			fprintf(f, "<li>... and %zu more (see the table)</li>\n", ninfl - 20);

@@ -4,7 +4,8 @@
  * export_html.c; no network, no library).  The SVG timeline zooms around
  * the cursor (wheel, pinch, + and - buttons or keys), pans by dragging,
  * resets (button or 0); a call's details show on hover; a failure clicked
- * in the diagnosis zooms to it and highlights its chain.
+ * in the diagnosis (or a call in flight waiting on a socket peer) zooms to
+ * it and highlights its chain.
  *
  * Every rect of the plot keeps the x and width it was written with (the
  * whole run across pw pixels); a view [v0, v1] in ns maps them again.
@@ -95,10 +96,14 @@
 			for (var m of [2, 5, 10])
 				if (step < span / 10)
 					step = base * m;
+		/* labels in the unit of the view's end, with the decimals the
+		 * step needs (1.071720 s, 1.071725 s: not 1.07172 s twice) */
+		var u = v1 >= 1e9 ? [1e9, ' s'] : v1 >= 1e6 ? [1e6, ' ms'] : v1 >= 1e3 ? [1e3, ' us'] : [1, ' ns'];
+		var dec = Math.min(9, Math.max(0, Math.ceil(Math.log10(u[0] / step) - 1e-9)));
 		for (var t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
 			var x = xOf(t);
 			el('line', { x1: x, y1: D.top - 6, x2: x, y2: plotH, stroke: '#ccc' }, axis);
-			el('text', { x: x, y: D.top - 10, 'text-anchor': 'middle' }, axis).textContent = fmt(t);
+			el('text', { x: x, y: D.top - 10, 'text-anchor': 'middle' }, axis).textContent = (t / u[0]).toFixed(dec) + u[1];
 		}
 	}
 
@@ -190,7 +195,7 @@
 	document.getElementById('tl-out').addEventListener('click', function () { zoom(2, LW + PW / 2); });
 	document.getElementById('tl-reset').addEventListener('click', function () { view(0, END); });
 	document.addEventListener('keydown', function (ev) {
-		if (ev.target !== document.body || ev.ctrlKey || ev.metaKey || ev.altKey)
+		if (/^(INPUT|TEXTAREA|SELECT)$/.test(ev.target.tagName) || ev.ctrlKey || ev.metaKey || ev.altKey)
 			return;
 		if (ev.key === '+' || ev.key === '=')
 			zoom(0.5, LW + PW / 2);
@@ -239,13 +244,13 @@
 	}
 	function showChain(i) {
 		var ch = D.chain[i];
-		document.querySelectorAll('.chain-row,.chain-peer,.chain-call,ol.chain li.active').forEach(function (e) {
+		document.querySelectorAll('.chain-row,.chain-peer,.chain-call,li.active').forEach(function (e) {
 			e.classList.remove('chain-row', 'chain-peer', 'chain-call', 'active');
 		});
 		while (chainG.firstChild)
 			chainG.removeChild(chainG.firstChild);
 		overlay = [];
-		var li = document.querySelector('ol.chain li[data-chain="' + i + '"]');
+		var li = document.querySelector('li[data-chain="' + i + '"]');
 		if (li)
 			li.classList.add('active');
 		var g = rowG(ch.row);
@@ -290,8 +295,9 @@
 		view(t0 - pad, t1 + pad);
 		svg.scrollIntoView({ block: 'nearest' });
 	}
-	document.querySelectorAll('ol.chain li[data-chain]').forEach(function (li) {
-		li.title = 'show this failure and its chain on the timeline';
+	/* the failures listed, and the calls in flight that wait on a peer */
+	document.querySelectorAll('li[data-chain]').forEach(function (li) {
+		li.title = 'show this call and its chain on the timeline';
 		li.addEventListener('click', function () { showChain(+li.getAttribute('data-chain')); });
 	});
 	redraw();

@@ -9,14 +9,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # installs into build/node below: node and npm from Debian), Graphviz
 # renders `ncclrr hang --dot` (hang_dot), Open MPI runs and builds the
 # mpirun-launched jobs (nccl_mpi_*: installed before the build is
-# configured, which looks for MPI), strace watches what replay and the analyzers do with a hostile trace (replay_hostile), protoc
-# decodes `export --perfetto` (export_perfetto).
+# configured, which looks for MPI), strace watches what replay and the
+# analyzers do with a hostile trace (replay_hostile), protoc decodes
+# `export --perfetto` (export_perfetto).
 extra=()
-for p in chromium nodejs graphviz openmpi-bin libopenmpi-dev strace protobuf-compiler; do
+for p in chromium nodejs npm graphviz openmpi-bin libopenmpi-dev strace protobuf-compiler; do
+	# a node or npm from elsewhere (one bundles the other) will do
+	case $p in nodejs) command -v node >/dev/null && continue ;; npm) command -v npm >/dev/null && continue ;; esac
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || extra+=("$p")
 done
-# (a nodejs from elsewhere brings its own npm, which Debian's would conflict with)
-command -v npm >/dev/null || extra+=(npm)
 if ((${#extra[@]})) && [ "$(id -u)" -eq 0 ]; then
 	echo "test-all: installing ${extra[*]} for the tests"
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null; } ||
@@ -25,7 +26,8 @@ fi
 source scripts/setup.sh
 # playwright-core at the version tests/analyzer/package.json pins, for
 # export_browser (which skips, saying why, when it is missing)
-if command -v npm >/dev/null && [ ! -d build/node/node_modules/playwright-core ]; then
+if command -v npm >/dev/null && { [ ! -d build/node/node_modules/playwright-core ] ||
+	! cmp -s tests/analyzer/package.json build/node/package.json; }; then
 	mkdir -p build/node && cp tests/analyzer/package.json build/node/ &&
 		npm install --prefix build/node --no-audit --no-fund >/dev/null ||
 		echo "test-all: could not install playwright-core; export_browser skips" >&2

@@ -36,6 +36,11 @@ async function view(page) {
 	});
 }
 
+async function ticksApart(page) {
+	const ticks = await page.evaluate(() => [...document.querySelectorAll('svg.timeline g.axis text')].map((e) => e.textContent));
+	check(ticks.length >= 2 && new Set(ticks).size === ticks.length, 'axis labels apart when zoomed in: ' + ticks);
+}
+
 (async () => {
 	let browser;
 	try {
@@ -88,9 +93,10 @@ async function view(page) {
 		if (row === '-') {
 			const d = await page.evaluate(() => JSON.parse(document.getElementById('nrr-data').textContent));
 			for (let i = 0; i < d.chain.length && i < 5; i++) {
-				await page.locator('ol.chain li[data-chain="' + i + '"]').click();
+				await page.locator('li[data-chain="' + i + '"]').click();
 				const v = await view(page);
 				check(v.v0 <= d.chain[i].t && d.chain[i].t <= v.v1, 'failure ' + i + ' in view: ' + JSON.stringify(v));
+				await ticksApart(page);
 			}
 			await page.screenshot({ path: shot, fullPage: false });
 			console.log('screenshot: ' + shot);
@@ -115,6 +121,7 @@ async function view(page) {
 			link: document.querySelectorAll('g.chain line.chain-link').length,
 		}));
 		check(hl.active === 1, 'the clicked failure is marked active');
+		await ticksApart(page);
 		check(hl.row.join() === row, 'failing row ' + row + ' highlighted: ' + hl.row);
 		check(hl.peer.join() === peer, 'peer row ' + peer + ' highlighted: ' + hl.peer);
 		check(hl.call === 1, 'the failing call is highlighted on the timeline: ' + hl.call);

@@ -163,7 +163,7 @@ items = re.findall(r'<li[^>]*>(.*?)</li>', chain, re.S)
 assert len(items) == 2, items
 assert "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE" in items[0] and "NCCL WARN Cuda failure 1" in items[0], items[0]
 assert "ncclCommInitRank = ncclInternalError" in items[1], items[1]
-assert re.search(r'<ul class="inflight">\s*<li><b>rank 0 [^<]*</b>: <code>recv \(since', d), "in-flight recv"
+assert re.search(r'<ul class="inflight">\s*<li[^>]*><b>rank 0 [^<]*</b>: <code>recv \(since', d), "in-flight recv"
 assert re.search(r'<ul class="common">\s*<li><code>connect = -1 ECONNREFUSED', d), "retried connect"
 assert re.search(r'<rect class="inflight" [^>]*fill="url\(#hatch\)"', t), "hatched in-flight mark"
 PY
@@ -336,6 +336,21 @@ hang)
 	"$NCCLRR" export --html "$T/r.html" --ctf "$T/ctf" "$T/run" || fail "export exit $?"
 	grep -q 'Hang analysis' "$T/r.html" && grep -q 'rank 5 never connected' "$T/r.html" ||
 		fail "the report lacks the hang analysis naming rank 5"
+	# the calls in flight that wait on a socket peer are chains too: the
+	# ranks that wait in recv wait on rank 0 (the hang analysis says so)
+	python3 - "$T/r.html" <<'PY' || fail "the waits' chains"
+import re, sys, json
+t = open(sys.argv[1], encoding="utf-8").read()
+d = json.loads(re.search(r'<script type="application/json" id="nrr-data">(.*?)</script>', t, re.S).group(1))
+waits = re.findall(r'<li data-chain="(\d+)"><b>(rank \d+) [^<]*</b>: <code>[^<]*</code><div class="peer">waits in: (\w+) on fd \d+ at [^,]*, peer <b>(rank \d+) ', t)
+recv = [w for w in waits if w[2] == "recv"]
+assert len(recv) >= 10 and all(w[3] == "rank 0" for w in recv), waits
+for i, who, fn, peer in recv:
+    ch = d["chain"][int(i)]
+    assert d["rows"][ch["row"]].startswith(who + " (") and d["rows"][ch["peer"]].startswith("rank 0 ("), ch
+    assert d["calls"][ch["c"]][7] == "recv" and d["calls"][ch["c"]][9] == "(in flight at the end)", d["calls"][ch["c"]]
+print("hang: %d ranks wait in recv on rank 0" % len(recv))
+PY
 	if command -v babeltrace2 >/dev/null; then
 		n_ctf=$(babeltrace2 "$T/ctf" 2>"$T/bt.err" | grep -c '_leave: ') || { cat "$T/bt.err"; fail "babeltrace2 cannot read the CTF"; }
 		n_dump=$("$NCCLRR" dump "$T/run" | grep -vc 'unfinished\|in flight at end\|^[0-9.]* [^ ]* LOG')
