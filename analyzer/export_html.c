@@ -260,6 +260,17 @@ static int sig_of(struct html *h, const char *txt, bool add)
 }
 
 /* Whether failures of kind @sig are rare across processes. */
+/* A failure the benign= rules of formats/api/ call one a healthy run has
+ * too (a probe, a missing optional part, done already) is counted but is
+ * drawn as a call, never a row's failure, as in the other exports; a refused
+ * connect retried is judged by whether a later call got through
+ * (recovered). */
+static bool expected_failure(const nrr_call *c)
+{
+	const nrr_benign_rule *r = nrr_call_benign_rule(c);
+	return r && strcmp(r->kind, "retry") != 0;
+}
+
 static bool notable(const struct html *h, int sig)
 {
 	size_t n = sig < 0 ? 1 : h->sigs[sig].nrows;
@@ -453,7 +464,9 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 		w->last_t = end;
 		call_txt(h, c, w->last_txt, sizeof(w->last_txt));
 	}
-	if (nrr_call_failed(c)) {
+	if (nrr_call_failed(c) && expected_failure(c)) {
+		w->errors++;   /* counted, never the failure of the row */
+	} else if (nrr_call_failed(c)) {
 		w->errors++;
 		char txt[300];
 		call_txt(h, c, txt, sizeof(txt));
@@ -684,7 +697,7 @@ static void draw(struct html *h, size_t ri, const nrr_call *c)
 	}
 	if (w->focus)
 		keep_detail(h, w, c, ts, end);
-	if (nrr_call_failed(c)) {
+	if (nrr_call_failed(c) && !expected_failure(c)) {
 		long px = (long)x0;
 		char txt[300];
 		/* the same failure again in the pixel (a retry loop): marked */

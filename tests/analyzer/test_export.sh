@@ -396,6 +396,12 @@ assert len(nf) == 4000 and all(e.get("cname") == "grey" and e["args"].get("benig
 assert [e["name"] for e in a if e["ph"] == "i" and e.get("cat") == "error"] == ["error: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY (2)"]
 print("noise ok: %d events by default, %d with --all" % (len(d), len(a)))
 PY
+	# the report: the probes are drawn as calls, not as failures (red, or
+	# pink as common); the one failure marked is rank 1's cuMemAlloc_v2
+	"$NCCLRR" export --html "$T/p.html" "$T/p" || fail "export --html exited $?"
+	grep -o '<rect class="error[^>]*>[^<]*<title>[^<]*' "$T/p.html" >"$T/p.red"
+	grep -q 'cuMemAlloc_v2' "$T/p.red" || fail "the report has no red mark for cuMemAlloc_v2"
+	! grep -q 'cuGetProcAddress' "$T/p.red" || fail "the report marks a NOT_FOUND probe as a failure: $(grep -m1 cuGetProcAddress "$T/p.red")"
 	;;
 select)
 	G="$SRC/traces/nccl/p2p_ipc_open"
