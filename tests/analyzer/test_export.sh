@@ -175,8 +175,11 @@ PY
 import re, sys
 t = open(sys.argv[1], encoding="utf-8").read()
 counts = [(int(a), int(b)) for a, b in re.findall(r'on (\d+) of (\d+) processes', t)]
-assert counts, "no per-kind counts"
 assert all(0 < a <= b for a, b in counts), counts
+# the failures a healthy run has too (benign= rules: socket's
+# EPROTONOSUPPORT, ibv_get_device_list's ENOSYS, NVML's NOT_SUPPORTED on
+# 16 of 17 processes) are not listed as failures
+assert not re.search(r'EPROTONOSUPPORT|ENOSYS|NVML_ERROR_NOT_SUPPORTED', t), re.findall(r'<li>[^\n]*(?:EPROTONOSUPPORT|ENOSYS|NOT_SUPPORTED)[^\n]*', t)[:3]
 m = re.search(r'Failing calls, earliest first \((\d+) processes of 17\)', t)
 assert m and int(m.group(1)) <= 17, m
 chain = re.search(r'<ol class="chain">(.*?)</ol>', t, re.S).group(1)
