@@ -20,7 +20,7 @@ static const struct nrr_cmd cmds[] = {
 	{ "replay", "re-execute a recorded run here; reproduce its failure or show where it diverges", cmd_replay_usage, cmd_replay, 0 },
 	{ "hang", "explain a hang: what each rank waits for, and the rank at the root", cmd_hang_usage, cmd_hang, NRR_CMD_LENIENT },
 	{ "nccl", "list the NCCL versions of the fake cluster and their build facts", cmd_nccl_usage, cmd_nccl, 0 },
-	{ "export", "write a trace as Chrome/Perfetto JSON, CTF or an HTML report", cmd_export_usage, cmd_export, NRR_CMD_LENIENT },
+	{ "export", "write a trace as Chrome JSON, a Perfetto protobuf, CTF or an HTML report", cmd_export_usage, cmd_export, NRR_CMD_LENIENT },
 };
 
 int nrr_cli_opt_error(const char *name, int c, const char *opt)
