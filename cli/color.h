@@ -3,7 +3,7 @@
  * verdicts (reproduced, diverged, a hang), the one place that decides.
  *
  * --color=auto (the default): only on a stream that is a terminal, with
- * TERM set and not "dumb", and NO_COLOR unset or empty (no-color.org);
+ * TERM set and not "dumb", and NO_COLOR unset or empty (the NO_COLOR convention);
  * --color=always: always, NO_COLOR or not; --color=never: never. */
 #ifndef NCCLRR_CLI_COLOR_H
 #define NCCLRR_CLI_COLOR_H
