@@ -334,7 +334,7 @@ static void thread_meta(struct chrome *x, size_t ri, uint32_t tid)
 
 static int64_t rel(struct chrome *x, size_t ri, uint64_t ts)
 {
-	return (int64_t)(nrr_reader_wall(x->in->r[ri], ts) - x->in->base_wall);
+	return nrr_inputs_time(x->in, ri, ts);
 }
 
 /* The red instant event of a failure. */

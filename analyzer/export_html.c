@@ -219,13 +219,10 @@ static void fmt_t(char *b, size_t n, int64_t ns)
 }
 
 /* Times come from the trace: arithmetic on them saturates (a chunk whose
- * first_ts is 2^63 once made the axis loop forever). */
+ * first_ts is 2^63 once made the axis loop forever; nrr_inputs_time). */
 static int64_t rel(struct html *h, size_t ri, uint64_t ts)
 {
-	uint64_t w = nrr_reader_wall(h->in->r[ri], ts), b = h->in->base_wall;
-	if (w >= b)
-		return w - b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)(w - b);
-	return b - w > (uint64_t)INT64_MAX ? -INT64_MAX : -(int64_t)(b - w);
+	return nrr_inputs_time(h->in, ri, ts);
 }
 
 /* @ts + @d, at most INT64_MAX */

@@ -369,7 +369,12 @@ static int64_t secs_ns(double s)
 
 int64_t nrr_inputs_time(const struct nrr_inputs *in, size_t ri, uint64_t ts)
 {
-	return (int64_t)(nrr_reader_wall(in->r[ri], ts) - in->base_wall);
+	/* times come from the trace: saturate (a chunk whose first_ts is
+	 * 2^63 once made the HTML axis loop forever) */
+	uint64_t w = nrr_reader_wall(in->r[ri], ts), b = in->base_wall;
+	if (w >= b)
+		return w - b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)(w - b);
+	return b - w > (uint64_t)INT64_MAX ? -INT64_MAX : -(int64_t)(b - w);
 }
 
 int nrr_select_resolve(struct nrr_select *s, struct nrr_inputs *in)

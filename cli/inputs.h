@@ -85,7 +85,8 @@ size_t nrr_inputs_skipped(void);
  * returns NRR_EXIT_USAGE. */
 int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int npaths, const char *ranks);
 void nrr_inputs_close(struct nrr_inputs *in);
-/* Time @ts of reader @ri as ns since the earliest trace started. */
+/* Time @ts of reader @ri as ns since the earliest trace started,
+ * saturated at +-INT64_MAX (times come from the trace). */
 int64_t nrr_inputs_time(const struct nrr_inputs *in, size_t ri, uint64_t ts);
 /* Make @s the selection of @in (in->sel): fixes the time window, for
  * --around-failure by reading the traces once for the first failure that
