@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -1276,6 +1277,51 @@ void nrr_log(nrr_tls *t, unsigned level, const char *text, size_t len)
 
 /* ------------------------------------------------------------ open/close */
 
+/* A trace appears under its name only once its header, schema and
+ * metadata are in it: it is made unnamed (O_TMPFILE) in its directory and
+ * linked there when they are written.  A process killed in between (a
+ * launcher's SIGKILL right after start) leaves no file, not an empty one
+ * that every reader would have to call damaged.  Where the filesystem has
+ * no O_TMPFILE the file is created under its name at once (*@unnamed
+ * false).  -1 with errno set on failure. */
+static int create_unnamed(const char *path, mode_t mode, bool *unnamed)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	*unnamed = fd >= 0;
+	if (fd >= 0 || errno == ENOENT || errno == EACCES || errno == ENOTDIR)
+		return fd;
+	return open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+}
+
+/* Link the unnamed file @fd as @path (-EEXIST as open(O_EXCL) would),
+ * then put a descriptor opened by that name in @fd's place, so that
+ * /proc/PID/fd shows the trace's name (tests and users look there). */
+static int give_name(int fd, const char *path)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW)) {
+		if (errno == EEXIST || errno == ENOSPC || errno == EDQUOT || errno == EROFS)
+			return -errno;
+		/* no /proc: the descriptor itself (needs CAP_DAC_READ_SEARCH) */
+		if (linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH))
+			return -errno;
+	}
+	int named = open(path, O_WRONLY | O_CLOEXEC);
+	struct stat a, b;
+	if (named >= 0 && !fstat(fd, &a) && !fstat(named, &b) && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+		syscall(SYS_dup3, named, fd, O_CLOEXEC);
+	if (named >= 0)
+		sys_close(named);
+	return 0;
+}
+
 int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *opts)
 {
 	nrr_writer_opts o = { 0 };
@@ -1308,7 +1354,8 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	w->watchdog_ns = o.watchdog_ns;
 	w->sync_ns = o.ring_bytes ? 0 : o.sync_ns;
 	pthread_mutex_init(&w->io_lock, NULL);
-	int low = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, o.file_mode ? (mode_t)o.file_mode : 0600);
+	bool unnamed;
+	int low = create_unnamed(path, o.file_mode ? (mode_t)o.file_mode : 0600, &unnamed);
 	if (low < 0) {
 		rc = -errno;
 		free(w);
@@ -1357,8 +1404,11 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	if (!rc)
 		rc = emit_chunk(w, NRR_CHUNK_META, NRR_STREAM_NONE, 0, 0, 0, 0,
 				o.meta ? o.meta : "", o.meta ? o.meta_len : 0);
+	if (!rc && unnamed)
+		rc = give_name(w->fd, path);
 	if (rc)
 		goto error_key;
+	unnamed = false;
 	w->base_off = w->off;
 	w->warned = false;
 	/* the compression thread takes no signal: a handler that asks it for a
@@ -1393,7 +1443,8 @@ error:
 	free(w->zbuf);
 	schema_free(w);
 	sys_close(w->fd);
-	unlink(path);
+	if (!unnamed)
+		unlink(path);
 	free(w);
 	return rc;
 }

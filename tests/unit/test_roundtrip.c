@@ -5,6 +5,7 @@
  * nesting phase and coalesced repeat must come back exactly.
  *   test_roundtrip [SEED]   (or NCCLRR_TEST_SEED)
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -548,6 +549,34 @@ static void test_cycles(const char *dir)
 	}
 }
 
+/* A trace is under its name from the moment the writer is open, complete
+ * up to its metadata (never an empty file a kill could leave: it is made
+ * unnamed and linked when its first chunks are in), its descriptor shows
+ * that name, and an existing file of that name is refused and kept. */
+static void test_naming(const char *dir)
+{
+	char path[128], link[128], target[256];
+	snprintf(path, sizeof(path), "%s/named.nrt", dir);
+	nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .meta = "host=n\n", .meta_len = 7 };
+	nrr_writer *w;
+	CHECK_FATAL(nrr_writer_open(&w, path, &o) == 0, "writer_open %s", path);
+	nrr_reader *r;
+	nrr_diag d;
+	CHECK(nrr_reader_open(&r, path, &d) == 0 && strcmp(nrr_reader_meta(r, "host"), "n") == 0,
+	      "an open writer's file reads, metadata included: %s", d.msg);
+	nrr_reader_close(r);
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", nrr_writer_fd(w));
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	target[n > 0 ? n : 0] = 0;
+	CHECK(strcmp(target, path) == 0, "the writer's descriptor is the file by its name (%s)", target);
+	nrr_writer *w2 = NULL;
+	CHECK(nrr_writer_open(&w2, path, &o) == -EEXIST, "a second writer on the same name is refused with EEXIST");
+	CHECK(nrr_writer_close(w) == 0, "writer_close");
+	CHECK(nrr_reader_open(&r, path, &d) == 0, "the refused writer left the first file in place: %s", d.msg);
+	nrr_reader_close(r);
+	unlink(path);
+}
+
 static void run(const char *path, size_t chunk, uint64_t seed, struct thr *th)
 {
 	nrr_writer *w;
@@ -578,6 +607,7 @@ int main(int argc, char **argv)
 	snprintf(p1, sizeof(p1), "%s/small.nrt", dir);
 	snprintf(p2, sizeof(p2), "%s/big.nrt", dir);
 	test_cycles(dir);
+	test_naming(dir);
 	static struct thr t1[NTHREADS], t2[NTHREADS];
 	run(p1, 16384, seed, t1);
 	run(p2, 0, seed + 7, t2);
