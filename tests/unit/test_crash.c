@@ -230,7 +230,7 @@ static void inflight_child(const char *path, int ready_fd, const void *arg)
 	usleep(300000);
 	nrr_writer_set_end(w, "signal SIGTERM", false);
 	nrr_writer_set_end(w, "exit 0", true);   /* kept: one is set */
-	if (nrr_writer_dump(w, 5000) || write(ready_fd, "r", 1) != 1)
+	if (nrr_writer_dump(w, 30000) || write(ready_fd, "r", 1) != 1)
 		_exit(4);
 	pause();
 }
@@ -298,7 +298,9 @@ static void folding_child(const char *path, int ready_fd, const void *arg)
 	if (nrr_writer_open(&w, path, &o) || pthread_create(&th, NULL, poller, w))
 		_exit(3);
 	for (int n = 0;; n++) {
-		if (nrr_writer_dump(w, 1000))
+		/* the wait is generous: on a loaded machine a tail can take
+		 * seconds, and the test is about what the tail holds */
+		if (nrr_writer_dump(w, 30000))
 			_exit(4);
 		if (n == 3) {   /* tails are being written, and the poller polls */
 			while (atomic_load(&polled) < 1000)
@@ -378,7 +380,7 @@ static void tail_then_chunks_child(const char *path, int ready_fd, const void *a
 		_exit(3);
 	usleep(200000);
 	record_calls(nrr_writer_thread(w), 1, 100, 4);   /* stays in this thread's buffer */
-	if (nrr_writer_dump(w, 5000))   /* a tail with those 100 calls */
+	if (nrr_writer_dump(w, 30000))   /* a tail with those 100 calls */
 		_exit(4);
 	uint64_t before, chunks;
 	nrr_writer_counters(w, NULL, &before, NULL);
