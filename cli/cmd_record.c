@@ -283,6 +283,11 @@ int cmd_record(int argc, char **argv)
 		if (lttng_start(dir, session, sizeof(session)) < 0)
 			return NRR_EXIT_USAGE;
 		setenv("LTTNG_UST_ALLOW_BLOCKING", "1", 1);   /* no event lost: the channel blocks */
+		/* ... nor before a process is registered: lttng-ust waits 3 s
+		 * for the session daemon, then runs on and drops the events
+		 * until it is (a loaded machine lost cuInit so).  A minute,
+		 * not forever: a dead daemon must not hang the job */
+		setenv("LTTNG_UST_REGISTER_TIMEOUT", "60000", 0);
 	}
 
 	/* the command's environment */
