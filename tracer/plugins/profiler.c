@@ -100,6 +100,20 @@ static void pwarn(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* Why the user's profiler gets nothing: once per process on stderr (NCCL
+ * shows its logger's WARN only with NCCL_DEBUG set), and to NCCL's
+ * logger (v4+) for every communicator. */
+static void inner_warn(nrr_nccl_logger logfn)
+{
+	static int told;
+	if (!inner_err[0])
+		return;
+	if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+		pwarn("%s", inner_err);
+	if (logfn)
+		logfn(NRR_NCCL_LOG_WARN, NRR_NCCL_INIT | NRR_NCCL_PROFILE, __FILE__, __LINE__, "%s", inner_err);
+}
+
 /* ------------------------------------------------------------ contexts and events */
 struct pctx {
 	void *inner_ctx;
@@ -454,8 +468,8 @@ static nrr_nccl_result p##K##_init(void **context, int *mask) \
 	nrr_nccl_result ir = NRR_NCCL_SUCCESS; \
 	if (IN(K)) \
 		ir = IN(K)->init(&c->inner_ctx, mask); \
-	else if (inner_err[0]) \
-		pwarn("%s", inner_err); \
+	else \
+		inner_warn(NULL); \
 	ctx_setup(c, K, ir, IN(K) != NULL, mask, OURS_V14, NULL, 0, 0, 0, -1); \
 	*context = c; \
 	return NRR_NCCL_SUCCESS; \
@@ -475,8 +489,8 @@ static nrr_nccl_result p##K##_init(void **context, int *mask, const char *commNa
 	nrr_nccl_result ir = NRR_NCCL_SUCCESS; \
 	if (IN(K)) \
 		ir = IN(K)->init(&c->inner_ctx, mask, commName, commHash, nNodes, nranks, rank, logfn); \
-	else if (inner_err[0] && logfn) \
-		logfn(NRR_NCCL_LOG_WARN, NRR_NCCL_INIT | NRR_NCCL_PROFILE, __FILE__, __LINE__, "%s", inner_err); \
+	else \
+		inner_warn(logfn); \
 	ctx_setup(c, K, ir, IN(K) != NULL, mask, OURS, commName, commHash, nNodes, nranks, rank); \
 	*context = c; \
 	return NRR_NCCL_SUCCESS; \
@@ -495,8 +509,8 @@ static nrr_nccl_result p##K##_init(void **context, uint64_t commId, int *mask, c
 	nrr_nccl_result ir = NRR_NCCL_SUCCESS; \
 	if (IN(K)) \
 		ir = IN(K)->init(&c->inner_ctx, commId, mask, commName, nNodes, nranks, rank, logfn); \
-	else if (inner_err[0] && logfn) \
-		logfn(NRR_NCCL_LOG_WARN, NRR_NCCL_INIT | NRR_NCCL_PROFILE, __FILE__, __LINE__, "%s", inner_err); \
+	else \
+		inner_warn(logfn); \
 	ctx_setup(c, K, ir, IN(K) != NULL, mask, OURS_V5, commName, commId, nNodes, nranks, rank); \
 	*context = c; \
 	return NRR_NCCL_SUCCESS; \
