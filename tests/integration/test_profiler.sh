@@ -12,8 +12,9 @@
 #           shows the plugin's init (the API version NCCL took), the
 #           AllReduce's GroupApi/CollApi (v5+) and Coll events with their
 #           stops, and on some rank the NET proxy operations and their steps;
-#           a profiler the user names in NCCL_PROFILER_PLUGIN that cannot
-#           load is named in a warning and the events are still recorded
+#           a profiler the user names in NCCL_PROFILER_PLUGIN that NCCL
+#           would not find is named in record's warning and the events are
+#           still recorded
 #   hang    init_allreduce on 1node_8gpu, rank 3 stalls before its AllReduce
 #           (--stall-rank 3) and the job is stopped at the timeout: `ncclrr
 #           hang` names rank 3 and says, per rank, in text and JSON, that the
@@ -62,12 +63,18 @@ if [ "$case_" = plugin ]; then
 	"$ncclrr" dump --api 'ncclProfiler_*' "$tmp/u" >"$tmp/u.dump" 2>&1 || fail "dump (user): exit $?"
 	has "$tmp/u.dump" 'ncclProfiler_init(version=4, commName="drive", commId=0x1234' "recorded with a user profiler"
 	has "$tmp/u.dump" 'ncclProfiler_proxyStepStart(event=4, parent=3, rank=0, step=0)' "a step the user profiler did not ask for"
-	# a user profiler that cannot be loaded: named through NCCL's logger, ncclrr records alone
+	# a user profiler NCCL would not find either: record names it, ncclrr records alone
 	NCCL_PROFILER_PLUGIN=$tmp/nope.so "$ncclrr" record -q -o "$tmp/n" -- "$drive" >"$tmp/n.out" 2>&1 ||
 		fail "prof_drive with a missing user profiler exited $?"
-	has "$tmp/n.out" "Cannot load the profiler plugin to forward to: path=$tmp/nope.so" "the missing profiler named"
+	has "$tmp/n.out" "ncclrr record: warning: ncclrr: Cannot find the plugin: NCCL_PROFILER_PLUGIN=$tmp/nope.so" \
+		"the missing profiler named by record"
 	"$ncclrr" dump --api 'ncclProfiler_collStart' "$tmp/n" | grep -c 'ncclProfiler_collStart' >"$tmp/n.count"
 	has "$tmp/n.count" "2" "both collective events recorded without the user profiler"
+	# one the plugin itself cannot load (NCCLRR_PROFILER_PLUGIN given directly): named on stderr
+	NCCLRR_PROFILER_PLUGIN=$tmp/nope2.so "$ncclrr" record -q -o "$tmp/m" -- "$drive" >"$tmp/m.out" 2>&1 ||
+		fail "prof_drive with a missing NCCLRR_PROFILER_PLUGIN exited $?"
+	has "$tmp/m.out" "ncclrr: Cannot load the profiler plugin to forward to: path=$tmp/nope2.so" "the plugin's warning"
+	has "$tmp/m.out" "prof_drive: using v6" "all versions without a user profiler"
 	[ $fails -eq 0 ] && echo "PASS $case_" || echo "$fails failure(s) in $case_"
 	[ $fails -eq 0 ]
 	exit
@@ -146,8 +153,8 @@ record)
 	rc=$?
 	[ $rc -eq 0 ] || { fail "NCCL $v with a missing user profiler: exit $rc"; tail -n 20 "$d.log"; }
 	"$ncclrr" dump --rank 0 "$d" >"$d.dump" 2>&1
-	grep -q "Cannot load the profiler plugin to forward to: path=$tmp/no-such-profiler.so" "$d.dump" "$d.log" ||
-		fail "NCCL $v: the missing user profiler is not named"
+	grep -q "ncclrr record: warning: ncclrr: Cannot find the plugin: NCCL_PROFILER_PLUGIN=$tmp/no-such-profiler.so" "$d.log" ||
+		fail "NCCL $v: the missing user profiler is not named: $(grep -m3 -i profiler "$d.log")"
 	grep -q 'ncclProfiler_collStart(' "$d.dump" || fail "NCCL $v: no Coll event with a missing user profiler"
 	;;
 hang)
