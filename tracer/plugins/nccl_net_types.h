@@ -414,41 +414,48 @@ typedef struct nrr_ncclProfiler_v4 {
 	nrr_nccl_result (*finalize)(void *context);
 } nrr_ncclProfiler_v4;
 
+/* The v5 union members, which v6 extends. */
+#define NRR_PROF_DESCR_V5_MEMBERS \
+		struct { bool graphCaptured; int groupDepth; } groupApi; \
+		struct { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; } collApi; \
+		struct { const char *func; size_t count; const char *datatype; void *stream; bool graphCaptured; } p2pApi; \
+		struct { void *stream; } kernelLaunch; \
+		struct { \
+			uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; \
+			size_t count; int root; const char *datatype; uint8_t nChannels, nWarps; \
+			const char *algo; const char *proto; void *parentGroup; \
+		} coll; \
+		struct { \
+			const char *func; void *buff; const char *datatype; size_t count; int peer; \
+			uint8_t nChannels; void *parentGroup; \
+		} p2p; \
+		nrr_prof_proxy_op proxyOp; \
+		struct { int step; } proxyStep; \
+		struct { uint8_t channelId; uint64_t pTimer; } kernelCh; \
+		nrr_prof_net_plugin netPlugin;
+
 /* v5: 64-bit type, API events; coll/p2p keep a parentGroup handle. */
 typedef struct nrr_prof_descr_v5 {
 	uint64_t type;
 	void *parentObj;
 	int rank;
 	union {
-		struct { bool graphCaptured; int groupDepth; } groupApi;
-		struct { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; } collApi;
-		struct { const char *func; size_t count; const char *datatype; void *stream; bool graphCaptured; } p2pApi;
-		struct { void *stream; } kernelLaunch;
-		struct {
-			uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff;
-			size_t count; int root; const char *datatype; uint8_t nChannels, nWarps;
-			const char *algo; const char *proto; void *parentGroup;
-		} coll;
-		struct {
-			const char *func; void *buff; const char *datatype; size_t count; int peer;
-			uint8_t nChannels; void *parentGroup;
-		} p2p;
-		nrr_prof_proxy_op proxyOp;
-		struct { int step; } proxyStep;
-		struct { uint8_t channelId; uint64_t pTimer; } kernelCh;
-		nrr_prof_net_plugin netPlugin;
+		NRR_PROF_DESCR_V5_MEMBERS
 	};
 } nrr_prof_descr_v5;
 typedef nrr_prof_state_args_v4 nrr_prof_state_args_v5;
-typedef struct nrr_ncclProfiler_v5 {
-	const char *name;
-	nrr_nccl_result (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName,
-				int nNodes, int nranks, int rank, nrr_nccl_logger logfn);
-	nrr_nccl_result (*startEvent)(void *context, void **eHandle, nrr_prof_descr_v5 *eDescr);
-	nrr_nccl_result (*stopEvent)(void *eHandle);
-	nrr_nccl_result (*recordEventState)(void *eHandle, int eState, nrr_prof_state_args_v5 *eStateArgs);
-	nrr_nccl_result (*finalize)(void *context);
-} nrr_ncclProfiler_v5;
+/* The v5 and v6 tables: the same members over their own descriptors. */
+#define NRR_PROF_TABLE_V56(K) \
+typedef struct nrr_ncclProfiler_v##K { \
+	const char *name; \
+	nrr_nccl_result (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName, \
+				int nNodes, int nranks, int rank, nrr_nccl_logger logfn); \
+	nrr_nccl_result (*startEvent)(void *context, void **eHandle, nrr_prof_descr_v##K *eDescr); \
+	nrr_nccl_result (*stopEvent)(void *eHandle); \
+	nrr_nccl_result (*recordEventState)(void *eHandle, int eState, nrr_prof_state_args_v##K *eStateArgs); \
+	nrr_nccl_result (*finalize)(void *context); \
+} nrr_ncclProfiler_v##K;
+NRR_PROF_TABLE_V56(5)
 
 /* v6: v5 plus the copy-engine (CE) descriptors; init and state args as v5. */
 typedef struct nrr_prof_descr_v6 {
@@ -456,23 +463,7 @@ typedef struct nrr_prof_descr_v6 {
 	void *parentObj;
 	int rank;
 	union {
-		struct { bool graphCaptured; int groupDepth; } groupApi;
-		struct { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; } collApi;
-		struct { const char *func; size_t count; const char *datatype; void *stream; bool graphCaptured; } p2pApi;
-		struct { void *stream; } kernelLaunch;
-		struct {
-			uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff;
-			size_t count; int root; const char *datatype; uint8_t nChannels, nWarps;
-			const char *algo; const char *proto; void *parentGroup;
-		} coll;
-		struct {
-			const char *func; void *buff; const char *datatype; size_t count; int peer;
-			uint8_t nChannels; void *parentGroup;
-		} p2p;
-		nrr_prof_proxy_op proxyOp;
-		struct { int step; } proxyStep;
-		struct { uint8_t channelId; uint64_t pTimer; } kernelCh;
-		nrr_prof_net_plugin netPlugin;
+		NRR_PROF_DESCR_V5_MEMBERS
 		struct {
 			uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff;
 			size_t count; int root; const char *datatype; const char *syncStrategy;
@@ -483,15 +474,7 @@ typedef struct nrr_prof_descr_v6 {
 	};
 } nrr_prof_descr_v6;
 typedef nrr_prof_state_args_v4 nrr_prof_state_args_v6;
-typedef struct nrr_ncclProfiler_v6 {
-	const char *name;
-	nrr_nccl_result (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName,
-				int nNodes, int nranks, int rank, nrr_nccl_logger logfn);
-	nrr_nccl_result (*startEvent)(void *context, void **eHandle, nrr_prof_descr_v6 *eDescr);
-	nrr_nccl_result (*stopEvent)(void *eHandle);
-	nrr_nccl_result (*recordEventState)(void *eHandle, int eState, nrr_prof_state_args_v6 *eStateArgs);
-	nrr_nccl_result (*finalize)(void *context);
-} nrr_ncclProfiler_v6;
+NRR_PROF_TABLE_V56(6)
 
 #define NRR_PROF_VERSION_MIN 1
 #define NRR_PROF_VERSION_MAX 6

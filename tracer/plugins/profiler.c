@@ -457,66 +457,44 @@ static nrr_nccl_result p##K##_record(void *eHandle, int state, nrr_prof_state_ar
 	return r; \
 }
 
+/* One version: PARAMS is its init's parameter list, INNER the arguments
+ * that pass them on, LOGFN NCCL's logger (v4+) or NULL, COMM the
+ * communicator's (name, id, nodes, ranks, rank) as recorded. */
+#define ARGS(...) __VA_ARGS__
+#define PROF_VERSION(K, OURS, PARAMS, INNER, LOGFN, COMM) \
+PROF_COMMON(K, OURS) \
+static nrr_nccl_result p##K##_init PARAMS \
+{ \
+	struct pctx *c = calloc(1, sizeof(*c)); \
+	if (!c) \
+		return NRR_NCCL_SYSTEM_ERROR; \
+	nrr_nccl_result ir = NRR_NCCL_SUCCESS; \
+	if (IN(K)) \
+		ir = IN(K)->init INNER; \
+	else \
+		inner_warn(LOGFN); \
+	ctx_setup(c, K, ir, IN(K) != NULL, mask, OURS, ARGS COMM); \
+	*context = c; \
+	return NRR_NCCL_SUCCESS; \
+} \
+static nrr_ncclProfiler_v##K tbl_v##K = { "ncclrr", p##K##_init, p##K##_start, p##K##_stopEvent, p##K##_record, \
+					   p##K##_finalize };
+
 /* v1..v3: init(ctx, mask), no communicator details */
 #define PROF_V13(K) \
-PROF_COMMON(K, OURS_V14) \
-static nrr_nccl_result p##K##_init(void **context, int *mask) \
-{ \
-	struct pctx *c = calloc(1, sizeof(*c)); \
-	if (!c) \
-		return NRR_NCCL_SYSTEM_ERROR; \
-	nrr_nccl_result ir = NRR_NCCL_SUCCESS; \
-	if (IN(K)) \
-		ir = IN(K)->init(&c->inner_ctx, mask); \
-	else \
-		inner_warn(NULL); \
-	ctx_setup(c, K, ir, IN(K) != NULL, mask, OURS_V14, NULL, 0, 0, 0, -1); \
-	*context = c; \
-	return NRR_NCCL_SUCCESS; \
-} \
-static nrr_ncclProfiler_v##K tbl_v##K = { "ncclrr", p##K##_init, p##K##_start, p##K##_stopEvent, p##K##_record, \
-					   p##K##_finalize };
-
-/* v4: commHash before the mask's position; v5/v6: commId first */
-#define PROF_V4(K, OURS) \
-PROF_COMMON(K, OURS) \
-static nrr_nccl_result p##K##_init(void **context, int *mask, const char *commName, uint64_t commHash, int nNodes, \
-				   int nranks, int rank, nrr_nccl_logger logfn) \
-{ \
-	struct pctx *c = calloc(1, sizeof(*c)); \
-	if (!c) \
-		return NRR_NCCL_SYSTEM_ERROR; \
-	nrr_nccl_result ir = NRR_NCCL_SUCCESS; \
-	if (IN(K)) \
-		ir = IN(K)->init(&c->inner_ctx, mask, commName, commHash, nNodes, nranks, rank, logfn); \
-	else \
-		inner_warn(logfn); \
-	ctx_setup(c, K, ir, IN(K) != NULL, mask, OURS, commName, commHash, nNodes, nranks, rank); \
-	*context = c; \
-	return NRR_NCCL_SUCCESS; \
-} \
-static nrr_ncclProfiler_v##K tbl_v##K = { "ncclrr", p##K##_init, p##K##_start, p##K##_stopEvent, p##K##_record, \
-					   p##K##_finalize };
-
+PROF_VERSION(K, OURS_V14, (void **context, int *mask), (&c->inner_ctx, mask), NULL, (NULL, 0, 0, 0, -1))
+/* v4: commHash after the name */
+#define PROF_V4(K) \
+PROF_VERSION(K, OURS_V14, (void **context, int *mask, const char *commName, uint64_t commHash, int nNodes, \
+			   int nranks, int rank, nrr_nccl_logger logfn), \
+	     (&c->inner_ctx, mask, commName, commHash, nNodes, nranks, rank, logfn), logfn, \
+	     (commName, commHash, nNodes, nranks, rank))
+/* v5, v6: commId first */
 #define PROF_V56(K) \
-PROF_COMMON(K, OURS_V5) \
-static nrr_nccl_result p##K##_init(void **context, uint64_t commId, int *mask, const char *commName, int nNodes, \
-				   int nranks, int rank, nrr_nccl_logger logfn) \
-{ \
-	struct pctx *c = calloc(1, sizeof(*c)); \
-	if (!c) \
-		return NRR_NCCL_SYSTEM_ERROR; \
-	nrr_nccl_result ir = NRR_NCCL_SUCCESS; \
-	if (IN(K)) \
-		ir = IN(K)->init(&c->inner_ctx, commId, mask, commName, nNodes, nranks, rank, logfn); \
-	else \
-		inner_warn(logfn); \
-	ctx_setup(c, K, ir, IN(K) != NULL, mask, OURS_V5, commName, commId, nNodes, nranks, rank); \
-	*context = c; \
-	return NRR_NCCL_SUCCESS; \
-} \
-static nrr_ncclProfiler_v##K tbl_v##K = { "ncclrr", p##K##_init, p##K##_start, p##K##_stopEvent, p##K##_record, \
-					   p##K##_finalize };
+PROF_VERSION(K, OURS_V5, (void **context, uint64_t commId, int *mask, const char *commName, int nNodes, \
+			  int nranks, int rank, nrr_nccl_logger logfn), \
+	     (&c->inner_ctx, commId, mask, commName, nNodes, nranks, rank, logfn), logfn, \
+	     (commName, commId, nNodes, nranks, rank))
 
 /* With a user profiler: only the versions it has, named as it is. */
 #define EXPORT_PROF(K) \
@@ -539,7 +517,7 @@ PROF_V13(2)
 EXPORT_PROF(2)
 PROF_V13(3)
 EXPORT_PROF(3)
-PROF_V4(4, OURS_V14)
+PROF_V4(4)
 EXPORT_PROF(4)
 PROF_V56(5)
 EXPORT_PROF(5)
