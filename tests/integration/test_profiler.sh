@@ -160,7 +160,7 @@ record)
 hang)
 	v=${prof[${#prof[@]} - 1]}
 	d=$tmp/h
-	record "$v" "$d" "$d.log" 1node_8gpu.xml --timeout 25 -- "$wl/init_allreduce" --stall-rank 3
+	record "$v" "$d" "$d.log" 1node_8gpu.xml --timeout 60 -- "$wl/init_allreduce" --stall-rank 3
 	rc=$?
 	[ $rc -ne 0 ] || fail "the stalled job exited 0"
 	grep -q '^\[3\] rank 3: stalls before the AllReduce' "$d.log" || { fail "rank 3 did not stall"; tail -n 20 "$d.log"; }
