@@ -12,6 +12,7 @@
 #include "color.h"
 #include "progress.h"
 #include "hang.h"
+#include "hang_coll.h"
 
 #define ADDR_MAX 96
 /* The most ranks a job may say it has (nranks=, WORLD_SIZE=, ...): a larger
@@ -191,6 +192,7 @@ struct hproc {
 	size_t npend, cpend;
 	bool waiting;
 	bool waits_unknown;    /* a wait whose target no trace shows */
+	struct nrr_coll_state coll; /* its collective, from NCCL profiler events */
 };
 
 struct hedge {
@@ -602,6 +604,11 @@ static int read_proc(struct nrr_hang *h, size_t i)
 			last = w;
 		if (c->kind != NRR_CALL || !c->fn || c->stream >= p->nst)
 			continue;
+		if (nrr_coll_is_event(c->fn)) {   /* not a call the process waited in */
+			if (nrr_reader_wall(r, c->ts) <= cut)
+				nrr_coll_on_event(&p->coll, c, nrr_reader_wall(r, c->ts));
+			continue;
+		}
 		const struct fninfo *fi = &tab[c->fn->id];
 		struct hstream *st = &p->st[c->stream];
 		uint64_t enter = nrr_reader_wall(r, c->ts), leave = enter + c->dur;
@@ -1615,6 +1622,18 @@ static void print_proc(FILE *f, const struct nrr_hang *h, const struct hproc *p)
 				rel(h, st->cr_since), (unsigned long long)st->cr_n,
 				strerrorname_np((int)st->cr_err) ? strerrorname_np((int)st->cr_err) : "?");
 	}
+	if (p->coll.seen && !p->coll.last[0])
+		fprintf(f, "    collective: none started\n");
+	else if (p->coll.seen)
+	{
+		fprintf(f, "    collective: %s %s since %.6f s", nrr_coll_open(&p->coll) ? "in" : "last (done)", p->coll.last,
+			rel(h, p->coll.last_wall));
+		if (p->coll.ngroups)
+			fprintf(f, ", its group not ended");
+		if (p->coll.proxy_open)
+			fprintf(f, ", %llu proxy operations unfinished", (unsigned long long)p->coll.proxy_open);
+		fputc('\n', f);
+	}
 	for (size_t k = 0; k < p->npend; k++)
 		fprintf(f, "    proxy request %s (opId 0x%llx) on fd %d unanswered since %.6f s\n", p->pend[k].type,
 			(unsigned long long)p->pend[k].opid, p->pend[k].fd, rel(h, p->pend[k].wall));
@@ -1805,6 +1824,18 @@ void nrr_hang_print_json(FILE *f, const struct nrr_hang *h)
 			fprintf(f, ", \"time_s\": %.6f}", rel(h, p->last_wall));
 		} else {
 			fputs("null", f);
+		}
+		if (p->coll.seen) {
+			fputs(", \"collective\": ", f);
+			if (p->coll.last[0]) {
+				fputs("{\"op\": ", f);
+				json_str(f, p->coll.last);
+				fprintf(f, ", \"in\": %s, \"time_s\": %.6f, \"group_open\": %s, \"proxy_ops_open\": %llu}",
+					nrr_coll_open(&p->coll) ? "true" : "false", rel(h, p->coll.last_wall),
+					p->coll.ngroups ? "true" : "false", (unsigned long long)p->coll.proxy_open);
+			} else {
+				fputs("null", f);
+			}
 		}
 		fputs(", \"threads\": [", f);
 		bool first = true;

@@ -30,8 +30,9 @@ const char cmd_record_usage[] =
 "under one (srun ncclrr record -o DIR -- prog). Each traced process that makes\n"
 "a traced call writes DIR/<host>-<pid>.nrt (a forked child its own file, an\n"
 "exec'd image <host>-<pid>-N.nrt): CUDA driver and runtime, NVML, libibverbs\n"
-"(data path included), socket, NCCL API and ncclNet calls, NCCL's own log lines\n"
-"(NCCL_DEBUG), and the run metadata (host, rank, communicators, environment\n"
+"(data path included), socket, NCCL API and ncclNet calls, NCCL's profiler\n"
+"events (groups, collectives, point-to-point, proxy operations and steps), NCCL's\n"
+"own log lines (NCCL_DEBUG), and the run metadata (host, rank, communicators, environment\n"
 "with secrets redacted, library versions, clock).\n"
 "\n"
 "Options:\n"
@@ -65,6 +66,11 @@ const char cmd_record_usage[] =
 "an external net plugin (NCCL_NET_PLUGIN, else libnccl-net.so), NCCL_NET_PLUGIN\n"
 "names ncclrr's wrapper of the plugin's ncclNet version instead and\n"
 "NCCLRR_NET_PLUGIN the plugin: every ncclNet call is recorded and forwarded.\n"
+"NCCL_PROFILER_PLUGIN names ncclrr's profiler plugin (libncclrr-profiler.so),\n"
+"which records NCCL's profiler events (NCCL 2.23+); the profiler NCCL would\n"
+"have loaded (NCCL_PROFILER_PLUGIN, else libnccl-profiler.so, found as NCCL finds\n"
+"it) goes to NCCLRR_PROFILER_PLUGIN: ncclrr's loads it and forwards every call,\n"
+"so both run.\n"
 "The tracer is found in $NCCLRR_TRACE_LIBDIR, else beside this program in the\n"
 "build tree, else in the installed LIBDIR/ncclrr.\n"
 "Once COMMAND has ended, the /dev/shm/nccl-* segments its processes left\n"
@@ -330,6 +336,31 @@ int cmd_record(int argc, char **argv)
 		setenv("NCCL_NET_PLUGIN", wrap, 1);
 	} else if (nv < 0) {
 		fprintf(stderr, "ncclrr record: warning: %s; its calls are not recorded\n", why);
+	}
+	/* ncclrr's profiler plugin records NCCL's profiler events (NCCL
+	 * 2.23+; older ones never look); a profiler the user named is loaded
+	 * by it and gets every call, as NCCL would give them */
+	{
+		static const char *const rel_prof[] = { "../tracer/plugins", NRR_PKGLIBDIR, NULL };
+		char pdir[PATH_MAX], prof[PATH_MAX + 32], perr[2048], uprof[PATH_MAX] = "";
+		const char *user = getenv("NCCL_PROFILER_PLUGIN");
+		if (nrr_find_near_exe("NCCLRR_TRACE_LIBDIR", "libncclrr-profiler.so", rel_prof, "ncclrr's profiler plugin",
+				      pdir, sizeof(pdir), perr, sizeof(perr)) < 0) {
+			fprintf(stderr, "ncclrr record: warning: %s; NCCL's profiler events are not recorded\n", perr);
+		} else {
+			snprintf(prof, sizeof(prof), "%s/libncclrr-profiler.so", pdir);
+			/* the profiler NCCL would have loaded (NCCL_PROFILER_PLUGIN,
+			 * else libnccl-profiler.so, else the net plugin's library) */
+			int pv = user && !strcmp(user, prof) ? 0 :
+				 nrr_profiler_plugin_version(user, nv > 0 ? plugin : NULL, uprof, sizeof(uprof), perr,
+							     sizeof(perr));
+			if (pv > 0)
+				setenv("NCCLRR_PROFILER_PLUGIN", uprof, 1);
+			else if (pv < 0)
+				fprintf(stderr, "ncclrr record: warning: %s; NCCL's profiler events are recorded without it\n",
+					perr);
+			setenv("NCCL_PROFILER_PLUGIN", prof, 1);
+		}
 	}
 	if (!getenv("NCCL_TOPO_DUMP_FILE")) {
 		char topo[PATH_MAX + 32];

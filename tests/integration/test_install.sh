@@ -37,7 +37,7 @@ out=$(cd "$dest" && find . -type f | grep -v "^\.$prefix/")
 [ -z "$out" ]; check "files installed outside the prefix $prefix: $out" $?
 pub=$(cd "$dest$libdir" && find . -maxdepth 1 \( -type f -o -type l \) -printf '%f\n' | sort | tr '\n' ' ')
 [ "$pub" = "libncclrr.so libncclrr.so.0 libncclrr.so.0.1.0 " ]; check "public libdir holds libncclrr only (got: $pub)" $?
-for f in libncclrr-trace.so libncclrr-net-v6.so libncclrr-net-v11.so libnccl-net-ncclrr-socket.so fake/libcuda.so.1; do
+for f in libncclrr-trace.so libncclrr-profiler.so libncclrr-net-v6.so libncclrr-net-v11.so libnccl-net-ncclrr-socket.so fake/libcuda.so.1; do
 	[ -f "$dest$libdir/ncclrr/$f" ]; check "private $f in libdir/ncclrr" $?
 done
 if [ -f "$build/analyzer/babeltrace-plugin-ncclrr.so" ]; then

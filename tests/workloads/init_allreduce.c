@@ -2,12 +2,15 @@
 /* init_allreduce - one communicator over the whole job, one AllReduce
  * (float sum, 1M elements), stream synchronize, then ncclCommAbort
  * (--end destroy: ncclCommFinalize + ncclCommDestroy; see wl_end_comm()).
- * usage: init_allreduce [--nonblocking] [--count N] [--end abort|destroy]
+ * usage: init_allreduce [--nonblocking] [--count N] [--end abort|destroy] [--stall-rank R]
+ * --stall-rank R: rank R sleeps until killed instead of calling the
+ * AllReduce (the others wait in theirs: a hang for `ncclrr hang`).
  * Rank, world size and device come from RANK, WORLD_SIZE, LOCAL_RANK. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nccl_loader.h"
 
@@ -16,15 +19,18 @@ int main(int argc, char **argv)
 	int nonblocking = 0;
 	enum wl_end end = WL_END_ABORT;
 	size_t count = 1 << 20;
+	int stall = -1;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--nonblocking") == 0) {
 			nonblocking = 1;
 		} else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
 			count = strtoull(argv[++i], NULL, 0);
+		} else if (strcmp(argv[i], "--stall-rank") == 0 && i + 1 < argc) {
+			stall = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "--end") == 0 && i + 1 < argc && wl_parse_end(argv[i + 1], &end) == 0) {
 			i++;
 		} else {
-			fprintf(stderr, "usage: init_allreduce [--nonblocking] [--count N] [--end abort|destroy]\n");
+			fprintf(stderr, "usage: init_allreduce [--nonblocking] [--count N] [--end abort|destroy] [--stall-rank R]\n");
 			return 2;
 		}
 	}
@@ -65,6 +71,12 @@ int main(int argc, char **argv)
 	    (rc = cuda.StreamCreate(&stream, 0)) != 0) {
 		fprintf(stderr, "rank %d: buffers/stream: %s\n", r, wl_cuda_err(&cuda, rc));
 		return 1;
+	}
+	if (r == stall) {
+		printf("rank %d: stalls before the AllReduce\n", r);
+		fflush(stdout);
+		for (;;)
+			pause();
 	}
 	if (wl_check(&nccl, r, "ncclAllReduce",
 		     nccl.AllReduce((void *)(uintptr_t)sbuf, (void *)(uintptr_t)rbuf, count,

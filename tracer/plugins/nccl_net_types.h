@@ -2,7 +2,7 @@
 /*
  * nccl_net_types.h - ncclrr's own declarations of the plugin tables NCCL
  * 2.18-2.28 loads from a net plugin (ncclNetPlugin_v6 .. _v11) and from a
- * profiler plugin (ncclProfiler_v1 .. _v5).
+ * profiler plugin (ncclProfiler_v1 .. _v6).
  *
  * Written from the ABI NCCL documents in its ext-net / ext-profiler headers:
  * same member order and C types, so a table declared here can be handed to
@@ -14,6 +14,7 @@
  *   net   v6: 2.12-2.18   v7: 2.19   v8: 2.20-2.23   v9: 2.24-2.25
  *         v10: 2.26-2.27  v11: 2.28
  *   prof  v1: 2.23   v2: 2.24   v3: 2.25-2.26   v4: 2.27   v5: 2.28
+ *         v6: 2.29 (NCCL 2.22 and older have no profiler plugin)
  */
 #ifndef NCCLRR_NCCL_NET_TYPES_H
 #define NCCLRR_NCCL_NET_TYPES_H
@@ -232,6 +233,9 @@ enum {
 	NRR_PROF_COLL_API = 1 << 9,
 	NRR_PROF_P2P_API = 1 << 10,
 	NRR_PROF_KERNEL_LAUNCH = 1 << 11,
+	NRR_PROF_CE_COLL = 1 << 12,      /* v6: copy-engine collectives */
+	NRR_PROF_CE_SYNC = 1 << 13,
+	NRR_PROF_CE_BATCH = 1 << 14,
 };
 
 /* ncclProfilerEventState_t values ncclrr names in its log lines. */
@@ -410,44 +414,87 @@ typedef struct nrr_ncclProfiler_v4 {
 	nrr_nccl_result (*finalize)(void *context);
 } nrr_ncclProfiler_v4;
 
+/* The v5 union members, which v6 extends. */
+#define NRR_PROF_DESCR_V5_MEMBERS \
+		struct { bool graphCaptured; int groupDepth; } groupApi; \
+		struct { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; } collApi; \
+		struct { const char *func; size_t count; const char *datatype; void *stream; bool graphCaptured; } p2pApi; \
+		struct { void *stream; } kernelLaunch; \
+		struct { \
+			uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; \
+			size_t count; int root; const char *datatype; uint8_t nChannels, nWarps; \
+			const char *algo; const char *proto; void *parentGroup; \
+		} coll; \
+		struct { \
+			const char *func; void *buff; const char *datatype; size_t count; int peer; \
+			uint8_t nChannels; void *parentGroup; \
+		} p2p; \
+		nrr_prof_proxy_op proxyOp; \
+		struct { int step; } proxyStep; \
+		struct { uint8_t channelId; uint64_t pTimer; } kernelCh; \
+		nrr_prof_net_plugin netPlugin;
+
 /* v5: 64-bit type, API events; coll/p2p keep a parentGroup handle. */
 typedef struct nrr_prof_descr_v5 {
 	uint64_t type;
 	void *parentObj;
 	int rank;
 	union {
-		struct { bool graphCaptured; int groupDepth; } groupApi;
-		struct { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; } collApi;
-		struct { const char *func; size_t count; const char *datatype; void *stream; bool graphCaptured; } p2pApi;
-		struct { void *stream; } kernelLaunch;
-		struct {
-			uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff;
-			size_t count; int root; const char *datatype; uint8_t nChannels, nWarps;
-			const char *algo; const char *proto; void *parentGroup;
-		} coll;
-		struct {
-			const char *func; void *buff; const char *datatype; size_t count; int peer;
-			uint8_t nChannels; void *parentGroup;
-		} p2p;
-		nrr_prof_proxy_op proxyOp;
-		struct { int step; } proxyStep;
-		struct { uint8_t channelId; uint64_t pTimer; } kernelCh;
-		nrr_prof_net_plugin netPlugin;
+		NRR_PROF_DESCR_V5_MEMBERS
 	};
 } nrr_prof_descr_v5;
 typedef nrr_prof_state_args_v4 nrr_prof_state_args_v5;
-typedef struct nrr_ncclProfiler_v5 {
-	const char *name;
-	nrr_nccl_result (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName,
-				int nNodes, int nranks, int rank, nrr_nccl_logger logfn);
-	nrr_nccl_result (*startEvent)(void *context, void **eHandle, nrr_prof_descr_v5 *eDescr);
-	nrr_nccl_result (*stopEvent)(void *eHandle);
-	nrr_nccl_result (*recordEventState)(void *eHandle, int eState, nrr_prof_state_args_v5 *eStateArgs);
-	nrr_nccl_result (*finalize)(void *context);
-} nrr_ncclProfiler_v5;
+/* The v5 and v6 tables: the same members over their own descriptors. */
+#define NRR_PROF_TABLE_V56(K) \
+typedef struct nrr_ncclProfiler_v##K { \
+	const char *name; \
+	nrr_nccl_result (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName, \
+				int nNodes, int nranks, int rank, nrr_nccl_logger logfn); \
+	nrr_nccl_result (*startEvent)(void *context, void **eHandle, nrr_prof_descr_v##K *eDescr); \
+	nrr_nccl_result (*stopEvent)(void *eHandle); \
+	nrr_nccl_result (*recordEventState)(void *eHandle, int eState, nrr_prof_state_args_v##K *eStateArgs); \
+	nrr_nccl_result (*finalize)(void *context); \
+} nrr_ncclProfiler_v##K;
+NRR_PROF_TABLE_V56(5)
+
+/* v6: v5 plus the copy-engine (CE) descriptors; init and state args as v5. */
+typedef struct nrr_prof_descr_v6 {
+	uint64_t type;
+	void *parentObj;
+	int rank;
+	union {
+		NRR_PROF_DESCR_V5_MEMBERS
+		struct {
+			uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff;
+			size_t count; int root; const char *datatype; const char *syncStrategy;
+			bool intraBatchSync; uint32_t batchSize, numBatches, ceSeqNum; void *stream;
+		} ceColl;
+		struct { bool isComplete; int nRanks; } ceCollSync;
+		struct { int numOps; size_t totalBytes; bool useIntraSync; } ceCollBatch;
+	};
+} nrr_prof_descr_v6;
+typedef nrr_prof_state_args_v4 nrr_prof_state_args_v6;
+NRR_PROF_TABLE_V56(6)
 
 #define NRR_PROF_VERSION_MIN 1
-#define NRR_PROF_VERSION_MAX 5
+#define NRR_PROF_VERSION_MAX 6
+
+/* The layouts NCCL 2.29.7's headers give on LP64 (sizes and the offsets
+ * of the last members ncclrr reads): a member out of place fails here. */
+#if defined(__LP64__) && !defined(__cplusplus)
+#define NRR_PROF_ASSERT(x) _Static_assert(x, #x)
+NRR_PROF_ASSERT(sizeof(nrr_prof_descr_v1) == 120 && offsetof(nrr_prof_descr_v1, coll.isNvls) == 112);
+NRR_PROF_ASSERT(sizeof(nrr_prof_descr_v2) == 128 && offsetof(nrr_prof_descr_v2, coll.proto) == 120);
+NRR_PROF_ASSERT(sizeof(nrr_prof_descr_v3) == 120 && offsetof(nrr_prof_descr_v3, coll.proto) == 112);
+NRR_PROF_ASSERT(sizeof(nrr_prof_descr_v4) == 104 && offsetof(nrr_prof_descr_v4, coll.proto) == 96);
+NRR_PROF_ASSERT(sizeof(nrr_prof_descr_v5) == 112 && offsetof(nrr_prof_descr_v5, coll.parentGroup) == 104 &&
+		offsetof(nrr_prof_descr_v5, p2p.parentGroup) == 64);
+NRR_PROF_ASSERT(sizeof(nrr_prof_descr_v6) == 112 && offsetof(nrr_prof_descr_v6, coll) == 24 &&
+		offsetof(nrr_prof_descr_v6, ceColl.stream) == 104);
+NRR_PROF_ASSERT(sizeof(nrr_prof_state_args_v1) == 16 && sizeof(nrr_prof_state_args_v4) == 8);
+NRR_PROF_ASSERT(sizeof(nrr_ncclProfiler_v1) == 48 && sizeof(nrr_ncclProfiler_v6) == 48);
+#undef NRR_PROF_ASSERT
+#endif
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,7 @@ struct kind {
 };
 
 static const struct kind net_kind = { "NCCL_NET_PLUGIN", "libnccl-net", "ncclNetPlugin_v", 6, 11 };
-static const struct kind prof_kind = { "NCCL_PROFILER_PLUGIN", "libnccl-profiler", "ncclProfiler_v", 1, 5 };
+static const struct kind prof_kind = { "NCCL_PROFILER_PLUGIN", "libnccl-profiler", "ncclProfiler_v", 1, 6 };
 
 static void put(char *buf, size_t len, const char *s)
 {

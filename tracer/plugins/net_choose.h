@@ -39,7 +39,7 @@ int nrr_net_plugin_version(const char *name_or_path, char *resolved, size_t len,
 
 /*
  * The same for a profiler plugin (@name_or_path: NCCL_PROFILER_PLUGIN):
- * highest ncclProfiler_vN, N in 1..5.  When the profiler library is not
+ * highest ncclProfiler_vN, N in 1..6.  When the profiler library is not
  * found, @net_resolved (the net plugin path found by
  * nrr_net_plugin_version, or NULL) is searched as NCCL 2.26+ does.
  * @return N, 0 (none) or -1 as above.
