@@ -11,6 +11,7 @@
  * process holds both ends.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
@@ -288,6 +289,63 @@ int main(void)
 	/* retry_cnt 2: three tries of the 100 ms floor (timeout 1 is 8 us) */
 	printf("retry exceeded after %.0f ms\n", ms);
 	CHECK(ms >= 290 && ms < 3000);
+	end_close(&a);
+	end_close(&b);
+
+	/* ---- GPUDirect: an MR on the fake CUDA driver's dma-buf fd; a peer's
+	 * RDMA WRITE lands in the device allocation ---- */
+	void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+	REQUIRE(cuda);
+	int (*cuInit)(unsigned) = (int (*)(unsigned))dlsym(cuda, "cuInit");
+	int (*cuDeviceGet)(int *, int) = (int (*)(int *, int))dlsym(cuda, "cuDeviceGet");
+	int (*cuCtxCreate)(void **, unsigned, int) = (int (*)(void **, unsigned, int))dlsym(cuda, "cuCtxCreate_v2");
+	int (*cuMemAlloc)(uint64_t *, size_t) = (int (*)(uint64_t *, size_t))dlsym(cuda, "cuMemAlloc_v2");
+	int (*cuMemGetHandle)(void *, uint64_t, size_t, int, unsigned long long) =
+		(int (*)(void *, uint64_t, size_t, int, unsigned long long))dlsym(cuda, "cuMemGetHandleForAddressRange");
+	REQUIRE(cuInit && cuDeviceGet && cuCtxCreate && cuMemAlloc && cuMemGetHandle);
+	int cudev;
+	void *cuctx;
+	uint64_t dptr;
+	int dmafd = -1;
+	REQUIRE(cuInit(0) == 0 && cuDeviceGet(&cudev, 0) == 0 && cuCtxCreate(&cuctx, 0, cudev) == 0);
+	REQUIRE(cuMemAlloc(&dptr, 1 << 21) == 0);
+	REQUIRE(cuMemGetHandle(&dmafd, dptr, 1 << 21, 1, 0) == 0 && dmafd >= 0);
+	end_open(&a, devs[0], rw);
+	end_open(&b, devs[1], rw);
+	struct ibv_mr *dm = ibv_reg_dmabuf_mr(b.pd, 4096, 65536, dptr + 4096, dmafd, rw);
+	CHECK(dm != NULL);
+	int pfds[2];
+	REQUIRE(pipe(pfds) == 0);
+	CHECK(ibv_reg_dmabuf_mr(b.pd, 0, 4096, 0, pfds[0] /* no dma-buf */, rw) == NULL && errno == EINVAL);
+	close(pfds[0]);
+	close(pfds[1]);
+	connect_pair(&a, &b, rw, 3, 1);
+	memset(a.buf, 'g', 64);
+	if (dm) {
+		CHECK(post(&a, IBV_WR_RDMA_WRITE, 10, 0, 64, dptr + 8192, dm->rkey, 0) == 0);
+		wc = wait_wc(&a);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 10);
+		CHECK(((char *)(uintptr_t)dptr)[8192] == 'g' && ((char *)(uintptr_t)dptr)[8255] == 'g');
+		CHECK(ibv_dereg_mr(dm) == 0);
+	}
+	close(dmafd);
+	end_close(&a);
+	end_close(&b);
+
+	/* ---- an async event: the first packet on a QP in RTR is COMM_EST ---- */
+	end_open(&a, devs[0], rw);
+	end_open(&b, devs[1], rw);
+	REQUIRE(to_init(&a, rw) == 0 && to_init(&b, rw) == 0);
+	REQUIRE(to_rtr(&a, &b, IBV_MTU_1024, b.port.lid, 1) == 0 && to_rtr(&b, &a, IBV_MTU_1024, a.port.lid, 1) == 0);
+	REQUIRE(to_rts(&a, 3, 1) == 0);
+	CHECK(post(&a, IBV_WR_RDMA_WRITE, 11, 0, 8, (uintptr_t)b.buf, b.mr->rkey, 0) == 0);
+	wc = wait_wc(&a);
+	CHECK(wc.status == IBV_WC_SUCCESS);
+	struct pollfd apfd = { .fd = b.ctx->async_fd, .events = POLLIN };
+	CHECK(poll(&apfd, 1, 5000) == 1);
+	struct ibv_async_event aev;
+	CHECK(ibv_get_async_event(b.ctx, &aev) == 0 && aev.event_type == IBV_EVENT_COMM_EST && aev.element.qp == b.qp);
+	ibv_ack_async_event(&aev);
 	end_close(&a);
 	end_close(&b);
 

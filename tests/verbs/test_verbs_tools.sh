@@ -95,6 +95,20 @@ pp pp_nogid "$tmp/roce.xml" -d mlx5_0 -n 10
 check "ibv_rc_pingpong without -g over RoCE fails" $((! $?))
 must pp_nogid 'Failed to modify QP to RTR' "$tmp/pp_nogid"
 
+# ---- NCCLRR_FAULT reaches verbs calls: rank 1's ibv_reg_mr fails with ENOMEM
+cat >"$tmp/fault.sh" <<'E'
+#!/bin/bash
+[ "$NCCLRR_RANK" = 1 ] || exit 0
+exec ibv_rc_pingpong -d mlx5_0 -p "$PP_PORT"
+E
+chmod +x "$tmp/fault.sh"
+port=$((port + 1))
+PP_PORT=$port "$ncclrr" run --topo "$topo" -np 2 --timeout 60 --env 'NCCLRR_FAULT=ibv_reg_mr:rank=1:ENOMEM' -- \
+	"$tmp/fault.sh" >"$tmp/fault" 2>&1
+check "a fault in ibv_reg_mr fails the program" $((! $?))
+must fault '^\[1\] ncclrr-fake: injecting ENOMEM into ibv_reg_mr (rank 1, call 1)' "$tmp/fault"
+must fault "^\[1\] Couldn't register MR" "$tmp/fault"
+
 # ---- the tracer records the verbs calls, the data path included
 port=$((port + 1))
 PP_PORT=$port "$ncclrr" record -q -o "$tmp/rec" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- \

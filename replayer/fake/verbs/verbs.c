@@ -16,6 +16,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char fake_lib_what[] = "verbs calls (errno names such as ENOMEM)";
@@ -332,7 +333,8 @@ static int mapped(const void *addr, size_t len)
 	return 1;
 }
 
-static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access)
+static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access,
+			     int count_memlock)
 {
 	if (!fake_handle_live(pd) || len == 0) {
 		errno = EINVAL;
@@ -348,7 +350,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 		errno = EFAULT;
 		return NULL;
 	}
-	size_t pinned = page_span(addr, len);
+	size_t pinned = count_memlock ? page_span(addr, len) : 0;
 	struct rlimit rl;
 	pthread_mutex_lock(&nv_lock);
 	/* pinned pages count against RLIMIT_MEMLOCK; enforced for root too
@@ -390,37 +392,61 @@ static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 FAKE_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 {
 	NV_COUNT_PTR("ibv_reg_mr");
-	return reg_mr(pd, addr, len, (uintptr_t)addr, (unsigned)access);
+	return reg_mr(pd, addr, len, (uintptr_t)addr, (unsigned)access, 1);
 }
 
 FAKE_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
 					    unsigned access)
 {
 	NV_COUNT_PTR("ibv_reg_mr_iova2");
-	return reg_mr(pd, addr, len, iova, access);
+	return reg_mr(pd, addr, len, iova, access, 1);
 }
 
 FAKE_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
 					   int access)
 {
 	NV_COUNT_PTR("ibv_reg_mr_iova");
-	return reg_mr(pd, addr, len, iova, (unsigned)access);
+	return reg_mr(pd, addr, len, iova, (unsigned)access, 1);
 }
 
-/* The fake CUDA driver hands out no dma-buf fds (cuMemGetHandleForAddressRange
- * says it is not supported), so there is nothing a dma-buf MR could map:
- * the answer is the one a kernel without dma-buf support gives. */
+/* GPUDirect RDMA: the fake CUDA driver's dma-buf fd
+ * (cuMemGetHandleForAddressRange) is a dup of the memfd behind the device
+ * allocation, so mapping it shares the device memory's pages: what a peer
+ * writes into this MR is in the GPU buffer. Device memory is not counted
+ * against RLIMIT_MEMLOCK (a kernel does not count dma-buf pages either). */
 FAKE_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
 					     uint64_t iova, int fd, int access)
 {
 	NV_COUNT_PTR("ibv_reg_dmabuf_mr");
-	(void)offset, (void)length, (void)iova, (void)access;
-	if (!fake_handle_live(pd) || fd < 0) {
+	struct stat st;
+	if (!fake_handle_live(pd) || length == 0) {
 		errno = EINVAL;
 		return NULL;
 	}
-	errno = EOPNOTSUPP;
-	return NULL;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || offset > (uint64_t)st.st_size ||
+	    length > (uint64_t)st.st_size - offset) {
+		FAKE_DBG("libibverbs: ibv_reg_dmabuf_mr: fd %d is no dma-buf of the fake CUDA driver "
+			 "covering [%llu, +%zu)", fd, (unsigned long long)offset, length);
+		errno = EINVAL;
+		return NULL;
+	}
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t base = offset & ~(uint64_t)(pg - 1);
+	size_t maplen = (size_t)(offset - base) + length;
+	char *map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)base);
+	if (map == MAP_FAILED)
+		return NULL;
+	struct ibv_mr *mr = reg_mr(pd, map + (offset - base), length, iova, (unsigned)access, 0);
+	if (!mr) {
+		int e = errno;
+		munmap(map, maplen);
+		errno = e;
+		return NULL;
+	}
+	struct nv_mr *m = (struct nv_mr *)mr;
+	m->map = map;
+	m->maplen = maplen;
+	return mr;
 }
 
 FAKE_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
@@ -434,6 +460,8 @@ FAKE_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 			struct nv_mr *m = *pp;
 			*pp = m->next;
 			g_pinned -= m->pinned;
+			if (m->map)
+				munmap(m->map, m->maplen);
 			free(m);
 			break;
 		}

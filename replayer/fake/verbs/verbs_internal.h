@@ -81,6 +81,8 @@ struct nv_mr {
 	uint64_t iova;
 	unsigned access;
 	size_t pinned;              /* bytes counted against RLIMIT_MEMLOCK */
+	void *map;                  /* dma-buf MR: its mapping of the fd */
+	size_t maplen;
 	struct nv_mr *next;
 };
 
