@@ -145,6 +145,27 @@ static void end_close(struct end *e)
 	free(e->buf);
 }
 
+/* a fresh pair, b's MR with @b_access; one @op from a to b's buffer with
+ * b's rkey xor @rkey_xor completes with @want */
+static void expect_error(struct ibv_device **devs, int b_access, enum ibv_wr_opcode op, uint32_t rkey_xor,
+			 enum ibv_wc_status want)
+{
+	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	struct end a, b;
+	end_open(&a, devs[0], rw);
+	end_open(&b, devs[1], b_access);
+	connect_pair(&a, &b, rw, 3, 1);
+	CHECK(post(&a, op, 77, 0, 8, (uintptr_t)b.buf, b.mr->rkey ^ rkey_xor, 0) == 0);
+	struct ibv_wc wc = wait_wc(&a);
+	if (wc.status != want || wc.wr_id != 77) {
+		fprintf(stderr, "opcode %d: completion %s, expected %s\n", op, ibv_wc_status_str(wc.status),
+			ibv_wc_status_str(want));
+		fails++;
+	}
+	end_close(&a);
+	end_close(&b);
+}
+
 int main(void)
 {
 	int n = 0;
@@ -250,28 +271,27 @@ int main(void)
 	CHECK(post(&a, IBV_WR_SEND, 6, 0, 8, 0, 0, 0) == 0);
 	wc = wait_wc(&a);
 	CHECK(wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 6);
+	/* back to RESET (state only: anything else is EINVAL) and connected
+	 * again, with the same QP numbers */
+	uint32_t qpn = a.qp->qp_num;
+	struct ibv_qp_attr rs = { .qp_state = IBV_QPS_RESET, .timeout = 3 };
+	CHECK(ibv_modify_qp(a.qp, &rs, IBV_QP_STATE | IBV_QP_TIMEOUT) == EINVAL);
+	CHECK(ibv_modify_qp(a.qp, &rs, IBV_QP_STATE) == 0 && ibv_modify_qp(b.qp, &rs, IBV_QP_STATE) == 0);
+	CHECK(a.qp->qp_num == qpn && a.qp->state == IBV_QPS_RESET);
+	connect_pair(&a, &b, rw, 3, 1);
+	CHECK(post(&a, IBV_WR_RDMA_WRITE, 12, 0, 8, (uintptr_t)b.buf, b.mr->rkey, 0) == 0);
+	wc = wait_wc(&a);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 12);
 	end_close(&a);
 	end_close(&b);
 
-	/* ---- remote access error: a wrong rkey, and an MR without remote write ---- */
-	end_open(&a, devs[0], rw);
-	end_open(&b, devs[1], IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
-	connect_pair(&a, &b, rw, 3, 1);
-	CHECK(post(&a, IBV_WR_RDMA_WRITE, 7, 0, 8, (uintptr_t)b.buf, b.mr->rkey, 0) == 0);
-	wc = wait_wc(&a);
-	CHECK(wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 7);
-	end_close(&a);
-	end_close(&b);
-
-	/* ---- RNR: a SEND with no receive posted, rnr_retry 1 ---- */
-	end_open(&a, devs[0], rw);
-	end_open(&b, devs[1], rw);
-	connect_pair(&a, &b, rw, 3, 1);
-	CHECK(post(&a, IBV_WR_SEND, 8, 0, 8, 0, 0, 0) == 0);
-	wc = wait_wc(&a);
-	CHECK(wc.status == IBV_WC_RNR_RETRY_EXC_ERR && wc.wr_id == 8);
-	end_close(&a);
-	end_close(&b);
+	/* ---- remote access errors: a wrong rkey, an MR without remote write; RNR:
+	 * a SEND with no receive posted and rnr_retry 1 ---- */
+	expect_error(devs, rw, IBV_WR_RDMA_WRITE, 0x1, IBV_WC_REM_ACCESS_ERR);
+	expect_error(devs, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, IBV_WR_RDMA_WRITE, 0,
+		     IBV_WC_REM_ACCESS_ERR);
+	expect_error(devs, rw & ~IBV_ACCESS_REMOTE_READ, IBV_WR_RDMA_READ, 0, IBV_WC_REM_ACCESS_ERR);
+	expect_error(devs, rw, IBV_WR_SEND, 0, IBV_WC_RNR_RETRY_EXC_ERR);
 
 	/* ---- retry exceeded: the peer QP is gone ---- */
 	end_open(&a, devs[0], rw);

@@ -812,18 +812,8 @@ FAKE_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	struct nv_qp *q = (struct nv_qp *)qp;
 	pthread_mutex_lock(&nv_lock);
 	nv_qp_unregister(q);
-	nv_fabric_close_qp(q);
-	while (q->sq_head) {
-		struct nv_swr *w = q->sq_head;
-		q->sq_head = w->next;
-		free(w->data);
-		free(w);
-	}
-	while (q->rq_head) {
-		struct nv_rwr *r = q->rq_head;
-		q->rq_head = r->next;
-		free(r);
-	}
+	nv_fabric_close_qp(q, 0);
+	nv_qp_drain(q, 0, NULL, IBV_WC_SUCCESS);
 	pthread_mutex_unlock(&nv_lock);
 	nv_fabric_kick();
 	free(q);
@@ -852,6 +842,30 @@ static const struct qp_trans transitions[] = {
 	  IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |
 		  IBV_QP_MIN_RNR_TIMER },
 };
+
+/* the values an HCA takes: one port, the default P_Key, IB's field widths */
+static int attrs_in_range(const struct ibv_qp_attr *a, int mask)
+{
+	const struct {
+		int bit;
+		unsigned value, max;
+	} f[] = {
+		{ IBV_QP_PORT, a->port_num, 1 },
+		{ IBV_QP_PKEY_INDEX, a->pkey_index, 0 },
+		{ IBV_QP_TIMEOUT, a->timeout, 31 },
+		{ IBV_QP_RETRY_CNT, a->retry_cnt, 7 },
+		{ IBV_QP_RNR_RETRY, a->rnr_retry, 7 },
+		{ IBV_QP_MIN_RNR_TIMER, a->min_rnr_timer, 31 },
+		{ IBV_QP_MAX_QP_RD_ATOMIC, a->max_rd_atomic, 16 },
+		{ IBV_QP_MAX_DEST_RD_ATOMIC, a->max_dest_rd_atomic, 16 },
+	};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if ((mask & f[i].bit) && f[i].value > f[i].max)
+			return 0;
+	if ((mask & IBV_QP_PORT) && a->port_num == 0)
+		return 0;
+	return 1;
+}
 
 static int check_rtr(struct nv_qp *q, const struct ibv_qp_attr *a)
 {
@@ -916,25 +930,14 @@ FAKE_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask
 		if (to == IBV_QPS_ERR) {
 			nv_qp_error(q, NULL, IBV_WC_WR_FLUSH_ERR);
 		} else {
-			nv_fabric_close_qp(q);
-			while (q->sq_head) {
-				struct nv_swr *w = q->sq_head;
-				q->sq_head = w->next;
-				free(w->data);
-				free(w);
-			}
-			q->sq_tail = NULL;
-			q->sq_count = 0;
-			while (q->rq_head) {
-				struct nv_rwr *r = q->rq_head;
-				q->rq_head = r->next;
-				free(r);
-			}
-			q->rq_tail = NULL;
-			q->rq_count = 0;
-			q->inflight = 0;
+			nv_fabric_close_qp(q, 1);
+			nv_qp_drain(q, 0, NULL, IBV_WC_SUCCESS);
 			memset(&q->attr, 0, sizeof(q->attr));
-			rc = nv_fabric_listen(q, ctx_of(qp->context)->dev->addr.lid);
+			q->peer = NULL;
+			q->comm_est = 0;
+			q->expect_seq = 0;
+			q->next_seq = 0;
+			q->resend_ns = 0;
 		}
 		qp->state = to;
 		goto out;
@@ -951,35 +954,7 @@ FAKE_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask
 		rc = EINVAL;
 		goto out;
 	}
-	if ((mask & IBV_QP_PORT) && a->port_num != 1) {
-		rc = EINVAL;
-		goto out;
-	}
-	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0) {
-		rc = EINVAL;
-		goto out;
-	}
-	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31) {
-		rc = EINVAL;
-		goto out;
-	}
-	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7) {
-		rc = EINVAL;
-		goto out;
-	}
-	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7) {
-		rc = EINVAL;
-		goto out;
-	}
-	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31) {
-		rc = EINVAL;
-		goto out;
-	}
-	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > 16) {
-		rc = EINVAL;
-		goto out;
-	}
-	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > 16) {
+	if (!attrs_in_range(a, mask)) {
 		rc = EINVAL;
 		goto out;
 	}

@@ -205,12 +205,12 @@ static void conn_kill(struct nv_conn *c)
 	c->qp = NULL;
 }
 
-void nv_fabric_close_qp(struct nv_qp *q)
+void nv_fabric_close_qp(struct nv_qp *q, int keep_listening)
 {
 	for (struct nv_conn *c = g_conns; c; c = c->next)
 		if (c->qp == q)
 			conn_kill(c);
-	if (q->lfd >= 0) {
+	if (q->lfd >= 0 && !keep_listening) {
 		close(q->lfd);
 		unlink(q->path);
 		q->lfd = -1;
@@ -252,22 +252,29 @@ static int conn_flush(struct nv_conn *c)
 	return 0;
 }
 
+/* *@buf holds at least @need bytes (doubling); -1 when out of memory */
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 65536;
+	while (nc < need)
+		nc *= 2;
+	uint8_t *nb = realloc(*buf, nc);
+	if (!nb)
+		return -1;
+	*buf = nb;
+	*cap = nc;
+	return 0;
+}
+
 static void conn_send(struct nv_conn *c, const struct nv_pkt *h, const void *payload, size_t len)
 {
 	if (c->fd < 0)
 		return;
-	size_t need = c->outlen + sizeof(*h) + len;
-	if (need > c->outcap) {
-		size_t nc = c->outcap ? c->outcap : 4096;
-		while (nc < need)
-			nc *= 2;
-		uint8_t *no = realloc(c->out, nc);
-		if (!no) {
-			conn_kill(c);
-			return;
-		}
-		c->out = no;
-		c->outcap = nc;
+	if (grow(&c->out, &c->outcap, c->outlen + sizeof(*h) + len) < 0) {
+		conn_kill(c);
+		return;
 	}
 	memcpy(c->out + c->outlen, h, sizeof(*h));
 	if (len)
@@ -292,14 +299,14 @@ static struct nv_conn *conn_open(struct nv_qp *q)
 }
 
 /* ---- errors and completions ---------------------------------------------- */
-void nv_qp_error(struct nv_qp *q, struct nv_swr *failed, enum ibv_wc_status st)
+void nv_qp_drain(struct nv_qp *q, int complete, struct nv_swr *failed, enum ibv_wc_status st)
 {
-	q->qp.state = IBV_QPS_ERR;
 	q->inflight = 0;
 	while (q->sq_head) {
 		struct nv_swr *w = q->sq_head;
 		q->sq_head = w->next;
-		nv_complete_send(q, w, w == failed ? st : IBV_WC_WR_FLUSH_ERR);
+		if (complete)
+			nv_complete_send(q, w, w == failed ? st : IBV_WC_WR_FLUSH_ERR);
 		free(w->data);
 		free(w);
 	}
@@ -308,11 +315,18 @@ void nv_qp_error(struct nv_qp *q, struct nv_swr *failed, enum ibv_wc_status st)
 	while (q->rq_head) {
 		struct nv_rwr *r = q->rq_head;
 		q->rq_head = r->next;
-		nv_complete_recv(q, r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0);
+		if (complete)
+			nv_complete_recv(q, r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0);
 		free(r);
 	}
 	q->rq_tail = NULL;
 	q->rq_count = 0;
+}
+
+void nv_qp_error(struct nv_qp *q, struct nv_swr *failed, enum ibv_wc_status st)
+{
+	q->qp.state = IBV_QPS_ERR;
+	nv_qp_drain(q, 1, failed, st);
 }
 
 static void sq_pop(struct nv_qp *q, enum ibv_wc_status st)
@@ -335,6 +349,28 @@ static struct nv_rwr *rq_pop(struct nv_qp *q)
 		q->rq_tail = NULL;
 	q->rq_count--;
 	return r;
+}
+
+/* @len bytes of @data into the SGEs (local keys of @pd, local write):
+ * LOC_LEN_ERR when they hold less, LOC_PROT_ERR for a bad key or range */
+static enum ibv_wc_status scatter(struct ibv_pd *pd, const struct ibv_sge *sge, int nsge, const uint8_t *data,
+				  uint64_t len)
+{
+	uint64_t room = 0;
+	for (int i = 0; i < nsge; i++)
+		room += sge[i].length;
+	if (room < len)
+		return IBV_WC_LOC_LEN_ERR;
+	uint64_t off = 0;
+	for (int i = 0; i < nsge && off < len; i++) {
+		uint64_t n = len - off < sge[i].length ? len - off : sge[i].length;
+		void *p = nv_mr_ptr(nv_mr_find(sge[i].lkey, 0), pd, sge[i].addr, n, IBV_ACCESS_LOCAL_WRITE);
+		if (!p)
+			return IBV_WC_LOC_PROT_ERR;
+		memcpy(p, data + off, n);
+		off += n;
+	}
+	return IBV_WC_SUCCESS;
 }
 
 /* ---- responder ------------------------------------------------------------- */
@@ -399,24 +435,7 @@ static void on_req(struct nv_conn *c, const struct nv_pkt *h, const uint8_t *pay
 		}
 	} else {
 		struct nv_rwr *r = rq_pop(q);
-		uint64_t room = 0;
-		for (int i = 0; i < r->nsge; i++)
-			room += r->sge[i].length;
-		enum ibv_wc_status st = IBV_WC_SUCCESS;
-		if (room < h->len)
-			st = IBV_WC_LOC_LEN_ERR;
-		uint64_t off = 0;
-		for (int i = 0; i < r->nsge && st == IBV_WC_SUCCESS && off < h->len; i++) {
-			uint64_t n = h->len - off < r->sge[i].length ? h->len - off : r->sge[i].length;
-			void *p = nv_mr_ptr(nv_mr_find(r->sge[i].lkey, 0), pd, r->sge[i].addr, n,
-					    IBV_ACCESS_LOCAL_WRITE);
-			if (!p) {
-				st = IBV_WC_LOC_PROT_ERR;
-				break;
-			}
-			memcpy(p, payload + off, n);
-			off += n;
-		}
+		enum ibv_wc_status st = scatter(pd, r->sge, r->nsge, payload, h->len);
 		nv_complete_recv(q, r, st, IBV_WC_RECV, (uint32_t)h->len, h->imm, h->op == IBV_WR_SEND_WITH_IMM);
 		free(r);
 		if (st != IBV_WC_SUCCESS) {
@@ -440,20 +459,8 @@ static void on_resp(struct nv_conn *c, const struct nv_pkt *h, const uint8_t *pa
 	switch (h->status) {
 	case RESP_ACK: {
 		enum ibv_wc_status st = IBV_WC_SUCCESS;
-		if (w->opcode == IBV_WR_RDMA_READ) {
-			uint64_t off = 0;
-			for (int i = 0; i < w->nsge && off < h->len; i++) {
-				uint64_t n = h->len - off < w->sge[i].length ? h->len - off : w->sge[i].length;
-				void *p = nv_mr_ptr(nv_mr_find(w->sge[i].lkey, 0), q->qp.pd, w->sge[i].addr, n,
-						    IBV_ACCESS_LOCAL_WRITE);
-				if (!p) {
-					st = IBV_WC_LOC_PROT_ERR;
-					break;
-				}
-				memcpy(p, payload + off, n);
-				off += n;
-			}
-		}
+		if (w->opcode == IBV_WR_RDMA_READ)
+			st = scatter(q->qp.pd, w->sge, w->nsge, payload, h->len);
 		if (st != IBV_WC_SUCCESS) {
 			nv_qp_error(q, w, st);
 			return;
@@ -533,15 +540,9 @@ static void qp_engine(struct nv_qp *q, uint64_t now, uint64_t *next)
 static void conn_read(struct nv_conn *c, uint64_t now)
 {
 	for (;;) {
-		if (c->incap - c->inlen < 65536) {
-			size_t nc = c->incap ? c->incap * 2 : 131072;
-			uint8_t *ni = realloc(c->in, nc);
-			if (!ni) {
-				conn_kill(c);
-				return;
-			}
-			c->in = ni;
-			c->incap = nc;
+		if (grow(&c->in, &c->incap, c->inlen + 65536) < 0) {
+			conn_kill(c);
+			return;
 		}
 		ssize_t n = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -566,15 +567,8 @@ static void conn_read(struct nv_conn *c, uint64_t now)
 				? h.len
 				: 0;
 		if (c->inlen - off < sizeof(h) + plen) {
-			if (sizeof(h) + plen > c->incap) {
-				uint8_t *ni = realloc(c->in, sizeof(h) + plen + 65536);
-				if (!ni) {
-					conn_kill(c);
-					return;
-				}
-				c->in = ni;
-				c->incap = sizeof(h) + plen + 65536;
-			}
+			if (grow(&c->in, &c->incap, sizeof(h) + plen) < 0)
+				conn_kill(c);
 			break;
 		}
 		const uint8_t *payload = c->in + off + sizeof(h);

@@ -182,8 +182,12 @@ void nv_async_event(struct ibv_context *ctx, enum ibv_event_type t, struct ibv_q
 /* verbs_fabric.c */
 int nv_fabric_listen(struct nv_qp *q, uint16_t lid);   /* assigns qp_num */
 void nv_fabric_kick(void);                            /* wake the progress thread */
-void nv_fabric_close_qp(struct nv_qp *q);             /* with nv_lock */
+/* with nv_lock: drop the QP's connections and, unless @keep_listening
+ * (a QP back in RESET keeps its QPN), its socket */
+void nv_fabric_close_qp(struct nv_qp *q, int keep_listening);
 void nv_qp_error(struct nv_qp *q, struct nv_swr *failed, enum ibv_wc_status st);
+/* empty both queues; @complete: with a flush completion each (@failed gets @st) */
+void nv_qp_drain(struct nv_qp *q, int complete, struct nv_swr *failed, enum ibv_wc_status st);
 void nv_complete_send(struct nv_qp *q, struct nv_swr *w, enum ibv_wc_status st);
 void nv_complete_recv(struct nv_qp *q, struct nv_rwr *r, enum ibv_wc_status st,
 		      enum ibv_wc_opcode op, uint32_t len, uint32_t imm, int with_imm);
