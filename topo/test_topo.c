@@ -29,6 +29,10 @@ static void test_file(const char *name, int nhosts, int ngpus, int nnics, int nv
 		snprintf(hn, sizeof(hn), "node%d", h);
 		CHECK(strcmp(nrr_topo_host_name(t, h), hn) == 0, "%s host %d name %s", name, h, t->hosts[h].name);
 		CHECK(t->hosts[h].nnics == nnics, "%s host %d nics %d", name, h, t->hosts[h].nnics);
+		/* no shipped file sets link_layer or mtu: the defaults */
+		for (int i = 0; i < t->hosts[h].nnics; i++)
+			CHECK(!t->hosts[h].nics[i].ethernet && t->hosts[h].nics[i].mtu == 4096, "%s host %d nic %d defaults",
+			      name, h, i);
 		for (int g = 0; g < t->hosts[h].ngpus; g++) {
 			nrr_topo_gpu *gp = &t->hosts[h].gpus[g];
 			CHECK(gp->dev == g && gp->sm == 90, "%s: gpu %d dev %d sm %d", name, g, gp->dev, gp->sm);
@@ -132,6 +136,14 @@ static void test_bad(void)
 		{ "<cluster>\n<host name=\"a&bogus;\"/></cluster>", 2, "entity" },
 		{ "<cluster\n", 1, "not closed" },
 		{ "<cluster>\n<![CDATA[x]]></cluster>", 2, "CDATA" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+		  "<nic>\n<net name=\"mlx5_0\" dev=\"0\" link_layer=\"RoCE\"/></nic></cpu></system>", 4,
+		  "link_layer is InfiniBand or Ethernet" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+		  "<nic>\n<net name=\"mlx5_0\" dev=\"0\" mtu=\"1500\"/></nic></cpu></system>", 4,
+		  "256, 512, 1024, 2048, 4096" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+		  "<nic>\n<net name=\"mlx5_0\" dev=\"0\" mtu=\"8192\"/></nic></cpu></system>", 4, "not an integer in" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char err[512];

@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -368,6 +370,48 @@ int main(void)
 	ibv_ack_async_event(&aev);
 	end_close(&a);
 	end_close(&b);
+
+	/* ---- retry exceeded across processes: the peer process is killed ---- */
+	int up[2], down[2];
+	REQUIRE(pipe(up) == 0 && pipe(down) == 0);
+	pid_t child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		struct end c;
+		end_open(&c, devs[1], rw);
+		uint32_t me[2] = { c.qp->qp_num, (uint32_t)(uintptr_t)c.buf }, peer;
+		uint64_t cbuf = (uintptr_t)c.buf;
+		if (write(up[1], &me[0], 4) != 4 || write(up[1], &cbuf, 8) != 8 || write(up[1], &c.mr->rkey, 4) != 4 ||
+		    read(down[0], &peer, 4) != 4)
+			_exit(2);
+		struct end fake_peer = { .qp = &(struct ibv_qp){ .qp_num = peer } };
+		if (to_init(&c, rw) || to_rtr(&c, &fake_peer, IBV_MTU_1024, 1, 1) || write(up[1], "r", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	end_open(&a, devs[0], rw);
+	uint32_t cqpn, crkey;
+	uint64_t cbuf;
+	char ready;
+	REQUIRE(read(up[0], &cqpn, 4) == 4 && read(up[0], &cbuf, 8) == 8 && read(up[0], &crkey, 4) == 4);
+	REQUIRE(write(down[1], &a.qp->qp_num, 4) == 4 && read(up[0], &ready, 1) == 1);
+	struct end cpeer = { .qp = &(struct ibv_qp){ .qp_num = cqpn } };
+	REQUIRE(to_init(&a, rw) == 0 && to_rtr(&a, &cpeer, IBV_MTU_1024, 2, 1) == 0 && to_rts(&a, 1, 1) == 0);
+	CHECK(post(&a, IBV_WR_RDMA_WRITE, 13, 0, 8, cbuf, crkey, 0) == 0);
+	wc = wait_wc(&a);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 13);
+	kill(child, SIGKILL);
+	int wst;
+	waitpid(child, &wst, 0);
+	CHECK(post(&a, IBV_WR_RDMA_WRITE, 14, 0, 8, cbuf, crkey, 0) == 0);
+	wc = wait_wc(&a);
+	CHECK(wc.status == IBV_WC_RETRY_EXC_ERR && wc.wr_id == 14);
+	end_close(&a);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
 
 	/* ---- registration: memlock, access rules, unmapped memory ---- */
 	end_open(&a, devs[0], rw);

@@ -119,8 +119,41 @@ static int rendezvous_dir(void)
 
 static void *progress(void *arg);
 
+/* fork: the child has no progress thread and none of the parent's QPs is
+ * its own (as with an HCA, the parent's resources are not usable in the
+ * child); it starts its fabric afresh when it creates a QP */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&nv_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&nv_lock);
+}
+
+static void fork_child(void)
+{
+	pthread_mutex_init(&nv_lock, NULL);
+	for (struct nv_conn *c = g_conns; c; c = c->next)
+		if (c->fd >= 0)
+			close(c->fd);
+	g_conns = NULL;
+	for (struct nv_qp *q = nv_qps; q; q = q->next)
+		if (q->lfd >= 0)
+			close(q->lfd);
+	nv_qps = NULL;
+	if (g_wake >= 0)
+		close(g_wake);
+	g_wake = -1;
+	g_next_qpn = 0;
+}
+
 static int start_thread(void)
 {
+	static int atfork;
+	if (!atfork && pthread_atfork(fork_prepare, fork_parent, fork_child) == 0)
+		atfork = 1;
 	if (g_wake >= 0)
 		return 0;
 	g_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
