@@ -541,8 +541,8 @@ static void qp_engine(struct nv_qp *q, uint64_t now, uint64_t *next)
 		}
 		FAKE_DBG("libibverbs: QP %u: no answer to request %u, sent again (%d retries left)",
 			 q->qp.qp_num, w->seq, q->retries_left);
-		if (q->out)
-			conn_kill(q->out);
+		/* sent again on the same connection while it lives: an answer
+		 * on its way still counts (the responder answers a repeat too) */
 		q->inflight = 0;
 	}
 	if (now < q->resend_ns) {
@@ -572,6 +572,7 @@ static void qp_engine(struct nv_qp *q, uint64_t now, uint64_t *next)
 /* read what is there; act on each whole packet */
 static void conn_read(struct nv_conn *c, uint64_t now)
 {
+	int gone = 0;
 	for (;;) {
 		if (grow(&c->in, &c->incap, c->inlen + 65536) < 0) {
 			conn_kill(c);
@@ -579,8 +580,8 @@ static void conn_read(struct nv_conn *c, uint64_t now)
 		}
 		ssize_t n = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-			conn_kill(c); /* the peer is gone */
-			return;
+			gone = 1; /* the peer is gone, after what it sent last */
+			break;
 		}
 		if (n < 0)
 			break;
@@ -615,6 +616,8 @@ static void conn_read(struct nv_conn *c, uint64_t now)
 		memmove(c->in, c->in + off, c->inlen - off);
 		c->inlen -= off;
 	}
+	if (gone && c->fd >= 0)
+		conn_kill(c);
 }
 
 enum { EV_WAKE, EV_LISTEN, EV_CONN };
