@@ -77,21 +77,22 @@ check "ibv_rc_pingpong -e exits 0" $?
 must pp_events '^\[0\] 200 iters in' "$tmp/pp_events"
 must pp_events '^\[1\] 200 iters in' "$tmp/pp_events"
 
-# RoCE: the same cluster with Ethernet ports; GID 1 is RoCE v2 ::ffff:10.H.H.(i+1)
-sed 's/<net name="\(mlx5_[0-9]*\)"/<net link_layer="Ethernet" mtu="1024" name="\1"/' "$topo" >"$tmp/roce.xml"
-run "$tmp/roce.xml" ibv_devinfo -v >"$tmp/devinfo_roce" 2>&1
+# RoCE: 2node_8gpu_roce, the same cluster with Ethernet ports of MTU 1024;
+# GID 1 is RoCE v2 ::ffff:10.H.H.(i+1)
+roce=$root/topo/2node_8gpu_roce.xml
+run "$roce" ibv_devinfo -v >"$tmp/devinfo_roce" 2>&1
 must devinfo_roce '^\[1\] 			link_layer:		Ethernet' "$tmp/devinfo_roce"
 must devinfo_roce '^\[1\] 			GID\[  1\]:		::ffff:10.0.1.1, RoCE v2' "$tmp/devinfo_roce"
-pp pp_roce "$tmp/roce.xml" -d mlx5_0 -g 1 -m 1024 -n 100
+pp pp_roce "$roce" -d mlx5_0 -g 1 -m 1024 -n 100
 check "ibv_rc_pingpong -g 1 over RoCE exits 0" $?
 must pp_roce '^\[1\]   remote address: LID 0x0000, QPN 0x[0-9a-f]*, PSN 0x[0-9a-f]*, GID ::ffff:10.0.0.1' "$tmp/pp_roce"
 must pp_roce '^\[0\] 100 iters in' "$tmp/pp_roce"
 # a path MTU above the port's (1024): RTR fails on both sides, as on an HCA
-pp pp_mtu "$tmp/roce.xml" -d mlx5_0 -g 1 -m 2048 -n 10
+pp pp_mtu "$roce" -d mlx5_0 -g 1 -m 2048 -n 10
 check "ibv_rc_pingpong -m 2048 on a 1024 port fails" $((! $?))
 must pp_mtu '^\[0\] Failed to modify QP to RTR' "$tmp/pp_mtu"
 # RoCE without a GID: no GRH, which a RoCE port refuses
-pp pp_nogid "$tmp/roce.xml" -d mlx5_0 -n 10
+pp pp_nogid "$roce" -d mlx5_0 -n 10
 check "ibv_rc_pingpong without -g over RoCE fails" $((! $?))
 must pp_nogid 'Failed to modify QP to RTR' "$tmp/pp_nogid"
 
