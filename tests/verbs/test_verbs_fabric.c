@@ -263,6 +263,17 @@ int main(void)
 	wc = wait_wc(&a);
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ && wc.wr_id == 4);
 	CHECK(strcmp(a.buf + 500, "read me") == 0);
+	/* an MR registered at an IO virtual address: the peer addresses it by iova */
+	struct ibv_mr *iv = ibv_reg_mr_iova2(b.pd, b.buf + 6000, 1000, 0x40000000, rw);
+	CHECK(iv != NULL);
+	if (iv) {
+		memcpy(a.buf + 700, "by iova", 8);
+		CHECK(post(&a, IBV_WR_RDMA_WRITE, 15, 700, 8, 0x40000000 + 100, iv->rkey, 0) == 0);
+		wc = wait_wc(&a);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 15);
+		CHECK(strcmp(b.buf + 6100, "by iova") == 0);
+		CHECK(ibv_dereg_mr(iv) == 0);
+	}
 
 	/* ---- remote access error: out of the MR's bounds ---- */
 	CHECK(post(&a, IBV_WR_RDMA_WRITE, 5, 0, 100, (uintptr_t)b.buf + 8150, b.mr->rkey, 0) == 0);
