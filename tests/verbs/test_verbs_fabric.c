@@ -20,6 +20,8 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -274,6 +276,23 @@ int main(void)
 		CHECK(strcmp(b.buf + 6100, "by iova") == 0);
 		CHECK(ibv_dereg_mr(iv) == 0);
 	}
+
+	/* ---- garbage on b's QP socket (the rendezvous of the fabric): the
+	 * connection is dropped, b goes on ---- */
+	int gfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/ncclrr-verbs-%u/v%u.%u", (unsigned)getuid(), b.port.lid,
+		 b.qp->qp_num);
+	CHECK(gfd >= 0 && connect(gfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	char junk[256];
+	memset(junk, 0xff, sizeof(junk));
+	CHECK(write(gfd, junk, sizeof(junk)) == (ssize_t)sizeof(junk));
+	char eof;
+	CHECK(read(gfd, &eof, 1) == 0); /* closed by b */
+	close(gfd);
+	CHECK(post(&a, IBV_WR_RDMA_WRITE, 16, 0, 8, (uintptr_t)b.buf, b.mr->rkey, 0) == 0);
+	wc = wait_wc(&a);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 16);
 
 	/* ---- remote access error: out of the MR's bounds ---- */
 	CHECK(post(&a, IBV_WR_RDMA_WRITE, 5, 0, 100, (uintptr_t)b.buf + 8150, b.mr->rkey, 0) == 0);

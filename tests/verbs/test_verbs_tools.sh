@@ -49,8 +49,9 @@ port=$((20000 + $$ % 20000))
 cat >"$tmp/pp.sh" <<'E'
 #!/bin/bash
 # rank 0 serves; rank 1 connects, again while the server is not listening yet
+# (up to 60 s: at a load of 35 on 2 cores, 10 s was not enough)
 if [ "$NCCLRR_RANK" = 0 ]; then exec ibv_rc_pingpong -p "$PP_PORT" "$@"; fi
-for i in $(seq 50); do
+for i in $(seq 300); do
 	out=$(ibv_rc_pingpong -p "$PP_PORT" "$@" 127.0.0.1 2>&1)
 	rc=$?
 	grep -q "^Couldn't connect" <<<"$out" || { echo "$out"; exit $rc; }

@@ -592,7 +592,11 @@ static void conn_read(struct nv_conn *c, uint64_t now)
 		struct nv_pkt h;
 		memcpy(&h, c->in + off, sizeof(h));
 		if (h.magic != NV_MAGIC || h.len > (1ull << 32)) {
-			fake_log("libibverbs: a peer sent a malformed packet; connection closed");
+			fake_log("libibverbs: QP %u (%s): a connection sent bytes that are no packet of the fake "
+				 "fabric (magic 0x%08x, length %llu, at byte %llu of what it sent); is another "
+				 "program using that socket? Connection closed",
+				 c->qp ? c->qp->qp.qp_num : 0, c->qp ? c->qp->path : "?", h.magic,
+				 (unsigned long long)h.len, (unsigned long long)(c->inpos + off));
 			conn_kill(c);
 			return;
 		}
@@ -615,6 +619,7 @@ static void conn_read(struct nv_conn *c, uint64_t now)
 	if (off) {
 		memmove(c->in, c->in + off, c->inlen - off);
 		c->inlen -= off;
+		c->inpos += off;
 	}
 	if (gone && c->fd >= 0)
 		conn_kill(c);

@@ -133,6 +133,7 @@ struct nv_conn {
 	size_t outlen, outoff, outcap;
 	uint8_t *in;
 	size_t inlen, incap;
+	uint64_t inpos;             /* bytes of the stream before in[0] */
 	struct nv_conn *next;
 };
 
