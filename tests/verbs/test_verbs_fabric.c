@@ -94,19 +94,19 @@ static int to_rts(struct end *e, uint8_t retry, uint8_t rnr_retry)
 						 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* one completion within 5 s */
+/* one completion within 30 s (a loaded machine) */
 static struct ibv_wc wait_wc(struct end *e)
 {
 	struct ibv_wc wc;
 	memset(&wc, 0, sizeof(wc));
-	for (int i = 0; i < 5000; i++) {
+	for (int i = 0; i < 30000; i++) {
 		int n = ibv_poll_cq(e->cq, 1, &wc);
 		if (n == 1)
 			return wc;
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
-	fprintf(stderr, "no completion within 5 s\n");
+	fprintf(stderr, "no completion within 30 s\n");
 	fails++;
 	wc.status = (enum ibv_wc_status)-1;
 	return wc;
@@ -338,9 +338,9 @@ int main(void)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	CHECK(wc.status == IBV_WC_RETRY_EXC_ERR && wc.status == 12 && wc.wr_id == 9);
 	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-	/* retry_cnt 2: three tries of the 100 ms floor (timeout 1 is 8 us) */
+	/* retry_cnt 2: three tries of the 200 ms floor (timeout 1 is 8 us) */
 	printf("retry exceeded after %.0f ms\n", ms);
-	CHECK(ms >= 290 && ms < 3000);
+	CHECK(ms >= 590 && ms < 20000);
 	end_close(&a);
 	end_close(&b);
 

@@ -15,7 +15,7 @@
  * which keeps RC ordering through RNR and retransmission. A request with no
  * answer within the QP's timeout is sent again, retry_cnt times, then
  * completes with IBV_WC_RETRY_EXC_ERR; the time of one try is
- * max(NCCLRR_VERBS_MIN_TIMEOUT_MS (100), 4.096 us * 2^timeout /
+ * max(NCCLRR_VERBS_MIN_TIMEOUT_MS (200), 4.096 us * 2^timeout /
  * NCCLRR_VERBS_TIME_SCALE (16)). Packets for a QP that is not in RTR/RTS,
  * or that is connected to another QP, are dropped as an HCA drops them.
  */
@@ -78,7 +78,7 @@ static uint64_t try_ns(const struct nv_qp *q)
 	static long scale = -1, floor_ms = -1;
 	if (scale < 0) {
 		scale = env_long("NCCLRR_VERBS_TIME_SCALE", 16, 1);
-		floor_ms = env_long("NCCLRR_VERBS_MIN_TIMEOUT_MS", 100, 1);
+		floor_ms = env_long("NCCLRR_VERBS_MIN_TIMEOUT_MS", 200, 1);
 	}
 	uint64_t ns = (4096ull << q->attr.timeout) / (uint64_t)scale;
 	uint64_t fl = (uint64_t)floor_ms * 1000000ull;
