@@ -3,8 +3,8 @@
  * verbs_fabric.c - RC QPs between processes of this machine, no daemon.
  *
  * Each QP listens on a UNIX stream socket named by its address, the
- * rendezvous: DIR/v<LID>.<QPN>, DIR being the run's NCCLRR_ID_DIR (set by
- * `ncclrr run`), else $NCCLRR_VERBS_DIR, else /tmp/ncclrr-verbs-<uid>.
+ * rendezvous: DIR/v<LID>.<QPN>, DIR being $NCCLRR_VERBS_DIR, else the
+ * run's NCCLRR_ID_DIR (set by `ncclrr run`), else /tmp/ncclrr-verbs-<uid>.
  * bind() is the QPN allocator: a QPN whose name exists is taken, so QPNs
  * are unique per NIC across the processes sharing it. A requester connects
  * to its destination's socket and sends requests; the responder's progress
@@ -96,22 +96,24 @@ static int rendezvous_dir(void)
 {
 	if (g_dir[0])
 		return 0;
-	const char *d = getenv("NCCLRR_ID_DIR");
+	const char *d = getenv("NCCLRR_VERBS_DIR");
 	if (!d || !*d)
-		d = getenv("NCCLRR_VERBS_DIR");
+		d = getenv("NCCLRR_ID_DIR");
 	char def[64];
 	if (!d || !*d) {
 		snprintf(def, sizeof(def), "/tmp/ncclrr-verbs-%u", (unsigned)getuid());
-		if (mkdir(def, 0700) < 0 && errno != EEXIST) {
-			fake_log("libibverbs: cannot make the rendezvous directory %s: %m", def);
-			return errno;
-		}
 		d = def;
 	}
 	if (strlen(d) + 24 > sizeof(((struct sockaddr_un *)0)->sun_path) || strlen(d) >= sizeof(g_dir)) {
 		fake_log("libibverbs: rendezvous directory %s is too long for a socket name; "
 			 "set NCCLRR_VERBS_DIR to a shorter one", d);
 		return ENAMETOOLONG;
+	}
+	if (mkdir(d, 0700) < 0 && errno != EEXIST) {
+		int e = errno;
+		fake_log("libibverbs: cannot make the rendezvous directory %s: %s; set NCCLRR_VERBS_DIR "
+			 "to a directory of yours", d, strerror(e));
+		return e;
 	}
 	snprintf(g_dir, sizeof(g_dir), "%s", d);
 	return 0;
