@@ -71,6 +71,10 @@ FAKE_EXPORT int ibv_get_async_event(struct ibv_context *c, struct ibv_async_even
 	if (read(x->async_fd, &v, sizeof(v)) != sizeof(v))
 		return -1;
 	pthread_mutex_lock(&nv_lock);
+	if (!x->nevents) {
+		pthread_mutex_unlock(&nv_lock);
+		return errno = EAGAIN, -1;
+	}
 	*ev = x->events[0];
 	memmove(x->events, x->events + 1, (size_t)(x->nevents - 1) * sizeof(*ev));
 	x->nevents--;
@@ -675,8 +679,8 @@ static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
 	struct nv_cq *q = (struct nv_cq *)cq;
-	if (!cq->channel)
-		return EINVAL;
+	/* a CQ without a channel may be armed too (mlx5 arms it); nothing
+	 * will be told */
 	pthread_mutex_lock(&nv_lock);
 	q->armed = 1;
 	q->solicited_only = solicited_only;
