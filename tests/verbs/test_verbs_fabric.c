@@ -170,8 +170,43 @@ static void expect_error(struct ibv_device **devs, int b_access, enum ibv_wr_opc
 	end_close(&b);
 }
 
+/* what NCCL 2.22.3 looks up with dlvsym (src/misc/ibvsymbols.cc), each at
+ * its node; and what ibverbs-utils import beyond IBVERBS_1.1 */
+static void check_versions(void)
+{
+	static const char *const v11[] = {
+		"ibv_get_device_list", "ibv_free_device_list", "ibv_get_device_name", "ibv_open_device",
+		"ibv_close_device", "ibv_get_async_event", "ibv_ack_async_event", "ibv_query_device",
+		"ibv_query_port", "ibv_query_gid", "ibv_query_qp", "ibv_alloc_pd", "ibv_dealloc_pd",
+		"ibv_reg_mr", "ibv_dereg_mr", "ibv_create_cq", "ibv_destroy_cq", "ibv_create_qp",
+		"ibv_modify_qp", "ibv_destroy_qp", "ibv_fork_init", "ibv_event_type_str",
+		"ibv_get_cq_event", "ibv_ack_cq_events", "ibv_wc_status_str", "ibv_get_device_guid",
+	};
+	static const struct { const char *fn, *ver; } other[] = {
+		{ "ibv_reg_mr_iova2", "IBVERBS_1.8" }, { "ibv_reg_dmabuf_mr", "IBVERBS_1.12" },
+		{ "ibv_query_ece", "IBVERBS_1.10" }, { "ibv_set_ece", "IBVERBS_1.10" },
+		{ "ibv_create_comp_channel", "IBVERBS_1.0" }, { "ibv_destroy_comp_channel", "IBVERBS_1.0" },
+		{ "ibv_read_sysfs_file", "IBVERBS_1.0" }, { "ibv_qp_to_qp_ex", "IBVERBS_1.6" },
+		{ "ibv_query_gid_type", "IBVERBS_PRIVATE_34" },
+	};
+	void *h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD);
+	REQUIRE(h);
+	for (size_t i = 0; i < sizeof(v11) / sizeof(v11[0]); i++)
+		if (!dlvsym(h, v11[i], "IBVERBS_1.1")) {
+			fprintf(stderr, "no %s@IBVERBS_1.1\n", v11[i]);
+			fails++;
+		}
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		if (!dlvsym(h, other[i].fn, other[i].ver)) {
+			fprintf(stderr, "no %s@%s\n", other[i].fn, other[i].ver);
+			fails++;
+		}
+	dlclose(h);
+}
+
 int main(void)
 {
+	check_versions();
 	int n = 0;
 	struct ibv_device **devs = ibv_get_device_list(&n);
 	REQUIRE(devs && n >= 2);
