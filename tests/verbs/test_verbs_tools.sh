@@ -97,6 +97,11 @@ pp pp_nogid "$roce" -d mlx5_0 -n 10
 check "ibv_rc_pingpong without -g over RoCE fails" $((! $?))
 must pp_nogid 'Failed to modify QP to RTR' "$tmp/pp_nogid"
 
+# two NICs of the cluster with one GUID: said, naming the file and both NICs
+sed 's/guid="0xb840/guid="0xb83f/' "$topo" >"$tmp/dupguid.xml"
+pp pp_dupguid "$tmp/dupguid.xml" -d mlx5_0 -n 10
+must pp_dupguid "libibverbs: $tmp/dupguid.xml: host 0 NIC 0 and host 1 NIC 0 have the same guid 0x" "$tmp/pp_dupguid"
+
 # ---- NCCLRR_FAULT reaches verbs calls: rank 1's ibv_reg_mr fails with ENOMEM
 cat >"$tmp/fault.sh" <<'E'
 #!/bin/bash

@@ -150,9 +150,30 @@ static void load_addrs(void)
 	}
 }
 
+/* a GID names one NIC: two NICs of the cluster with one GUID make GID 0
+ * ambiguous (the first is reached), which the topology should not do */
+static void check_guids(void)
+{
+	for (int i = 0; i < g_naddrs; i++)
+		for (int j = i + 1; j < g_naddrs; j++)
+			if (g_addrs[i].guid == g_addrs[j].guid) {
+				fake_log("libibverbs: %s: host %d NIC %d and host %d NIC %d have the same guid "
+					 "0x%016llx: their GID 0 is one; give each <net> its own guid=",
+					 fake_host()->topo->path, g_addrs[i].host, g_addrs[i].nic, g_addrs[j].host,
+					 g_addrs[j].nic, (unsigned long long)g_addrs[i].guid);
+				return;
+			}
+}
+
+static void load_all(void)
+{
+	load_addrs();
+	check_guids();
+}
+
 const struct nv_addr *nv_resolve(const struct ibv_ah_attr *ah, int ethernet)
 {
-	pthread_once(&g_addrs_once, load_addrs);
+	pthread_once(&g_addrs_once, load_all);
 	for (int i = 0; i < g_naddrs; i++) {
 		const struct nv_addr *a = &g_addrs[i];
 		if (a->ethernet != ethernet)
