@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(meson ninja-build pkg-config gcc g++ binutils python3 libzstd-dev liblttng-ust-dev
-          lttng-tools libbabeltrace2-dev babeltrace2 libibverbs-dev rdma-core
+          lttng-tools libbabeltrace2-dev babeltrace2 libibverbs-dev rdma-core ibverbs-utils
           libprotobuf-c-dev protobuf-c-compiler zlib1g-dev procps debian-archive-keyring)
 missing=()
 for p in "${packages[@]}"; do

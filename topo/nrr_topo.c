@@ -701,6 +701,15 @@ static int add_net(struct walk *w, const struct nrr_xml_node *n)
 	if ((rc = need_int(pe, n, "gdr", 0, 1, 0, 0, &v)) < 0)
 		return rc;
 	nic->gdr = (int)v;
+	if ((rc = need_int(pe, n, "mtu", 256, 4096, 0, 4096, &v)) < 0)
+		return rc;
+	if (v & (v - 1))
+		return fail(pe, n->line, "<net mtu=\"%ld\">: the MTU is one of 256, 512, 1024, 2048, 4096", v);
+	nic->mtu = (int)v;
+	const char *ll = nrr_xml_attr(n, "link_layer");
+	if (ll && strcmp(ll, "InfiniBand") != 0 && strcmp(ll, "Ethernet") != 0)
+		return fail(pe, n->line, "<net link_layer=\"%s\">: link_layer is InfiniBand or Ethernet", ll);
+	nic->ethernet = ll && strcmp(ll, "Ethernet") == 0;
 	const char *guid = nrr_xml_attr(n, "guid");
 	snprintf(nic->guid, sizeof(nic->guid), "%s", guid ? guid : "");
 	const struct nrr_xml_node *pci = ancestor(n, "pci");

@@ -84,6 +84,10 @@ typedef struct nrr_topo_nic {
 	char guid[32];
 	int gdr;
 	char busid[32];                 /* enclosing <pci busid>, "" if none */
+	int ethernet;                   /* link_layer="Ethernet" (RoCE); default
+	                                 * "InfiniBand" (the fake libibverbs) */
+	int mtu;                        /* mtu= active MTU in bytes, 256..4096
+	                                 * (a power of two); default 4096 */
 } nrr_topo_nic;
 
 typedef struct nrr_topo_host {

@@ -29,6 +29,11 @@ static void test_file(const char *name, int nhosts, int ngpus, int nnics, int nv
 		snprintf(hn, sizeof(hn), "node%d", h);
 		CHECK(strcmp(nrr_topo_host_name(t, h), hn) == 0, "%s host %d name %s", name, h, t->hosts[h].name);
 		CHECK(t->hosts[h].nnics == nnics, "%s host %d nics %d", name, h, t->hosts[h].nnics);
+		/* the RoCE file sets link_layer and mtu; the others have the defaults */
+		int roce = strstr(name, "roce") != NULL;
+		for (int i = 0; i < t->hosts[h].nnics; i++)
+			CHECK(t->hosts[h].nics[i].ethernet == roce && t->hosts[h].nics[i].mtu == (roce ? 1024 : 4096),
+			      "%s host %d nic %d link layer and MTU", name, h, i);
 		for (int g = 0; g < t->hosts[h].ngpus; g++) {
 			nrr_topo_gpu *gp = &t->hosts[h].gpus[g];
 			CHECK(gp->dev == g && gp->sm == 90, "%s: gpu %d dev %d sm %d", name, g, gp->dev, gp->sm);
@@ -132,6 +137,14 @@ static void test_bad(void)
 		{ "<cluster>\n<host name=\"a&bogus;\"/></cluster>", 2, "entity" },
 		{ "<cluster\n", 1, "not closed" },
 		{ "<cluster>\n<![CDATA[x]]></cluster>", 2, "CDATA" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+		  "<nic>\n<net name=\"mlx5_0\" dev=\"0\" link_layer=\"RoCE\"/></nic></cpu></system>", 4,
+		  "link_layer is InfiniBand or Ethernet" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+		  "<nic>\n<net name=\"mlx5_0\" dev=\"0\" mtu=\"1500\"/></nic></cpu></system>", 4,
+		  "256, 512, 1024, 2048, 4096" },
+		{ "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+		  "<nic>\n<net name=\"mlx5_0\" dev=\"0\" mtu=\"8192\"/></nic></cpu></system>", 4, "not an integer in" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char err[512];
@@ -237,6 +250,7 @@ int main(int argc, char **argv)
 	test_file("4node_32gpu.xml", 4, 8, 8, 1);
 	test_file("8node_64gpu.xml", 8, 8, 8, 1);
 	test_file("2node_8gpu_pcie.xml", 2, 4, 2, 0);
+	test_file("2node_8gpu_roce.xml", 2, 4, 2, 0);
 	test_bad();
 	test_host_only();
 	test_default();

@@ -36,6 +36,16 @@ void fake_log(const char *fmt, ...)
 static struct fake_host the_host;
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
+int fake_errno_by_name(const char *name)
+{
+	for (int e = 1; e < 4096; e++) {
+		const char *n = strerrorname_np(e);
+		if (n && strcmp(n, name) == 0)
+			return e;
+	}
+	return -1;
+}
+
 static int env_int(const char *name, int def)
 {
 	const char *v = getenv(name);

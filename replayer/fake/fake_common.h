@@ -57,6 +57,9 @@ FAKE_HIDDEN int fake_enter(struct fake_api *api);
 FAKE_HIDDEN int fake_lib_error_code(const char *name);
 FAKE_HIDDEN int fake_lib_owns(const char *api);
 FAKE_HIDDEN extern const char fake_lib_what[];
+/* For libraries whose errors are errnos (socket calls, verbs): the errno
+ * of a name such as "ECONNREFUSED", -1 if none. */
+FAKE_HIDDEN int fake_errno_by_name(const char *name);
 
 /* stderr diagnostics: always for errors; NCCLRR_FAKE_DEBUG=1 for traces. */
 FAKE_HIDDEN extern int fake_debug;

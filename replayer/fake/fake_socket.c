@@ -49,12 +49,7 @@ int fake_lib_owns(const char *api)
 
 int fake_lib_error_code(const char *name)
 {
-	for (int e = 1; e < 4096; e++) {
-		const char *n = strerrorname_np(e);
-		if (n && strcmp(n, name) == 0)
-			return e;
-	}
-	return -1;
+	return fake_errno_by_name(name);
 }
 
 typedef int connect_fn(int, const struct sockaddr *, socklen_t);
