@@ -330,7 +330,7 @@ int nrr_runinfo_read(struct nrr_runinfo *ri, nrr_reader *const *r, size_t n, cha
 		long rk = nrr_meta_rank(r[i]), gen = 0;
 		if (rk == -ENOENT)
 			continue;
-		if (rk < 0) {
+		if (rk < 0 || rk > 1 << 24) {   /* (a rank bisect can compare) */
 			snprintf(err, errlen, "%s: meta rank=%s is not a rank number (the trace's metadata is damaged)",
 				 nrr_reader_path(r[i]), nrr_reader_meta(r[i], "rank"));
 			goto out;

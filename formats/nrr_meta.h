@@ -7,12 +7,14 @@
 #define NRR_META_H
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include "nrt.h"
 
-/* The largest rank a trace's metadata may give (above it: damaged). */
-#define NRR_META_RANK_MAX (1L << 24)
+/* The largest rank a trace's metadata may give (above it: damaged); an
+ * int holds every rank. */
+#define NRR_META_RANK_MAX ((long)INT_MAX)
 
 /* The rank of the process @r traced: its metadata's `rank` (the tracer
  * writes NCCL's rank, or the launcher's when NCCL never said).
