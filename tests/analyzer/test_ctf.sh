@@ -158,11 +158,17 @@ EOF
 	[ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "babeltrace2 on a damaged chunk: exit $rc"
 	tr '\n' ' ' <"$T/e2" | tr -s ' ' | grep -q "Cannot read trace: file=$b offset=$off: chunk payload checksum" ||
 		{ cat "$T/e2"; fail "no file/offset $off in the error"; }
-	"$NCCLRR" export --ctf "$T/out" "$b" 2>"$T/e3"
+	# --strict: the damaged input is an error, and no partial output
+	"$NCCLRR" export --strict --ctf "$T/out" "$b" 2>"$T/e3"
 	rc=$?
-	[ $rc -eq 2 ] || fail "nrr_export_ctf on a damaged chunk: exit $rc, want 2"
-	grep -q "file=$b offset=$off" "$T/e3" || { cat "$T/e3"; fail "nrr_export_ctf: no file/offset in the error"; }
-	[ ! -e "$T/out" ] || fail "nrr_export_ctf left a partial $T/out after failing"
+	[ $rc -eq 2 ] || fail "export --strict --ctf on a damaged chunk: exit $rc, want 2"
+	grep -q "file=$b offset=$off" "$T/e3" || { cat "$T/e3"; fail "export --strict --ctf: no file/offset in the error"; }
+	[ ! -e "$T/out" ] || fail "export --strict --ctf left a partial $T/out after failing"
+	# without: what can be read of it is exported, the damage named, exit 3
+	"$NCCLRR" export --ctf "$T/out" "$b" 2>"$T/e4"
+	rc=$?
+	[ $rc -eq 3 ] || { cat "$T/e4"; fail "export --ctf on a damaged chunk: exit $rc, want 3 (damaged input skipped)"; }
+	grep -q "file=$b offset=$off" "$T/e4" || { cat "$T/e4"; fail "export --ctf: no file/offset in the warning"; }
 	echo "ok: badinput"
 	;;
 *)
