@@ -41,6 +41,9 @@
 #include "cmds.h"
 #include "color.h"
 #include "diff.h"
+#include "json.h"
+#include "nrr_hash.h"
+#include "nrr_meta.h"
 #include "runinfo.h"
 
 #define MAX_CONTEXT 32
@@ -170,10 +173,7 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
 
 static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t n)
 {
-	uint64_t f = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++)
-		f = (f ^ p[i]) * 0x100000001b3ull;
-	return mix(h, f ^ n);
+	return mix(h, nrr_hash(p, n, NRR_HASH_INIT) ^ n);
 }
 
 static bool is_alnum(uint8_t ch)
@@ -185,10 +185,10 @@ static bool is_alnum(uint8_t ch)
  * counters) or that are a six character mkstemp suffix count as one '*'. */
 static uint64_t hash_fuzzy(uint64_t h, const uint8_t *p, size_t n)
 {
-	uint64_t f = 0xcbf29ce484222325ull;
+	uint64_t f = NRR_HASH_INIT;
 	for (size_t i = 0; i < n;) {
 		if (!is_alnum(p[i])) {
-			f = (f ^ p[i]) * 0x100000001b3ull;
+			f = nrr_hash(p + i, 1, f);
 			i++;
 			continue;
 		}
@@ -200,10 +200,9 @@ static uint64_t hash_fuzzy(uint64_t h, const uint8_t *p, size_t n)
 		}
 		bool mkstemp = j - i == 6 && i > 0 && p[i - 1] == '.';
 		if (digit || mkstemp) {
-			f = (f ^ '*') * 0x100000001b3ull;
+			f = nrr_hash("*", 1, f);
 		} else {
-			for (size_t k = i; k < j; k++)
-				f = (f ^ p[k]) * 0x100000001b3ull;
+			f = nrr_hash(p + i, j - i, f);
 		}
 		i = j;
 	}
@@ -673,9 +672,10 @@ static int proc_init(struct proc *p, struct nrr_inputs *in, size_t i)
 	/* nrr_reader_meta() answers in one buffer: use each value at once */
 	const char *v;
 	int n;
-	if ((v = nrr_reader_meta(p->r, "rank"))) {
-		n = asprintf(&p->key, "rank=%s", v);
-		p->rank = strtol(v, NULL, 10);
+	long rank = nrr_meta_rank(p->r);
+	if (rank >= 0) {
+		n = asprintf(&p->key, "rank=%ld", rank);
+		p->rank = rank;
 	} else if ((v = nrr_reader_meta(p->r, "nccl_rank"))) {
 		n = asprintf(&p->key, "nccl_rank=%s", v);
 		p->rank = strtol(v, NULL, 10);
@@ -1207,24 +1207,6 @@ static char *what_differs(struct pair *pr)
 	return buf;
 }
 
-static void jstr(FILE *f, const char *s)
-{
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 static const char *kind_text(enum dkind k)
 {
 	switch (k) {
@@ -1350,7 +1332,7 @@ static void json_lines(FILE *f, const char *name, char **l, size_t n)
 		if (!l[k])
 			continue;
 		fputs(sep, f);
-		jstr(f, l[k]);
+		nrr_json_strz(f, l[k]);
 		sep = ", ";
 	}
 	fputc(']', f);
@@ -1363,7 +1345,7 @@ static void json_pair(FILE *f, struct pair *pr, struct lines *L)
 	struct divg *d = &pr->d;
 	const struct proc *p = pr->a ? pr->a : pr->b;
 	fputs("{\"process\": ", f);
-	jstr(f, p->label);
+	nrr_json_strz(f, p->label);
 	fputs(", \"rank\": ", f);
 	if (p->rank != 0x7fffffffL)
 		fprintf(f, "%ld", p->rank);
@@ -1372,17 +1354,17 @@ static void json_pair(FILE *f, struct pair *pr, struct lines *L)
 	fprintf(f, ", \"kind\": \"%s\", \"thread\": %u, \"tid_a\": %u, \"tid_b\": %u", kind_json(d->kind),
 		d->thread_no, d->tid_a, d->tid_b);
 	fputs(", \"api\": ", f);
-	jstr(f, api_of(d));
+	nrr_json_strz(f, api_of(d));
 	if (d->kind == D_CALL || d->kind == D_B_ENDS)
 		fprintf(f, ", \"seq_a\": %llu", (unsigned long long)d->ta.seq);
 	if (d->kind == D_CALL || d->kind == D_A_ENDS)
 		fprintf(f, ", \"seq_b\": %llu", (unsigned long long)d->tb.seq);
 	fprintf(f, ", \"t_a\": %.9f, \"t_b\": %.9f, \"differs\": ", d->t_a / 1e9, d->t_b / 1e9);
-	jstr(f, L->what);
+	nrr_json_strz(f, L->what);
 	fputs(", \"call_a\": ", f);
-	jstr(f, d->kind != D_A_ENDS ? L->a[0] : NULL);
+	nrr_json_strz(f, d->kind != D_A_ENDS ? L->a[0] : NULL);
 	fputs(", \"call_b\": ", f);
-	jstr(f, d->kind != D_B_ENDS ? L->b[0] : NULL);
+	nrr_json_strz(f, d->kind != D_B_ENDS ? L->b[0] : NULL);
 	json_lines(f, "before", L->hist, d->nhist);
 	json_lines(f, "after_a", L->a + (d->kind != D_A_ENDS), d->naft_a);
 	json_lines(f, "after_b", L->b + (d->kind != D_B_ENDS), d->naft_b);
@@ -1479,9 +1461,9 @@ static void json_meaningful(FILE *f, struct pair *pr)
 	const char *r = pr->m_in_b ? "b" : "a";
 	if (pr->m == M_END) {
 		fprintf(f, "{\"kind\": \"end_only_in_%s\", \"t\": %.9f, \"end_a\": ", r, pr->m_t / 1e9);
-		jstr(f, pr->a->end[0] ? pr->a->end : NULL);
+		nrr_json_strz(f, pr->a->end[0] ? pr->a->end : NULL);
 		fputs(", \"end_b\": ", f);
-		jstr(f, pr->b->end[0] ? pr->b->end : NULL);
+		nrr_json_strz(f, pr->b->end[0] ? pr->b->end : NULL);
 		fputc('}', f);
 		return;
 	}
@@ -1494,9 +1476,9 @@ static void json_meaningful(FILE *f, struct pair *pr)
 	}
 	fprintf(f, "{\"kind\": \"failure_only_in_%s\", \"thread\": %u, \"seq\": %llu, \"t\": %.9f, \"first_divergence\": %s, \"failure\": ",
 		r, pr->m_thread, (unsigned long long)pr->mf.seq, pr->m_t / 1e9, pr->m_is_d ? "true" : "false");
-	jstr(f, what);
+	nrr_json_strz(f, what);
 	fputs(", \"call\": ", f);
-	jstr(f, line);
+	nrr_json_strz(f, line);
 	fputc('}', f);
 	free(line);
 	free(what);
@@ -1579,15 +1561,15 @@ static void config_json(FILE *f, const struct config *c)
 	for (size_t i = 0; c->have && i < c->n; i++) {
 		const struct nrr_runinfo_change *x = &c->ch[i];
 		fputs(i ? ", {\"key\": " : "{\"key\": ", f);
-		jstr(f, x->key);
+		nrr_json_strz(f, x->key);
 		if (x->rank < 0)
 			fputs(", \"rank\": null", f);
 		else
 			fprintf(f, ", \"rank\": %d", x->rank);
 		fputs(", \"a\": ", f);
-		jstr(f, x->a);
+		nrr_json_strz(f, x->a);
 		fputs(", \"b\": ", f);
-		jstr(f, x->b);
+		nrr_json_strz(f, x->b);
 		fputc('}', f);
 	}
 	fputs("]", f);
@@ -1725,9 +1707,9 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 	bool differ = ndiv || cfg.n;
 	if (o->json) {
 		fputs("{\"a\": ", out);
-		jstr(out, ia->n ? nrr_reader_path(ia->r[0]) : NULL);
+		nrr_json_strz(out, ia->n ? nrr_reader_path(ia->r[0]) : NULL);
 		fputs(", \"b\": ", out);
-		jstr(out, ib->n ? nrr_reader_path(ib->r[0]) : NULL);
+		nrr_json_strz(out, ib->n ? nrr_reader_path(ib->r[0]) : NULL);
 		fprintf(out, ", \"same\": %s, ", differ ? "false" : "true");
 		config_json(out, &cfg);
 		fprintf(out, ", \"processes_a\": %zu, \"processes_b\": %zu, \"calls_compared\": %llu, \"divergences\": [",
@@ -1753,7 +1735,7 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 			if (hl && hlen && hl[hlen - 1] == '\n')
 				hl[hlen - 1] = 0;
 		}
-		jstr(out, hl);
+		nrr_json_strz(out, hl);
 		free(hl);
 		fputs(", \"earliest\": ", out);
 		if (ndiv) {

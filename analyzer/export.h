@@ -11,6 +11,7 @@
 
 #include "callfmt.h"
 #include "inputs.h"
+#include "json.h"
 
 /* What the exporters leave out or fold (cmd_export.c sets it; the
  * selection itself is in->sel, nrr_select_call()). */
@@ -66,9 +67,6 @@ void nrr_sbuf_close(struct nrr_sbuf *s);
 void nrr_sbuf_reset(struct nrr_sbuf *s);
 const char *nrr_sbuf_str(struct nrr_sbuf *s, size_t *len);
 
-/* Write @p[0..n) as a JSON string (with quotes), keeping valid UTF-8 and
- * escaping everything else, and '<' (no "</script>" inside a page). */
-void nrr_json_str(FILE *f, const char *p, size_t n);
 /* Signed ns as µs with three decimals ("12.345"). */
 void nrr_put_us(FILE *f, int64_t ns);
 /* The recorded value of the argument named @name, or NULL. */

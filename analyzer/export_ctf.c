@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "export_ctf.h"
-#include "inputs.h"
+#include "nrr_meta.h"
 #include "nrt.h"
 
 #if NCCLRR_HAVE_BT2
@@ -457,8 +457,11 @@ static int proc_setup(struct src *s, struct proc *p, char *msg, size_t msglen)
 	char host[128], rank[32], name[300];
 	const char *v = nrr_reader_meta(p->r, "host");
 	snprintf(host, sizeof(host), "%s", v && *v ? v : "unknown");
-	v = nrr_reader_meta(p->r, "rank");
-	snprintf(rank, sizeof(rank), "%s", v ? v : "");
+	long rk = nrr_meta_rank(p->r);
+	if (rk >= 0)
+		snprintf(rank, sizeof(rank), "%ld", rk);
+	else
+		rank[0] = 0;
 	if (*rank)
 		snprintf(name, sizeof(name), "rank%s-%s-%u", rank, host, fi->pid);
 	else
@@ -996,7 +999,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	return 0;
 }
 
-int nrr_export_ctf(struct nrr_inputs *in, const char *outdir, char *err, size_t errlen)
+int nrr_export_ctf(struct nrr_reader *const *r, size_t n, const char *outdir, char *err, size_t errlen)
 {
 	int rc = 2;
 	struct stat st0;
@@ -1009,7 +1012,7 @@ int nrr_export_ctf(struct nrr_inputs *in, const char *outdir, char *err, size_t 
 	const bt_component_source *src = NULL;
 	const bt_component_filter *mux = NULL;
 	const bt_component_sink *sink = NULL;
-	struct nrr_ctf_init init = { in->r, in->n };
+	struct nrr_ctf_init init = { r, n };
 
 	if (!dir_usable(outdir, err, errlen))
 		return 2;
@@ -1088,9 +1091,10 @@ end:
 
 #else /* !NCCLRR_HAVE_BT2 */
 
-int nrr_export_ctf(struct nrr_inputs *in, const char *outdir, char *err, size_t errlen)
+int nrr_export_ctf(struct nrr_reader *const *r, size_t n, const char *outdir, char *err, size_t errlen)
 {
-	(void)in;
+	(void)r;
+	(void)n;
 	snprintf(err, errlen, "Cannot export CTF to dir=%s: this ncclrr was built without libbabeltrace2 "
 			      "(install libbabeltrace2-dev and configure with meson -Dbabeltrace2=enabled)", outdir);
 	return 2;

@@ -15,18 +15,18 @@
 
 #include "ncclrr_config.h"
 
-struct nrr_inputs;
+struct nrr_reader;
 
 /*
- * Write the traces of @in (opened with nrr_inputs_open(); not closed here)
- * as CTF into @outdir, one CTF trace per traced process, one CTF stream per
+ * Write the @n traces @r (open readers, not closed here; `ncclrr export`
+ * gives those of nrr_inputs_open()) as CTF into @outdir, one CTF trace per traced process, one CTF stream per
  * thread.  @outdir must not exist or be an empty directory.
  * @return 0 (NRR_EXIT_OK), or 2 (NRR_EXIT_USAGE) with a one-line message in
  * @err ("Cannot …: file=… offset=…: …"): bad output directory, unreadable
  * trace, Babeltrace2's ctf plugin not installed, or an ncclrr built without
  * libbabeltrace2.
  */
-int nrr_export_ctf(struct nrr_inputs *in, const char *outdir, char *err, size_t errlen);
+int nrr_export_ctf(struct nrr_reader *const *r, size_t n, const char *outdir, char *err, size_t errlen);
 
 #if NCCLRR_HAVE_BT2
 #include <babeltrace2/babeltrace.h>

@@ -13,6 +13,7 @@
 #include "progress.h"
 #include "hang.h"
 #include "hang_coll.h"
+#include "json.h"
 
 #define ADDR_MAX 96
 /* The most ranks a job may say it has (nranks=, WORLD_SIZE=, ...): a larger
@@ -1714,20 +1715,10 @@ void nrr_hang_print_text(FILE *f, const struct nrr_hang *h)
 		}
 }
 
+/* (hang writes "" where a text is missing) */
 static void json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
+	nrr_json_strz(f, s ? s : "");
 }
 
 static void json_node(FILE *f, const struct nrr_hang *h, int n)

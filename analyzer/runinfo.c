@@ -12,6 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nrr_env.h"
+#include "nrr_hash.h"
+#include "nrr_meta.h"
 #include "rundir.h"
 #include "runinfo.h"
 
@@ -111,14 +114,11 @@ static char *file_ident(struct hash_cache *c, const char *path, const char *name
 	/* (non-blocking: a FIFO put there would block the open) */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		uint64_t h = 0xcbf29ce484222325ull;
+		uint64_t h = NRR_HASH_INIT;
 		static unsigned char buf[1 << 16];
 		ssize_t k;
 		while ((k = read(fd, buf, sizeof(buf))) > 0)
-			for (ssize_t i = 0; i < k; i++) {
-				h ^= buf[i];
-				h *= 0x100000001b3ull;
-			}
+			h = nrr_hash(buf, (size_t)k, h);
 		if (k == 0)
 			res = xasprintf("%s fnv1a64:%016llx", name, (unsigned long long)h);
 	}
@@ -164,31 +164,6 @@ static bool parse_int(const char *s, long *out)
 	return true;
 }
 
-static bool in_list(const char *name, const char *const *list)
-{
-	for (; *list; list++)
-		if (strcmp(name, *list) == 0)
-			return true;
-	return false;
-}
-
-static const char *const env_dropped[] = {
-	"NCCLRR_TRACE_DIR", "NCCLRR_MODE", "NCCLRR_BACKEND", "NCCLRR_PAYLOAD", "NCCLRR_WATCHDOG",
-	"NCCLRR_TRACE_LIBDIR", "NCCLRR_FAKE_LIBDIR", "NCCLRR_FAKE_DEBUG", "NCCLRR_FAKE_STATS",
-	"LD_PRELOAD", "NCCL_TOPO_DUMP_FILE", "SLURM_JOB_ID", "SLURM_STEP_ID", "TORCHELASTIC_RUN_ID",
-	"NCCLRR_TOPO", "NCCLRR_ID_DIR" /* ncclrr run's private temporary directory */,
-	"NCCLRR_TOPO_DIR" /* where `run --topo NAME` looks: the cluster itself is compared */, NULL,
-};
-static const char *const env_rank[] = {
-	"RANK", "NCCLRR_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", NULL,
-};
-static const char *const env_local[] = {
-	"LOCAL_RANK", "NCCLRR_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", NULL,
-};
-static const char *const env_hostidx[] = {
-	"NCCLRR_HOST", "SLURM_NODEID", "GROUP_RANK", "NODE_RANK", NULL,
-};
-
 /* A NCCL_TOPO_FILE that `ncclrr run` wrote: <tmp>/ncclrr-run.XXXXXX/hostN.xml
  * or, in wrapper mode, <tmp>/ncclrr-UID/topo-HASH-hostN.xml. */
 static bool launcher_topo_file(const char *v)
@@ -213,8 +188,9 @@ static char *env_value(const struct proc *p, const char *name, const char *v,
 		       bool *drop)
 {
 	long x;
+	unsigned fl = nrr_env_flags(name, strlen(name));
 	*drop = false;
-	if (in_list(name, env_dropped)) {
+	if (fl & NRR_ENV_PER_RUN) {
 		*drop = true;
 		return NULL;
 	}
@@ -235,11 +211,11 @@ static char *env_value(const struct proc *p, const char *name, const char *v,
 		return strdup("<port>");
 	if (strcmp(name, "NCCL_HOSTID") == 0)
 		return strdup("<host>");
-	if (in_list(name, env_rank) && parse_int(v, &x) && x == p->rank)
+	if ((fl & NRR_ENV_RANK) && parse_int(v, &x) && x == p->rank)
 		return strdup("<rank>");
-	if (in_list(name, env_local) && parse_int(v, &x) && x == p->local_rank)
+	if ((fl & NRR_ENV_LOCAL_RANK) && parse_int(v, &x) && x == p->local_rank)
 		return strdup("<local rank>");
-	if (in_list(name, env_hostidx) && parse_int(v, &x) && x == p->host_index)
+	if ((fl & NRR_ENV_HOST_INDEX) && parse_int(v, &x) && x == p->host_index)
 		return strdup("<host index>");
 	return strdup(v);
 }
@@ -351,13 +327,12 @@ int nrr_runinfo_read(struct nrr_runinfo *ri, nrr_reader *const *r, size_t n, cha
 	}
 	size_t np = 0;
 	for (size_t i = 0; i < n; i++) {
-		long rk, gen = 0;
-		const char *rs = nrr_reader_meta(r[i], "rank");
-		if (!rs)
+		long rk = nrr_meta_rank(r[i]), gen = 0;
+		if (rk == -ENOENT)
 			continue;
-		if (!parse_int(rs, &rk) || rk < 0 || rk > 1 << 24) {
+		if (rk < 0 || rk > 1 << 24) {   /* (a rank bisect can compare) */
 			snprintf(err, errlen, "%s: meta rank=%s is not a rank number (the trace's metadata is damaged)",
-				 nrr_reader_path(r[i]), rs);
+				 nrr_reader_path(r[i]), nrr_reader_meta(r[i], "rank"));
 			goto out;
 		}
 		parse_int(nrr_reader_meta(r[i], "exec_generation"), &gen);

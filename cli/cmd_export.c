@@ -146,7 +146,7 @@ int cmd_export(int argc, char **argv)
 	if (!rc && html && (rc = export_html(&in, html, err, sizeof(err))))
 		fprintf(stderr, "ncclrr export: --html %s: %s\n", html, err);
 	in.sel = NULL;   /* --ctf: every call */
-	if (!rc && ctf && (rc = nrr_export_ctf(&in, ctf, err, sizeof(err))))
+	if (!rc && ctf && (rc = nrr_export_ctf(in.r, in.n, ctf, err, sizeof(err))))
 		fprintf(stderr, "ncclrr export: --ctf %s: %s\n", ctf, err);
 	nrr_inputs_close(&in);
 	return rc ? NRR_EXIT_USAGE : NRR_EXIT_OK;

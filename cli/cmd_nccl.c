@@ -13,7 +13,7 @@
 
 #include "cmds.h"
 #include "color.h"
-#include "export.h"
+#include "json.h"
 #include "nrr_launch.h"
 
 const char cmd_nccl_usage[] =

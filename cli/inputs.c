@@ -12,6 +12,7 @@
 #include "cmds.h"
 #include "color.h"
 #include "inputs.h"
+#include "nrr_meta.h"
 #if NCCLRR_CTF
 #include "nrt_ctf.h"
 #endif
@@ -238,8 +239,13 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 			rc = NRR_EXIT_USAGE;
 			break;
 		}
-		const char *rank = nrr_reader_meta(r, "rank");
-		in->rank[in->n] = rank ? strdup(rank) : NULL;
+		long rank = nrr_meta_rank(r);
+		in->rank[in->n] = NULL;
+		if (rank >= 0 && asprintf(&in->rank[in->n], "%ld", rank) < 0) {
+			in->rank[in->n] = NULL;
+			rc = NRR_EXIT_USAGE;
+			break;
+		}
 		if (fi->wall_ns && (!in->base_wall || fi->wall_ns < in->base_wall))   /* (0: a file without a clock) */
 			in->base_wall = fi->wall_ns;
 		in->n++;

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nrr_hash.h"
 #include "nrr_topo.h"
 
 #define XML_MAX_DEPTH 64
@@ -547,23 +548,15 @@ int nrr_topo_norm_busid(const char *in, char *out, size_t outlen)
 }
 
 /* ---- extraction -------------------------------------------------------- */
-static uint64_t fnv1a(const void *data, size_t n, uint64_t h)
-{
-	const unsigned char *p = data;
-	for (size_t i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static void make_uuid(const nrr_topo *t, int host, const nrr_topo_gpu *g, uint8_t uuid[16])
 {
 	char key[256];
 	int n = snprintf(key, sizeof(key), "ncclrr/%s/%d/%s/%d/%s", t->name, host, t->hosts[host].name,
 			 g->dev, g->busid);
-	uint64_t a = fnv1a(key, (size_t)n, 1469598103934665603ull);
-	uint64_t b = fnv1a(key, (size_t)n, a ^ 0x9e3779b97f4a7c15ull);
+	/* (the first seed is not FNV's offset basis: it is kept, as the UUIDs
+	 * a topology gives its GPUs must stay what earlier traces recorded) */
+	uint64_t a = nrr_hash(key, (size_t)n, 1469598103934665603ull);
+	uint64_t b = nrr_hash(key, (size_t)n, a ^ 0x9e3779b97f4a7c15ull);
 	for (int i = 0; i < 8; i++) {
 		uuid[i] = (uint8_t)(a >> (8 * i));
 		uuid[8 + i] = (uint8_t)(b >> (8 * i));

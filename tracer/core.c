@@ -41,6 +41,7 @@
 
 #include "ncclrr_config.h"
 #include "nrr_api_gen.h"
+#include "nrr_env.h"
 #include "redact.h"
 #include "tracer_internal.h"
 /* the net plugin declares the hooks it calls itself: they must stay the
@@ -250,39 +251,18 @@ void nrr_trace_meta(const char *fmt, ...)
 /* The rank a launcher gave this process (-1: none); @src its variable. */
 int nrr_launcher_rank(const char **src)
 {
-	static const char *const vars[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID",
-					    "NCCLRR_RANK" };
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = getenv(vars[i]);
+	const char *var;
+	for (size_t i = 0; (var = nrr_env_rank_var(i)); i++) {
+		const char *v = getenv(var);
 		char *end;
 		long r = v && *v ? strtol(v, &end, 10) : -1;
 		if (r >= 0 && *end == '\0') {
 			if (src)
-				*src = vars[i];
+				*src = var;
 			return (int)r;
 		}
 	}
 	return -1;
-}
-
-/* NAME=VALUE: recorded when NAME is one of these (prefixes end in '_') */
-static const char *const env_keep[] = {
-	"NCCL_", "CUDA_", "NVIDIA_", "UCX_", "NCCLRR_", "OMPI_COMM_WORLD_", "PMI_RANK", "PMI_SIZE",
-	"PMIX_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_JOB_ID",
-	"SLURM_STEP_ID", "SLURM_NNODES", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-	"GROUP_RANK", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "LD_LIBRARY_PATH", "LD_PRELOAD",
-	"TORCH_NCCL_", "TORCHELASTIC_RUN_ID",
-};
-
-static bool env_kept(const char *name, size_t len)
-{
-	for (size_t i = 0; i < sizeof(env_keep) / sizeof(env_keep[0]); i++) {
-		size_t k = strlen(env_keep[i]);
-		if (env_keep[i][k - 1] == '_' ? (len > k && !strncmp(name, env_keep[i], k))
-					      : (len == k && !strncmp(name, env_keep[i], k)))
-			return true;
-	}
-	return false;
 }
 
 struct buf {
@@ -417,7 +397,7 @@ static void build_meta(struct buf *b)
 	}
 	for (char **e = environ; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
-		if (!eq || !env_kept(*e, (size_t)(eq - *e)))
+		if (!eq || !(nrr_env_flags(*e, (size_t)(eq - *e)) & NRR_ENV_RECORD))
 			continue;
 		char v[1024];
 		if (nrr_redact_value(*e, (size_t)(eq - *e), eq + 1, v, sizeof(v)))

@@ -15,20 +15,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nrr_hash.h"
 #include "nrr_wrap_gen.h"
 #include "tracer_internal.h"
 
-/* FNV-1a of the unique id: names the communicator's job in the metadata
+/* The hash of the unique id names the communicator's job in the metadata
  * (ranks of one communicator share it). */
 static uint64_t uid_hash(const void *p, size_t n)
 {
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
+	return nrr_hash(p, n, NRR_HASH_INIT);
 }
 
 /* Call the real NCCL function @name (resolved like its wrapper does, and

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "callfmt.h"
+#include "nrr_hash.h"
 #include "nrr_replay_gen.h"
 #include "replay_internal.h"
 
@@ -144,9 +145,7 @@ struct nrr_rcuda {
 
 static unsigned hkey(const char *kind, uint64_t rec)
 {
-	uint64_t h = rec * 0x9e3779b97f4a7c15ull;
-	for (const char *k = kind; *k; k++)
-		h = (h ^ (uint8_t)*k) * 0x100000001b3ull;
+	uint64_t h = nrr_hash_str(kind, rec * 0x9e3779b97f4a7c15ull);
 	return (unsigned)(h >> 40) % NBUCKETS;
 }
 

@@ -27,6 +27,7 @@
 
 #include "callfmt.h"
 #include "engine.h"
+#include "nrr_meta.h"
 #include "rundir.h"
 
 /* A recorded error of the failure (or one every good process had too). */
@@ -175,7 +176,8 @@ static int scan(struct coord *x, size_t i)
 	const nrr_file_info *fi = nrr_reader_info(r);
 	pi->path = nrr_reader_path(r);
 	const char *v;
-	pi->rank = (v = nrr_reader_meta(r, "rank")) ? atoi(v) : -1;
+	long rank = nrr_meta_rank(r);
+	pi->rank = rank >= 0 ? (int)rank : -1;
 	if (pi->rank >= 0)
 		snprintf(pi->who, sizeof(pi->who), "rank %d", pi->rank);
 	else {
@@ -975,8 +977,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 	for (size_t k = 0; o->ranks && k < o->nranks; k++) {
 		bool found = false;
 		for (size_t i = 0; i < o->n; i++) {
-			const char *v = nrr_reader_meta(o->readers[i], "rank");
-			found |= v && atoi(v) == o->ranks[k];
+			found |= nrr_meta_rank(o->readers[i]) == o->ranks[k];
 		}
 		if (!found) {
 			fprintf(stderr, "ncclrr replay: --ranks: no trace in %s is rank %d (see `ncclrr dump --meta`)\n", o->dir, o->ranks[k]);

@@ -34,7 +34,9 @@
 #include "engine.h"
 #include "rundir.h"
 #include "nrt.h"
+#include "nrr_env.h"
 #include "nrr_launch.h"
+#include "nrr_meta.h"
 #include "rerun.h"
 
 /* ------------------------------------------------------------ small lists */
@@ -129,14 +131,18 @@ static void proc_free(struct proc *p)
 	strv_free(&p->env);
 }
 
-/* The rank of a trace: the tracer's `rank` (NCCL's, or the launcher's
- * when NCCL never said), else a launcher's variable. */
+/* The rank of a trace: its metadata's (nrr_meta_rank()), else a
+ * launcher's variable. */
 static int trace_rank(nrr_reader *r)
 {
-	static const char *const keys[] = { "rank", "env.NCCLRR_RANK", "env.RANK", "env.OMPI_COMM_WORLD_RANK",
-					    "env.SLURM_PROCID", "env.PMI_RANK" };
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		const char *v = nrr_reader_meta(r, keys[i]);
+	long rank = nrr_meta_rank(r);
+	if (rank >= 0)
+		return (int)rank;
+	const char *var;
+	for (size_t i = 0; (var = nrr_env_rank_var(i)); i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "env.%s", var);
+		const char *v = nrr_reader_meta(r, key);
 		char *e;
 		if (!v || !*v)
 			continue;
@@ -1046,37 +1052,22 @@ static int load_run(const char *dir, struct run *x, bool want_rules, FILE *err)
 /* ------------------------------------------------------- the environment */
 /* Set by `ncclrr run` for every rank (placement, the fake runtime), by
  * `ncclrr record` (the tracer), or describing the real cluster's own
- * launcher, which the virtual cluster replaces: never given back. */
+ * launcher, which the virtual cluster replaces (NRR_ENV_LAUNCH): never
+ * given back. */
 static bool env_is_ours(const char *kv)
 {
-	static const char *const exact[] = {
-		"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NCCL_HOSTID", "NCCL_COMM_ID",
-		"NCCL_TOPO_FILE", "LD_LIBRARY_PATH", "LD_PRELOAD", "NCCL_TOPO_DUMP_FILE", "PMI_RANK", "PMI_SIZE",
-		"PMIX_RANK", "GROUP_RANK", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
-		"NCCL_NET_PLUGIN" /* given to record, which wraps it again */,
-	};
-	static const char *const prefix[] = { "NCCLRR_", "OMPI_COMM_WORLD_", "SLURM_" };
-	size_t kl = strcspn(kv, "=");
-	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
-		if (strlen(exact[i]) == kl && !strncmp(kv, exact[i], kl))
-			return true;
-	for (size_t i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
-		if (!strncmp(kv, prefix[i], strlen(prefix[i])))
-			return true;
+	if (nrr_env_flags(kv, strcspn(kv, "=")) & NRR_ENV_LAUNCH)
+		return true;
 	/* ncclrr run's default: a rank that had it needs nothing */
 	return !strcmp(kv, "NCCL_SOCKET_IFNAME=lo");
 }
 
-/* Families the tracer records (tracer/core.c env_keep): a variable of
- * these that this environment has and the recording's rank did not have
- * was unset there. */
+/* The libraries' settings the tracer records (NRR_ENV_SETTING): a
+ * variable of these that this environment has and the recording's rank did
+ * not have was unset there. */
 static bool env_family_recorded(const char *k)
 {
-	static const char *const fam[] = { "NCCL_", "CUDA_", "NVIDIA_", "UCX_", "TORCH_NCCL_" };
-	for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
-		if (!strncmp(k, fam[i], strlen(fam[i])))
-			return true;
-	return false;
+	return (nrr_env_flags(k, strlen(k)) & NRR_ENV_SETTING) != 0;
 }
 
 const char *nrr_rerun_env_refused(const char *kv)

@@ -35,6 +35,7 @@
 
 #include "callfmt.h"
 #include "engine.h"
+#include "nrr_hash.h"
 
 #define MAX_PASSED_FDS 16
 
@@ -929,9 +930,7 @@ static size_t dgram_key(const uint8_t *name, size_t nlen, const nrr_msghdr_rec *
 	_Static_assert(8 + NRR_DGRAM_HEAD <= NRR_XMAP_MAX, "a datagram key fits the table");
 	if (!nlen)
 		return 0;
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < nlen; i++)
-		h = (h ^ name[i]) * 1099511628211ull;
+	uint64_t h = nrr_hash(name, nlen, NRR_HASH_INIT);
 	memcpy(key, &h, 8);
 	size_t n = m->head_len < NRR_DGRAM_HEAD ? m->head_len : NRR_DGRAM_HEAD;
 	if (n)

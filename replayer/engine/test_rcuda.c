@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nrr_meta.h"
 #include "replay_internal.h"
 
 static int failures;
@@ -122,8 +123,7 @@ static char *rank_file(const char *dir, int rank)
 		nrr_diag dg;
 		if (nrr_reader_open(&r, path, &dg) < 0)
 			continue;
-		const char *rk = nrr_reader_meta(r, "rank");
-		if (rk && atoi(rk) == rank)
+		if (nrr_meta_rank(r) == rank)
 			found = strdup(path);
 		nrr_reader_close(r);
 	}

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "nrr_hash.h"
 #include "replay_internal.h"
 
 #define KIND_MAX 8
@@ -78,12 +79,7 @@ void nrr_xmap_reset(void)
 
 static size_t hash(const char *kind, const void *key, size_t klen)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (const char *k = kind; *k; k++)
-		h = (h ^ (uint8_t)*k) * 1099511628211ull;
-	for (size_t i = 0; i < klen; i++)
-		h = (h ^ ((const uint8_t *)key)[i]) * 1099511628211ull;
-	return (size_t)h;
+	return (size_t)nrr_hash(key, klen, nrr_hash_str(kind, NRR_HASH_INIT));
 }
 
 /* The slot holding (kind, key), or the empty slot where it would go. */

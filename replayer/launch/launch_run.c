@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nrr_hash.h"
 #include "nrr_launch.h"
 #include "nrt.h"
 
@@ -941,13 +942,6 @@ end:
 
 /* ---- wrapper mode ---------------------------------------------------- */
 
-static uint64_t fnv1a(const char *s, uint64_t h)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 {
 	FILE *report = o->report ? o->report : stderr;
@@ -999,9 +993,11 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 			return NRR_LAUNCH_SETUP;
 		}
 		struct stat st;
-		uint64_t h = fnv1a(o->topo_path, 1469598103934665603ull);
-		if (stat(o->topo_path, &st) == 0)
-			h = (h ^ (uint64_t)st.st_mtime) * 1099511628211ull;
+		uint64_t h = nrr_hash_str(o->topo_path, NRR_HASH_INIT);
+		if (stat(o->topo_path, &st) == 0) {
+			uint64_t mtime = (uint64_t)st.st_mtime;
+			h = nrr_hash(&mtime, sizeof(mtime), h);
+		}
 		if (snprintf(xml, sizeof(xml), "%s/topo-%016llx-host%d.xml", dir, (unsigned long long)h, re.pl.host) >=
 		    (int)sizeof(xml)) {
 			fprintf(report, "ncclrr run: %s is too long a path (TMPDIR)\n", dir);

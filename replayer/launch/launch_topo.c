@@ -11,10 +11,8 @@
 #include <unistd.h>
 
 #include "nrr_launch.h"
-#include "rundir.h"
-
-#if NRR_HAVE_TOPO
 #include "nrr_topo.h"
+#include "rundir.h"
 
 static int write_host(void *ctx, int host, const char *path, char *err, size_t errsize)
 {
@@ -57,21 +55,6 @@ void nrr_cluster_free(struct nrr_cluster *c)
 		nrr_topo_free(c->ctx);
 	memset(c, 0, sizeof(*c));
 }
-
-#else /* built without topo/ */
-
-int nrr_cluster_load(struct nrr_cluster *c, const char *path, char *err, size_t errsize)
-{
-	memset(c, 0, sizeof(*c));
-	snprintf(err, errsize, "%s: this ncclrr was built without the topology parser (topo/)", path);
-	return -ENOSYS;
-}
-
-void nrr_cluster_free(struct nrr_cluster *c)
-{
-	memset(c, 0, sizeof(*c));
-}
-#endif
 
 int nrr_launch_keep_cluster(const char *topo_path, char *err, size_t errsize)
 {

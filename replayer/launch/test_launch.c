@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "nrr_env.h"
 #include "nrr_launch.h"
 
 static void test_place(void)
@@ -73,7 +74,25 @@ static void test_env(void)
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const char *v = nrr_env_get(&e, want[i][0]);
 		CHECK(v && strcmp(v, want[i][1]) == 0, "%s=%s (got %s)", want[i][0], want[i][1], v ? v : "(unset)");
+		/* what the launcher sets is a launcher's variable in the one
+		 * table (nrr_env.h), which rerun never gives back and the tracer
+		 * records; but the user's, the inherited PATH and the
+		 * NCCL_SOCKET_IFNAME=lo default (rerun judges it by its value) */
+		const char *k = want[i][0];
+		if (strcmp(k, "NCCL_DEBUG") && strcmp(k, "PATH") && strcmp(k, "NCCL_SOCKET_IFNAME"))
+			CHECK((nrr_env_flags(k, strlen(k)) & (NRR_ENV_LAUNCH | NRR_ENV_RECORD)) ==
+				      (NRR_ENV_LAUNCH | NRR_ENV_RECORD),
+			      "%s, which ncclrr run sets, is a recorded launcher's variable in nrr_env.h", k);
 	}
+	/* the table's rules: a prefix matches longer names only; flags add up */
+	CHECK(nrr_env_flags("NCCL_", 5) == 0 && (nrr_env_flags("NCCL_DEBUG", 10) & NRR_ENV_SETTING),
+	      "prefix NCCL_");
+	CHECK(nrr_env_flags("NCCLRR_TRACE_DIR", 16) == (NRR_ENV_RECORD | NRR_ENV_LAUNCH | NRR_ENV_PER_RUN),
+	      "NCCLRR_TRACE_DIR: recorded, set by ncclrr, not compared");
+	CHECK(nrr_env_flags("RANKS", 5) == 0 && nrr_env_flags("PATH", 4) == 0, "unknown variables");
+	CHECK(nrr_env_rank_var(0) && !strcmp(nrr_env_rank_var(0), "RANK") && nrr_env_rank_var(5) &&
+		      !strcmp(nrr_env_rank_var(5), "NCCLRR_RANK") && !nrr_env_rank_var(6),
+	      "the rank variables, RANK first and ncclrr's own last");
 	/* user override of an ncclrr variable, and a bad user variable */
 	re.user_env = user + 2;
 	re.n_user_env = 1;

@@ -1,8 +1,7 @@
 #!/bin/sh
 # test_ctf.sh CASE NCCLRR SRCDIR WORKLOADS_DIR - the Babeltrace2 source
 # component source.ncclrr.nrt (plugin module build/analyzer/
-# babeltrace-plugin-ncclrr.so) and nrr_export_ctf() (driven by the test
-# program build/tests/analyzer/ctf_export until `ncclrr export --ctf` does).
+# babeltrace-plugin-ncclrr.so) and nrr_export_ctf() (`ncclrr export --ctf`).
 #   print     babeltrace2 prints the native traces of a fault run: the events
 #             match `ncclrr dump` stream by stream (see ctf_check.py), rank 3's
 #             failing cuMemImportFromShareableHandle shows its error
@@ -19,11 +18,10 @@ set -u
 CASE=$1 NCCLRR=$2 SRCDIR=$3 WL=$4
 BUILD=$(cd "$(dirname "$NCCLRR")/.." && pwd)
 PLUGDIR=$BUILD/analyzer
-DRIVER=$BUILD/tests/analyzer/ctf_export
 CHECK="python3 $SRCDIR/tests/analyzer/ctf_check.py"
 
 command -v babeltrace2 >/dev/null || { echo "SKIP: babeltrace2 is not installed"; exit 77; }
-[ -f "$PLUGDIR/babeltrace-plugin-ncclrr.so" ] && [ -x "$DRIVER" ] ||
+[ -f "$PLUGDIR/babeltrace-plugin-ncclrr.so" ] ||
 	{ echo "SKIP: built without libbabeltrace2 (no $PLUGDIR/babeltrace-plugin-ncclrr.so)"; exit 77; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ncclrr-ctf-test.XXXXXX")
@@ -83,7 +81,7 @@ convert)
 		fail "babeltrace2 failed on the native traces"
 	bt -c source.ncclrr.nrt -p "inputs=[\"$T/run\"]" -c sink.ctf.fs -p "path=\"$T/ctf1\"" -p quiet=true ||
 		fail "babeltrace2 could not convert to CTF with sink.ctf.fs"
-	"$DRIVER" "$T/ctf2" "$T/run" 2>"$T/export.err" || { cat "$T/export.err"; fail "nrr_export_ctf failed"; }
+	"$NCCLRR" export --ctf "$T/ctf2" "$T/run" 2>"$T/export.err" || { cat "$T/export.err"; fail "nrr_export_ctf failed"; }
 	[ "$(ls "$T/ctf2" | wc -l)" = "$NFILES" ] || fail "nrr_export_ctf wrote $(ls "$T/ctf2" | wc -l) traces for $NFILES files"
 	norm() { sed 's/^\(\[[^]]*\]\) ([^)]*)/\1/' "$1" | LC_ALL=C sort; }
 	norm "$T/pretty.txt" >"$T/want.txt"
@@ -94,7 +92,7 @@ convert)
 		norm "$T/$o.txt" | cmp -s - "$T/want.txt" || fail "CTF in $o does not read back as the source printed it"
 	done
 	# an existing, non-empty directory is refused
-	if "$DRIVER" "$T/ctf2" "$T/run" 2>"$T/again.err"; then fail "export into a non-empty directory succeeded"; fi
+	if "$NCCLRR" export --ctf "$T/ctf2" "$T/run" 2>"$T/again.err"; then fail "export into a non-empty directory succeeded"; fi
 	grep -q "dir=$T/ctf2 is not empty" "$T/again.err" || { cat "$T/again.err"; fail "no clear message for a non-empty directory"; }
 	[ "$(ls "$T/ctf2" | wc -l)" = "$NFILES" ] || fail "the refused export changed $T/ctf2"
 	roundtrip "$T/ctf2"
@@ -108,7 +106,7 @@ inflight)
 	bt -c source.ncclrr.nrt -p "inputs=[\"$T/run\"]" -c sink.text.pretty -p clock-seconds=true >"$T/pretty.txt" ||
 		fail "babeltrace2 failed on the native traces"
 	$CHECK "$T/dump.txt" "$T/pretty.txt" "$NFILES" "$T/errors.txt" - || fail "events differ from ncclrr dump"
-	"$DRIVER" "$T/ctf" "$T/run" || fail "nrr_export_ctf failed"
+	"$NCCLRR" export --ctf "$T/ctf" "$T/run" || fail "nrr_export_ctf failed"
 	roundtrip "$T/ctf"
 	echo "ok: inflight"
 	;;
@@ -160,11 +158,17 @@ EOF
 	[ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "babeltrace2 on a damaged chunk: exit $rc"
 	tr '\n' ' ' <"$T/e2" | tr -s ' ' | grep -q "Cannot read trace: file=$b offset=$off: chunk payload checksum" ||
 		{ cat "$T/e2"; fail "no file/offset $off in the error"; }
-	"$DRIVER" "$T/out" "$b" 2>"$T/e3"
+	# --strict: the damaged input is an error, and no partial output
+	"$NCCLRR" export --strict --ctf "$T/out" "$b" 2>"$T/e3"
 	rc=$?
-	[ $rc -eq 2 ] || fail "nrr_export_ctf on a damaged chunk: exit $rc, want 2"
-	grep -q "file=$b offset=$off" "$T/e3" || { cat "$T/e3"; fail "nrr_export_ctf: no file/offset in the error"; }
-	[ ! -e "$T/out" ] || fail "nrr_export_ctf left a partial $T/out after failing"
+	[ $rc -eq 2 ] || fail "export --strict --ctf on a damaged chunk: exit $rc, want 2"
+	grep -q "file=$b offset=$off" "$T/e3" || { cat "$T/e3"; fail "export --strict --ctf: no file/offset in the error"; }
+	[ ! -e "$T/out" ] || fail "export --strict --ctf left a partial $T/out after failing"
+	# without: what can be read of it is exported, the damage named, exit 3
+	"$NCCLRR" export --ctf "$T/out" "$b" 2>"$T/e4"
+	rc=$?
+	[ $rc -eq 3 ] || { cat "$T/e4"; fail "export --ctf on a damaged chunk: exit $rc, want 3 (damaged input skipped)"; }
+	grep -q "file=$b offset=$off" "$T/e4" || { cat "$T/e4"; fail "export --ctf: no file/offset in the warning"; }
 	echo "ok: badinput"
 	;;
 *)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_runinfo.c - analyzer/runinfo.c over traces written here: folding of
  * common values, per-rank values, normalisation of run noise and the diff. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "nrt.h"
 #include "check.h"
+#include "nrr_meta.h"
 #include "runinfo.h"
 
 static char dir[] = "/tmp/test_runinfo.XXXXXX";
@@ -205,6 +207,27 @@ int main(void)
 	      strstr(err, "rank=x1"), "bad rank: %s", err);
 	CHECK(nrr_runinfo_read(&rbad, bad, 0, err, sizeof(err)) == -1, "no traces");
 	nrr_reader_close(bad[0]);
+
+	/* nrr_meta_rank(), the one reading of a trace's rank every reader uses:
+	 * digits up to INT_MAX; anything else is damage, no rank is -ENOENT */
+	static const struct { const char *meta; long want; } rk[] = {
+		{ "host=vm\nrank=0\n", 0 },
+		{ "host=vm\nrank=2147483647\n", 2147483647L },
+		{ "host=vm\nrank=2147483648\n", -EINVAL },
+		{ "host=vm\nrank=x1\n", -EINVAL },
+		{ "host=vm\nrank=-1\n", -EINVAL },
+		{ "host=vm\nrank=\n", -EINVAL },
+		{ "host=vm\nnccl_rank=3\n", -ENOENT },
+	};
+	for (size_t i = 0; i < sizeof(rk) / sizeof(rk[0]); i++) {
+		char nm[16];
+		snprintf(nm, sizeof(nm), "rank%zu", i);
+		nrr_reader *t = trace("rank", nm, rk[i].meta);
+		CHECK(t && nrr_meta_rank(t) == rk[i].want, "nrr_meta_rank of %s: %ld, want %ld", rk[i].meta,
+		      t ? nrr_meta_rank(t) : 0L, rk[i].want);
+		if (t)
+			nrr_reader_close(t);
+	}
 
 	nrr_runinfo_free(&ra);
 	nrr_runinfo_free(&rb);
