@@ -324,22 +324,6 @@ static uint64_t hash_arg(uint64_t h, uint8_t cls, const nrr_arg_schema *a, const
 	}
 }
 
-static bool soft_result(const nrr_call *c)
-{
-	switch (c->fn->ret) {
-	case NRR_RET_CURESULT:
-	case NRR_RET_CUDART:
-		return c->result == 600;
-	case NRR_RET_NCCL:
-		return c->result == 7;
-	case NRR_RET_ERRNO:
-		return c->result == -1;
-	case NRR_RET_POSERR:
-		return c->result != 0;
-	default:
-		return false;
-	}
-}
 
 
 static uint64_t hash_result(uint64_t h, const struct fninfo *fi, const nrr_call *c)
@@ -374,10 +358,13 @@ static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
 	if (c->kind != NRR_CALL || !c->fn || (p->api && !nrr_name_match(p->api, c->fn->name)))
 		return false;
 	bool complete = c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_RESUME;
-	bool failed = complete && nrr_call_failed(c);
+	enum nrr_call_class cls = complete ? nrr_call_class(c) : NRR_CLASS_OK;
+	bool failed = cls == NRR_CLASS_FAILED;
 	if ((c->fn->flags & NRR_FN_POLL) && c->phase != NRR_PHASE_INFLIGHT && !failed)
 		return false;
-	if (complete && !failed && soft_result(c))
+	/* a "not ready" or transient answer (EINTR, EINPROGRESS): how often
+	 * it came is timing's */
+	if (cls == NRR_CLASS_NOT_READY || cls == NRR_CLASS_TRANSIENT)
 		return false;
 	struct fninfo *fi = fninfo_of(p, c->fn);
 	if (!fi)

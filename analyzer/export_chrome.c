@@ -172,12 +172,14 @@ static void sock_key(struct nrr_ekey *k, size_t ri, int64_t fd)
 static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct nrr_sref *self)
 {
 	const char *n = c->fn->name;
+	enum nrr_role role = nrr_call_role(c);
 	struct nrr_ekey k;
 	const nrr_value *v;
 	int64_t fds[16];
-	if (!strcmp(n, "connect") || !strcmp(n, "accept") || !strcmp(n, "accept4")) {
+	if (role == NRR_ROLE_CONNECT || role == NRR_ROLE_ACCEPT) {
 		/* remember the call so that its sock_info binds the arrow to it */
-		int64_t fd = n[0] == 'c' ? ((v = nrr_call_arg(c, "sockfd", NULL)) ? (int64_t)v->u : -1) : c->result;
+		int64_t fd = role == NRR_ROLE_CONNECT ? ((v = nrr_call_role_arg(c, NRR_ARG_FD)) ? (int64_t)v->u : -1)
+						      : c->result;
 		nrr_ekey_init(&k, 'L', ri);
 		nrr_ekey_add(&k, &c->tid, sizeof(c->tid));
 		struct nrr_emap_ent *e = nrr_emap_get(&x->m, k.b, k.n, true);
@@ -185,7 +187,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 			e->fd = fd;
 			e->a = *self;
 		}
-	} else if (!strcmp(n, "sock_info")) {
+	} else if (role == NRR_ROLE_SOCK_INFO) {
 		int64_t sfd;
 		const nrr_value *loc, *peer;
 		bool isconn;
@@ -221,8 +223,8 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 		nrr_ekey_init(&k, 'C', 0);
 		nrr_ekey_add(&k, conn, clen);
 		meet(x, &k, isconn, &at, "connect");
-	} else if (!strcmp(n, "ncclProxyRequest")) {
-		const nrr_value *t = nrr_call_arg(c, "type", NULL), *fdv = nrr_call_arg(c, "fd", NULL);
+	} else if (role == NRR_ROLE_PROXY_REQ) {
+		const nrr_value *t = nrr_call_arg(c, "type", NULL), *fdv = nrr_call_role_arg(c, NRR_ARG_FD);
 		if (!t || !fdv || t->u != 9 /* ncclProxyMsgGetFd */)
 			return;
 		sock_key(&k, ri, (int64_t)fdv->u);
@@ -240,7 +242,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 			g->ngetfd = s->ngetfd;
 			g->fd = s->fd;   /* 2: we asked (client), 3: we serve */
 		}
-	} else if (!strcmp(n, "cuMemExportToShareableHandle")) {
+	} else if (role == NRR_ROLE_FD_EXPORT) {
 		if (nrr_call_failed(c) || !(v = nrr_call_arg(c, "shareableHandle", NULL)))
 			return;
 		nrr_ekey_init(&k, 'E', ri);
@@ -289,7 +291,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 				}
 			}
 		}
-	} else if (!strcmp(n, "cuMemImportFromShareableHandle")) {
+	} else if (role == NRR_ROLE_FD_IMPORT) {
 		if (!(v = nrr_call_arg(c, "osHandle", NULL)))
 			return;
 		int64_t fd = (int64_t)v->u;
@@ -303,8 +305,8 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 		tk.n = r->connlen;
 		nrr_emap_del(&x->m, r);
 		meet(x, &tk, false, self, "cuMem export->import");
-	} else if (!strcmp(n, "close")) {
-		if (!(v = nrr_call_arg(c, "fd", NULL)))
+	} else if (role == NRR_ROLE_CLOSE) {
+		if (!(v = nrr_call_role_arg(c, NRR_ARG_FD)))
 			return;
 		int64_t fd = (int64_t)v->u;
 		sock_key(&k, ri, fd);

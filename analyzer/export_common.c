@@ -92,7 +92,7 @@ void nrr_put_us(FILE *f, int64_t ns)
 bool nrr_sock_conn(const nrr_call *c, int64_t *fd, const nrr_value **local, const nrr_value **peer,
 		   bool *isconnect)
 {
-	if (!c->fn || strcmp(c->fn->name, "sock_info"))
+	if (nrr_call_role(c) != NRR_ROLE_SOCK_INFO)
 		return false;
 	/* sock_role in formats/api/socket.api: connect = 2, accept = 3 */
 	const nrr_value *role = nrr_call_arg(c, "role", NULL), *fdv = nrr_call_arg(c, "fd", NULL);

@@ -312,9 +312,7 @@ static void note_sock(struct html *h, size_t row, const nrr_call *c, int64_t ts)
 		set_addr(&h->owners[h->nowners++].a, loc);
 		return;
 	}
-	if (!strcmp(c->fn->name, "sock_info"))
-		return;
-	if (!(v = nrr_call_arg(c, "sockfd", NULL)) && !(v = nrr_call_arg(c, "fd", NULL)))
+	if (nrr_call_role(c) == NRR_ROLE_SOCK_INFO || !(v = nrr_call_role_arg(c, NRR_ARG_FD)))
 		return;
 	/* calls that move data or wait for it, not the socket's upkeep */
 	static const char *const upkeep[] = { "close", "shutdown", "setsockopt", "getsockopt", "fcntl",
@@ -439,7 +437,7 @@ static void scan(struct html *h, size_t ri, const nrr_call *c)
 		const nrr_value *v;
 		const struct rsock *so;
 		if (!w->has_wait && c->fn->domain && !strcmp(c->fn->domain, "socket") &&
-		    ((v = nrr_call_arg(c, "sockfd", NULL)) || (v = nrr_call_arg(c, "fd", NULL))) &&
+		    (v = nrr_call_role_arg(c, NRR_ARG_FD)) &&
 		    (so = sock_of(w, (int64_t)v->u))) {
 			w->has_wait = true;
 			w->wait.t = w->wait.peer_t = ts;

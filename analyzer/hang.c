@@ -52,73 +52,72 @@ static int arg_index(const nrr_fn_schema *fn, const char *name)
 	return -1;
 }
 
-static bool name_in(const char *n, const char *const *list)
-{
-	for (; *list; list++)
-		if (!strcmp(n, *list))
-			return true;
-	return false;
-}
-
 static void classify(const nrr_fn_schema *fn, struct fninfo *fi)
 {
-	static const char *const recvs[] = { "recv", "read", "recvfrom", "recvmsg", "readv", "recvmmsg", NULL };
-	static const char *const sends[] = { "send", "write", "sendto", "sendmsg", "writev", "sendmmsg", NULL };
-	static const char *const setup[] = { "socket", "setsockopt", "getsockopt", "fcntl", "fcntl64", "bind", "close",
-					     "getsockname", "getpeername", "shutdown", "dup", "dup2", "dup3", "pipe",
-					     "pipe2", "eventfd", "epoll_create", "epoll_create1", "epoll_ctl", NULL };
-	static const char *const syncs[] = { "cuStreamQuery", "cudaStreamQuery", "cuEventQuery", "cudaEventQuery", NULL };
-	const char *n = fn->name;
-	bool sock = !strcmp(fn->domain, "socket");
 	memset(fi, 0, sizeof(*fi));
-	fi->a_fd = arg_index(fn, "sockfd");
-	if (fi->a_fd < 0)
-		fi->a_fd = arg_index(fn, "fd");
-	fi->a_addr = arg_index(fn, "addr");
-	fi->a_fds = arg_index(fn, "fds");
-	if (sock && !strcmp(n, "sock_info")) {
+	fi->a_fd = nrr_fn_arg(fn, NRR_ARG_FD);
+	fi->a_addr = nrr_fn_arg(fn, NRR_ARG_ADDR);
+	fi->a_fds = nrr_fn_arg(fn, NRR_ARG_FDS);
+	fi->a_opid = nrr_fn_arg(fn, NRR_ARG_ID);
+	switch ((enum nrr_role)fn->role) {
+	case NRR_ROLE_SOCK_INFO:   /* the tracer's event: its own fields */
 		fi->kind = F_SOCKINFO;
 		fi->a_role = arg_index(fn, "role");
 		fi->a_type = arg_index(fn, "type");
 		fi->a_local = arg_index(fn, "local");
 		fi->a_peer = arg_index(fn, "peer");
-	} else if (sock && !strcmp(n, "connect")) {
+		break;
+	case NRR_ROLE_CONNECT:
 		fi->kind = F_CONNECT;
 		fi->cat = "connect";
-	} else if (sock && (!strcmp(n, "accept") || !strcmp(n, "accept4"))) {
+		break;
+	case NRR_ROLE_ACCEPT:
 		fi->kind = F_ACCEPT;
 		fi->cat = "accept";
-	} else if (sock && name_in(n, recvs)) {
+		break;
+	case NRR_ROLE_RECV:
 		fi->kind = F_RECV;
 		fi->cat = "recv";
-	} else if (sock && name_in(n, sends)) {
+		break;
+	case NRR_ROLE_SEND:
 		fi->kind = F_SEND;
 		fi->cat = "send";
-	} else if (sock && (!strcmp(n, "poll") || !strcmp(n, "ppoll"))) {
+		break;
+	case NRR_ROLE_POLL:
 		fi->kind = F_POLL;
 		fi->cat = "poll";
-	} else if (!strcmp(fn->domain, "proxy") && !strcmp(n, "ncclProxyRequest")) {
+		break;
+	case NRR_ROLE_PROXY_REQ:
 		fi->kind = F_PROXY_REQ;
 		fi->a_type = arg_index(fn, "type");
-		fi->a_opid = arg_index(fn, "opId");
-	} else if (!strcmp(fn->domain, "proxy") && !strcmp(n, "ncclProxyResponse")) {
+		break;
+	case NRR_ROLE_PROXY_RESP:
 		fi->kind = F_PROXY_RESP;
-		fi->a_opid = arg_index(fn, "opId");
-	} else if (sock && !strcmp(n, "socketpair")) {
+		break;
+	case NRR_ROLE_SOCK_PAIR:
 		fi->kind = F_SOCKPAIR;
-		fi->a_fds = arg_index(fn, "sv");
-	} else if (sock && name_in(n, setup)) {
-		fi->kind = !strcmp(n, "close") ? F_CLOSE : F_SOCKSETUP;
-	} else if (!strcmp(n, "ibv_poll_cq")) {
-		fi->cat = "ibv_poll_cq";
-	} else if (!strcmp(fn->domain, "net") && strstr(n, "test")) {
-		fi->cat = "net test";
-	} else if (strstr(n, "Synchronize") || name_in(n, syncs)) {
-		fi->cat = "stream/event synchronize";
-	} else if (!strcmp(fn->domain, "nccl")) {
-		fi->cat = "NCCL API call";
-	} else if (fn->flags & NRR_FN_BLOCKING) {
+		break;
+	case NRR_ROLE_CLOSE:
+		fi->kind = F_CLOSE;
+		break;
+	case NRR_ROLE_SOCK_SETUP:
+		fi->kind = F_SOCKSETUP;
+		break;
+	case NRR_ROLE_CQ_POLL:
 		fi->cat = fn->name;
+		break;
+	case NRR_ROLE_NET_TEST:
+		fi->cat = "net test";
+		break;
+	case NRR_ROLE_SYNC:
+		fi->cat = "stream/event synchronize";
+		break;
+	default:
+		if (!strcmp(fn->domain, "nccl"))
+			fi->cat = "NCCL API call";
+		else if (fn->flags & NRR_FN_BLOCKING)
+			fi->cat = fn->name;
+		break;
 	}
 }
 
@@ -333,37 +332,13 @@ static int pollfds(const nrr_call *c, int i, int *out)
 	return n;
 }
 
-static bool poll_notready(const nrr_call *c)
+/* a "not ready" answer of a polling call (formats/api/'s poll=, coalesced
+ * by the writer): a non-blocking socket's EAGAIN (NCCL's sockets spin
+ * so; their 0 is an end of file), CUDA's NOT_READY, ncclNet_test's
+ * done == 0, poll's 0 */
+static bool notready(const nrr_call *c)
 {
-	if (c->repeat)
-		return true;
-	switch (c->fn->ret) {
-	case NRR_RET_CURESULT:
-	case NRR_RET_CUDART:
-		return c->result == 600;
-	case NRR_RET_NCCL: {
-		int d = arg_index(c->fn, "done");
-		return c->result == 0 && d >= 0 && (c->present >> d & 1) && c->args[d].u == 0;
-	}
-	case NRR_RET_ERRNO:
-	case NRR_RET_INT:
-		return c->result == 0;
-	default:
-		return false;
-	}
-}
-
-/* a "not ready" answer: a polling call's (coalesced by the writer), or a
- * non-blocking socket's EAGAIN (NCCL's sockets spin so) */
-static bool notready(const nrr_call *c, const struct fninfo *fi)
-{
-	/* socket calls are polling calls too (coalesced EAGAIN runs), but
-	 * their 0 is an end of file, not "not ready" */
-	if (fi->kind == F_RECV || fi->kind == F_SEND || fi->kind == F_ACCEPT)
-		return c->repeat || (c->result == -1 && (c->err == EAGAIN || c->err == EWOULDBLOCK));
-	if (c->fn->flags & NRR_FN_POLL)
-		return poll_notready(c);
-	return false;
+	return (c->fn->flags & NRR_FN_POLL) && (c->repeat || nrr_call_class(c) == NRR_CLASS_NOT_READY);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -491,7 +466,7 @@ static void on_done(struct hproc *p, struct hstream *st, const nrr_call *c, cons
 	uint64_t wall = nrr_reader_wall(r, c->ts);
 	uint64_t leave = wall + c->dur + c->repeat_ns;
 	/* polling run */
-	if (notready(c, fi)) {
+	if (notready(c)) {
 		if (st->run_fn != c->fn || (fi->a_fd >= 0 && arg_int(c, fi->a_fd, -1) != st->run_fd)) {
 			st->run_fn = c->fn;
 			st->run_kind = fi->kind;
@@ -621,7 +596,7 @@ static int read_proc(struct nrr_hang *h, size_t i)
 			break;
 		case NRR_PHASE_CALL:
 		case NRR_PHASE_RESUME:
-			if (c->done && leave > cut && !notready(c, fi)) {
+			if (c->done && leave > cut && !notready(c)) {
 				flight_add(st, c, fi, r, cut - enter, true);   /* it returned because of the stop */
 			} else if (c->done) {
 				if (fi->kind == F_SOCKINFO)

@@ -94,29 +94,74 @@ int nrr_mmsg_decode(const nrr_value *v, nrr_mmsg_rec *m, int max)
 	return n;
 }
 
-bool nrr_call_failed(const nrr_call *c)
+/* @return true when @r is an error under return convention @ret */
+static bool conv_error(uint8_t ret, int64_t r)
 {
-	if (c->kind != NRR_CALL || !c->done || !c->fn)
-		return false;
-	switch (c->fn->ret) {
+	switch (ret) {
 	case NRR_RET_CURESULT:
 	case NRR_RET_CUDART:
-		/* 600 = CUDA_ERROR_NOT_READY / cudaErrorNotReady: a polling answer */
-		return c->result != 0 && c->result != 600;
 	case NRR_RET_NCCL:
-		return c->result != 0 && c->result != 7; /* ncclInProgress */
 	case NRR_RET_NVML:
-		return c->result != 0;
-	case NRR_RET_ERRNO:
-		return c->result == -1 && c->err != EAGAIN && c->err != EINPROGRESS &&
-		       c->err != EINTR && c->err != EWOULDBLOCK;
 	case NRR_RET_POSERR:
-		return c->result != 0 && c->result != EAGAIN && c->result != EBUSY;
+		return r != 0;
+	case NRR_RET_ERRNO:
+		return r == -1;
 	case NRR_RET_PTR:
-		return c->result == 0;
+		return r == 0;
 	default:
 		return false;
 	}
+}
+
+/* the errno of a failed call: -1 / NULL with errno, or a poserr result;
+ * false when its convention has none */
+static bool call_errno(const nrr_call *c, int64_t *err)
+{
+	switch (c->fn->ret) {
+	case NRR_RET_ERRNO:
+	case NRR_RET_PTR:
+		*err = c->err;
+		return true;
+	case NRR_RET_POSERR:
+		*err = c->result;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool in_set(const int64_t *v, unsigned n, int64_t x)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static bool matches(const nrr_result_set *s, const nrr_call *c, bool error)
+{
+	int64_t err;
+	return in_set(s->ret, s->nret, c->result) || (error && call_errno(c, &err) && in_set(s->err, s->nerr, err));
+}
+
+enum nrr_call_class nrr_call_class(const nrr_call *c)
+{
+	if (c->kind != NRR_CALL || !c->done || !c->fn)
+		return NRR_CLASS_OK;
+	const nrr_fn_schema *fn = c->fn;
+	bool error = conv_error(fn->ret, c->result);
+	int a = fn->notready_arg;
+	if (matches(&fn->notready, c, error) ||
+	    (a >= 0 && a < NRR_MAX_ARGS && (c->present >> a & 1) && (int64_t)c->args[a].u == fn->notready_out))
+		return NRR_CLASS_NOT_READY;
+	if (matches(&fn->transient, c, error))
+		return NRR_CLASS_TRANSIENT;
+	return error ? NRR_CLASS_FAILED : NRR_CLASS_OK;
+}
+
+bool nrr_call_failed(const nrr_call *c)
+{
+	return nrr_call_class(c) == NRR_CLASS_FAILED;
 }
 
 const char *nrr_call_benign(const nrr_call *c)
@@ -129,9 +174,8 @@ const nrr_benign_rule *nrr_call_benign_rule(const nrr_call *c)
 {
 	if (!nrr_call_failed(c))
 		return NULL;
-	/* the errno of the failure: -1 / NULL with errno, or a poserr result */
-	int64_t err = c->fn->ret == NRR_RET_POSERR ? c->result : (int64_t)c->err;
-	bool has_err = c->fn->ret == NRR_RET_ERRNO || c->fn->ret == NRR_RET_PTR || c->fn->ret == NRR_RET_POSERR;
+	int64_t err = 0;
+	bool has_err = call_errno(c, &err);
 	for (size_t i = 0; i < nrr_benign_nrules; i++) {
 		const nrr_benign_rule *r = &nrr_benign_rules[i];
 		if (r->fn ? strcmp(r->fn, c->fn->name) != 0 : !c->fn->domain || strcmp(r->domain, c->fn->domain) != 0)

@@ -12,8 +12,39 @@
  * --api selection of dump and diff. */
 bool nrr_name_match(const char *globs, const char *name);
 
+/* What a finished call's answer means, from its function's semantics
+ * (nrr_fn_schema's notready / transient, declared in formats/api/):
+ * NOT_READY: a polling call's "not yet" (CUDA_ERROR_NOT_READY, a
+ * non-blocking socket's EAGAIN, ncclNet_test's done == 0, poll's 0);
+ * TRANSIENT: an error that is no failure (EINTR, EINPROGRESS); FAILED:
+ * an error under its return convention; OK otherwise, and for what is
+ * not a finished call. */
+enum nrr_call_class { NRR_CLASS_OK, NRR_CLASS_NOT_READY, NRR_CLASS_TRANSIENT, NRR_CLASS_FAILED };
+enum nrr_call_class nrr_call_class(const nrr_call *c);
+
+/* @return what @c's function does (enum nrr_role, formats/nrt.h). */
+static inline enum nrr_role nrr_call_role(const nrr_call *c)
+{
+	return c->fn ? (enum nrr_role)c->fn->role : NRR_ROLE_NONE;
+}
+
+/* @return the index of @fn's parameter of role @r (the fd, the address,
+ * ...), or -1. */
+static inline int nrr_fn_arg(const nrr_fn_schema *fn, enum nrr_argrole r)
+{
+	return fn->arg[r];
+}
+
+/* @return the recorded value of @c's parameter of role @r, or NULL (none,
+ * or not recorded). */
+static inline const nrr_value *nrr_call_role_arg(const nrr_call *c, enum nrr_argrole r)
+{
+	int a = c->fn ? c->fn->arg[r] : -1;
+	return a >= 0 && (c->present >> a & 1) ? &c->args[a] : NULL;
+}
+
 /* @return true when @c's result is an error under its return convention
- * ("not ready" / "in progress" answers of polling calls are not errors). */
+ * that is neither "not ready" nor transient (nrr_call_class()). */
 bool nrr_call_failed(const nrr_call *c);
 
 /* A failure a healthy run has too, from a `benign=` attribute of a

@@ -143,6 +143,37 @@ typedef struct nrr_arg_schema {
 #define NRR_FN_POLL 0x2u      /* polling call: repeats are coalesced */
 #define NRR_FN_INSTANT 0x4u   /* never waits: recorded with one timestamp, duration 0 (not measured) */
 
+/* Call semantics (FORMAT.md "Call semantics", formats/api/README.md):
+ * what a call does, and which of its answers mean what.  Same order as
+ * ROLES / ARG_ROLES of formats/gen/ncclrr_gen.py. */
+enum nrr_role {
+	NRR_ROLE_NONE, NRR_ROLE_CONNECT, NRR_ROLE_ACCEPT, NRR_ROLE_SEND, NRR_ROLE_RECV,
+	NRR_ROLE_POLL,       /* waits on a pollfd set (poll, ppoll) */
+	NRR_ROLE_CLOSE, NRR_ROLE_SOCK_SETUP, NRR_ROLE_SOCK_PAIR,
+	NRR_ROLE_SOCK_INFO,  /* the tracer's own socket event */
+	NRR_ROLE_PROXY_REQ, NRR_ROLE_PROXY_RESP,
+	NRR_ROLE_CQ_POLL,    /* polls a verbs completion queue */
+	NRR_ROLE_NET_TEST,   /* asks the net plugin whether a request is done */
+	NRR_ROLE_SYNC,       /* waits for (or asks about) GPU work: stream, event, device */
+	NRR_ROLE_FD_EXPORT,  /* hands GPU memory out as a file descriptor */
+	NRR_ROLE_FD_IMPORT,  /* maps GPU memory from a file descriptor */
+	NRR_ROLE_N
+};
+enum nrr_argrole {
+	NRR_ARG_FD,          /* the descriptor the call works on */
+	NRR_ARG_ADDR,        /* its socket address */
+	NRR_ARG_FDS,         /* a set or pair of descriptors */
+	NRR_ARG_PAYLOAD,
+	NRR_ARG_ID,          /* the id that pairs a request with its answer */
+	NRR_ARGROLE_N
+};
+#define NRR_SEM_MAXV 4
+/* answers: results, and errno values of a failure (-1, NULL or a poserr result) */
+typedef struct nrr_result_set {
+	uint8_t nret, nerr;
+	int64_t ret[NRR_SEM_MAXV], err[NRR_SEM_MAXV];
+} nrr_result_set;
+
 typedef struct nrr_fn_schema {
 	uint32_t id;        /* as used in ENTER records; 1..n */
 	const char *name;
@@ -154,6 +185,14 @@ typedef struct nrr_fn_schema {
 	uint16_t nargs;
 	uint16_t nin, nout; /* args encoded at enter / at leave (inout in both) */
 	const nrr_arg_schema *args;
+	/* its semantics: from the trace's sem= attribute, else built in
+	 * (by name, else by return convention); nrr_call_class() */
+	const char *sem;    /* the sem= text they came from, or NULL: none */
+	uint8_t role;       /* enum nrr_role */
+	int8_t arg[NRR_ARGROLE_N]; /* parameter index of each enum nrr_argrole, or -1 */
+	nrr_result_set notready, transient;
+	int8_t notready_arg; /* notready when this out parameter... (-1: none) */
+	int64_t notready_out; /* ...reads this value */
 } nrr_fn_schema;
 
 typedef struct nrr_schema nrr_schema;

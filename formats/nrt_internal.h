@@ -32,6 +32,20 @@ typedef struct nrr_chunk_header {
 	uint32_t payload_crc;
 } nrr_chunk_header;
 
+/* Built-in call semantics (nrr_sem_gen.c, generated from formats/api/):
+ * the sem= text of each described function (sorted by name) and of each
+ * return convention, for a trace whose schema does not carry them. */
+typedef struct nrr_sem_builtin {
+	const char *name;
+	const char *sem;
+} nrr_sem_builtin;
+extern const nrr_sem_builtin nrr_sem_builtin_fns[];
+extern const size_t nrr_sem_builtin_nfns;
+extern const nrr_sem_builtin nrr_sem_builtin_convs[];
+extern const size_t nrr_sem_builtin_nconvs;
+extern const char *const nrr_sem_roles[NRR_ROLE_N];      /* "connect", ... */
+extern const char *const nrr_sem_argroles[NRR_ARGROLE_N]; /* "fd", ... */
+
 static inline void nrr_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static inline void nrr_le32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
 static inline void nrr_le64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }

@@ -8,6 +8,7 @@
 
 #include "nrr_hash.h"
 #include "nrt.h"
+#include "nrt_internal.h"
 
 struct nrr_schema {
 	char *text;               /* private copy, tokenised in place */
@@ -152,9 +153,132 @@ static int tokens(char *line, char **tok, int max)
 	return n;
 }
 
+/* ---------------------------------------------------- call semantics */
+
+static int word_index(const char *const *names, int n, const char *w, size_t len)
+{
+	for (int i = 0; i < n; i++)
+		if (names[i] && strlen(names[i]) == len && !memcmp(names[i], w, len))
+			return i;
+	return -1;
+}
+
+static int arg_named(const nrr_fn_schema *fn, const char *w, size_t len)
+{
+	for (int i = 0; i < fn->nargs && i < 127; i++)
+		if (strlen(fn->args[i].name) == len && !memcmp(fn->args[i].name, w, len))
+			return i;
+	return -1;
+}
+
+/* "V1|V2" (up to @end) into @v / @n */
+static bool sem_values(const char *p, const char *end, int64_t *v, uint8_t *n)
+{
+	while (p < end) {
+		char *e;
+		errno = 0;
+		long long x = strtoll(p, &e, 10);
+		if (e == p || errno || (e < end && *e != '|') || e > end || *n >= NRR_SEM_MAXV)
+			return false;
+		v[(*n)++] = x;
+		p = e < end ? e + 1 : e;
+	}
+	return *n > 0;
+}
+
+/* Apply the sem= text @sem (FORMAT.md "Call semantics") to @fn, whose
+ * args are known.  @strict (the trace's own): a parameter it names must
+ * exist.  Items of kinds this reader does not know are skipped (a later
+ * version's).  @return NULL, or the item that is wrong. */
+static const char *sem_apply(nrr_fn_schema *fn, const char *sem, bool strict, size_t *badlen)
+{
+	const char *p = sem;
+	while (*p) {
+		const char *end = strchr(p, ',');
+		if (!end)
+			end = p + strlen(p);
+		const char *c1 = memchr(p, ':', (size_t)(end - p));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+		size_t klen = c1 ? (size_t)(c1 - p) : (size_t)(end - p);
+		bool ok = true;
+		if (klen == 4 && !memcmp(p, "role", 4)) {
+			int r = c1 ? word_index(nrr_sem_roles, NRR_ROLE_N, c1 + 1, (size_t)(end - c1 - 1)) : -1;
+			ok = c1 && end > c1 + 1;   /* a role this reader does not know: none */
+			if (r >= 0)
+				fn->role = (uint8_t)r;
+		} else if (klen == 3 && !memcmp(p, "arg", 3)) {
+			int r = c2 ? word_index(nrr_sem_argroles, NRR_ARGROLE_N, c1 + 1, (size_t)(c2 - c1 - 1)) : -1;
+			int a = r >= 0 ? arg_named(fn, c2 + 1, (size_t)(end - c2 - 1)) : -1;
+			ok = c2 && (r < 0 || a >= 0 || !strict);
+			if (r >= 0)
+				fn->arg[r] = (int8_t)a;
+		} else if ((klen == 8 && !memcmp(p, "notready", 8)) || (klen == 9 && !memcmp(p, "transient", 9))) {
+			nrr_result_set *set = klen == 8 ? &fn->notready : &fn->transient;
+			size_t wlen = c2 ? (size_t)(c2 - c1 - 1) : 0;
+			if (wlen == 3 && !memcmp(c1 + 1, "ret", 3)) {
+				ok = sem_values(c2 + 1, end, set->ret, &set->nret);
+			} else if (wlen == 3 && !memcmp(c1 + 1, "err", 3)) {
+				ok = sem_values(c2 + 1, end, set->err, &set->nerr);
+			} else if (wlen == 3 && !memcmp(c1 + 1, "out", 3) && klen == 8) {
+				const char *c3 = memchr(c2 + 1, ':', (size_t)(end - c2 - 1));
+				int a = c3 ? arg_named(fn, c2 + 1, (size_t)(c3 - c2 - 1)) : -1;
+				uint8_t n = 0;
+				int64_t v;
+				ok = c3 && (a >= 0 || !strict) && sem_values(c3 + 1, end, &v, &n) && n == 1;
+				if (ok && a >= 0) {
+					fn->notready_arg = (int8_t)a;
+					fn->notready_out = v;
+				}
+			} else {
+				ok = false;
+			}
+		}
+		if (!ok) {
+			*badlen = (size_t)(end - p);
+			return p;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return NULL;
+}
+
+static int sem_cmp(const void *k, const void *e)
+{
+	return strcmp(k, ((const nrr_sem_builtin *)e)->name);
+}
+
+/* Each function's semantics: its sem= attribute, else the built-in
+ * description of the function of that name, else of its return
+ * convention (a trace written before sem= existed). */
+static int sem_resolve(nrr_schema *s, const unsigned *fnline, nrr_diag *d)
+{
+	for (uint32_t i = 0; i < s->nfns; i++) {
+		nrr_fn_schema *fn = &s->fns[i];
+		memset(fn->arg, -1, sizeof(fn->arg));
+		fn->notready_arg = -1;
+		bool own = fn->sem != NULL;
+		if (!own) {
+			const nrr_sem_builtin *b = bsearch(fn->name, nrr_sem_builtin_fns, nrr_sem_builtin_nfns,
+							   sizeof(*b), sem_cmp);
+			for (size_t k = 0; !b && k < nrr_sem_builtin_nconvs; k++)
+				if (!strcmp(nrr_sem_builtin_convs[k].name, rets[fn->ret]))
+					b = &nrr_sem_builtin_convs[k];
+			fn->sem = b ? b->sem : NULL;
+		}
+		size_t blen = 0;
+		const char *bad = fn->sem ? sem_apply(fn, fn->sem, own, &blen) : NULL;
+		if (bad && own)
+			return fail(d, fnline[i], "%s: bad call semantics item '%.*s' in sem= (FORMAT.md \"Call semantics\"); "
+				    "the trace's schema is damaged or from a newer writer: re-record it or update ncclrr",
+				    fn->name, (int)(blen > 80 ? 80 : blen), bad);
+	}
+	return 0;
+}
+
 int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d)
 {
 	struct enum_index names = { 0 };
+	unsigned *fnline = NULL;   /* the line of each fn, for sem_resolve()'s errors */
 	nrr_schema *s = calloc(1, sizeof(*s));
 	int rc = -ENOMEM;
 	unsigned lineno = 0;
@@ -187,6 +311,7 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 	}
 	if (grow((void **)&s->enums, &s->cenums, ne + 1, sizeof(*s->enums)) ||
 	    grow((void **)&s->fns, &s->cfns, nf + 1, sizeof(*s->fns)) ||
+	    !(fnline = calloc(nf + 1, sizeof(*fnline))) ||
 	    grow((void **)&s->args, &s->cargs, na + 1, sizeof(*s->args)) ||
 	    !(s->values = calloc(nv + 1, sizeof(*s->values))) ||
 	    !(s->names = calloc(nv + 1, sizeof(*s->names))) || enum_index_init(&names, ne))
@@ -262,6 +387,7 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 				goto error;
 			}
 			cur_enum = NULL;
+			fnline[s->nfns] = lineno;
 			cur_fn = &s->fns[s->nfns++];
 			memset(cur_fn, 0, sizeof(*cur_fn));
 			cur_fn->id = (uint32_t)id;
@@ -294,6 +420,8 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 					cur_fn->flags |= NRR_FN_POLL;
 				else if (strcmp(tok[i], "instant") == 0)
 					cur_fn->flags |= NRR_FN_INSTANT;
+				else if (strncmp(tok[i], "sem=", 4) == 0 && tok[i][4])
+					cur_fn->sem = tok[i] + 4;
 				/* else a hint of a later version: attributes never change
 				 * how records decode (FORMAT.md), so it is skipped */
 			}
@@ -363,10 +491,14 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 		rc = fail(d, lineno, "missing 'end' (schema truncated)");
 		goto error;
 	}
+	if ((rc = sem_resolve(s, fnline, d)))
+		goto error;
+	free(fnline);
 	free(names.slot);
 	*out = s;
 	return 0;
 error:
+	free(fnline);
 	free(names.slot);
 	nrr_schema_free(s);
 	return rc;

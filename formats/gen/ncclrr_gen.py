@@ -17,6 +17,10 @@ emitter over the model:
                     functions for the replay engine (replayer/engine/rcuda.c)
   --emit cudart-errors  nrr_cudart_errors_gen.h: the cudaError_t codes and
                     names, for ncclrr's CUDA runtime (replayer/fake/)
+  --emit semantics  nrr_sem_gen.c: each function's call semantics (role=,
+                    arg=, notready=, transient=, poll=, conv lines) as
+                    its schema's sem= attribute, the fallback for traces
+                    whose schema lacks them
   --emit benign     nrr_benign_gen.c: the failures a healthy run has too
                     (benign=), for nrr_call_benign() (formats/callfmt.c)
 
@@ -25,6 +29,7 @@ emitters over the same model (see Emitters at the end).
 """
 import argparse
 import os
+import errno
 import re
 import sys
 
@@ -93,6 +98,11 @@ class Fn:
         self.after = None     # C expression run after the real call (wrappers)
         self.hook = False     # wrapper written by hand (tracer/), not generated
         self.benign = []      # [(why, 'ret'|'err', [values])]: failures a healthy run has too
+        self.role = None      # what the call does (ROLES): connect, recv, proxy_req, ...
+        self.argroles = []    # [(ROLE, PARAM)]: which parameter is the fd, the address, ...
+        self.notready = None  # ('ret'|'err', [values]): answers that mean "not ready" besides poll=
+        self.transient = None  # ('ret'|'err', [values]): errors that are no failure (replaces conv's)
+        self.sem = []         # the semantics' schema tokens (resolve())
         self.id = 0
 
 
@@ -115,6 +125,7 @@ class Api:
         self.bytetypes = {}  # type -> size expression
         self.ptrhandles = {}  # struct type -> handle kind (pointers to it are handles)
         self.c_lines = []
+        self.convs = {}  # return convention -> {'notready': (...), 'transient': (...)} (conv lines)
 
 
 def norm_type(t):
@@ -198,6 +209,17 @@ def parse_files(paths):
             cur_enum = None
             cur_fn = None
             kw = words[0]
+            if kw == 'conv':
+                if len(words) < 3 or words[1] not in RET_CONVS:
+                    raise ApiError(f'{where}: conv wants "conv CONV notready=...|transient=..." '
+                                   f'(CONV one of {", ".join(sorted(RET_CONVS))})')
+                c = api.convs.setdefault(words[1], {})
+                for w in words[2:]:
+                    k, _, v = w.partition('=')
+                    if k not in ('notready', 'transient'):
+                        raise ApiError(f'{where}: unknown conv option "{w}" (notready=, transient=)')
+                    c[k] = parse_results(v, where, k)
+                continue
             if kw == 'domain':
                 if len(words) < 2:
                     raise ApiError(f'{where}: domain needs a name')
@@ -270,6 +292,27 @@ def parse_benign(v, where):
     return (parts[0], parts[1], vals)
 
 
+# role=ROLE: what a call does, for the tools that follow connections,
+# waits and proxy RPCs (nrr_call_role(), formats/callfmt.h: same order)
+ROLES = ['none', 'connect', 'accept', 'send', 'recv', 'poll', 'close', 'sock_setup', 'sock_pair', 'sock_info',
+         'proxy_req', 'proxy_resp', 'cq_poll', 'net_test', 'sync', 'fd_export', 'fd_import']
+# arg=ROLE:PARAM: what a parameter is (nrr_fn_arg(), same order)
+ARG_ROLES = ['fd', 'addr', 'fds', 'payload', 'id']
+
+
+def parse_results(v, where, what):
+    """notready=/transient= values: ret:V1|V2 (results) or err:E1|E2 (errnos)."""
+    kind, _, vals = v.partition(':')
+    vals = vals.split('|') if vals else []
+    if kind not in ('ret', 'err') or not vals:
+        raise ApiError(f'{where}: {what} wants "{what}=ret:V1|V2" or "{what}=err:E1|E2"')
+    if kind == 'err' and not all(re.fullmatch(r'E[A-Z0-9]+', x) and hasattr(errno, x) for x in vals):
+        raise ApiError(f'{where}: {what}=err: wants errno names (EAGAIN|...)')
+    if len(vals) > 4:
+        raise ApiError(f'{where}: {what}: at most 4 values')
+    return (kind, vals)
+
+
 def check_ret(v, where):
     conv = v.split(':')[0]
     if conv not in RET_CONVS:
@@ -324,6 +367,19 @@ def parse_proto(api, domain, text, where):
             fn.hook = True
         elif attr.startswith('benign='):
             fn.benign.append(parse_benign(attr[7:], where))
+        elif attr.startswith('role='):
+            if attr[5:] not in ROLES[1:]:
+                raise ApiError(f'{where}: role wants one of {", ".join(ROLES[1:])}')
+            fn.role = attr[5:]
+        elif attr.startswith('arg='):
+            r, _, pname = attr[4:].partition(':')
+            if r not in ARG_ROLES or not pname:
+                raise ApiError(f'{where}: arg wants "arg=ROLE:PARAM" with ROLE one of {", ".join(ARG_ROLES)}')
+            fn.argroles.append((r, pname))
+        elif attr.startswith('notready='):
+            fn.notready = parse_results(attr[9:], where, 'notready')
+        elif attr.startswith('transient='):
+            fn.transient = parse_results(attr[10:], where, 'transient')
         elif attr.startswith('versions='):
             m2 = re.match(r'^(\d+)(?:\.\.(\d+))?$', attr[9:])
             if not m2:
@@ -441,7 +497,44 @@ def resolve(api):
                 raise ApiError(f'{aw}: {fn.name}: out parameter {a.name} must be a pointer')
         if fn.poll and fn.poll[0] == 'out' and not any(a.name == fn.poll[1] for a in fn.args):
             raise ApiError(f'{fn.where}: {fn.name}: poll names unknown parameter {fn.poll[1]}')
+        fn.sem = sem_tokens(api, fn)
     return api
+
+
+def result_values(api, fn, kind, vals):
+    return [str(getattr(errno, v)) if kind == 'err' else str(enum_value(api, fn, v)) for v in vals]
+
+
+def sem_tokens(api, fn):
+    """The call semantics of fn as the items of its schema attribute
+    sem= (FORMAT.md "Call semantics"): its role, its parameters' roles, and
+    which answers mean "not ready" (its poll= and its convention's) or are
+    transient (its own transient=, else its convention's); values as
+    numbers."""
+    conv = api.convs.get(fn.ret, {})
+    out = [f'role:{fn.role}'] if fn.role else []
+    for r, pname in fn.argroles:
+        if not any(a.name == pname and a.fmt != 'skip' for a in fn.args):
+            raise ApiError(f'{fn.where}: {fn.name}: arg={r}:{pname} names no recorded parameter')
+        out.append(f'arg:{r}:{pname}')
+    nr = {'ret': [], 'err': []}
+    for src in (conv.get('notready'), fn.notready):
+        if src:
+            nr[src[0]] += result_values(api, fn, *src)
+    if fn.poll and fn.poll[0] in ('ret', 'err'):
+        nr[fn.poll[0]].append(str(getattr(errno, fn.poll[1])) if fn.poll[0] == 'err' else str(enum_value(api, fn, fn.poll[1])))
+    for kind in ('ret', 'err'):
+        vals = list(dict.fromkeys(nr[kind]))
+        if len(vals) > 4:
+            raise ApiError(f'{fn.where}: {fn.name}: at most 4 not-ready {kind} values')
+        if vals:
+            out.append(f'notready:{kind}:{"|".join(vals)}')
+    if fn.poll and fn.poll[0] == 'out':
+        out.append(f'notready:out:{fn.poll[1]}:{enum_value(api, fn, fn.poll[2])}')
+    tr = fn.transient or conv.get('transient')
+    if tr:
+        out.append(f'transient:{tr[0]}:{"|".join(result_values(api, fn, *tr))}')
+    return out
 
 
 def enum_value(api, fn, text):
@@ -466,6 +559,7 @@ def fn_text(fn):
     numbers functions itself when it writes them on first use."""
     ret = fn.ret + (f':{fn.ret_table}' if fn.ret_table else '')
     attrs = (' blocking' if fn.blocking else '') + (' poll' if fn.poll else '') + (' instant' if fn.instant else '')
+    attrs += f' sem={",".join(fn.sem)}' if fn.sem else ''
     out = [f'{fn.name} {fn.domain} {ret}{attrs}']
     for a in fn.args:
         if a.fmt == 'skip':
@@ -1216,6 +1310,35 @@ def emit_benign(api, outdir):
     write(os.path.join(outdir, 'nrr_benign_gen.c'), '\n'.join(c))
 
 
+def emit_semantics(api, outdir):
+    """nrr_sem_gen.c: each function's call semantics (sem_tokens()), by
+    name, and each return convention's: what a reader gives a function of
+    a trace whose schema does not carry them (written before they were)."""
+    c = ['/* Generated by formats/gen/ncclrr_gen.py --emit semantics from formats/api/: do not edit. */',
+         '#include <stddef.h>', '#include "nrt_internal.h"', '',
+         '/* the names of sem=\'s roles, in the order of enum nrr_role / nrr_argrole (nrt.h) */',
+         'const char *const nrr_sem_roles[NRR_ROLE_N] = {']
+    c += [f'\t[NRR_ROLE_{r.upper()}] = "{r}",' for r in ROLES]
+    c += ['};', 'const char *const nrr_sem_argroles[NRR_ARGROLE_N] = {']
+    c += [f'\t[NRR_ARG_{r.upper()}] = "{r}",' for r in ARG_ROLES]
+    c += ['};', f'_Static_assert(NRR_ROLE_N == {len(ROLES)} && NRR_ARGROLE_N == {len(ARG_ROLES)}, '
+          '"enum nrr_role / nrr_argrole (formats/nrt.h) and ROLES / ARG_ROLES (formats/gen/ncclrr_gen.py) differ");', '',
+          '/* sorted by name (strcmp) */', 'const nrr_sem_builtin nrr_sem_builtin_fns[] = {']
+    for fn in sorted(api.fns, key=lambda f: f.name.encode()):
+        if fn.sem:
+            c.append(f'\t{{ "{fn.name}", "{",".join(fn.sem)}" }},')
+    c += ['};', 'const size_t nrr_sem_builtin_nfns = sizeof(nrr_sem_builtin_fns) / sizeof(nrr_sem_builtin_fns[0]);',
+          '', '/* by return convention (conv lines), for a function this build does not describe */',
+          'const nrr_sem_builtin nrr_sem_builtin_convs[] = {']
+    for conv in sorted(api.convs):
+        probe = Fn('-', 'int', f'conv {conv}', [], '-')
+        probe.ret = conv
+        toks = sem_tokens(api, probe)
+        c.append(f'\t{{ "{conv}", "{",".join(toks)}" }},')
+    c += ['};', 'const size_t nrr_sem_builtin_nconvs = sizeof(nrr_sem_builtin_convs) / sizeof(nrr_sem_builtin_convs[0]);', '']
+    write(os.path.join(outdir, 'nrr_sem_gen.c'), '\n'.join(c))
+
+
 def emit_schema(api, outdir):
     sys.stdout.write(schema_text(api))
 
@@ -1234,7 +1357,7 @@ def emit_cudart_errors(api, outdir):
     write(os.path.join(outdir, 'nrr_cudart_errors_gen.h'), '\n'.join(h))
 
 
-EMITTERS = {'benign': emit_benign, 'cudart-errors': emit_cudart_errors, 'encoders': emit_encoders, 'list': emit_list, 'schema': emit_schema, 'lttng': emit_lttng,
+EMITTERS = {'semantics': emit_semantics, 'benign': emit_benign, 'cudart-errors': emit_cudart_errors, 'encoders': emit_encoders, 'list': emit_list, 'schema': emit_schema, 'lttng': emit_lttng,
             'wrappers': emit_wrappers, 'replay': emit_replay}
 
 

@@ -665,7 +665,7 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 		 * it asked is timing), not a connect once one was refused (how
 		 * often it retried is timing: a rerun that made fewer never
 		 * killed the rank) */
-		bool ipc = (c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && !strcmp(c->fn->name, "connect") &&
+		bool ipc = (c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && nrr_call_role(c) == NRR_ROLE_CONNECT &&
 			   ip_connect(c);
 		if (ipc)
 			++nconnect;
@@ -681,7 +681,7 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 			p->last.nth = fa ? k : nconnect;
 			p->last.wall = nrr_reader_wall(r, c->ts);
 		}
-		if (c->phase == NRR_PHASE_CALL && (!strcmp(c->fn->name, "socket") || !strncmp(c->fn->name, "accept", 6)) &&
+		if (c->phase == NRR_PHASE_CALL && (!strcmp(c->fn->name, "socket") || nrr_call_role(c) == NRR_ROLE_ACCEPT) &&
 		    c->result >= 0)
 			forget_fd(&cc, c->stream, c->result);
 		/* where it listened: a refused connect is a peer's going only

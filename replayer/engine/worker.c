@@ -85,7 +85,7 @@ uint8_t *nrr_arg_bytes(const nrr_call *c, int i, size_t *len)
 /* ------------------------------------------------------------ loading */
 static bool is_info(const nrr_fn_schema *fn)
 {
-	return fn && !strcmp(fn->name, "sock_info");
+	return fn && fn->role == NRR_ROLE_SOCK_INFO;
 }
 
 static int add_unit(struct rstream *s, const nrr_call *c, uint8_t kind)
@@ -343,7 +343,7 @@ static bool closes_done(struct nrr_rproc *p, struct rstream *s, uint64_t end)
 	for (size_t i = 0; i < p->ns; i++) {
 		struct rstream *t = &p->s[i];
 		size_t j = t == s ? 0 : started_before(t, end);
-		if (j && t->u[j - 1].end > end && t->completed < j && !strcmp(t->u[j - 1].c.fn->name, "close"))
+		if (j && t->u[j - 1].end > end && t->completed < j && nrr_call_role(&t->u[j - 1].c) == NRR_ROLE_CLOSE)
 			return false;
 	}
 	return true;

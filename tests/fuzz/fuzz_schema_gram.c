@@ -19,8 +19,10 @@ static const char *const domains[] = { "cuda_driver", "socket", "nccl", "proxy",
 static const char *const bad_domains[] = { "" };
 static const char *const rets[] = { "void", "curesult", "cudart", "nccl", "nvml", "errno", "poserr", "ptr", "int" };
 static const char *const bad_rets[] = { "float", "" };
-static const char *const attrs[] = { "blocking", "poll" };
-static const char *const bad_attrs[] = { "junk", "" };
+static const char *const attrs[] = { "blocking", "poll", "sem=role:connect,notready:ret:600|7,transient:err:4|11",
+				      "sem=role:later,arg:fd:p0,notready:out:p0:0" };
+static const char *const bad_attrs[] = { "junk", "", "sem=notready:ret:x", "sem=arg:fd:nosuch", "sem=transient:ret:1|2|3|4|5",
+					 "sem=notready:out:p0" };
 static const char *const dirs[] = { "in", "out", "inout" };
 static const char *const bad_dirs[] = { "sideways" };
 static const char *const fmts[] = { "u", "i", "x", "bool", "enum", "flags", "handle", "fd", "str", "bytes", "sockaddr" };
@@ -117,6 +119,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			REQUIRE(byname && !strcmp(byname->name, f->name));
 			REQUIRE(!f->ret_table || f->rtable);
 			nrr_enum_name(f->rtable, 0);
+			/* call semantics (sem=): roles in range, parameters it has */
+			REQUIRE(f->role < NRR_ROLE_N && f->notready_arg < (int)f->nargs);
+			for (unsigned r = 0; r < NRR_ARGROLE_N; r++)
+				REQUIRE(f->arg[r] >= -1 && f->arg[r] < (int)f->nargs);
+			REQUIRE(f->notready.nret <= NRR_SEM_MAXV && f->notready.nerr <= NRR_SEM_MAXV &&
+				f->transient.nret <= NRR_SEM_MAXV && f->transient.nerr <= NRR_SEM_MAXV);
 			for (unsigned a = 0; a < f->nargs; a++) {
 				const nrr_arg_schema *as = &f->args[a];
 				REQUIRE(as->name);

@@ -23,6 +23,13 @@ expect "bad buf length" $'domain d\nfn int f(const void *p, int n)\n  in p buf:m
 expect "out not pointer" $'domain d\nfn int f(int a)\n  out a u' 'out parameter a must be a pointer'
 expect "bad ret" $'domain d ret=weird' 'unknown return convention'
 expect "enum value" $'domain d\nenum E\n  A = x' 'expected "SYMBOL = VALUE"'
+expect "bad role" $'domain d\nfn int f(int a) role=teleport' 'x.api:2: role wants one of'
+expect "bad arg role" $'domain d\nfn int f(int a) arg=thing:a' 'x.api:2: arg wants "arg=ROLE:PARAM"'
+expect "arg role names no param" $'domain d\nfn int f(int a) arg=fd:b' 'f: arg=fd:b names no recorded parameter'
+expect "bad notready" $'domain d\nfn int f(int a) notready=out:a' 'x.api:2: notready wants'
+expect "bad transient errno" $'domain d\nfn int f(int a) transient=err:ENOTANERRNO' 'x.api:2: transient=err: wants errno names'
+expect "bad conv" $'conv weird transient=err:EINTR' 'x.api:1: conv wants'
+expect "bad conv option" $'conv errno retry=err:EINTR' 'x.api:1: unknown conv option'
 printf 'domain d\nfn int f(int a, const char *s, int *o)\n' >"$tmp/ok.api"
 out=$("$py" "$gen" --emit list "$types" "$tmp/ok.api"); rc=$?
 [ $rc -eq 0 ] && grep -q '^d f 3 -$' <<<"$out" && pass=$((pass + 1)) || { echo "FAIL: good description: $out"; fail=$((fail + 1)); }

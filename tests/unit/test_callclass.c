@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/* test_callclass.c - call semantics (formats/api/'s role=, arg=, poll=,
+ * notready=, transient=, conv lines) as the schema carries them and as
+ * nrr_call_class() / nrr_call_role() / nrr_fn_arg() read them: over the
+ * built-in schema, over the same schema without its sem= attributes (a
+ * trace written before they existed: the built-in description fills them
+ * in), over a golden trace of traces/ recorded before, and over bad sem=
+ * text.
+ * usage: test_callclass OLD_TRACE.nrt */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrr_api_gen.h"
+#include "callfmt.h"
+#include "nrt_internal.h"
+#include "../lib/check.h"
+
+static const nrr_fn_schema *fn_of(const nrr_schema *s, const char *name)
+{
+	const nrr_fn_schema *fn = nrr_schema_fn_by_name(s, name);
+	CHECK_FATAL(fn, "%s is described", name);
+	return fn;
+}
+
+/* a finished call of @fn answering @result / @err */
+static nrr_call call_of(const nrr_fn_schema *fn, int64_t result, int err)
+{
+	nrr_call c;
+	memset(&c, 0, sizeof(c));
+	c.kind = NRR_CALL;
+	c.phase = NRR_PHASE_CALL;
+	c.done = true;
+	c.fn = fn;
+	c.result = result;
+	c.err = err;
+	return c;
+}
+
+static enum nrr_call_class cls(const nrr_schema *s, const char *name, int64_t result, int err)
+{
+	nrr_call c = call_of(fn_of(s, name), result, err);
+	return nrr_call_class(&c);
+}
+
+static int arg_idx(const nrr_fn_schema *fn, const char *name)
+{
+	for (int i = 0; i < fn->nargs; i++)
+		if (!strcmp(fn->args[i].name, name))
+			return i;
+	return -1;
+}
+
+/* the classes and roles the description declares, checked on @s */
+static void check_semantics(const nrr_schema *s, const char *what)
+{
+	/* results by return convention and by the functions' own */
+	CHECK(cls(s, "cuStreamQuery", 600, 0) == NRR_CLASS_NOT_READY, "%s: cuStreamQuery NOT_READY", what);
+	CHECK(cls(s, "cuMemAlloc_v2", 600, 0) == NRR_CLASS_NOT_READY, "%s: curesult 600 (conv line)", what);
+	CHECK(cls(s, "cuMemAlloc_v2", 2, 0) == NRR_CLASS_FAILED, "%s: CUDA_ERROR_OUT_OF_MEMORY", what);
+	CHECK(cls(s, "cuMemAlloc_v2", 0, 0) == NRR_CLASS_OK, "%s: CUDA_SUCCESS", what);
+	CHECK(cls(s, "cudaEventQuery", 600, 0) == NRR_CLASS_NOT_READY, "%s: cudaErrorNotReady", what);
+	CHECK(cls(s, "ncclCommInitRank", 7, 0) == NRR_CLASS_NOT_READY, "%s: ncclInProgress", what);
+	CHECK(cls(s, "ncclCommInitRank", 3, 0) == NRR_CLASS_FAILED, "%s: ncclInternalError", what);
+	CHECK(cls(s, "nvmlInit_v2", 3, 0) == NRR_CLASS_FAILED, "%s: nvml has no not-ready", what);
+	CHECK(cls(s, "recv", -1, EAGAIN) == NRR_CLASS_NOT_READY, "%s: recv EAGAIN (poll=err:)", what);
+	CHECK(cls(s, "recv", -1, EINTR) == NRR_CLASS_TRANSIENT, "%s: recv EINTR", what);
+	CHECK(cls(s, "recv", -1, ECONNRESET) == NRR_CLASS_FAILED, "%s: recv ECONNRESET", what);
+	CHECK(cls(s, "recv", 0, 0) == NRR_CLASS_OK, "%s: recv 0 is an end of file", what);
+	CHECK(cls(s, "connect", -1, EINPROGRESS) == NRR_CLASS_TRANSIENT, "%s: connect EINPROGRESS", what);
+	CHECK(cls(s, "connect", -1, EAGAIN) == NRR_CLASS_TRANSIENT, "%s: connect EAGAIN is no poll answer", what);
+	CHECK(cls(s, "connect", -1, ECONNREFUSED) == NRR_CLASS_FAILED, "%s: connect refused", what);
+	CHECK(cls(s, "poll", 0, 0) == NRR_CLASS_NOT_READY, "%s: poll 0 (poll=ret:0)", what);
+	CHECK(cls(s, "poll", 1, 0) == NRR_CLASS_OK, "%s: poll 1", what);
+	CHECK(cls(s, "ibv_poll_cq", 0, 0) == NRR_CLASS_NOT_READY, "%s: ibv_poll_cq 0", what);
+	CHECK(cls(s, "ibv_modify_qp", EBUSY, 0) == NRR_CLASS_TRANSIENT, "%s: poserr EBUSY", what);
+	CHECK(cls(s, "ibv_modify_qp", EINVAL, 0) == NRR_CLASS_FAILED, "%s: poserr EINVAL", what);
+	CHECK(cls(s, "ibv_reg_mr", 0, EAGAIN) == NRR_CLASS_FAILED, "%s: NULL with EAGAIN fails (ptr)", what);
+	CHECK(cls(s, "ibv_query_gid", -1, EINTR) == NRR_CLASS_TRANSIENT, "%s: errno verbs EINTR", what);
+
+	/* a not-ready out value: ncclNet_test's done == 0 */
+	const nrr_fn_schema *t = fn_of(s, "ncclNet_test");
+	int d = arg_idx(t, "done");
+	CHECK_FATAL(d >= 0, "ncclNet_test has done");
+	CHECK(t->notready_arg == d, "%s: ncclNet_test notready=out:done", what);
+	nrr_call c = call_of(t, 0, 0);
+	c.present = 1u << d;
+	c.args[d].u = 0;
+	CHECK(nrr_call_class(&c) == NRR_CLASS_NOT_READY, "%s: done == 0", what);
+	c.args[d].u = 1;
+	CHECK(nrr_call_class(&c) == NRR_CLASS_OK, "%s: done == 1", what);
+	c.present = 0;
+	CHECK(nrr_call_class(&c) == NRR_CLASS_OK, "%s: done not recorded", what);
+	c = call_of(t, 0, 0);
+	c.done = false;
+	CHECK(nrr_call_class(&c) == NRR_CLASS_OK && !nrr_call_failed(&c), "%s: a call in flight", what);
+
+	/* roles of calls and of their arguments */
+	static const struct { const char *fn; enum nrr_role role; const char *fd, *addr; } roles[] = {
+		{ "connect", NRR_ROLE_CONNECT, "sockfd", "addr" },
+		{ "accept4", NRR_ROLE_ACCEPT, "sockfd", "addr" },
+		{ "recvmsg", NRR_ROLE_RECV, "sockfd", NULL },
+		{ "read", NRR_ROLE_RECV, "fd", NULL },
+		{ "writev", NRR_ROLE_SEND, "fd", NULL },
+		{ "sendmmsg", NRR_ROLE_SEND, "sockfd", NULL },
+		{ "ppoll", NRR_ROLE_POLL, NULL, NULL },
+		{ "select", NRR_ROLE_NONE, NULL, NULL },
+		{ "epoll_ctl", NRR_ROLE_SOCK_SETUP, "fd", NULL },
+		{ "listen", NRR_ROLE_NONE, "sockfd", NULL },
+		{ "close", NRR_ROLE_CLOSE, "fd", NULL },
+		{ "socketpair", NRR_ROLE_SOCK_PAIR, NULL, NULL },
+		{ "ncclProxyRequest", NRR_ROLE_PROXY_REQ, "fd", NULL },
+		{ "ncclProxyResponse", NRR_ROLE_PROXY_RESP, "fd", NULL },
+		{ "ibv_poll_cq", NRR_ROLE_CQ_POLL, NULL, NULL },
+		{ "ncclNet_test", NRR_ROLE_NET_TEST, NULL, NULL },
+		{ "cudaDeviceSynchronize", NRR_ROLE_SYNC, NULL, NULL },
+		{ "cuEventQuery", NRR_ROLE_SYNC, NULL, NULL },
+		{ "cuMemAlloc_v2", NRR_ROLE_NONE, NULL, NULL },
+	};
+	for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++) {
+		const nrr_fn_schema *fn = fn_of(s, roles[i].fn);
+		nrr_call rc = call_of(fn, 0, 0);
+		CHECK(nrr_call_role(&rc) == roles[i].role, "%s: role of %s: %u", what, roles[i].fn, fn->role);
+		CHECK(nrr_fn_arg(fn, NRR_ARG_FD) == (roles[i].fd ? arg_idx(fn, roles[i].fd) : -1),
+		      "%s: fd of %s", what, roles[i].fn);
+		CHECK(nrr_fn_arg(fn, NRR_ARG_ADDR) == (roles[i].addr ? arg_idx(fn, roles[i].addr) : -1),
+		      "%s: addr of %s", what, roles[i].fn);
+	}
+	const nrr_fn_schema *pr = fn_of(s, "ncclProxyResponse");
+	CHECK(nrr_fn_arg(pr, NRR_ARG_ID) == arg_idx(pr, "opId"), "%s: the proxy answer's id", what);
+	const nrr_fn_schema *sp = fn_of(s, "socketpair");
+	CHECK(nrr_fn_arg(sp, NRR_ARG_FDS) == arg_idx(sp, "sv"), "%s: socketpair's pair", what);
+}
+
+/* the semantics fields of two descriptions of one function agree */
+static bool same_sem(const nrr_fn_schema *a, const nrr_fn_schema *b)
+{
+	return a->role == b->role && !memcmp(a->arg, b->arg, sizeof(a->arg)) &&
+	       !memcmp(&a->notready, &b->notready, sizeof(a->notready)) &&
+	       !memcmp(&a->transient, &b->transient, sizeof(a->transient)) && a->notready_arg == b->notready_arg &&
+	       a->notready_out == b->notready_out;
+}
+
+/* @text without its " sem=..." attributes: a schema as written before them */
+static char *strip_sem(const char *text, size_t len, size_t *outlen)
+{
+	char *o = malloc(len + 1);
+	size_t n = 0;
+	for (size_t i = 0; i < len;) {
+		if (text[i] == ' ' && i + 5 < len && !memcmp(text + i, " sem=", 5)) {
+			while (i < len && text[i] != '\n' && !(text[i] == ' ' && memcmp(text + i, " sem=", 5)))
+				i++;
+			continue;
+		}
+		o[n++] = text[i++];
+	}
+	*outlen = n;
+	return o;
+}
+
+static char *schema_with(const char *fnline)
+{
+	char *t = malloc(4096);
+	snprintf(t, 4096, "ncclrr-schema 1\n%s\na in sockfd fd\na out out x\nend\n", fnline);
+	return t;
+}
+
+static int parse_err(const char *fnline, nrr_diag *d, nrr_schema **s)
+{
+	char *t = schema_with(fnline);
+	memset(d, 0, sizeof(*d));
+	int rc = nrr_schema_parse(s, t, strlen(t), d);
+	free(t);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	nrr_diag d = { 0 };
+	nrr_schema *s = NULL;
+	CHECK_FATAL(!nrr_schema_parse(&s, nrr_builtin_schema, nrr_builtin_schema_len, &d), "built-in schema: %s", d.msg);
+	check_semantics(s, "built-in");
+
+	/* every function's semantics come with its schema lines */
+	uint32_t with = 0;
+	for (uint32_t i = 1; i <= nrr_schema_nfns(s); i++)
+		with += nrr_schema_fn(s, i)->sem != NULL;
+	CHECK(with > 250, "sem= on %u of %u functions", with, nrr_schema_nfns(s));
+
+	/* an older schema: the same semantics from the built-in description */
+	size_t olen;
+	char *old = strip_sem(nrr_builtin_schema, nrr_builtin_schema_len, &olen);
+	CHECK(olen < nrr_builtin_schema_len && !memmem(old, olen, "sem=", 4), "stripped %zu bytes", nrr_builtin_schema_len - olen);
+	nrr_schema *o = NULL;
+	CHECK_FATAL(!nrr_schema_parse(&o, old, olen, &d), "old-style schema: %s", d.msg);
+	check_semantics(o, "without sem=");
+	uint32_t same = 0;
+	for (uint32_t i = 1; i <= nrr_schema_nfns(s); i++)
+		same += same_sem(nrr_schema_fn(s, i), nrr_schema_fn(o, i));
+	CHECK(same == nrr_schema_nfns(s), "fallback = carried for %u of %u functions", same, nrr_schema_nfns(s));
+	nrr_schema_free(o);
+	free(old);
+
+	/* a function this build does not describe: its convention's */
+	CHECK_FATAL(!parse_err("fn 1 frobnicate socket errno", &d, &o), "unknown fn: %s", d.msg);
+	nrr_call c = call_of(nrr_schema_fn(o, 1), -1, EINTR);
+	CHECK(nrr_call_class(&c) == NRR_CLASS_TRANSIENT, "conv errno: EINTR");
+	c.err = EPIPE;
+	CHECK(nrr_call_class(&c) == NRR_CLASS_FAILED, "conv errno: EPIPE");
+	CHECK(nrr_fn_arg(nrr_schema_fn(o, 1), NRR_ARG_FD) == -1, "no fd role without a description");
+	nrr_schema_free(o);
+
+	/* the trace's own sem= wins over the built-in one, and a later
+	 * version's items, roles and argument roles are skipped */
+	CHECK_FATAL(!parse_err("fn 1 recv socket errno blocking poll sem=role:send,arg:fd:sockfd,later:x:y,"
+			       "role:teleport,arg:thing:out,notready:err:4",
+			       &d, &o), "own sem=: %s", d.msg);
+	const nrr_fn_schema *f = nrr_schema_fn(o, 1);
+	CHECK(f->role == NRR_ROLE_SEND && f->arg[NRR_ARG_FD] == 0, "own role and fd");
+	c = call_of(f, -1, EINTR);
+	CHECK(nrr_call_class(&c) == NRR_CLASS_NOT_READY, "own notready");
+	c.err = EAGAIN;
+	CHECK(nrr_call_class(&c) == NRR_CLASS_FAILED, "no built-in transient beside the trace's own");
+	nrr_schema_free(o);
+
+	/* bad sem= text: an error naming the line, the function, the item */
+	static const char *const bad[] = { "notready:ret:x", "notready:ret:", "arg:fd:nosuch", "notready:out:nosuch:0",
+					   "transient:maybe:4", "role", "notready:ret:1|2|3|4|5" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char line[200];
+		snprintf(line, sizeof(line), "fn 1 recv socket errno sem=%s", bad[i]);
+		int rc = parse_err(line, &d, &o);
+		CHECK(rc == NRR_ESCHEMA && strstr(d.msg, "line 2") && strstr(d.msg, "recv") && strstr(d.msg, bad[i]) &&
+			      strstr(d.msg, "Call semantics"),
+		      "bad sem=%s: rc %d: %s", bad[i], rc, d.msg);
+		if (!rc)
+			nrr_schema_free(o);
+	}
+
+	/* a golden trace recorded before sem= existed reads with the
+	 * built-in semantics */
+	if (argc > 1) {
+		nrr_reader *r = NULL;
+		CHECK_FATAL(!nrr_reader_open(&r, argv[1], &d), "%s: %s", argv[1], d.msg);
+		const nrr_schema *rs = nrr_reader_schema(r);
+		uint32_t n = 0, nsem = 0;
+		for (uint32_t i = 1; i <= nrr_schema_nfns(rs); i++) {
+			const nrr_fn_schema *fn = nrr_schema_fn(rs, i);
+			const nrr_fn_schema *b = nrr_schema_fn_by_name(s, fn->name);
+			n++;
+			nsem += b && fn->role == b->role && fn->arg[NRR_ARG_FD] == b->arg[NRR_ARG_FD] &&
+				!memcmp(&fn->notready, &b->notready, sizeof(fn->notready));
+		}
+		CHECK(n > 10 && nsem == n, "%s: %u of %u functions as described", argv[1], nsem, n);
+		const nrr_fn_schema *cn = nrr_schema_fn_by_name(rs, "connect");
+		CHECK(cn && cn->role == NRR_ROLE_CONNECT && nrr_fn_arg(cn, NRR_ARG_FD) == 0, "old trace's connect");
+		nrr_reader_close(r);
+	}
+	nrr_schema_free(s);
+	return check_done("callclass");
+}
