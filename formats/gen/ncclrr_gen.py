@@ -1266,8 +1266,10 @@ def emit_replay(api, outdir):
         why = replay_unsupported(api, fn)
         rk = 'NULL'
         rt = norm_type(fn.ret_type)
-        if fn.ret == 'ptr' and rt.count('*') == 1 and rt.rstrip('*').strip() in api.ptrhandles:
-            rk = f'"{api.ptrhandles[rt.rstrip("*").strip()]}"'
+        # a pointer result to a ptrhandle type (ibv_alloc_pd's struct ibv_pd *),
+        # or to one declared as a pointer (ibv_get_device_list's list)
+        if fn.ret == 'ptr' and rt.endswith('*') and rt[:-1].strip() in api.ptrhandles:
+            rk = f'"{api.ptrhandles[rt[:-1].strip()]}"'
         wq = 'NULL' if not why else '"' + why.replace('"', '\\"') + '"'
         call = 'NULL' if why else f'nrr_rc_call_{fn.name}'
         rd = 'NULL' if why else f'nrr_rc_read_{fn.name}'

@@ -51,7 +51,7 @@ counts)
 	for r in $(seq 0 15); do
 		[ -s "$tmp/stats/$r" ] || { fail "rank $r: no fake runtime statistics"; continue; }
 		# the trace's per-API counts, variants folded into base names as the fake counts them
-		"$ncclrr" stats --rank "$r" "$tmp/t" | awk '$2 == "cuda_driver" || $2 == "cuda_runtime" || $2 == "nvml" { n = $1; sub(/_v[0-9]+$/, "", n); c[n] += $3 } END { for (k in c) print k, c[k] }' | sort >"$tmp/traced.$r"
+		"$ncclrr" stats --rank "$r" "$tmp/t" | awk '$2 == "cuda_driver" || $2 == "cuda_runtime" || $2 == "nvml" || $2 == "verbs" { n = $1; sub(/_v[0-9]+$/, "", n); c[n] += $3 } END { for (k in c) print k, c[k] }' | sort >"$tmp/traced.$r"
 		sort "$tmp/stats/$r" >"$tmp/served.$r"
 		if ! diff "$tmp/served.$r" "$tmp/traced.$r" >"$tmp/diff.$r"; then
 			fail "rank $r: traced driver/NVML calls differ from those the fake runtime served (< served, > traced):"

@@ -23,6 +23,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,7 +167,15 @@ static int start_thread(void)
 	pthread_attr_t at;
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	/* the NIC's thread takes no signal: a SIGTERM for the process must
+	 * reach the program's threads (a rank blocked in recv dies of it, as
+	 * it would with a real HCA), not a handler run here while the
+	 * program goes on */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&t, &at, progress, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&at);
 	if (rc) {
 		close(g_wake);

@@ -50,6 +50,12 @@
 		} \
 	} while (0)
 
+/* A verb with no error to return (void, a name): counted only; a fault
+ * rule naming it has nothing to inject. */
+#define NV_COUNT_ONLY(nm) \
+	static struct fake_api api_ = { .name = nm }; \
+	(void)fake_enter(&api_)
+
 /* one NIC of the cluster, as the fabric addresses it */
 struct nv_addr {
 	int host, nic;
