@@ -333,10 +333,16 @@ int nrr_rcuda_open(nrr_rcuda **out, nrr_rproc *p, const nrr_rcuda_opts *o, char 
 			return -ENOENT;
 		}
 	}
-	/* verbs: the system's; no library or no devices is fine (calls then
-	 * answer as they do, or are unsupported when the symbol is missing) */
-	snprintf(x->libpath[2], sizeof(x->libpath[2]), "%s", lib_names[2]);
-	x->lib[2] = dlopen(lib_names[2], RTLD_NOW | RTLD_LOCAL);
+	/* verbs: the fake cluster's (the virtual host's NICs, as a recording
+	 * on the fake cluster saw them), else the system's; no library or no
+	 * devices is fine (calls then answer as they do, or are unsupported
+	 * when the symbol is missing) */
+	snprintf(x->libpath[2], sizeof(x->libpath[2]), "%s/%s", o->fake_libdir, lib_names[2]);
+	x->lib[2] = dlopen(x->libpath[2], RTLD_NOW | RTLD_LOCAL);
+	if (!x->lib[2]) {
+		snprintf(x->libpath[2], sizeof(x->libpath[2]), "%s", lib_names[2]);
+		x->lib[2] = dlopen(lib_names[2], RTLD_NOW | RTLD_LOCAL);
+	}
 	for (size_t i = 0; i < nrr_rc_nfns; i++) {
 		int d = dom_index(nrr_rc_fns[i].domain);
 		if (d >= 0 && x->lib[d] && !nrr_rc_fns[i].unsupported)

@@ -22,7 +22,9 @@ rec() {   # NAME TIMEOUT [env K=V...] -- [ncclrr run options]
 	rm -rf "${here:?}/$name"
 	env "${envs[@]}" "$ncclrr" record -q -o "$here/$name" -- \
 		"$ncclrr" run --topo "$topo" --timeout "$t" "$@" -- "$wl" --no-nccl >/dev/null 2>&1 || true
-	rm -f "$here/$name/nccl-topo.xml"
+	# without the run's own copy of its cluster file: these are also the
+	# case of a recording that has none (replay_usage's topo checks)
+	rm -f "$here/$name/nccl-topo.xml" "$here/$name/ncclrr-cluster.xml"
 	"$ncclrr" replay --topo "$topo" "$here/$name" | "$here/normalize.sh" >"$here/$name.expected" || true
 }
 
