@@ -176,8 +176,13 @@ dead)
 	kill -STOP ${workers//,/ } 2>/dev/null
 	kill -KILL $coord
 	wait $coord 2>/dev/null
-	sleep 0.5
-	left=$(ps -o stat= -p "$workers" | grep -vc "^Z")   # (zombies: dead, not yet reaped)
+	# the kernel signals them at once; a loaded machine may take a while
+	# to run their deaths (zombies: dead, not yet reaped)
+	for _ in $(seq 100); do
+		left=$(ps -o stat= -p "$workers" | grep -vc "^Z")
+		[ "$left" -eq 0 ] && break
+		sleep 0.05
+	done
 	[ "$left" -eq 0 ] || fail "$left replay workers outlived their killed coordinator"
 	kill -KILL ${workers//,/ } 2>/dev/null
 	;;
