@@ -130,4 +130,8 @@ static inline void nrr_trailer_pack(uint64_t index_off, uint32_t index_len, uint
 	nrr_le32(out + 16, index_len);
 	nrr_le32(out + 20, nrr_crc32c(0, out, 20));
 }
+/* How many enum names nrr_schema_parse compared while building @s: the
+ * unit test's measure that parsing stays linear in the number of enums. */
+uint64_t nrr_schema_enum_probes(const nrr_schema *s);
+
 #endif

@@ -21,6 +21,7 @@ struct nrr_schema {
 	int64_t *values;          /* enum values, enums point into them */
 	const char **names;
 	uint32_t nvalues;
+	uint64_t enum_probes;     /* names compared while parsing (test_format) */
 };
 
 static const struct {
@@ -94,6 +95,7 @@ static int parse_i64(const char *s, int64_t *v)
 struct enum_index {
 	uint32_t *slot;
 	size_t mask;
+	uint64_t probes;          /* names compared: O(N) for N enums */
 };
 
 static int enum_index_init(struct enum_index *x, uint32_t n)
@@ -108,12 +110,12 @@ static int enum_index_init(struct enum_index *x, uint32_t n)
 
 /* The enum named @name, or NULL; with @add (the enum just made, not yet
  * found) the slot where it goes is taken for it. */
-static nrr_enum_schema *find_enum(const nrr_schema *s, const struct enum_index *x, const char *name,
+static nrr_enum_schema *find_enum(const nrr_schema *s, struct enum_index *x, const char *name,
 				  nrr_enum_schema *add)
 {
 	size_t i = (size_t)nrr_hash(name, strlen(name), NRR_HASH_INIT) & x->mask;
 	for (; x->slot[i]; i = (i + 1) & x->mask)
-		if (strcmp(s->enums[x->slot[i] - 1].name, name) == 0)
+		if (++x->probes, strcmp(s->enums[x->slot[i] - 1].name, name) == 0)
 			return &s->enums[x->slot[i] - 1];
 	if (add)
 		x->slot[i] = (uint32_t)(add - s->enums) + 1;
@@ -495,6 +497,7 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 		goto error;
 	free(fnline);
 	free(names.slot);
+	s->enum_probes = names.probes;
 	*out = s;
 	return 0;
 error:
@@ -515,6 +518,11 @@ const nrr_fn_schema *nrr_schema_fn_by_name(const nrr_schema *s, const char *name
 		if (strcmp(s->fns[i].name, name) == 0)
 			return &s->fns[i];
 	return NULL;
+}
+
+uint64_t nrr_schema_enum_probes(const nrr_schema *s)
+{
+	return s->enum_probes;
 }
 
 uint32_t nrr_schema_nfns(const nrr_schema *s)
