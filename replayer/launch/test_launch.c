@@ -69,11 +69,16 @@ static void test_env(void)
 		{ "LOCAL_WORLD_SIZE", "8" }, { "NCCL_HOSTID", "node1" }, { "NCCL_COMM_ID", "127.0.0.1:4242" },
 		{ "NCCL_SOCKET_IFNAME", "lo" }, { "NCCL_TOPO_FILE", "/tmp/x/host1.xml" },
 		{ "LD_LIBRARY_PATH", "/fake:/opt/lib" }, { "NCCL_DEBUG", "INFO" }, { "PATH", "/usr/bin" },
+		{ "NCCL_IB_MERGE_NICS", "0" /* NICs without sysfs: not merged */ },
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const char *v = nrr_env_get(&e, want[i][0]);
 		CHECK(v && strcmp(v, want[i][1]) == 0, "%s=%s (got %s)", want[i][0], want[i][1], v ? v : "(unset)");
 	}
+	/* an NCCL_IB_MERGE_NICS the user's environment has is kept */
+	CHECK(nrr_env_set(&e, "NCCL_IB_MERGE_NICS", "1") == 0 && nrr_launch_rank_env(&e, &re) == 0 &&
+		      strcmp(nrr_env_get(&e, "NCCL_IB_MERGE_NICS"), "1") == 0,
+	      "an inherited NCCL_IB_MERGE_NICS wins over the launcher's 0");
 	/* user override of an ncclrr variable, and a bad user variable */
 	re.user_env = user + 2;
 	re.n_user_env = 1;
