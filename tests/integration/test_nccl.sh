@@ -2,7 +2,7 @@
 # Real NCCL on the fake runtime under `ncclrr run` (suite nccl / slow).
 # usage: test_nccl.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR [NCCL_HINT] [RUNS]
 # CASE: cumem | ipc | shm | nonblocking | tp_dp | tp_dp_connect_at_init |
-#       tp_dp_socket | 4node | ipc_fault | cumem_fault | net_connect
+#       tp_dp_socket | roce | 4node | ipc_fault | cumem_fault | net_connect
 # NCCLRR_TEST_NET (from meson): IB when the fake libibverbs is built (NCCL
 # takes NET/IB between virtual hosts), else Socket
 set -uo pipefail
@@ -134,6 +134,23 @@ tp_dp_connect_at_init)
 tp_dp_socket)
 	# NCCL_IB_DISABLE=1: NET/Socket between the hosts, fake verbs or not
 	tp_dp tp_dp_socket 'NET/Socket/[0-9]+$' --env NCCL_IB_DISABLE=1
+	;;
+roce)
+	# NET/IB over RoCE NICs (link layer Ethernet): 8 ranks on two hosts,
+	# connecting at init; NCCL_IB_GID_INDEX=1 (the NIC's RoCE v2 GID): NCCL's
+	# own choice reads /sys/class/infiniband (replayer/fake/README.md)
+	[ "$net" = IB ] || { echo "SKIP: built without the fake libibverbs (NCCL takes NET/Socket)"; exit 77; }
+	log=$tmp/roce.log
+	run 2node_8gpu_roce.xml 240 "$log" --env NCCL_IB_GID_INDEX=1 --env NCCL_RUNTIME_CONNECT=0 -- "$wl/init_allreduce"
+	rc=$?
+	[ $rc -eq 0 ] || { fail "roce: ncclrr run exited $rc"; show_tail "$log"; }
+	n=$(count '- Init COMPLETE' "$log"); [ "$n" -eq 8 ] || fail "roce: $n of 8 Init COMPLETE"
+	n=$(count ': allreduce ok' "$log"); [ "$n" -eq 8 ] || fail "roce: $n of 8 AllReduces"
+	n=$(grep -c '^\[[0-9]*\] .* NET/IB : Using \[0\]mlx5_0:1/RoCE \[1\]mlx5_1:1/RoCE ' "$log")
+	[ "$n" -eq 8 ] || fail "roce: $n of 8 ranks use mlx5_0 and mlx5_1 over RoCE"
+	# (inside a host too, NCCL goes GPU-NIC-GPU between the PCIe
+	# switches of two CPUs, where P2P is off: NET/IB there as well)
+	channels "$log" 8 4 'P2P|SHM|NET/IB' roce "$net_via"
 	;;
 4node)
 	log=$tmp/4node.log
