@@ -116,7 +116,8 @@ fault_chain() { # label fault-rule "extra-env..." expect...
 case $case_ in
 cumem) one_node "P2P/CUMEM" cumem ;;
 ipc) one_node "P2P/IPC" ipc --env NCCL_CUMEM_ENABLE=0 ;;
-shm) one_node "SHM/" shm --env NCCL_P2P_DISABLE=1 ;;
+# NCCL_IB_DISABLE=1: with P2P off NCCL would loop GPU-NIC-GPU over NET/IB
+shm) one_node "SHM/" shm --env NCCL_P2P_DISABLE=1 --env NCCL_IB_DISABLE=1 ;;
 nonblocking)
 	log=$tmp/nb.log
 	run 1node_8gpu.xml 240 "$log" -- "$wl/init_allreduce" --nonblocking --end destroy
