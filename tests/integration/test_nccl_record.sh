@@ -19,9 +19,7 @@ plugin=$(realpath "$4")
 NCCL_HINT=${5:-}
 here=$(dirname "$(realpath "$0")")
 . "$here/nccl_common.sh"
-# NET/Socket between the hosts: ncclrr replays no NET/IB trace yet (issue
-# 15, part 4), and the fake verbs would give NET/IB
-export NCCL_IB_DISABLE=1
+nccl_socket_only
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
