@@ -667,6 +667,33 @@ static int add_gpu(struct walk *w, const struct nrr_xml_node *n)
 	return 0;
 }
 
+/* "pci0000:15/0000:15:00.0/0000:16:00.0": the <pci> elements enclosing
+ * @n, outermost first, under a root named after the outermost's domain
+ * and bus, as Linux names its PCI host bridges under /sys/devices */
+static int nic_pci_path(struct perr *pe, const struct nrr_xml_node *n, char *out, size_t size)
+{
+	const struct nrr_xml_node *chain[32];
+	int depth = 0;
+	for (const struct nrr_xml_node *p = ancestor(n, "pci"); p; p = ancestor(p, "pci")) {
+		if (depth == (int)(sizeof(chain) / sizeof(chain[0])))
+			return fail(pe, n->line, "<net> nested in more than %d <pci> elements", depth);
+		chain[depth++] = p;
+	}
+	out[0] = 0;
+	size_t len = 0;
+	for (int i = depth - 1; i >= 0; i--) {
+		char b[32];
+		/* walk_system checked every busid before reaching a <net> */
+		nrr_topo_norm_busid(nrr_xml_attr(chain[i], "busid"), b, sizeof(b));
+		int n1 = i == depth - 1 ? snprintf(out + len, size - len, "pci%.7s/%s", b, b)
+					: snprintf(out + len, size - len, "/%s", b);
+		if (n1 < 0 || (size_t)n1 >= size - len)
+			return fail(pe, n->line, "<net>: PCI path longer than %zu bytes", size - 1);
+		len += (size_t)n1;
+	}
+	return 0;
+}
+
 static int add_net(struct walk *w, const struct nrr_xml_node *n)
 {
 	struct perr *pe = w->pe;
@@ -709,6 +736,8 @@ static int add_net(struct walk *w, const struct nrr_xml_node *n)
 	const char *b = pci ? nrr_xml_attr(pci, "busid") : NULL;
 	if (b && nrr_topo_norm_busid(b, nic->busid, sizeof(nic->busid)) < 0)
 		return fail(pe, pci->line, "bad PCI bus id \"%s\"", b);
+	if ((rc = nic_pci_path(pe, n, nic->pci_path, sizeof(nic->pci_path))) < 0)
+		return rc;
 	w->h->nnics++;
 	return 0;
 }

@@ -218,13 +218,10 @@ int nrr_launch_rank_env(struct nrr_env *e, const struct nrr_rank_env *r)
 		rc |= nrr_env_set(e, "NCCL_TOPO_FILE", r->host_xml);
 	if (r->fake_libdir)
 		rc |= nrr_env_prepend_path(e, "LD_LIBRARY_PATH", r->fake_libdir);
-	/* NCCL's NET/IB on the fake verbs: NCCL takes a NIC's PCI path from
-	 * /sys/class/infiniband/DEV/device, which a virtual host has not, and
-	 * NCCL 2.22.3 merging NICs compares those NULL paths (SIGSEGV in
-	 * strcmp). Each NIC stays its own NCCL device unless the user says
-	 * otherwise (replayer/fake/README.md, Fake verbs). */
-	if (r->fake_libdir && !nrr_env_get(e, "NCCL_IB_MERGE_NICS"))
-		rc |= nrr_env_set(e, "NCCL_IB_MERGE_NICS", "0");
+	/* the NICs' /sys files, which the relinked NCCL reads from there
+	 * (scripts/nccl_sysfs.c; replayer/fake/README.md, Fake verbs) */
+	if (r->host_sysfs)
+		rc |= nrr_env_set(e, "NCCLRR_SYSFS", r->host_sysfs);
 	if (rc)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->n_user_env; i++) {

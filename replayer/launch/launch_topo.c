@@ -19,6 +19,11 @@ static int write_host(void *ctx, int host, const char *path, char *err, size_t e
 	return nrr_topo_write_host_xml(ctx, host, path, err, errsize);
 }
 
+static int write_sysfs(void *ctx, int host, const char *dir, char *err, size_t errsize)
+{
+	return nrr_topo_write_host_sysfs(ctx, host, dir, err, errsize);
+}
+
 int nrr_cluster_load(struct nrr_cluster *c, const char *path, char *err, size_t errsize)
 {
 	memset(c, 0, sizeof(*c));
@@ -41,6 +46,7 @@ int nrr_cluster_load(struct nrr_cluster *c, const char *path, char *err, size_t 
 		c->host_names[h] = strdup(name && *name ? name : def);
 	}
 	c->write_host_xml = write_host;
+	c->write_host_sysfs = write_sysfs;
 	c->ctx = t;
 	return 0;
 }

@@ -75,6 +75,7 @@ struct nrr_rank_env {
 	const char *topo_path;     /* absolute cluster file -> NCCLRR_TOPO */
 	const char *host_name;     /* -> NCCL_HOSTID */
 	const char *host_xml;      /* per-host topology -> NCCL_TOPO_FILE */
+	const char *host_sysfs;    /* per-host sysfs view -> NCCLRR_SYSFS */
 	const char *comm_id;       /* "127.0.0.1:PORT" -> NCCL_COMM_ID */
 	const char *id_dir;        /* a directory every rank sees -> NCCLRR_ID_DIR,
 				    * where rank 0 leaves its ncclUniqueId */
@@ -97,7 +98,7 @@ int nrr_launch_rank_env_parse(const char *s, const char **kv);
 /* Add to @e everything a rank needs: NCCLRR_TOPO, NCCLRR_HOST,
  * NCCLRR_RANK, NCCLRR_NRANKS, NCCLRR_LOCAL_RANK, NCCLRR_LOCAL_SIZE, RANK,
  * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NCCL_HOSTID, NCCL_COMM_ID,
- * NCCL_SOCKET_IFNAME, NCCL_TOPO_FILE, LD_LIBRARY_PATH, then the user's
+ * NCCL_SOCKET_IFNAME, NCCL_TOPO_FILE, NCCLRR_SYSFS, LD_LIBRARY_PATH, then the user's
  * variables, then removes the names in unset_env (inherited, set by us or
  * by the user alike), then sets the rank_env entries of this rank; when
  * the result has a non-empty NCCLRR_FAULT and fake_libdir is set, appends
@@ -191,6 +192,9 @@ struct nrr_cluster {
 	/* write host @host's NCCL topology XML to @path; @return 0 or
 	 * negative with a message in @err */
 	int (*write_host_xml)(void *ctx, int host, const char *path, char *err, size_t errsize);
+	/* write host @host's sysfs view (the NICs NCCL reads under /sys,
+	 * topo/nrr_sysfs.c) into the new directory @dir; NULL: none */
+	int (*write_host_sysfs)(void *ctx, int host, const char *dir, char *err, size_t errsize);
 	void *ctx;
 };
 

@@ -138,17 +138,21 @@ tp_dp_socket)
 	;;
 roce)
 	# NET/IB over RoCE NICs (link layer Ethernet): 8 ranks on two hosts,
-	# connecting at init; NCCL_IB_GID_INDEX=1 (the NIC's RoCE v2 GID): NCCL's
-	# own choice reads /sys/class/infiniband (replayer/fake/README.md)
+	# connecting at init; NCCL chooses the GID itself (NCCL_IB_GID_INDEX
+	# unset, the host's sysfs view): the RoCE v2 IPv4 one, index 1
 	[ "$net" = IB ] || { echo "SKIP: built without the fake libibverbs (NCCL takes NET/Socket)"; exit 77; }
 	log=$tmp/roce.log
-	run 2node_8gpu_roce.xml 240 "$log" --env NCCL_IB_GID_INDEX=1 --env NCCL_RUNTIME_CONNECT=0 -- "$wl/init_allreduce"
+	run 2node_8gpu_roce.xml 240 "$log" --unset NCCL_IB_GID_INDEX --env NCCL_DEBUG_SUBSYS=INIT,NET \
+		--env NCCL_RUNTIME_CONNECT=0 -- "$wl/init_allreduce"
 	rc=$?
 	[ $rc -eq 0 ] || { fail "roce: ncclrr run exited $rc"; show_tail "$log"; }
 	n=$(count '- Init COMPLETE' "$log"); [ "$n" -eq 8 ] || fail "roce: $n of 8 Init COMPLETE"
 	n=$(count ': allreduce ok' "$log"); [ "$n" -eq 8 ] || fail "roce: $n of 8 AllReduces"
 	n=$(grep -c '^\[[0-9]*\] .* NET/IB : Using \[0\]mlx5_0:1/RoCE \[1\]mlx5_1:1/RoCE ' "$log")
 	[ "$n" -eq 8 ] || fail "roce: $n of 8 ranks use mlx5_0 and mlx5_1 over RoCE"
+	n=$(grep -c 'NET/IB: NCCL Dev [0-9]* IbDev .* GID 1 (0/[0-9A-F]*AFFFF0000)' "$log")
+	m=$(grep -c 'NET/IB: NCCL Dev [0-9]* IbDev .* GID ' "$log")
+	[ "$n" -gt 0 ] && [ "$n" -eq "$m" ] || fail "roce: $n of $m connections on GID 1 (::ffff:10.x.x.x, RoCE v2)"
 	# (inside a host too, NCCL goes GPU-NIC-GPU between the PCIe
 	# switches of two CPUs, where P2P is off: NET/IB there as well)
 	channels "$log" 8 4 'P2P|SHM|NET/IB' roce "$net_via"

@@ -16,8 +16,9 @@ trap 'rm -rf "$out"' EXIT INT TERM
 
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=lo NCCL_INIT_TIMEOUT=${NCCL_INIT_TIMEOUT:-120}
-# what `ncclrr run` sets for NCCL on the fake verbs (launch_env.c): NICs
-# without /sys/class/infiniband are not merged (replayer/fake/README.md)
+# this test starts NCCL itself, without the sysfs view `ncclrr run` gives
+# each rank (NCCLRR_SYSFS): NICs without /sys/class/infiniband are not
+# merged (NCCL 2.22.3 would compare NULL PCI paths, replayer/fake/README.md)
 export NCCL_IB_MERGE_NICS=${NCCL_IB_MERGE_NICS:-0}
 # nccl_init runs no collective: connect at init (NCCL >= 2.22 connects at the
 # first collective by default), so the channels this test looks for are made

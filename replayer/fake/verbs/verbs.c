@@ -243,7 +243,7 @@ FAKE_EXPORT int ibv_query_gid_type(struct ibv_context *c, uint8_t port, unsigned
 	const struct nv_addr *a = &ctx_of(c)->dev->addr;
 	if ((int)index >= a->ngids)
 		return errno = EINVAL, -1;
-	*type = index == 1 ? NV_GID_TYPE_SYSFS_ROCE_V2 : NV_GID_TYPE_SYSFS_IB_ROCE_V1;
+	*type = a->roce_v2[index] ? NV_GID_TYPE_SYSFS_ROCE_V2 : NV_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 
