@@ -786,6 +786,30 @@ static int gpu_line(const struct nrr_xml_node *n, int dev)
 	return 0;
 }
 
+/* <host memlock=>: "unlimited" (the default, as production clusters run)
+ * or bytes, with an optional k, m or g (KiB, MiB, GiB) */
+static int parse_memlock(struct perr *pe, const struct nrr_xml_node *hn, long long *out)
+{
+	const char *v = nrr_xml_attr(hn, "memlock");
+	*out = -1;
+	if (!v || strcmp(v, "unlimited") == 0)
+		return 0;
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	int shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (errno || end == v || *end || n < 0 || n > (LLONG_MAX >> shift))
+		return fail(pe, hn->line, "<host memlock=\"%s\">: give \"unlimited\" or a size in bytes, "
+			    "with k, m or g for KiB, MiB, GiB (e.g. 64m)", v);
+	*out = n << shift;
+	return 0;
+}
+
 static int load_host(nrr_topo *t, int hi, struct nrr_xml_node *sys, struct perr *pe)
 {
 	nrr_topo_host *h = &t->hosts[hi];
@@ -864,6 +888,7 @@ static int build(nrr_topo *t, struct nrr_xml_node *root, struct perr *pe)
 		t->nhosts = 1;
 		snprintf(t->hosts[0].name, sizeof(t->hosts[0].name), "node0");
 		t->hosts[0].line = root->line;
+		t->hosts[0].memlock = -1;
 		return load_host(t, 0, root, pe);
 	}
 	if (strcmp(root->name, "cluster") != 0)
@@ -898,6 +923,9 @@ static int build(nrr_topo *t, struct nrr_xml_node *root, struct perr *pe)
 				return fail(pe, hn->line, "<host name=\"%s\">: use letters, digits, '-', '_' and '.' only "
 					    "(the name becomes NCCL_HOSTID)", name);
 		snprintf(h->name, sizeof(h->name), "%s", name);
+		int rc = parse_memlock(pe, hn, &h->memlock);
+		if (rc < 0)
+			return rc;
 		for (int j = 0; j < i; j++)
 			if (strcmp(t->hosts[j].name, name) == 0)
 				return fail(pe, hn->line, "host name \"%s\" already used at line %d", name,
@@ -907,7 +935,7 @@ static int build(nrr_topo *t, struct nrr_xml_node *root, struct perr *pe)
 		if (hn->nchildren != 1 || strcmp(hn->children[0]->name, "system") != 0)
 			return fail(pe, hn->nchildren ? hn->children[hn->nchildren > 1 ? 1 : 0]->line : hn->line,
 				    "<host name=\"%s\"> must hold exactly one <system> element", name);
-		int rc = load_host(t, i, hn->children[0], pe);
+		rc = load_host(t, i, hn->children[0], pe);
 		if (rc < 0)
 			return rc;
 	}

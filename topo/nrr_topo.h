@@ -112,6 +112,8 @@ void nrr_topo_nic_addr_of(const nrr_topo_nic *nic, int host, int idx, nrr_topo_n
 typedef struct nrr_topo_host {
 	char name[64];
 	int line;                       /* line of <host> */
+	long long memlock;              /* memlock= RLIMIT_MEMLOCK its processes
+	                                 * get, bytes; -1: unlimited (default) */
 	int ngpus;
 	nrr_topo_gpu *gpus;             /* sorted by dev */
 	int nnics;

@@ -618,7 +618,7 @@ static void reap(struct rank_proc *rp, int n, int *alive)
 }
 
 static int spawn_rank(const struct nrr_launch_opts *o, int r, const char *prog,
-		      char *const *envp, struct rank_proc *rp, FILE *report)
+		      char *const *envp, const struct rlimit *memlock, struct rank_proc *rp, FILE *report)
 {
 	int po[2], pe[2];
 	if (pipe2(po, O_CLOEXEC) < 0)
@@ -658,6 +658,8 @@ static int spawn_rank(const struct nrr_launch_opts *o, int r, const char *prog,
 			while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 				;
 		}
+		if (memlock && setrlimit(RLIMIT_MEMLOCK, memlock) < 0)
+			dprintf(2, "ncclrr run: cannot set RLIMIT_MEMLOCK of rank %d: %s\n", r, strerror(errno));
 		execve(prog, o->argv, envp);
 		dprintf(2, "ncclrr run: cannot execute %s: %s\n", prog, strerror(errno));
 		_exit(127);
@@ -776,6 +778,12 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		re.host_name = c->host_names ? c->host_names[re.pl.host] : NULL;
 		re.host_xml = c->write_host_xml ? xml[re.pl.host] : NULL;
 		re.host_sysfs = c->write_host_sysfs ? sysfs[re.pl.host] : NULL;
+		struct rlimit ml;
+		char virt[64], given[64];
+		if (c->memlock && nrr_launch_memlock(c->memlock[re.pl.host], &ml, virt, given)) {
+			re.memlock = virt;
+			re.memlock_given = given;
+		}
 		re.comm_id = comm_id;
 		re.id_dir = tmpdir;
 		re.fake_libdir = o->fake_libdir;
@@ -791,7 +799,7 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 			nrr_env_free(&env);
 			goto stop;
 		}
-		rc = spawn_rank(o, r, prog, env.vars, &rp[r], report);
+		rc = spawn_rank(o, r, prog, env.vars, c->memlock ? &ml : NULL, &rp[r], report);
 		nrr_env_free(&env);
 		if (rc < 0) {
 			fprintf(report, "ncclrr run: cannot start rank %d: %s\n", r, strerror(-rc));
@@ -1055,6 +1063,12 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 	re.topo_path = o->topo_path;
 	re.host_name = c->host_names ? c->host_names[re.pl.host] : NULL;
 	re.comm_id = o->comm_id;  /* NULL: the user's NCCL_COMM_ID stays */
+	struct rlimit ml;
+	char virt[64], given[64];
+	if (c->memlock && nrr_launch_memlock(c->memlock[re.pl.host], &ml, virt, given)) {
+		re.memlock = virt;
+		re.memlock_given = given;
+	}
 	re.fake_libdir = o->fake_libdir;
 	re.user_env = o->user_env;
 	re.n_user_env = o->n_user_env;
@@ -1072,6 +1086,8 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 		fprintf(report, "ncclrr run: warning: wrapper mode and no NCCL_COMM_ID (set it or use "
 			"--comm-id HOST:PORT) - the program must distribute the NCCL unique id itself\n");
 	fflush(NULL);
+	if (c->memlock && setrlimit(RLIMIT_MEMLOCK, &ml) < 0)
+		fprintf(report, "ncclrr run: cannot set RLIMIT_MEMLOCK of rank %d: %s\n", rank, strerror(errno));
 	execve(prog, o->argv, env.vars);
 	fprintf(report, "ncclrr run: cannot execute %s: %s\n", prog, strerror(errno));
 	nrr_env_free(&env);

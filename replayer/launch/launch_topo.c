@@ -48,6 +48,14 @@ int nrr_cluster_load(struct nrr_cluster *c, const char *path, char *err, size_t 
 	c->write_host_xml = write_host;
 	c->write_host_sysfs = write_sysfs;
 	c->ctx = t;
+	c->memlock = calloc((size_t)(c->nhosts > 0 ? c->nhosts : 1), sizeof(*c->memlock));
+	if (!c->memlock) {
+		nrr_cluster_free(c);
+		snprintf(err, errsize, "out of memory");
+		return -ENOMEM;
+	}
+	for (int h = 0; h < c->nhosts; h++)
+		c->memlock[h] = t->hosts[h].memlock;
 	return 0;
 }
 
@@ -57,6 +65,7 @@ void nrr_cluster_free(struct nrr_cluster *c)
 		for (int h = 0; h < c->nhosts; h++)
 			free(c->host_names[h]);
 	free(c->host_names);
+	free(c->memlock);
 	if (c->ctx)
 		nrr_topo_free(c->ctx);
 	memset(c, 0, sizeof(*c));
