@@ -2,7 +2,7 @@
 # Real NCCL on the fake runtime under `ncclrr run` (suite nccl / slow).
 # usage: test_nccl.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR [NCCL_HINT] [RUNS]
 # CASE: cumem | ipc | shm | nonblocking | tp_dp | tp_dp_connect_at_init |
-#       tp_dp_socket | roce | 4node | ipc_fault | cumem_fault | net_connect
+#       tp_dp_socket | roce | ib_hca | 4node | ipc_fault | cumem_fault | net_connect
 # NCCLRR_TEST_NET (from meson): IB when the fake libibverbs is built (NCCL
 # takes NET/IB between virtual hosts), else Socket
 set -uo pipefail
@@ -156,6 +156,32 @@ roce)
 	# (inside a host too, NCCL goes GPU-NIC-GPU between the PCIe
 	# switches of two CPUs, where P2P is off: NET/IB there as well)
 	channels "$log" 8 4 'P2P|SHM|NET/IB' roce "$net_via"
+	;;
+ib_hca)
+	# NCCL_IB_HCA as NCCL documents it, on 2node_8gpu_pcie (2 IB NICs per
+	# host): exact name (=), exclusion (^), a port (:1); NCCL's Using line
+	# lists the chosen NICs and every NET channel goes over one of them
+	[ "$net" = IB ] || { echo "SKIP: built without the fake libibverbs (NCCL takes NET/Socket)"; exit 77; }
+	for spec in '=mlx5_0:mlx5_0' '^mlx5_0:mlx5_1' '^=mlx5_1:mlx5_0' 'mlx5_1:1:mlx5_1' 'mlx5:mlx5_0,mlx5_1'; do
+		hca=${spec%:*} nics=${spec##*:}
+		log=$tmp/hca.log
+		run 2node_8gpu_pcie.xml 120 "$log" --env "NCCL_IB_HCA=$hca" --env NCCL_RUNTIME_CONNECT=0 \
+			-- "$wl/init_allreduce"
+		rc=$?
+		[ $rc -eq 0 ] || { fail "NCCL_IB_HCA=$hca: ncclrr run exited $rc"; show_tail "$log"; }
+		n=$(count ': allreduce ok' "$log"); [ "$n" -eq 8 ] || fail "NCCL_IB_HCA=$hca: $n of 8 AllReduces"
+		echo "NCCL_IB_HCA=$hca (want $nics):"
+		python3 "$here/nccl_nics.py" "$log" "$nics" || fail "NCCL_IB_HCA=$hca: NCCL did not keep to $nics"
+	done
+	# 2 NICs for 8 GPUs a host (the previous SIGSEGV at the DP
+	# communicator's first AllReduce: NULL PCI paths without the sysfs
+	# view), connecting at the first collective
+	log=$tmp/hca2.log
+	run 2node_16gpu.xml 240 "$log" --env NCCL_IB_HCA==mlx5_0:1,mlx5_1:1 -- "$wl/tp_dp"
+	rc=$?
+	[ $rc -eq 0 ] || { fail "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1: ncclrr run exited $rc"; show_tail "$log"; }
+	n=$(count ': .* allreduce ok' "$log"); [ "$n" -eq 48 ] || fail "tp_dp over 2 NICs: $n of 48 AllReduces"
+	python3 "$here/nccl_nics.py" "$log" mlx5_0,mlx5_1 || fail "tp_dp: NCCL did not keep to mlx5_0,mlx5_1"
 	;;
 4node)
 	log=$tmp/4node.log
