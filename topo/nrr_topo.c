@@ -1133,6 +1133,12 @@ static int write_node(struct sbuf *b, const struct nrr_xml_node *n, int indent, 
 			*bad = n->attrs[i].name;
 			return -EINVAL;
 		}
+		/* a NIC's GPUDirect RDMA is NCCL's own finding, as on a real
+		 * host (peer memory, or dma-buf with NCCL_DMABUF_ENABLE): NCCL
+		 * keeps a gdr="1" of NCCL_TOPO_FILE over it, so it is left out;
+		 * gdr="0" (the topology denies it) stays */
+		if (strcmp(n->name, "net") == 0 && strcmp(n->attrs[i].name, "gdr") == 0 && strcmp(v, "0") != 0)
+			continue;
 		sb_add(b, " ", 1);
 		sb_str(b, n->attrs[i].name);
 		sb_add(b, "=\"", 2);

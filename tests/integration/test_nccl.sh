@@ -2,7 +2,7 @@
 # Real NCCL on the fake runtime under `ncclrr run` (suite nccl / slow).
 # usage: test_nccl.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR [NCCL_HINT] [RUNS]
 # CASE: cumem | ipc | shm | nonblocking | tp_dp | tp_dp_connect_at_init |
-#       tp_dp_socket | roce | ib_hca | 4node | ipc_fault | cumem_fault | net_connect
+#       tp_dp_socket | roce | ib_hca | ib_gdr | 4node | ipc_fault | cumem_fault | net_connect
 # NCCLRR_TEST_NET (from meson): IB when the fake libibverbs is built (NCCL
 # takes NET/IB between virtual hosts), else Socket
 set -uo pipefail
@@ -182,6 +182,28 @@ ib_hca)
 	[ $rc -eq 0 ] || { fail "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1: ncclrr run exited $rc"; show_tail "$log"; }
 	n=$(count ': .* allreduce ok' "$log"); [ "$n" -eq 48 ] || fail "tp_dp over 2 NICs: $n of 48 AllReduces"
 	python3 "$here/nccl_nics.py" "$log" mlx5_0,mlx5_1 || fail "tp_dp: NCCL did not keep to mlx5_0,mlx5_1"
+	;;
+ib_gdr)
+	# GPUDirect RDMA: a virtual host has no peer-memory client (its sysfs
+	# view), so NCCL's GDR is dma-buf's: every NET channel /GDRDMA by
+	# default, none with NCCL_DMABUF_ENABLE=0 (NET/IB through host memory)
+	[ "$net" = IB ] || { echo "SKIP: built without the fake libibverbs (NCCL takes NET/Socket)"; exit 77; }
+	for c in 'gdr:NET/IB/[0-9]+/GDRDMA$:' 'nogdr:NET/IB/[0-9]+$:--env NCCL_DMABUF_ENABLE=0'; do
+		label=${c%%:*} rest=${c#*:}
+		via=${rest%%:*} extra=${rest#*:}
+		log=$tmp/$label.log
+		# shellcheck disable=SC2086
+		run 2node_8gpu_pcie.xml 120 "$log" --env NCCL_RUNTIME_CONNECT=0 --env NCCL_DEBUG_SUBSYS=INIT,NET $extra \
+			-- "$wl/init_allreduce"
+		rc=$?
+		[ $rc -eq 0 ] || { fail "$label: ncclrr run exited $rc"; show_tail "$log"; }
+		n=$(count ': allreduce ok' "$log"); [ "$n" -eq 8 ] || fail "$label: $n of 8 AllReduces"
+		channels "$log" 8 4 'P2P|SHM|NET/IB' "$label" "$via"
+	done
+	n=$(grep -c 'NET/IB : GPU Direct RDMA Enabled for HCA' "$tmp/gdr.log")
+	[ "$n" -gt 0 ] || fail "gdr: NCCL did not enable GPU Direct RDMA"
+	n=$(grep -c 'NET/IB : GPU Direct RDMA Enabled for HCA' "$tmp/nogdr.log")
+	[ "$n" -eq 0 ] || fail "nogdr: NCCL enabled GPU Direct RDMA $n times without dma-buf or peer memory"
 	;;
 4node)
 	log=$tmp/4node.log
