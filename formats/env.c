@@ -67,6 +67,8 @@ const struct nrr_env_var nrr_env_vars[] = {
 	{ "NCCLRR_FAKE_STATS", PER },
 	{ "NCCLRR_TOPO", PER },
 	{ "NCCLRR_ID_DIR", PER },     /* ncclrr run's private temporary directory */
+	{ "NCCLRR_SYSFS", PER },      /* the host's sysfs view, in that directory */
+	{ "NCCLRR_MEMLOCK_GIVEN", PER }, /* this machine's hard RLIMIT_MEMLOCK */
 	{ "NCCLRR_TOPO_DIR", PER },   /* where `run --topo NAME` looks: the cluster itself is compared */
 };
 const size_t nrr_env_nvars = sizeof(nrr_env_vars) / sizeof(nrr_env_vars[0]);

@@ -131,7 +131,9 @@ relink() {
 	[ -f "$rt" ] || die "$rt is missing: build ncclrr first (ninja -C build); NCCL $v wants CUDA runtime $cuda"
 	local out=$outroot/$v
 	if [ -f "$out/BUILDINFO" ] && [ "$out/libnccl.so.2" -nt "$archive" ] && [ "$out/libnccl.so.2" -nt "$rt" ] &&
-		[ "$out/libnccl.so.2" -nt "$0" ]; then
+		[ "$out/libnccl.so.2" -nt "$0" ] && [ "$out/libnccl.so.2" -nt "$top/scripts/nccl_sysfs.c" ] &&
+		[ "$out/libnccl.so.2" -nt "$top/scripts/nccl_sysfs.wrap" ] &&
+		[ "$out/libnccl.so.2" -nt "$top/scripts/nccl_isoc23_compat.c" ]; then
 		echo "$out/libnccl.so.2"
 		return 0
 	fi
@@ -143,10 +145,17 @@ relink() {
 	cp "$archive" "$tmp/nccl.a"
 	ar d "$tmp/nccl.a" enhcompat.o 2>/dev/null || true
 	cc -O2 -fPIC -c "$top/scripts/nccl_isoc23_compat.c" -o "$tmp/compat.o"
+	# NCCL's file calls go through nccl_sysfs.c, which answers a virtual
+	# host's /sys/class/infiniband and the like from $NCCLRR_SYSFS (the
+	# view `ncclrr run` writes) and passes everything else on
+	cc -O2 -fPIC -c "$top/scripts/nccl_sysfs.c" -o "$tmp/sysfs.o"
+	local wrap="" sym
+	for sym in $(grep -v '^#' "$top/scripts/nccl_sysfs.wrap"); do wrap="$wrap -Wl,--wrap=$sym"; done
 	mkdir -p "$out"
 	say "relinking NCCL $v against ncclrr's libcudart.so.$cuda into $out"
-	g++ -shared -o "$out/libnccl.so.2.tmp" -Wl,-soname,libnccl.so.2 -Wl,--no-relax \
-		-Wl,--whole-archive "$tmp/nccl.a" -Wl,--no-whole-archive "$tmp/compat.o" \
+	# shellcheck disable=SC2086
+	g++ -shared -o "$out/libnccl.so.2.tmp" -Wl,-soname,libnccl.so.2 -Wl,--no-relax $wrap \
+		-Wl,--whole-archive "$tmp/nccl.a" -Wl,--no-whole-archive "$tmp/compat.o" "$tmp/sysfs.o" \
 		-L"$(dirname "$rt")" -l:"libcudart.so.$cuda" -lpthread -ldl -lrt ||
 		{ rm -rf "$tmp"; die "relinking $archive failed (see above)"; }
 	rm -rf "$tmp"

@@ -667,6 +667,33 @@ static int add_gpu(struct walk *w, const struct nrr_xml_node *n)
 	return 0;
 }
 
+/* "pci0000:15/0000:15:00.0/0000:16:00.0": the <pci> elements enclosing
+ * @n, outermost first, under a root named after the outermost's domain
+ * and bus, as Linux names its PCI host bridges under /sys/devices */
+static int nic_pci_path(struct perr *pe, const struct nrr_xml_node *n, char *out, size_t size)
+{
+	const struct nrr_xml_node *chain[32];
+	int depth = 0;
+	for (const struct nrr_xml_node *p = ancestor(n, "pci"); p; p = ancestor(p, "pci")) {
+		if (depth == (int)(sizeof(chain) / sizeof(chain[0])))
+			return fail(pe, n->line, "<net> nested in more than %d <pci> elements", depth);
+		chain[depth++] = p;
+	}
+	out[0] = 0;
+	size_t len = 0;
+	for (int i = depth - 1; i >= 0; i--) {
+		char b[32];
+		/* walk_system checked every busid before reaching a <net> */
+		nrr_topo_norm_busid(nrr_xml_attr(chain[i], "busid"), b, sizeof(b));
+		int n1 = i == depth - 1 ? snprintf(out + len, size - len, "pci%.7s/%s", b, b)
+					: snprintf(out + len, size - len, "/%s", b);
+		if (n1 < 0 || (size_t)n1 >= size - len)
+			return fail(pe, n->line, "<net>: PCI path longer than %zu bytes", size - 1);
+		len += (size_t)n1;
+	}
+	return 0;
+}
+
 static int add_net(struct walk *w, const struct nrr_xml_node *n)
 {
 	struct perr *pe = w->pe;
@@ -709,6 +736,8 @@ static int add_net(struct walk *w, const struct nrr_xml_node *n)
 	const char *b = pci ? nrr_xml_attr(pci, "busid") : NULL;
 	if (b && nrr_topo_norm_busid(b, nic->busid, sizeof(nic->busid)) < 0)
 		return fail(pe, pci->line, "bad PCI bus id \"%s\"", b);
+	if ((rc = nic_pci_path(pe, n, nic->pci_path, sizeof(nic->pci_path))) < 0)
+		return rc;
 	w->h->nnics++;
 	return 0;
 }
@@ -754,6 +783,30 @@ static int gpu_line(const struct nrr_xml_node *n, int dev)
 		if (l > 0)
 			return l;
 	}
+	return 0;
+}
+
+/* <host memlock=>: "unlimited" (the default, as production clusters run)
+ * or bytes, with an optional k, m or g (KiB, MiB, GiB) */
+static int parse_memlock(struct perr *pe, const struct nrr_xml_node *hn, long long *out)
+{
+	const char *v = nrr_xml_attr(hn, "memlock");
+	*out = -1;
+	if (!v || strcmp(v, "unlimited") == 0)
+		return 0;
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	int shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (errno || end == v || *end || n < 0 || n > (LLONG_MAX >> shift))
+		return fail(pe, hn->line, "<host memlock=\"%s\">: give \"unlimited\" or a size in bytes, "
+			    "with k, m or g for KiB, MiB, GiB (e.g. 64m)", v);
+	*out = n << shift;
 	return 0;
 }
 
@@ -835,6 +888,7 @@ static int build(nrr_topo *t, struct nrr_xml_node *root, struct perr *pe)
 		t->nhosts = 1;
 		snprintf(t->hosts[0].name, sizeof(t->hosts[0].name), "node0");
 		t->hosts[0].line = root->line;
+		t->hosts[0].memlock = -1;
 		return load_host(t, 0, root, pe);
 	}
 	if (strcmp(root->name, "cluster") != 0)
@@ -869,6 +923,9 @@ static int build(nrr_topo *t, struct nrr_xml_node *root, struct perr *pe)
 				return fail(pe, hn->line, "<host name=\"%s\">: use letters, digits, '-', '_' and '.' only "
 					    "(the name becomes NCCL_HOSTID)", name);
 		snprintf(h->name, sizeof(h->name), "%s", name);
+		int rc = parse_memlock(pe, hn, &h->memlock);
+		if (rc < 0)
+			return rc;
 		for (int j = 0; j < i; j++)
 			if (strcmp(t->hosts[j].name, name) == 0)
 				return fail(pe, hn->line, "host name \"%s\" already used at line %d", name,
@@ -878,7 +935,7 @@ static int build(nrr_topo *t, struct nrr_xml_node *root, struct perr *pe)
 		if (hn->nchildren != 1 || strcmp(hn->children[0]->name, "system") != 0)
 			return fail(pe, hn->nchildren ? hn->children[hn->nchildren > 1 ? 1 : 0]->line : hn->line,
 				    "<host name=\"%s\"> must hold exactly one <system> element", name);
-		int rc = load_host(t, i, hn->children[0], pe);
+		rc = load_host(t, i, hn->children[0], pe);
 		if (rc < 0)
 			return rc;
 	}
@@ -1076,6 +1133,12 @@ static int write_node(struct sbuf *b, const struct nrr_xml_node *n, int indent, 
 			*bad = n->attrs[i].name;
 			return -EINVAL;
 		}
+		/* a NIC's GPUDirect RDMA is NCCL's own finding, as on a real
+		 * host (peer memory, or dma-buf with NCCL_DMABUF_ENABLE): NCCL
+		 * keeps a gdr="1" of NCCL_TOPO_FILE over it, so it is left out;
+		 * gdr="0" (the topology denies it) stays */
+		if (strcmp(n->name, "net") == 0 && strcmp(n->attrs[i].name, "gdr") == 0 && strcmp(v, "0") != 0)
+			continue;
 		sb_add(b, " ", 1);
 		sb_str(b, n->attrs[i].name);
 		sb_add(b, "=\"", 2);

@@ -88,11 +88,32 @@ typedef struct nrr_topo_nic {
 	                                 * "InfiniBand" (the fake libibverbs) */
 	int mtu;                        /* mtu= active MTU in bytes, 256..4096
 	                                 * (a power of two); default 4096 */
+	char pci_path[256];             /* its sysfs device directory under
+	                                 * /sys/devices: "pci0000:15/0000:15:00.0/
+	                                 * 0000:16:00.0", the enclosing <pci>
+	                                 * busids outermost first ("" if none) */
 } nrr_topo_nic;
+
+/* A NIC's fabric addresses, one rule for the fake libibverbs and the
+ * sysfs view (nrr_sysfs.c):
+ *  - port GUID: guid= of the <net>, else 0x0002c903_0000HHII (host, index);
+ *  - GID 0 = fe80::/64 + the port GUID (IB GID, or RoCE v1 on Ethernet);
+ *  - Ethernet (RoCE) only: GID 1 = ::ffff:10.H.H.(i+1), RoCE v2 over IPv4,
+ *    with H the host index in two bytes and i the NIC index. */
+#define NRR_TOPO_MAX_GIDS 2
+typedef struct nrr_topo_nic_addr {
+	uint64_t guid;
+	int ngids;
+	uint8_t gid[NRR_TOPO_MAX_GIDS][16];
+	int roce_v2[NRR_TOPO_MAX_GIDS];  /* 1: "RoCE v2", 0: "IB/RoCE v1" */
+} nrr_topo_nic_addr;
+void nrr_topo_nic_addr_of(const nrr_topo_nic *nic, int host, int idx, nrr_topo_nic_addr *a);
 
 typedef struct nrr_topo_host {
 	char name[64];
 	int line;                       /* line of <host> */
+	long long memlock;              /* memlock= RLIMIT_MEMLOCK its processes
+	                                 * get, bytes; -1: unlimited (default) */
 	int ngpus;
 	nrr_topo_gpu *gpus;             /* sorted by dev */
 	int nnics;
@@ -135,6 +156,17 @@ int nrr_topo_load_host_buffer(const char *name, const char *buf, size_t len, int
  * @return 0 or -errno with the reason in @err. */
 int nrr_topo_write_host_xml(const nrr_topo *t, int host, const char *path, char *err,
 			    size_t errlen);
+
+/* Write host @host's sysfs view into directory @dir (created: it must not
+ * exist yet), the files NCCL reads for its IB NICs, which the
+ * relinked NCCL answers from $NCCLRR_SYSFS (scripts/nccl_sysfs.c):
+ *   class/infiniband/DEV/device -> ../../../devices/<nic pci_path>
+ *   class/infiniband/DEV/ports/1/{link_layer,gids/N,gid_attrs/types/N}
+ *   devices/<pci_path>/{vendor,device,class} of each enclosing <pci>
+ * and no kernel/mm/memory_peers (no peermem: GPUDirect RDMA is dma-buf's).
+ * @return 0 or -errno with the path and reason in @err. */
+int nrr_topo_write_host_sysfs(const nrr_topo *t, int host, const char *dir, char *err,
+			      size_t errlen);
 
 /* Same into a malloc'ed NUL-terminated string (*@out, free()). */
 int nrr_topo_host_xml_string(const nrr_topo *t, int host, char **out, size_t *len);

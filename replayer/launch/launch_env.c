@@ -218,6 +218,17 @@ int nrr_launch_rank_env(struct nrr_env *e, const struct nrr_rank_env *r)
 		rc |= nrr_env_set(e, "NCCL_TOPO_FILE", r->host_xml);
 	if (r->fake_libdir)
 		rc |= nrr_env_prepend_path(e, "LD_LIBRARY_PATH", r->fake_libdir);
+	/* the NICs' /sys files, which the relinked NCCL reads from there
+	 * (scripts/nccl_sysfs.c; replayer/fake/README.md, Fake verbs) */
+	if (r->host_sysfs)
+		rc |= nrr_env_set(e, "NCCLRR_SYSFS", r->host_sysfs);
+	if (r->memlock && r->memlock_given) {
+		rc |= nrr_env_set(e, "NCCLRR_MEMLOCK", r->memlock);
+		rc |= nrr_env_set(e, "NCCLRR_MEMLOCK_GIVEN", r->memlock_given);
+	} else {
+		nrr_env_unset(e, "NCCLRR_MEMLOCK");
+		nrr_env_unset(e, "NCCLRR_MEMLOCK_GIVEN");
+	}
 	if (rc)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->n_user_env; i++) {
@@ -253,6 +264,33 @@ int nrr_launch_rank_env(struct nrr_env *e, const struct nrr_rank_env *r)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+static void limit_text(rlim_t v, char *out)
+{
+	if (v == RLIM_INFINITY)
+		snprintf(out, 64, "unlimited");
+	else
+		snprintf(out, 64, "%llu", (unsigned long long)v);
+}
+
+int nrr_launch_memlock(long long want, struct rlimit *rl, char *virt, char *given)
+{
+	rlim_t w = want < 0 ? RLIM_INFINITY : (rlim_t)want;
+	struct rlimit cur;
+	if (getrlimit(RLIMIT_MEMLOCK, &cur) < 0)
+		cur.rlim_cur = cur.rlim_max = RLIM_INFINITY;
+	rl->rlim_cur = rl->rlim_max = w;
+	if (w <= cur.rlim_max)
+		return 0;  /* at or below the hard limit: always permitted */
+	/* above it: permitted if this process may raise its own hard limit */
+	struct rlimit probe = { cur.rlim_cur, w };
+	if (setrlimit(RLIMIT_MEMLOCK, &probe) == 0)
+		return 0;
+	rl->rlim_cur = rl->rlim_max = cur.rlim_max;
+	limit_text(w, virt);
+	limit_text(cur.rlim_max, given);
+	return 1;
 }
 
 int nrr_launch_rank_env_parse(const char *s, const char **kv)

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <glob.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -487,21 +488,21 @@ static void describe_status(char *buf, size_t size, int status)
 
 /* ---- temp dir -------------------------------------------------------- */
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+/* @dir and everything under it (the host XMLs, the sysfs views) */
 static void rm_dir(const char *dir)
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* ---- the run --------------------------------------------------------- */
@@ -617,7 +618,7 @@ static void reap(struct rank_proc *rp, int n, int *alive)
 }
 
 static int spawn_rank(const struct nrr_launch_opts *o, int r, const char *prog,
-		      char *const *envp, struct rank_proc *rp, FILE *report)
+		      char *const *envp, const struct rlimit *memlock, struct rank_proc *rp, FILE *report)
 {
 	int po[2], pe[2];
 	if (pipe2(po, O_CLOEXEC) < 0)
@@ -657,6 +658,8 @@ static int spawn_rank(const struct nrr_launch_opts *o, int r, const char *prog,
 			while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 				;
 		}
+		if (memlock && setrlimit(RLIMIT_MEMLOCK, memlock) < 0)
+			dprintf(2, "ncclrr run: cannot set RLIMIT_MEMLOCK of rank %d: %s\n", r, strerror(errno));
 		execve(prog, o->argv, envp);
 		dprintf(2, "ncclrr run: cannot execute %s: %s\n", prog, strerror(errno));
 		_exit(127);
@@ -704,10 +707,11 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 	}
 	int nhosts_used = n / (n / c->nhosts);
 	char (*xml)[PATH_MAX] = calloc((size_t)c->nhosts, sizeof(*xml));
+	char (*sysfs)[PATH_MAX] = calloc((size_t)c->nhosts, sizeof(*sysfs));
 	struct rank_proc *rp = calloc((size_t)n, sizeof(*rp));
 	int ret = NRR_LAUNCH_SETUP;
 	int alive = 0;
-	if (!xml || !rp) {
+	if (!xml || !sysfs || !rp) {
 		fprintf(report, "ncclrr run: out of memory\n");
 		goto end;
 	}
@@ -720,6 +724,11 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		    c->write_host_xml(c->ctx, h, xml[h], msg, sizeof(msg)) < 0) {
 			fprintf(report, "ncclrr run: cannot write the topology of host %d to %s: %s\n",
 				h, xml[h], msg);
+			goto end;
+		}
+		snprintf(sysfs[h], sizeof(sysfs[h]), "%s/host%d.sysfs", tmpdir, h);
+		if (c->write_host_sysfs && c->write_host_sysfs(c->ctx, h, sysfs[h], msg, sizeof(msg)) < 0) {
+			fprintf(report, "ncclrr run: cannot write the sysfs view of host %d: %s\n", h, msg);
 			goto end;
 		}
 	}
@@ -768,6 +777,13 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		re.topo_path = o->topo_path;
 		re.host_name = c->host_names ? c->host_names[re.pl.host] : NULL;
 		re.host_xml = c->write_host_xml ? xml[re.pl.host] : NULL;
+		re.host_sysfs = c->write_host_sysfs ? sysfs[re.pl.host] : NULL;
+		struct rlimit ml;
+		char virt[64], given[64];
+		if (c->memlock && nrr_launch_memlock(c->memlock[re.pl.host], &ml, virt, given)) {
+			re.memlock = virt;
+			re.memlock_given = given;
+		}
 		re.comm_id = comm_id;
 		re.id_dir = tmpdir;
 		re.fake_libdir = o->fake_libdir;
@@ -783,7 +799,7 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 			nrr_env_free(&env);
 			goto stop;
 		}
-		rc = spawn_rank(o, r, prog, env.vars, &rp[r], report);
+		rc = spawn_rank(o, r, prog, env.vars, c->memlock ? &ml : NULL, &rp[r], report);
 		nrr_env_free(&env);
 		if (rc < 0) {
 			fprintf(report, "ncclrr run: cannot start rank %d: %s\n", r, strerror(-rc));
@@ -936,6 +952,7 @@ end:
 		}
 	free(rp);
 	free(xml);
+	free(sysfs);
 	rm_dir(tmpdir);
 	return ret;
 }
@@ -982,7 +999,7 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 	/* The per-host XML must outlive us (we exec): a per-user cache dir,
 	 * one file per (cluster file, host), written atomically so the ranks
 	 * of one host can race. */
-	char xml[PATH_MAX];
+	char xml[PATH_MAX], sysfs[PATH_MAX];
 	if (c->write_host_xml) {
 		const char *tmpbase = getenv("TMPDIR");
 		char dir[PATH_MAX];
@@ -1017,10 +1034,41 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 			return NRR_LAUNCH_SETUP;
 		}
 		re.host_xml = xml;
+		/* the sysfs view beside it, written whole under a name of ours
+		 * then renamed: the first rank of the host to finish wins */
+		size_t xl = strlen(xml);
+		snprintf(sysfs, sizeof(sysfs), "%.*s.sysfs", (int)(xl - 4), xml);
+		snprintf(tmp, sizeof(tmp), "%s.%d.tmp", sysfs, (int)getpid());
+		struct stat sst;
+		if (c->write_host_sysfs && stat(sysfs, &sst) < 0) {
+			rm_dir(tmp);
+			if (c->write_host_sysfs(c->ctx, re.pl.host, tmp, msg, sizeof(msg)) < 0) {
+				fprintf(report, "ncclrr run: cannot write the sysfs view of host %d: %s\n",
+					re.pl.host, msg);
+				rm_dir(tmp);
+				return NRR_LAUNCH_SETUP;
+			}
+			if (rename(tmp, sysfs) < 0) {
+				int e = errno;
+				rm_dir(tmp);
+				if (e != EEXIST && e != ENOTEMPTY) {
+					fprintf(report, "ncclrr run: cannot rename the sysfs view %s.%d.tmp to %s: %s\n",
+						sysfs, (int)getpid(), sysfs, strerror(e));
+					return NRR_LAUNCH_SETUP;
+				}
+			}
+		}
+		re.host_sysfs = c->write_host_sysfs ? sysfs : NULL;
 	}
 	re.topo_path = o->topo_path;
 	re.host_name = c->host_names ? c->host_names[re.pl.host] : NULL;
 	re.comm_id = o->comm_id;  /* NULL: the user's NCCL_COMM_ID stays */
+	struct rlimit ml;
+	char virt[64], given[64];
+	if (c->memlock && nrr_launch_memlock(c->memlock[re.pl.host], &ml, virt, given)) {
+		re.memlock = virt;
+		re.memlock_given = given;
+	}
 	re.fake_libdir = o->fake_libdir;
 	re.user_env = o->user_env;
 	re.n_user_env = o->n_user_env;
@@ -1038,6 +1086,8 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 		fprintf(report, "ncclrr run: warning: wrapper mode and no NCCL_COMM_ID (set it or use "
 			"--comm-id HOST:PORT) - the program must distribute the NCCL unique id itself\n");
 	fflush(NULL);
+	if (c->memlock && setrlimit(RLIMIT_MEMLOCK, &ml) < 0)
+		fprintf(report, "ncclrr run: cannot set RLIMIT_MEMLOCK of rank %d: %s\n", rank, strerror(errno));
 	execve(prog, o->argv, env.vars);
 	fprintf(report, "ncclrr run: cannot execute %s: %s\n", prog, strerror(errno));
 	nrr_env_free(&env);

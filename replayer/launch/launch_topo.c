@@ -19,6 +19,11 @@ static int write_host(void *ctx, int host, const char *path, char *err, size_t e
 	return nrr_topo_write_host_xml(ctx, host, path, err, errsize);
 }
 
+static int write_sysfs(void *ctx, int host, const char *dir, char *err, size_t errsize)
+{
+	return nrr_topo_write_host_sysfs(ctx, host, dir, err, errsize);
+}
+
 int nrr_cluster_load(struct nrr_cluster *c, const char *path, char *err, size_t errsize)
 {
 	memset(c, 0, sizeof(*c));
@@ -41,7 +46,16 @@ int nrr_cluster_load(struct nrr_cluster *c, const char *path, char *err, size_t 
 		c->host_names[h] = strdup(name && *name ? name : def);
 	}
 	c->write_host_xml = write_host;
+	c->write_host_sysfs = write_sysfs;
 	c->ctx = t;
+	c->memlock = calloc((size_t)(c->nhosts > 0 ? c->nhosts : 1), sizeof(*c->memlock));
+	if (!c->memlock) {
+		nrr_cluster_free(c);
+		snprintf(err, errsize, "out of memory");
+		return -ENOMEM;
+	}
+	for (int h = 0; h < c->nhosts; h++)
+		c->memlock[h] = t->hosts[h].memlock;
 	return 0;
 }
 
@@ -51,6 +65,7 @@ void nrr_cluster_free(struct nrr_cluster *c)
 		for (int h = 0; h < c->nhosts; h++)
 			free(c->host_names[h]);
 	free(c->host_names);
+	free(c->memlock);
 	if (c->ctx)
 		nrr_topo_free(c->ctx);
 	memset(c, 0, sizeof(*c));

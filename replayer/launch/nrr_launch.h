@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "ncclrr_config.h"   /* NCCLRR_PKGLIBDIR_REL, NCCLRR_PKGDATADIR_REL */
@@ -75,6 +76,10 @@ struct nrr_rank_env {
 	const char *topo_path;     /* absolute cluster file -> NCCLRR_TOPO */
 	const char *host_name;     /* -> NCCL_HOSTID */
 	const char *host_xml;      /* per-host topology -> NCCL_TOPO_FILE */
+	const char *host_sysfs;    /* per-host sysfs view -> NCCLRR_SYSFS */
+	const char *memlock;       /* the host's memlock the rank could not be
+				    * given -> NCCLRR_MEMLOCK (NULL: it was) */
+	const char *memlock_given; /* what it got instead -> NCCLRR_MEMLOCK_GIVEN */
 	const char *comm_id;       /* "127.0.0.1:PORT" -> NCCL_COMM_ID */
 	const char *id_dir;        /* a directory every rank sees -> NCCLRR_ID_DIR,
 				    * where rank 0 leaves its ncclUniqueId */
@@ -94,10 +99,21 @@ struct nrr_rank_env {
  * @return the rank, or -EINVAL. *@kv (may be NULL) gets "K=V". */
 int nrr_launch_rank_env_parse(const char *s, const char **kv);
 
+/* The RLIMIT_MEMLOCK a rank of a host with memlock @want (bytes, -1:
+ * unlimited) is started with, into *@rl: @want where this process may
+ * give it (any limit up to the hard one; above it, when the hard limit
+ * can be raised: root with CAP_SYS_RESOURCE). Else the most it may give
+ * (the hard limit), and @virt / @given (64 bytes each) get the strings for
+ * NCCLRR_MEMLOCK / NCCLRR_MEMLOCK_GIVEN: the fake libibverbs then counts
+ * registrations against @want, as long as the rank keeps the limit it was
+ * given (a rank that lowers it gets its own).
+ * @return 1 when @want could not be given, 0 when it was. */
+int nrr_launch_memlock(long long want, struct rlimit *rl, char *virt, char *given);
+
 /* Add to @e everything a rank needs: NCCLRR_TOPO, NCCLRR_HOST,
  * NCCLRR_RANK, NCCLRR_NRANKS, NCCLRR_LOCAL_RANK, NCCLRR_LOCAL_SIZE, RANK,
  * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NCCL_HOSTID, NCCL_COMM_ID,
- * NCCL_SOCKET_IFNAME, NCCL_TOPO_FILE, LD_LIBRARY_PATH, then the user's
+ * NCCL_SOCKET_IFNAME, NCCL_TOPO_FILE, NCCLRR_SYSFS, LD_LIBRARY_PATH, then the user's
  * variables, then removes the names in unset_env (inherited, set by us or
  * by the user alike), then sets the rank_env entries of this rank; when
  * the result has a non-empty NCCLRR_FAULT and fake_libdir is set, appends
@@ -191,6 +207,12 @@ struct nrr_cluster {
 	/* write host @host's NCCL topology XML to @path; @return 0 or
 	 * negative with a message in @err */
 	int (*write_host_xml)(void *ctx, int host, const char *path, char *err, size_t errsize);
+	/* write host @host's sysfs view (the NICs NCCL reads under /sys,
+	 * topo/nrr_sysfs.c) into the new directory @dir; NULL: none */
+	int (*write_host_sysfs)(void *ctx, int host, const char *dir, char *err, size_t errsize);
+	/* per host: the RLIMIT_MEMLOCK its processes get, bytes, -1
+	 * unlimited (topology <host memlock=>); NULL: leave the limit alone */
+	long long *memlock;
 	void *ctx;
 };
 

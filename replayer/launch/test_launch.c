@@ -58,6 +58,7 @@ static void test_env(void)
 	re.topo_path = "/abs/topo.xml";
 	re.host_name = "node1";
 	re.host_xml = "/tmp/x/host1.xml";
+	re.host_sysfs = "/tmp/x/host1.sysfs";
 	re.comm_id = "127.0.0.1:4242";
 	re.fake_libdir = "/fake";
 	re.user_env = user;
@@ -70,6 +71,7 @@ static void test_env(void)
 		{ "LOCAL_WORLD_SIZE", "8" }, { "NCCL_HOSTID", "node1" }, { "NCCL_COMM_ID", "127.0.0.1:4242" },
 		{ "NCCL_SOCKET_IFNAME", "lo" }, { "NCCL_TOPO_FILE", "/tmp/x/host1.xml" },
 		{ "LD_LIBRARY_PATH", "/fake:/opt/lib" }, { "NCCL_DEBUG", "INFO" }, { "PATH", "/usr/bin" },
+		{ "NCCLRR_SYSFS", "/tmp/x/host1.sysfs" },
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const char *v = nrr_env_get(&e, want[i][0]);
@@ -77,7 +79,8 @@ static void test_env(void)
 		/* what the launcher sets is a launcher's variable in the one
 		 * table (nrr_env.h), which rerun never gives back and the tracer
 		 * records; but the user's, the inherited PATH and the
-		 * NCCL_SOCKET_IFNAME=lo default (rerun judges it by its value) */
+		 * NCCL_SOCKET_IFNAME=lo default (an NCCL setting, which rerun
+		 * judges by its value) */
 		const char *k = want[i][0];
 		if (strcmp(k, "NCCL_DEBUG") && strcmp(k, "PATH") && strcmp(k, "NCCL_SOCKET_IFNAME"))
 			CHECK((nrr_env_flags(k, strlen(k)) & (NRR_ENV_LAUNCH | NRR_ENV_RECORD)) ==
@@ -93,6 +96,9 @@ static void test_env(void)
 	CHECK(nrr_env_rank_var(0) && !strcmp(nrr_env_rank_var(0), "RANK") && nrr_env_rank_var(5) &&
 		      !strcmp(nrr_env_rank_var(5), "NCCLRR_RANK") && !nrr_env_rank_var(6),
 	      "the rank variables, RANK first and ncclrr's own last");
+	/* NCCL merges NICs as it would on a real host: the launcher leaves
+	 * NCCL_IB_MERGE_NICS alone (the sysfs view gives NCCL the PCI paths) */
+	CHECK(nrr_env_get(&e, "NCCL_IB_MERGE_NICS") == NULL, "NCCL_IB_MERGE_NICS is not set by the launcher");
 	/* user override of an ncclrr variable, and a bad user variable */
 	re.user_env = user + 2;
 	re.n_user_env = 1;

@@ -37,7 +37,7 @@ static int run(const char *script, double timeout, char *const *env, size_t nenv
 	       char **out, char **err, char **rep)
 {
 	static char *names[] = { "nodeA", "nodeB" };
-	struct nrr_cluster c = { 2, 2, names, write_xml, NULL };
+	struct nrr_cluster c = { .nhosts = 2, .gpus_per_host = 2, .host_names = names, .write_host_xml = write_xml };
 	char *argv[] = { "sh", "-c", (char *)script, NULL };
 	FILE *fo = tmpfile(), *fe = tmpfile(), *fr = tmpfile();
 	struct nrr_launch_opts o = {

@@ -5,6 +5,7 @@
 # Needs NCCLRR, SRCDIR, WL (the workloads dir), T (a scratch dir).
 NCCL_HINT=${NCCL_HINT:-}
 . "$SRCDIR/tests/integration/nccl_common.sh"
+nccl_socket_only
 ALLRED="$WL/init_allreduce"
 [ -x "$ALLRED" ] || { echo "SKIP: $ALLRED not built"; exit 77; }
 

@@ -29,6 +29,7 @@ case_=$1
 NCCLRR=$(realpath "$2") SRCDIR=$3 WL=$(realpath "$4") NCCL_HINT=${5:-}
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (Debian: openmpi-bin)"; exit 77; }
 . "$SRCDIR/tests/integration/nccl_common.sh"
+nccl_socket_only
 T=$(mktemp -d "${TMPDIR:-/tmp}/ncclrr-test-mpi.XXXXXX") || exit 1
 fails=0
 # a failing case keeps its recordings for a look (CI prints where)

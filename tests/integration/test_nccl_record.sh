@@ -19,6 +19,7 @@ plugin=$(realpath "$4")
 NCCL_HINT=${5:-}
 here=$(dirname "$(realpath "$0")")
 . "$here/nccl_common.sh"
+nccl_socket_only
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0

@@ -147,5 +147,34 @@ RANK=1 "$ncclrr" run --topo "$t1" -- true >"$tmp/out" 2>&1; [ $? -eq 2 ]; check 
 RANK=3 WORLD_SIZE=8 "$ncclrr" run --topo "$t1" -np 2 -- "$tmp/env.sh" >"$tmp/out" 2>&1
 must "-np wins over RANK (no wrapper mode)" '^\[1\] r=1 ws=2' "$tmp/out"
 
+# the host's memlock= (default unlimited): the ranks' RLIMIT_MEMLOCK where
+# this process may give it, else the most it may (the hard limit) with
+# NCCLRR_MEMLOCK saying the host's for the fake libibverbs
+sed 's|<host name="node0">|<host name="node0" memlock="4m">|' "$t2" >"$tmp/memlock.xml"
+cat >"$tmp/ml.sh" <<'E'
+#!/bin/sh
+echo "ml r=$RANK $(ulimit -l) virt=${NCCLRR_MEMLOCK:-none} given=${NCCLRR_MEMLOCK_GIVEN:-none} sysfs=$(cd "$NCCLRR_SYSFS/class/infiniband" && ls | tr '\n' ' ')"
+E
+chmod +x "$tmp/ml.sh"
+hard=$(ulimit -H -l)
+"$ncclrr" run --topo "$tmp/memlock.xml" -np 16 -- "$tmp/ml.sh" >"$tmp/out" 2>&1; check "memlock run exits 0" $?
+must "memlock=4m: 4096 KiB on host 0" '^\[0\] ml r=0 4096 virt=none given=none ' "$tmp/out"
+must "each rank sees its host's NICs in NCCLRR_SYSFS" '^\[0\] ml .* sysfs=mlx5_0 mlx5_1 mlx5_2 mlx5_3 mlx5_4 mlx5_5 mlx5_6 mlx5_7 $' "$tmp/out"
+if [ "$hard" = unlimited ]; then
+	must "default memlock: unlimited on host 1" '^\[8\] ml r=8 unlimited virt=none ' "$tmp/out"
+elif ( ulimit -H -l unlimited ) 2>/dev/null; then
+	must "default memlock: raised to unlimited on host 1" '^\[8\] ml r=8 unlimited virt=none ' "$tmp/out"
+else
+	must "default memlock: hard limit $hard here, unlimited for the fake verbs" \
+		"^\[8\] ml r=8 $hard virt=unlimited given=$((hard * 1024)) " "$tmp/out"
+fi
+RANK=9 WORLD_SIZE=16 "$ncclrr" run --topo "$tmp/memlock.xml" -- "$tmp/ml.sh" >"$tmp/out" 2>&1
+must "wrapper: the host's sysfs view" '^ml r=9 .* sysfs=mlx5_0 .*mlx5_7 $' "$tmp/out"
+RANK=1 WORLD_SIZE=16 "$ncclrr" run --topo "$tmp/memlock.xml" -- "$tmp/ml.sh" >"$tmp/out" 2>&1
+must "wrapper: memlock=4m" '^ml r=1 4096 virt=none ' "$tmp/out"
+sed 's|<host name="node0">|<host name="node0" memlock="lots">|' "$t2" >"$tmp/badml.xml"
+"$ncclrr" run --topo "$tmp/badml.xml" -- true >"$tmp/out" 2>&1; [ $? -eq 2 ]; check "bad memlock= exits 2" $?
+must "bad memlock= names file:line and the forms" 'badml.xml:5: .*memlock="lots".*unlimited' "$tmp/out"
+
 echo "test_run: $pass passed, $fails failed"
 [ $fails -eq 0 ]

@@ -107,14 +107,14 @@ bisect)
 	has "$tmp/u" "a version bisect needs two" usage
 	;;
 combined)
-	# good: 8 ranks, 2.22.3, clean; bad: the same with NCCL_NET=IB (a network
-	# the fake cluster does not have: every rank fails at init, with either
-	# NCCL)
+	# good: 8 ranks, 2.22.3, clean; bad: the same with NCCL_NET=NoSuchNet (a
+	# network no NCCL has: every rank fails at init, with either NCCL; IB is
+	# no such network any more, the fake cluster has NICs)
 	need_versions
 	unset WL_USE_COMM_ID
 	for r in good bad; do
 		extra=()
-		[ $r = bad ] && extra=(--env NCCL_NET=IB)
+		[ $r = bad ] && extra=(--env NCCL_NET=NoSuchNet)
 		NCCL_DEBUG=WARN "$ncclrr" record -q -o "$tmp/$r" -- "$ncclrr" run --nccl 2.22.3 --topo "$topo" --timeout 30 \
 			--env NCCL_ALGO=Ring "${extra[@]}" -- "$wl/init_allreduce" >"$tmp/$r.log" 2>&1
 	done
@@ -122,9 +122,9 @@ combined)
 		"$wl/init_allreduce" >"$tmp/b" 2>&1
 	rc=$?
 	[ $rc -eq 1 ] || fail "bisect --good --bad --nccl: exit $rc, want 1: $(tail -20 "$tmp/b")"
-	has "$tmp/b" "  NCCL_NET: (unset) -> IB" combined
+	has "$tmp/b" "  NCCL_NET: (unset) -> NoSuchNet" combined
 	has "$tmp/b" "no boundary: the recorded failure happens again with NCCL 2.22.3 and with $new" combined
-	has "$tmp/b" "the failure needs: NCCL_NET=IB, any NCCL tried (2.22.3 to $new)" combined
+	has "$tmp/b" "the failure needs: NCCL_NET=NoSuchNet, any NCCL tried (2.22.3 to $new)" combined
 	# the attempts ran on the bad run's NCCL
 	"$ncclrr" dump --meta "$tmp/w/attempt-01" >"$tmp/meta" 2>&1
 	grep -q 'nccl_version=2.22.3' "$tmp/meta" || fail "combined: attempt 1 did not run NCCL 2.22.3"

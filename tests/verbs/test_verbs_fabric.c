@@ -500,6 +500,29 @@ int main(void)
 	CHECK(small != NULL);
 	if (small)
 		ibv_dereg_mr(small);
+	/* a virtual host's memlock= that ncclrr run could not give
+	 * (NCCLRR_MEMLOCK, with the 64 KiB it gave instead) is what counts */
+	setenv("NCCLRR_MEMLOCK_GIVEN", "65536", 1);
+	setenv("NCCLRR_MEMLOCK", "unlimited", 1);
+	struct ibv_mr *m3 = ibv_reg_mr(a.pd, big, 1 << 20, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(m3 != NULL);
+	if (m3)
+		ibv_dereg_mr(m3);
+	setenv("NCCLRR_MEMLOCK", "131072", 1);
+	errno = 0;
+	CHECK(ibv_reg_mr(a.pd, big, 1 << 20, IBV_ACCESS_LOCAL_WRITE) == NULL && errno == ENOMEM);
+	/* a process that lowers its own limit gets it, whatever the host's */
+	setenv("NCCLRR_MEMLOCK", "unlimited", 1);
+	rl.rlim_cur = 32 * 1024;
+	CHECK(setrlimit(RLIMIT_MEMLOCK, &rl) == 0);
+	errno = 0;
+	CHECK(ibv_reg_mr(a.pd, big, 1 << 20, IBV_ACCESS_LOCAL_WRITE) == NULL && errno == ENOMEM);
+	small = ibv_reg_mr(a.pd, big, 16384, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(small != NULL);
+	if (small)
+		ibv_dereg_mr(small);
+	unsetenv("NCCLRR_MEMLOCK");
+	unsetenv("NCCLRR_MEMLOCK_GIVEN");
 	CHECK(setrlimit(RLIMIT_MEMLOCK, &old) == 0);
 	free(big);
 	struct ibv_ece ece;

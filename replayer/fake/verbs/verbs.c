@@ -243,7 +243,7 @@ FAKE_EXPORT int ibv_query_gid_type(struct ibv_context *c, uint8_t port, unsigned
 	const struct nv_addr *a = &ctx_of(c)->dev->addr;
 	if ((int)index >= a->ngids)
 		return errno = EINVAL, -1;
-	*type = index == 1 ? NV_GID_TYPE_SYSFS_ROCE_V2 : NV_GID_TYPE_SYSFS_IB_ROCE_V1;
+	*type = a->roce_v2[index] ? NV_GID_TYPE_SYSFS_ROCE_V2 : NV_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 
@@ -337,6 +337,25 @@ static int mapped(const void *addr, size_t len)
 	return 1;
 }
 
+/* The RLIMIT_MEMLOCK registrations count against: the process's own,
+ * or its virtual host's memlock= when `ncclrr run` could not give it that
+ * (NCCLRR_MEMLOCK, with NCCLRR_MEMLOCK_GIVEN what it got instead:
+ * nrr_launch_memlock) and the process kept what it got (one that lowered
+ * its limit, `ulimit -l`, gets its own, as on a real host). */
+static rlim_t memlock_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+		return RLIM_INFINITY;
+	const char *virt = getenv("NCCLRR_MEMLOCK"), *given = getenv("NCCLRR_MEMLOCK_GIVEN");
+	if (!virt || !given)
+		return rl.rlim_cur;
+	rlim_t g = strcmp(given, "unlimited") == 0 ? RLIM_INFINITY : (rlim_t)strtoull(given, NULL, 10);
+	if (rl.rlim_cur != g)
+		return rl.rlim_cur;
+	return strcmp(virt, "unlimited") == 0 ? RLIM_INFINITY : (rlim_t)strtoull(virt, NULL, 10);
+}
+
 static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, unsigned access,
 			     int count_memlock)
 {
@@ -355,16 +374,15 @@ static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 		return NULL;
 	}
 	size_t pinned = count_memlock ? page_span(addr, len) : 0;
-	struct rlimit rl;
+	rlim_t limit = memlock_limit();
 	pthread_mutex_lock(&nv_lock);
 	/* pinned pages count against RLIMIT_MEMLOCK; enforced for root too
 	 * (a real kernel lets CAP_IPC_LOCK past, which would hide the limit
 	 * from tests that run as root) */
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    g_pinned + pinned > rl.rlim_cur) {
+	if (limit != RLIM_INFINITY && g_pinned + pinned > limit) {
 		pthread_mutex_unlock(&nv_lock);
 		FAKE_DBG("libibverbs: ibv_reg_mr of %zu bytes: %zu pinned already, RLIMIT_MEMLOCK %llu",
-			 len, g_pinned, (unsigned long long)rl.rlim_cur);
+			 len, g_pinned, (unsigned long long)limit);
 		errno = ENOMEM;
 		return NULL;
 	}

@@ -9,9 +9,8 @@
  *  - LID = 1 + 32 * host + NIC index within the host (InfiniBand ports;
  *    a RoCE port reports LID 0 as real RoCE ports do, the value is kept
  *    internally as the NIC's fabric key);
- *  - GID 0 = fe80::/64 + the NIC's port GUID (IB GID, or RoCE v1);
- *  - RoCE only: GID 1 = ::ffff:10.H.H.(i+1), RoCE v2 over IPv4, with H the
- *    host index in two bytes and i the NIC index.
+ *  - port GUID and GIDs: nrr_topo_nic_addr_of (topo/nrr_topo.h), the rule
+ *    the sysfs view of the relinked NCCL shares.
  */
 #include "verbs_internal.h"
 
@@ -26,40 +25,22 @@ static struct nv_device *g_devs;
 static int g_ndevs;
 static pthread_once_t g_devs_once = PTHREAD_ONCE_INIT;
 
-static uint64_t nic_guid(const nrr_topo_nic *nic, int host, int idx)
-{
-	if (nic->guid[0]) {
-		char *end;
-		unsigned long long g = strtoull(nic->guid, &end, 16);
-		if (*end == 0 && g)
-			return g;
-	}
-	return 0x0002c90300000000ull | ((uint64_t)host << 8) | (uint64_t)idx;
-}
-
 void nv_addr_of(const nrr_topo_nic *nic, int host, int idx, struct nv_addr *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->host = host;
 	a->nic = idx;
 	a->lid = (uint16_t)(1 + 32 * host + idx);
-	a->guid = nic_guid(nic, host, idx);
 	a->ethernet = nic->ethernet;
 	a->mtu = nic->mtu ? nic->mtu : 4096;
 	a->speed = nic->speed;
-	a->gid[0].raw[0] = 0xfe;
-	a->gid[0].raw[1] = 0x80;
-	uint64_t be = htobe64(a->guid);
-	memcpy(&a->gid[0].raw[8], &be, 8);
-	a->ngids = 1;
-	if (a->ethernet) {
-		a->gid[1].raw[10] = 0xff;
-		a->gid[1].raw[11] = 0xff;
-		a->gid[1].raw[12] = 10;
-		a->gid[1].raw[13] = (uint8_t)(host >> 8);
-		a->gid[1].raw[14] = (uint8_t)host;
-		a->gid[1].raw[15] = (uint8_t)(idx + 1);
-		a->ngids = 2;
+	nrr_topo_nic_addr ta;
+	nrr_topo_nic_addr_of(nic, host, idx, &ta);
+	a->guid = ta.guid;
+	a->ngids = ta.ngids;
+	for (int g = 0; g < ta.ngids; g++) {
+		memcpy(a->gid[g].raw, ta.gid[g], 16);
+		a->roce_v2[g] = ta.roce_v2[g];
 	}
 }
 

@@ -65,7 +65,8 @@ struct nv_addr {
 	int mtu;                    /* bytes */
 	int speed;                  /* Mb/s */
 	int ngids;
-	union ibv_gid gid[2];
+	union ibv_gid gid[NRR_TOPO_MAX_GIDS];
+	int roce_v2[NRR_TOPO_MAX_GIDS];  /* the GID's type: RoCE v2, else IB/RoCE v1 */
 };
 
 struct nv_device {
