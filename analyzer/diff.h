@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "inputs.h"
+#include "run.h"
 
 struct nrr_diff_opts {
 	size_t context;   /* calls of context around a divergence */

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "callfmt.h"
-#include "inputs.h"
+#include "run.h"
 #include "json.h"
 
 /* What the exporters leave out or fold (cmd_export.c sets it; the

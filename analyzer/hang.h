@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "inputs.h"
+#include "run.h"
 
 struct nrr_hang;
 
