@@ -43,7 +43,6 @@
 #include "diff.h"
 #include "json.h"
 #include "nrr_hash.h"
-#include "nrr_meta.h"
 #include "runinfo.h"
 
 #define MAX_CONTEXT 32
@@ -659,7 +658,7 @@ static int proc_init(struct proc *p, struct nrr_inputs *in, size_t i)
 	/* nrr_reader_meta() answers in one buffer: use each value at once */
 	const char *v;
 	int n;
-	long rank = nrr_meta_rank(p->r);
+	long rank = in->proc[i].rank;   /* (the run model's: nrr_meta_rank()) */
 	if (rank >= 0) {
 		n = asprintf(&p->key, "rank=%ld", rank);
 		p->rank = rank;
@@ -816,10 +815,11 @@ static int proc_scan(struct proc *p)
 	/* the main thread (the first to call) has its own role */
 	if (p->nstreams)
 		p->role[p->streams[0]] = 1;
-	const char *end = nrr_reader_meta(p->r, "end");
+	const struct nrr_proc *pr = &p->in->proc[p->idx];
+	const char *end = nrr_proc_end_key(pr);
 	snprintf(p->end, sizeof(p->end), "%s", end ? end : "");
 	uint64_t ets = nrr_reader_info(p->r)->end_ts;
-	p->end_wall = end && ets ? nrr_reader_wall(p->r, ets) : last;
+	p->end_wall = end && ets ? pr->end_wall : last;
 	if (p->end_wall < last)
 		p->end_wall = last;
 	return 0;
@@ -1090,9 +1090,8 @@ static void load_lines(struct proc *p, uint32_t stream, const struct tok *toks, 
 		nrr_cursor_close(c);
 		return;
 	}
-	const char *host = nrr_reader_meta(p->r, "host");
 	char who[300];
-	snprintf(who, sizeof(who), "%s:%u/%u", host ? host : "?", nrr_reader_info(p->r)->pid,
+	snprintf(who, sizeof(who), "%s:%u/%u", p->in->proc[p->idx].host, nrr_reader_info(p->r)->pid,
 		 nrr_reader_stream(p->r, stream)->tid);
 	const nrr_call *call;
 	size_t k = 0;

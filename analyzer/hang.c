@@ -552,17 +552,17 @@ static int read_proc(struct nrr_hang *h, size_t i)
 	for (uint32_t k = 0; k < p->nst; k++)
 		p->st[k].tid = nrr_reader_stream(r, k)->tid;
 
-	p->rank = h->in->rank[i] ? atoi(h->in->rank[i]) : -1;
+	const struct nrr_proc *pr = &h->in->proc[i];
+	p->rank = (int)pr->rank;
 	p->who = h->in->who[i];
 	p->path = nrr_reader_path(r);
 	if (p->rank >= 0)
 		snprintf(p->label, sizeof(p->label), "rank %d", p->rank);
 	else
 		snprintf(p->label, sizeof(p->label), "pid %u", info->pid);
-	const char *argv = nrr_reader_meta(r, "argv");
-	snprintf(p->argv0, sizeof(p->argv0), "%s", argv ? argv : "?");
-	const char *end = nrr_reader_meta(r, "end");
-	snprintf(p->end_how, sizeof(p->end_how), "%s", end ? end : "");
+	snprintf(p->argv0, sizeof(p->argv0), "%s", pr->argv ? pr->argv : "?");
+	const char *end = nrr_proc_end_key(pr);
+	snprintf(p->end_how, sizeof(p->end_how), "%s", pr->end_how);
 	uint64_t last = info->end_ts ? nrr_reader_wall(r, info->end_ts) : 0;
 	uint64_t cut = h->cut;
 
@@ -1413,10 +1413,9 @@ static int cmp_int(const void *a, const void *b)
 
 static const char *meta_end(size_t i, void *arg, uint64_t *wall)
 {
-	nrr_reader *r = ((const struct nrr_hang *)arg)->in->r[i];
-	uint64_t ts = nrr_reader_info(r)->end_ts;
-	*wall = ts ? nrr_reader_wall(r, ts) : 0;
-	return nrr_reader_meta(r, "end");
+	const struct nrr_proc *p = &((const struct nrr_hang *)arg)->in->proc[i];
+	*wall = p->end_wall;
+	return nrr_proc_end_key(p);
 }
 
 int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)

@@ -67,6 +67,12 @@ struct nrr_proc {
 	size_t nenv;
 };
 
+/* The end key as recorded ("exit 0"), NULL when the trace has none. */
+static inline const char *nrr_proc_end_key(const struct nrr_proc *p)
+{
+	return p->end == NRR_END_RUNNING || p->end == NRR_END_KILLED ? NULL : p->end_how;
+}
+
 /* Parse an end key's value @how into @p's end, exit_code, signal_name
  * (@cut: the file had no index or dropped bytes).  @return 0, -ENOMEM. */
 int nrr_proc_parse_end(struct nrr_proc *p, const char *how, bool cut);
