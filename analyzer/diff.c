@@ -38,7 +38,6 @@
 #include <netinet/in.h>
 
 #include "callfmt.h"
-#include "cmds.h"
 #include "color.h"
 #include "diff.h"
 #include "json.h"
@@ -800,7 +799,7 @@ static int proc_scan(struct proc *p)
 	free(nrole);
 	if (rc && rc != NRR_EEOF) {
 		if (rc == -ENOMEM)
-			fprintf(stderr, "ncclrr diff: out of memory\n");
+			nrr_run_say(NRR_RUN_NOTE, "diff", "out of memory");
 		else
 			nrr_print_diag("diff", nrr_merge_diag(m));
 		nrr_merge_close(m);
@@ -1484,17 +1483,17 @@ static int config_read(struct config *c, struct nrr_inputs *ia, struct nrr_input
 	memset(c, 0, sizeof(*c));
 	char err[512];
 	if (nrr_runinfo_read(&c->a, ia->r, ia->n, err, sizeof(err))) {
-		fprintf(stderr, "ncclrr diff: run A: %s\n", err);
+		nrr_run_say(NRR_RUN_NOTE, "diff", "run A: %s", err);
 		return -1;
 	}
 	if (nrr_runinfo_read(&c->b, ib->r, ib->n, err, sizeof(err))) {
-		fprintf(stderr, "ncclrr diff: run B: %s\n", err);
+		nrr_run_say(NRR_RUN_NOTE, "diff", "run B: %s", err);
 		nrr_runinfo_free(&c->a);
 		return -1;
 	}
 	c->n = nrr_runinfo_diff(&c->a, &c->b, &c->ch);
 	if (c->n == (size_t)-1) {
-		fprintf(stderr, "ncclrr diff: out of memory\n");
+		nrr_run_say(NRR_RUN_NOTE, "diff", "out of memory");
 		nrr_runinfo_free(&c->a);
 		nrr_runinfo_free(&c->b);
 		return -1;
@@ -1626,16 +1625,16 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 	struct proc *pa = NULL, *pb = NULL;
 	struct pair *pairs = NULL;
 	size_t np = 0;
-	int ret = NRR_EXIT_USAGE;
+	int ret = -EINVAL;
 	struct config cfg;
 	if (config_read(&cfg, ia, ib))
-		return NRR_EXIT_USAGE;
+		return -EINVAL;
 	int prc = procs_open(ia, o->api, &pa);
 	if (!prc)
 		prc = procs_open(ib, o->api, &pb);
 	if (prc || !(pairs = calloc(ia->n + ib->n + 1, sizeof(*pairs)))) {
 		if (!prc || prc == -ENOMEM)
-			fprintf(stderr, "ncclrr diff: out of memory\n");
+			nrr_run_say(NRR_RUN_NOTE, "diff", "out of memory");
 		goto out;
 	}
 	bool *used = calloc(ib->n + 1, sizeof(*used));
@@ -1757,7 +1756,7 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 			text_headline(out, &pairs[first]);
 		}
 	}
-	ret = differ ? NRR_EXIT_DIFF : NRR_EXIT_OK;
+	ret = differ ? 1 : 0;
 out:
 	for (size_t i = 0; pa && i < ia->n; i++)
 		proc_free(&pa[i]);

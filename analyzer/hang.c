@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "callfmt.h"
-#include "cmds.h"
 #include "color.h"
 #include "progress.h"
 #include "hang.h"
@@ -625,7 +624,7 @@ static int read_proc(struct nrr_hang *h, size_t i)
 	free(tab);
 	if (rc && rc != NRR_EEOF) {
 		if (rc == -ENOMEM)
-			fprintf(stderr, "ncclrr hang: out of memory\n");
+			nrr_run_say(NRR_RUN_NOTE, "hang", "out of memory");
 		else
 			nrr_print_diag("hang", nrr_merge_diag(m));
 		nrr_merge_close(m);
@@ -656,8 +655,8 @@ static void job_size(struct nrr_hang *h)
 			const char *v = nrr_reader_meta(r, keys[k]);
 			int n = v ? atoi(v) : 0;
 			if (n > NRR_HANG_MAX_RANKS) {
-				fprintf(stderr, "ncclrr hang: note: %s says %s=%s, more than the %d ranks this "
-					"analysis takes: ignored\n", nrr_reader_path(r), keys[k], v, NRR_HANG_MAX_RANKS);
+				nrr_run_say(NRR_RUN_NOTE, "hang", "note: %s says %s=%s, more than the %d ranks this "
+					"analysis takes: ignored", nrr_reader_path(r), keys[k], v, NRR_HANG_MAX_RANKS);
 				continue;
 			}
 			if (n > h->nranks) {
@@ -1422,7 +1421,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 {
 	struct nrr_hang *h = calloc(1, sizeof(*h));
 	if (!h)
-		return NRR_EXIT_USAGE;
+		return -EINVAL;
 	h->in = in;
 	h->np = in->n;
 	h->p = calloc(h->np + 1, sizeof(*h->p));
@@ -1431,7 +1430,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 	h->first_bad = -1;
 	if (!h->p) {
 		free(h);
-		return NRR_EXIT_USAGE;
+		return -EINVAL;
 	}
 	h->cut = nrr_job_stopped_at(h->np, meta_end, h);
 	nrr_progress_init(&h->prog, in);
@@ -1440,7 +1439,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 		if (rc) {
 			nrr_progress_end(&h->prog);
 			nrr_hang_free(h);
-			return NRR_EXIT_USAGE;
+			return -EINVAL;
 		}
 		if (h->p[i].end_wall > h->job_end)
 			h->job_end = h->p[i].end_wall;
@@ -1452,7 +1451,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 	h->rank_node = malloc(((size_t)h->nranks + 1) * sizeof(int));
 	if (!h->missing || !h->rank_node) {
 		nrr_hang_free(h);
-		return NRR_EXIT_USAGE;
+		return -EINVAL;
 	}
 	for (int r = 0; r < h->nranks; r++)
 		h->rank_node[r] = -1;
@@ -1472,10 +1471,10 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 	}
 	struct graph g = { 0 };
 	if (build_edges(h) || graph_build(h, &g) || find_causes(h, &g)) {
-		fprintf(stderr, "ncclrr hang: out of memory\n");
+		nrr_run_say(NRR_RUN_NOTE, "hang", "out of memory");
 		graph_free(&g);
 		nrr_hang_free(h);
-		return NRR_EXIT_USAGE;
+		return -EINVAL;
 	}
 	for (size_t i = 0; i < h->np; i++)
 		h->found |= h->p[i].waiting;

@@ -30,9 +30,7 @@ void nrr_run_set_sink(nrr_run_sink s)
 	sink = s ? s : default_sink;
 }
 
-/* Say one message (errno kept: callers go on to test theirs). */
-static void say(enum nrr_run_msg kind, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(enum nrr_run_msg kind, const char *cmd, const char *fmt, ...)
+void nrr_run_say(enum nrr_run_msg kind, const char *cmd, const char *fmt, ...)
 {
 	int e = errno;
 	char buf[2048];
@@ -48,7 +46,7 @@ void nrr_print_diag(const char *cmd, const nrr_diag *d)
 {
 	char buf[1200];
 	nrr_diag_format(d, buf, sizeof(buf));
-	say(NRR_RUN_ERROR, cmd, "%s", buf);
+	nrr_run_say(NRR_RUN_ERROR, cmd, "%s", buf);
 }
 
 /* --strict: the first damaged input stops the command (the default for
@@ -85,7 +83,7 @@ static int on_damage(void *arg, const nrr_reader *r, const nrr_diag *d)
 	nskipped++;
 	char buf[1200];
 	nrr_diag_format(d, buf, sizeof(buf));
-	say(NRR_RUN_SKIP, in->cmd, "%s; skipped the rest of that thread's calls in this file and went on "
+	nrr_run_say(NRR_RUN_SKIP, in->cmd, "%s; skipped the rest of that thread's calls in this file and went on "
 	    "(exit status 3; --strict stops at the first damage)", buf);
 	return 0;
 }
@@ -120,7 +118,7 @@ static int expand_ctf(struct nrr_inputs *in, const char *cmd, const char *dir, c
 	if (!in->tmpdir) {
 		const char *t = getenv("TMPDIR");
 		if (asprintf(&in->tmpdir, "%s/ncclrr-ctf-XXXXXX", t && *t ? t : "/tmp") < 0 || !mkdtemp(in->tmpdir)) {
-			say(NRR_RUN_ERROR, cmd, "Cannot create a directory for the converted LTTng trace: %s", strerror(errno));
+			nrr_run_say(NRR_RUN_ERROR, cmd, "Cannot create a directory for the converted LTTng trace: %s", strerror(errno));
 			return -EINVAL;
 		}
 	}
@@ -128,7 +126,7 @@ static int expand_ctf(struct nrr_inputs *in, const char *cmd, const char *dir, c
 	size_t np;
 	nrr_diag d;
 	if (nrr_ctf_convert(dir, in->tmpdir, &paths, &np, &d)) {
-		say(NRR_RUN_ERROR, cmd, "Cannot read LTTng trace: dir=%s: %s", dir, d.msg);
+		nrr_run_say(NRR_RUN_ERROR, cmd, "Cannot read LTTng trace: dir=%s: %s", dir, d.msg);
 		return -EINVAL;
 	}
 	size_t before = *n;
@@ -146,13 +144,13 @@ static int expand_ctf(struct nrr_inputs *in, const char *cmd, const char *dir, c
 	}
 	free(paths);
 	if (!rc && *n == before) {
-		say(NRR_RUN_ERROR, cmd, "the LTTng trace in dir=%s has no ncclrr event", dir);
+		nrr_run_say(NRR_RUN_ERROR, cmd, "the LTTng trace in dir=%s has no ncclrr event", dir);
 		rc = -EINVAL;
 	}
 	qsort(*list + before, *n - before, sizeof(char *), cmp_str);
 	return rc;
 #else
-	say(NRR_RUN_ERROR, cmd, "dir=%s holds an LTTng trace, and this ncclrr was built without libbabeltrace2 "
+	nrr_run_say(NRR_RUN_ERROR, cmd, "dir=%s holds an LTTng trace, and this ncclrr was built without libbabeltrace2 "
 			"(meson -Dbabeltrace2=enabled) to read it", dir);
 	return -EINVAL;
 #endif
@@ -173,14 +171,14 @@ static int expand(struct nrr_inputs *in, const char *cmd, const char *arg, char 
 {
 	struct stat st;
 	if (stat(arg, &st)) {
-		say(NRR_RUN_ERROR, cmd, "Cannot open trace: file=%s: %s", arg, strerror(errno));
+		nrr_run_say(NRR_RUN_ERROR, cmd, "Cannot open trace: file=%s: %s", arg, strerror(errno));
 		return -EINVAL;
 	}
 	if (!S_ISDIR(st.st_mode))
 		return add_path(list, n, cap, arg) ? -ENOMEM : 0;
 	DIR *d = opendir(arg);
 	if (!d) {
-		say(NRR_RUN_ERROR, cmd, "Cannot open directory: dir=%s: %s", arg, strerror(errno));
+		nrr_run_say(NRR_RUN_ERROR, cmd, "Cannot open directory: dir=%s: %s", arg, strerror(errno));
 		return -EINVAL;
 	}
 	size_t before = *n;
@@ -200,7 +198,7 @@ static int expand(struct nrr_inputs *in, const char *cmd, const char *arg, char 
 	if (*n == before && dir_has_ctf(arg))
 		return expand_ctf(in, cmd, arg, list, n, cap);
 	if (*n == before) {
-		say(NRR_RUN_ERROR, cmd, "no .nrt trace files in dir=%s; record one with 'ncclrr record -o %s -- PROGRAM'", arg, arg);
+		nrr_run_say(NRR_RUN_ERROR, cmd, "no .nrt trace files in dir=%s; record one with 'ncclrr record -o %s -- PROGRAM'", arg, arg);
 		return -EINVAL;
 	}
 	qsort(*list + before, *n - before, sizeof(char *), cmp_str);
@@ -328,7 +326,7 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 	memset(in, 0, sizeof(*in));
 	in->cmd = cmd;
 	if (npaths < 1) {
-		say(NRR_RUN_USAGE, cmd, "no trace file or directory given");
+		nrr_run_say(NRR_RUN_USAGE, cmd, "no trace file or directory given");
 		return -EINVAL;
 	}
 	for (int i = 0; i < npaths && !rc; i++)
@@ -349,7 +347,7 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 				rc = -EINVAL;
 				break;
 			}
-			say(NRR_RUN_SKIP, cmd, "skipped file=%s and went on with the other inputs "
+			nrr_run_say(NRR_RUN_SKIP, cmd, "skipped file=%s and went on with the other inputs "
 			    "(exit status 3; --strict stops at the first damage)", list[i]);
 			nskipped++;
 			continue;
@@ -359,19 +357,19 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 			nrr_reader_on_damage(r, on_damage, in);
 		const nrr_file_info *fi = nrr_reader_info(r);
 		if (fi->dropped_bytes)
-			say(NRR_RUN_NOTE, cmd, "warning: file=%s: %llu damaged or incomplete bytes from offset %llu skipped (writer killed or file damaged); every complete chunk is shown",
+			nrr_run_say(NRR_RUN_NOTE, cmd, "warning: file=%s: %llu damaged or incomplete bytes from offset %llu skipped (writer killed or file damaged); every complete chunk is shown",
 			    list[i], (unsigned long long)fi->dropped_bytes, (unsigned long long)fi->dropped_offset);
 		else if (fi->index_bad_offset)
-			say(NRR_RUN_NOTE, cmd, "warning: file=%s: the index at offset %llu does not fit this file (damaged or made by hand: entries out of file order or closer than a chunk header); rebuilt it by scanning",
+			nrr_run_say(NRR_RUN_NOTE, cmd, "warning: file=%s: the index at offset %llu does not fit this file (damaged or made by hand: entries out of file order or closer than a chunk header); rebuilt it by scanning",
 			    list[i], (unsigned long long)fi->index_bad_offset);
 		else if (fi->index_rebuilt)
-			say(NRR_RUN_NOTE, cmd, "warning: file=%s: no index at the end (writer did not finish); rebuilt it by scanning",
+			nrr_run_say(NRR_RUN_NOTE, cmd, "warning: file=%s: no index at the end (writer did not finish); rebuilt it by scanning",
 			    list[i]);
 		if (fi->schema_lost_offset)
-			say(NRR_RUN_NOTE, cmd, "warning: file=%s: the schema chunk at offset %llu does not continue the file's functions (damaged or missing one before it); calls of the functions it and later ones describe cannot be decoded",
+			nrr_run_say(NRR_RUN_NOTE, cmd, "warning: file=%s: the schema chunk at offset %llu does not continue the file's functions (damaged or missing one before it); calls of the functions it and later ones describe cannot be decoded",
 			    list[i], (unsigned long long)fi->schema_lost_offset);
 		if (fi->meta_lost_offset)
-			say(NRR_RUN_NOTE, cmd, "warning: file=%s: damaged metadata chunk at offset %llu skipped (keys learnt while running, e.g. the rank or how the trace ended, may be missing)",
+			nrr_run_say(NRR_RUN_NOTE, cmd, "warning: file=%s: damaged metadata chunk at offset %llu skipped (keys learnt while running, e.g. the rank or how the trace ended, may be missing)",
 			    list[i], (unsigned long long)fi->meta_lost_offset);
 		if (proc_build(&in->proc[in->n], r)) {
 			proc_free(&in->proc[in->n]);
@@ -389,7 +387,7 @@ int nrr_inputs_open(struct nrr_inputs *in, const char *cmd, char **paths, int np
 		free(list[i]);
 	free(list);
 	if (!rc && !in->n) {
-		say(NRR_RUN_ERROR, cmd, "none of the %zu trace files could be read", n);
+		nrr_run_say(NRR_RUN_ERROR, cmd, "none of the %zu trace files could be read", n);
 		rc = -EINVAL;
 	}
 	if (!rc && ranks)
@@ -454,7 +452,7 @@ static int filter_ranks(struct nrr_inputs *in, const char *cmd, const char *rank
 	}
 	in->n = k;
 	if (!k) {
-		say(NRR_RUN_NOTE, cmd, any_rank ? "no trace of rank %s among the inputs"
+		nrr_run_say(NRR_RUN_NOTE, cmd, any_rank ? "no trace of rank %s among the inputs"
 			: "the traces record no rank (metadata key 'rank'); cannot select rank %s", ranks);
 		return -EINVAL;
 	}
@@ -497,7 +495,7 @@ int nrr_select_resolve(struct nrr_select *s, struct nrr_inputs *in)
 	nrr_merge *m;
 	int rc = nrr_merge_open(&m, in->r, in->n);
 	if (rc) {
-		say(NRR_RUN_NOTE, in->cmd, "%s", nrr_strerror(rc));
+		nrr_run_say(NRR_RUN_NOTE, in->cmd, "%s", nrr_strerror(rc));
 		return -EINVAL;
 	}
 	const nrr_call *c;
@@ -517,7 +515,7 @@ int nrr_select_resolve(struct nrr_select *s, struct nrr_inputs *in)
 		nrr_print_diag(in->cmd, nrr_merge_diag(m));
 		ret = -EINVAL;
 	} else if (!found) {
-		say(NRR_RUN_NOTE, in->cmd, "--around-failure: no call failed in these traces (but for the failures a "
+		nrr_run_say(NRR_RUN_NOTE, in->cmd, "--around-failure: no call failed in these traces (but for the failures a "
 			"healthy run has too); select a window with --from/--to instead");
 		ret = -EINVAL;
 	} else {

@@ -33,6 +33,9 @@ enum nrr_run_msg {
  * "ncclrr CMD: TEXT" on stderr. */
 typedef void (*nrr_run_sink)(enum nrr_run_msg kind, const char *cmd, const char *text);
 void nrr_run_set_sink(nrr_run_sink sink);
+/* Say one message of @kind to the sink (errno kept): how the run library
+ * and the analyses built on it (hang, diff) speak to the user. */
+void nrr_run_say(enum nrr_run_msg kind, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Say a reader's diagnosis @d as an NRR_RUN_ERROR: "Cannot read trace:
  * file=… offset=…: …". */
 void nrr_print_diag(const char *cmd, const nrr_diag *d);

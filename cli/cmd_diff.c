@@ -95,6 +95,7 @@ int cmd_diff(int argc, char **argv)
 		return NRR_EXIT_USAGE;
 	}
 	int ret = nrr_diff_run(&o, &a, &b, stdout);
+	ret = ret < 0 ? NRR_EXIT_USAGE : ret ? NRR_EXIT_DIFF : NRR_EXIT_OK;
 	nrr_inputs_close(&a);
 	nrr_inputs_close(&b);
 	if (fflush(stdout) == EOF && errno != EPIPE) {
