@@ -38,7 +38,7 @@
 #include <netinet/in.h>
 
 #include "callfmt.h"
-#include "color.h"
+#include "term_color.h"
 #include "diff.h"
 #include "json.h"
 #include "nrr_hash.h"

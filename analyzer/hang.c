@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "callfmt.h"
-#include "color.h"
+#include "term_color.h"
 #include "progress.h"
 #include "hang.h"
 #include "hang_coll.h"
