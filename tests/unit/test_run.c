@@ -12,6 +12,7 @@
 
 #include "nrt.h"
 #include "check.h"
+#include "write_trace.h"
 #include "run.h"
 
 static char dir[] = "/tmp/test_run.XXXXXX";
@@ -34,16 +35,7 @@ static void trace(const char *sub, const char *name, const char *meta, const cha
 	snprintf(path, sizeof(path), "%s/%s", dir, sub);
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/%s/%s.nrt", dir, sub, name);
-	nrr_writer_opts o = { .schema = nrr_builtin_schema, .schema_len = nrr_builtin_schema_len,
-			      .meta = meta, .meta_len = strlen(meta) };
-	nrr_writer *w;
-	CHECK_FATAL(nrr_writer_open(&w, path, &o) == 0, "writer %s", path);
-	if (end)
-		CHECK_FATAL(nrr_writer_set_end(w, end, false) == 1, "set_end %s", end);
-	if (killed)
-		nrr_writer_abandon(w);
-	else
-		CHECK_FATAL(nrr_writer_close(w) == 0, "close %s", path);
+	write_trace(path, meta, end, killed);
 }
 
 static const struct nrr_proc *by_name(const struct nrr_inputs *in, const char *name)
