@@ -16,7 +16,7 @@
 
 #include "bisect.h"
 #include "cmds.h"
-#include "inputs.h"
+#include "run.h"
 #include "nrr_launch.h"
 #include "rundir.h"
 #include "runinfo.h"

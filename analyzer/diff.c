@@ -38,12 +38,10 @@
 #include <netinet/in.h>
 
 #include "callfmt.h"
-#include "cmds.h"
-#include "color.h"
+#include "term_color.h"
 #include "diff.h"
 #include "json.h"
 #include "nrr_hash.h"
-#include "nrr_meta.h"
 #include "runinfo.h"
 
 #define MAX_CONTEXT 32
@@ -659,7 +657,7 @@ static int proc_init(struct proc *p, struct nrr_inputs *in, size_t i)
 	/* nrr_reader_meta() answers in one buffer: use each value at once */
 	const char *v;
 	int n;
-	long rank = nrr_meta_rank(p->r);
+	long rank = in->proc[i].rank;   /* (the run model's: nrr_meta_rank()) */
 	if (rank >= 0) {
 		n = asprintf(&p->key, "rank=%ld", rank);
 		p->rank = rank;
@@ -801,7 +799,7 @@ static int proc_scan(struct proc *p)
 	free(nrole);
 	if (rc && rc != NRR_EEOF) {
 		if (rc == -ENOMEM)
-			fprintf(stderr, "ncclrr diff: out of memory\n");
+			nrr_run_say(NRR_RUN_NOTE, "diff", "out of memory");
 		else
 			nrr_print_diag("diff", nrr_merge_diag(m));
 		nrr_merge_close(m);
@@ -816,10 +814,11 @@ static int proc_scan(struct proc *p)
 	/* the main thread (the first to call) has its own role */
 	if (p->nstreams)
 		p->role[p->streams[0]] = 1;
-	const char *end = nrr_reader_meta(p->r, "end");
+	const struct nrr_proc *pr = &p->in->proc[p->idx];
+	const char *end = nrr_proc_end_key(pr);
 	snprintf(p->end, sizeof(p->end), "%s", end ? end : "");
 	uint64_t ets = nrr_reader_info(p->r)->end_ts;
-	p->end_wall = end && ets ? nrr_reader_wall(p->r, ets) : last;
+	p->end_wall = end && ets ? pr->end_wall : last;
 	if (p->end_wall < last)
 		p->end_wall = last;
 	return 0;
@@ -1090,9 +1089,8 @@ static void load_lines(struct proc *p, uint32_t stream, const struct tok *toks, 
 		nrr_cursor_close(c);
 		return;
 	}
-	const char *host = nrr_reader_meta(p->r, "host");
 	char who[300];
-	snprintf(who, sizeof(who), "%s:%u/%u", host ? host : "?", nrr_reader_info(p->r)->pid,
+	snprintf(who, sizeof(who), "%s:%u/%u", p->in->proc[p->idx].host, nrr_reader_info(p->r)->pid,
 		 nrr_reader_stream(p->r, stream)->tid);
 	const nrr_call *call;
 	size_t k = 0;
@@ -1485,17 +1483,17 @@ static int config_read(struct config *c, struct nrr_inputs *ia, struct nrr_input
 	memset(c, 0, sizeof(*c));
 	char err[512];
 	if (nrr_runinfo_read(&c->a, ia->r, ia->n, err, sizeof(err))) {
-		fprintf(stderr, "ncclrr diff: run A: %s\n", err);
+		nrr_run_say(NRR_RUN_NOTE, "diff", "run A: %s", err);
 		return -1;
 	}
 	if (nrr_runinfo_read(&c->b, ib->r, ib->n, err, sizeof(err))) {
-		fprintf(stderr, "ncclrr diff: run B: %s\n", err);
+		nrr_run_say(NRR_RUN_NOTE, "diff", "run B: %s", err);
 		nrr_runinfo_free(&c->a);
 		return -1;
 	}
 	c->n = nrr_runinfo_diff(&c->a, &c->b, &c->ch);
 	if (c->n == (size_t)-1) {
-		fprintf(stderr, "ncclrr diff: out of memory\n");
+		nrr_run_say(NRR_RUN_NOTE, "diff", "out of memory");
 		nrr_runinfo_free(&c->a);
 		nrr_runinfo_free(&c->b);
 		return -1;
@@ -1627,16 +1625,16 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 	struct proc *pa = NULL, *pb = NULL;
 	struct pair *pairs = NULL;
 	size_t np = 0;
-	int ret = NRR_EXIT_USAGE;
+	int ret = -EINVAL;
 	struct config cfg;
 	if (config_read(&cfg, ia, ib))
-		return NRR_EXIT_USAGE;
+		return -EINVAL;
 	int prc = procs_open(ia, o->api, &pa);
 	if (!prc)
 		prc = procs_open(ib, o->api, &pb);
 	if (prc || !(pairs = calloc(ia->n + ib->n + 1, sizeof(*pairs)))) {
 		if (!prc || prc == -ENOMEM)
-			fprintf(stderr, "ncclrr diff: out of memory\n");
+			nrr_run_say(NRR_RUN_NOTE, "diff", "out of memory");
 		goto out;
 	}
 	bool *used = calloc(ib->n + 1, sizeof(*used));
@@ -1758,7 +1756,7 @@ int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *ia, struct nr
 			text_headline(out, &pairs[first]);
 		}
 	}
-	ret = differ ? NRR_EXIT_DIFF : NRR_EXIT_OK;
+	ret = differ ? 1 : 0;
 out:
 	for (size_t i = 0; pa && i < ia->n; i++)
 		proc_free(&pa[i]);

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "inputs.h"
+#include "run.h"
 
 struct nrr_diff_opts {
 	size_t context;   /* calls of context around a divergence */
@@ -16,7 +16,8 @@ struct nrr_diff_opts {
 };
 
 /* Compare run @a with run @b and write the report to @out.
- * @return 0 same, 1 different, 2 unreadable trace (message on stderr). */
+ * @return 0 same, 1 different, or a negative errno for an unreadable
+ * trace or no memory (said through the run model's sink, nrr_run_say()). */
 int nrr_diff_run(const struct nrr_diff_opts *o, struct nrr_inputs *a, struct nrr_inputs *b, FILE *out);
 
 #endif

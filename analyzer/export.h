@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "callfmt.h"
-#include "inputs.h"
+#include "run.h"
 #include "json.h"
 
 /* What the exporters leave out or fold (cmd_export.c sets it; the
@@ -20,13 +20,13 @@ struct nrr_export_opts {
 };
 
 /* Write @in as Chrome trace-event JSON to @path ("-": stdout).
- * @return 0, or 2 with @err filled (what failed, file and offset). */
+ * @return 0, or -1 with @err filled (what failed, file and offset). */
 int nrr_export_chrome(struct nrr_inputs *in, const struct nrr_export_opts *o, const char *path, char *err,
 		      size_t errlen);
 
 /* Write @in as a Perfetto protobuf trace (TracePacket / TrackEvent, the
  * schema subset in analyzer/perfetto_trace.proto) to @path ("-": stdout),
- * packet by packet.  @return 0, or 2 with @err filled. */
+ * packet by packet.  @return 0, or -1 with @err filled. */
 int nrr_export_perfetto(struct nrr_inputs *in, const struct nrr_export_opts *o, const char *path, char *err,
 			size_t errlen);
 
@@ -39,7 +39,7 @@ struct nrr_html_extra {
 };
 
 /* Write @in as one self-contained HTML page to @path.  @extra may be NULL.
- * @return 0, or 2 with @err filled. */
+ * @return 0, or -1 with @err filled. */
 int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_html_extra *extra, char *err,
 		    size_t errlen);
 
@@ -125,15 +125,15 @@ FILE *nrr_export_open(const char *path, char *err, size_t errlen);
 struct nrr_folder;
 /* Read @in in time order with a progress line, handing the calls its
  * selection takes (nrr_select_call()) to @fold, then finish @fold
- * (nrr_folder_finish(): it is freed).  @return 0, or 2 with @err filled
+ * (nrr_folder_finish(): it is freed).  @return 0, or -1 with @err filled
  * (the reader's diagnosis: file, offset). */
 int nrr_export_read(struct nrr_inputs *in, struct nrr_folder *fold, char *err, size_t errlen);
 /* The end of a merged read that stopped with @rc: close @m.  @return 0
- * at the end of the traces, else 2 with @err filled (the reader's
+ * at the end of the traces, else -1 with @err filled (the reader's
  * diagnosis). */
 int nrr_export_read_end(nrr_merge *m, int rc, char *err, size_t errlen);
 /* Flush and close @f (stdout: flush only) written to @path; @ret is the
- * result so far.  @return @ret, or 2 with @err filled when writing failed. */
+ * result so far.  @return @ret, or -1 with @err filled when writing failed. */
 int nrr_export_close(FILE *f, const char *path, int ret, char *err, size_t errlen);
 
 /* ---- noise folding (export_common.c) ----

@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include "callfmt.h"
-#include "cmds.h"
 #include "progress.h"
 #include "export.h"
 
@@ -492,7 +491,7 @@ static void put_meta(struct chrome *x)
 	}
 	const char *v = NULL;
 	for (size_t i = 0; i < x->in->n && !v; i++)
-		v = nrr_reader_meta(x->in->r[i], "nccl_version");
+		v = x->in->proc[i].nccl_version;
 	if (v) {
 		fputs(",\"nccl_version\":", f);
 		nrr_json_str(f, v, strlen(v));
@@ -514,14 +513,14 @@ int nrr_export_chrome(struct nrr_inputs *in, const struct nrr_export_opts *o, co
 {
 	struct chrome x = { .in = in };
 	struct nrr_folder *fold = NULL;
-	int ret = NRR_EXIT_OK;
+	int ret = 0;
 	if (!(x.f = nrr_export_open(path, err, errlen)))
-		return NRR_EXIT_USAGE;
+		return -1;
 	x.procs = nrr_export_procs(in);
 	const struct nrr_fold_ops ops = { on_call, on_run, &x };
 	if (!x.procs || nrr_sbuf_open(&x.sb) || !(fold = nrr_folder_new(in, o->all, &ops))) {
 		snprintf(err, errlen, "out of memory");
-		ret = NRR_EXIT_USAGE;
+		ret = -1;
 		goto out;
 	}
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", x.f);

@@ -6,7 +6,6 @@
 
 #include "export.h"
 #include "nrr_hash.h"
-#include "cmds.h"
 #include "progress.h"
 
 struct nrr_export_proc *nrr_export_procs(const struct nrr_inputs *in)
@@ -16,15 +15,12 @@ struct nrr_export_proc *nrr_export_procs(const struct nrr_inputs *in)
 		return NULL;
 	long maxrank = -1;
 	for (size_t i = 0; i < in->n; i++) {
-		char *e;
-		if (in->rank[i] && *in->rank[i]) {
-			long r = strtol(in->rank[i], &e, 10);
-			if (!*e && r >= 0) {
-				p[i].ranked = true;
-				p[i].rank = r;
-				if (r > maxrank)
-					maxrank = r;
-			}
+		long r = in->proc[i].rank;
+		if (r >= 0) {
+			p[i].ranked = true;
+			p[i].rank = r;
+			if (r > maxrank)
+				maxrank = r;
 		}
 	}
 	long next = maxrank + 1;
@@ -39,8 +35,8 @@ struct nrr_export_proc *nrr_export_procs(const struct nrr_inputs *in)
 		if (p[i].ranked) {
 			snprintf(p[i].name, sizeof(p[i].name), "rank %ld (%s)", p[i].rank, in->who[i]);
 		} else {
-			const char *argv = nrr_reader_meta(in->r[i], "argv");
-			const char *exe = argv ? argv : nrr_reader_meta(in->r[i], "exe");
+			const char *argv = in->proc[i].argv;
+			const char *exe = argv ? argv : in->proc[i].program;   /* (no argv: the exe key) */
 			bool launcher = argv && strstr(argv, "ncclrr") && strstr(argv, " run ");
 			snprintf(p[i].name, sizeof(p[i].name), "%s (%s)%s%.60s",
 				 launcher ? "ncclrr run launcher" : "unranked process", in->who[i],
@@ -430,7 +426,7 @@ int nrr_export_read(struct nrr_inputs *in, struct nrr_folder *fold, char *err, s
 	if (rc) {
 		nrr_folder_finish(fold);
 		snprintf(err, errlen, "%s", nrr_strerror(rc));
-		return NRR_EXIT_USAGE;
+		return -1;
 	}
 	const nrr_call *c;
 	size_t ri;
@@ -448,12 +444,12 @@ int nrr_export_read(struct nrr_inputs *in, struct nrr_folder *fold, char *err, s
 
 int nrr_export_read_end(nrr_merge *m, int rc, char *err, size_t errlen)
 {
-	int ret = NRR_EXIT_OK;
+	int ret = 0;
 	if (rc != NRR_EEOF) {
 		char buf[1200];
 		nrr_diag_format(nrr_merge_diag(m), buf, sizeof(buf));
 		snprintf(err, errlen, "%s", buf);
-		ret = NRR_EXIT_USAGE;
+		ret = -1;
 	}
 	nrr_merge_close(m);
 	return ret;
@@ -461,13 +457,13 @@ int nrr_export_read_end(nrr_merge *m, int rc, char *err, size_t errlen)
 
 int nrr_export_close(FILE *f, const char *path, int ret, char *err, size_t errlen)
 {
-	if (ret == NRR_EXIT_OK && (fflush(f) == EOF || ferror(f))) {
+	if (ret == 0 && (fflush(f) == EOF || ferror(f))) {
 		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
-		ret = NRR_EXIT_USAGE;
+		ret = -1;
 	}
-	if (f != stdout && fclose(f) == EOF && ret == NRR_EXIT_OK) {
+	if (f != stdout && fclose(f) == EOF && ret == 0) {
 		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
-		ret = NRR_EXIT_USAGE;
+		ret = -1;
 	}
 	return ret;
 }

@@ -27,7 +27,6 @@
 #include <time.h>
 
 #include "callfmt.h"
-#include "cmds.h"
 #include "export.h"
 #include "runinfo.h"
 #include "report_js.h"
@@ -812,10 +811,9 @@ static void put_header(struct html *h, FILE *f)
 	size_t nranked = 0;
 	long lo = -1, hi = -1;
 	for (size_t i = 0; i < in->n; i++) {
-		/* nrr_reader_meta() answers in one buffer: copy */
-		if (!cmd && !h->procs[i].ranked && (v = nrr_reader_meta(in->r[i], "argv")))
+		if (!cmd && !h->procs[i].ranked && (v = in->proc[i].argv))
 			cmd = strncpy(cmdb, v, sizeof(cmdb) - 1);
-		if (!ver && (v = nrr_reader_meta(in->r[i], "nccl_version")))
+		if (!ver && (v = in->proc[i].nccl_version))
 			ver = strncpy(verb, v, sizeof(verb) - 1);
 		if (h->procs[i].ranked) {
 			nranked++;
@@ -826,7 +824,7 @@ static void put_header(struct html *h, FILE *f)
 		}
 	}
 	for (size_t i = 0; i < in->n && !cmd; i++)
-		if ((v = nrr_reader_meta(in->r[i], "argv")))
+		if ((v = in->proc[i].argv))
 			cmd = strncpy(cmdb, v, sizeof(cmdb) - 1);
 	fputs("<h1>ncclrr report</h1>\n<dl class=\"run\">\n<dt>hosts</dt><dd>", f);
 	/* as the job saw them: `ncclrr run`'s virtual hosts (NCCL_HOSTID), not
@@ -1188,7 +1186,7 @@ static int run_pass(struct html *h, int pass, char *err, size_t errlen)
 	int rc = nrr_merge_open(&m, h->in->r, h->in->n);
 	if (rc) {
 		snprintf(err, errlen, "%s", nrr_strerror(rc));
-		return NRR_EXIT_USAGE;
+		return -1;
 	}
 	const nrr_call *c;
 	size_t ri;
@@ -1218,14 +1216,14 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 		    size_t errlen)
 {
 	struct html h = { .in = in, .nrows = in->n };
-	int ret = NRR_EXIT_OK;
+	int ret = 0;
 	FILE *f = NULL, *cj = NULL;
 	h.procs = nrr_export_procs(in);
 	h.rows = calloc(in->n ? in->n : 1, sizeof(*h.rows));
 	h.row_of = calloc(in->n ? in->n : 1, sizeof(*h.row_of));
 	if (!h.procs || !h.rows || !h.row_of || nrr_sbuf_open(&h.sb)) {
 		snprintf(err, errlen, "out of memory");
-		ret = NRR_EXIT_USAGE;
+		ret = -1;
 		goto out;
 	}
 	for (size_t i = 0; i < in->n; i++)
@@ -1249,18 +1247,18 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 	f = fopen(path, "w");
 	if (!f) {
 		snprintf(err, errlen, "cannot create file=%s: %s", path, strerror(errno));
-		ret = NRR_EXIT_USAGE;
+		ret = -1;
 		goto out;
 	}
 	for (int i = 1; i < 3; i++)
 		if (!(h.layer[i] = tmpfile())) {
 			snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
-			ret = NRR_EXIT_USAGE;
+			ret = -1;
 			goto out;
 		}
 	if (!(h.detail = tmpfile()) || !(cj = tmpfile())) {
 		snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
-		ret = NRR_EXIT_USAGE;
+		ret = -1;
 		goto out;
 	}
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>ncclrr report</title>\n<style>", f);
@@ -1328,7 +1326,7 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 	if (fflush(f) == EOF || ferror(f)) {
 werr:
 		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
-		ret = NRR_EXIT_USAGE;
+		ret = -1;
 	}
 out:
 	for (int i = 1; i < 3; i++)
@@ -1340,7 +1338,7 @@ out:
 		fclose(cj);
 	if (f && fclose(f) == EOF && !ret) {
 		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(errno));
-		ret = NRR_EXIT_USAGE;
+		ret = -1;
 	}
 	nrr_sbuf_close(&h.sb);
 	free(h.procs);

@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmds.h"
 #include "export.h"
 #include "ncclrr_config.h"
 
@@ -548,9 +547,9 @@ int nrr_export_perfetto(struct nrr_inputs *in, const struct nrr_export_opts *o, 
 {
 	struct pf x = { .in = in, .cleared = true };
 	struct nrr_folder *fold = NULL;
-	int ret = NRR_EXIT_OK;
+	int ret = 0;
 	if (!(x.f = nrr_export_open(path, err, errlen)))
-		return NRR_EXIT_USAGE;
+		return -1;
 	perfetto__protos__interned_data__init(&x.idata);
 	for (size_t i = 0; i < MAX_NEW; i++) {
 		x.pnames[i] = &x.names[i];
@@ -567,7 +566,7 @@ int nrr_export_perfetto(struct nrr_inputs *in, const struct nrr_export_opts *o, 
 	const struct nrr_fold_ops ops = { on_call, on_run, &x };
 	if (!x.procs || !x.bundle || nrr_sbuf_open(&x.sb) || !(fold = nrr_folder_new(in, o->all, &ops))) {
 		snprintf(err, errlen, "out of memory");
-		ret = NRR_EXIT_USAGE;
+		ret = -1;
 		goto out;
 	}
 	process_tracks(&x);
@@ -591,9 +590,9 @@ out:
 	free(x.zbuf);
 	free(x.infl);
 	free(x.procs);
-	if (ret == NRR_EXIT_OK && x.err) {
+	if (ret == 0 && x.err) {
 		snprintf(err, errlen, "cannot write file=%s: %s", path, strerror(x.err));
-		ret = NRR_EXIT_USAGE;
+		ret = -1;
 	}
 	return nrr_export_close(x.f, path, ret, err, errlen);
 }
@@ -608,7 +607,7 @@ int nrr_export_perfetto(struct nrr_inputs *in, const struct nrr_export_opts *o, 
 	(void)path;
 	snprintf(err, errlen, "this ncclrr was built without protobuf-c: install libprotobuf-c-dev and "
 			      "protobuf-c-compiler (scripts/setup.sh does) and rebuild, or use --chrome");
-	return NRR_EXIT_USAGE;
+	return -1;
 }
 
 #endif

@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "callfmt.h"
-#include "cmds.h"
-#include "color.h"
+#include "term_color.h"
 #include "progress.h"
 #include "hang.h"
 #include "hang_coll.h"
@@ -552,17 +551,17 @@ static int read_proc(struct nrr_hang *h, size_t i)
 	for (uint32_t k = 0; k < p->nst; k++)
 		p->st[k].tid = nrr_reader_stream(r, k)->tid;
 
-	p->rank = h->in->rank[i] ? atoi(h->in->rank[i]) : -1;
+	const struct nrr_proc *pr = &h->in->proc[i];
+	p->rank = (int)pr->rank;
 	p->who = h->in->who[i];
 	p->path = nrr_reader_path(r);
 	if (p->rank >= 0)
 		snprintf(p->label, sizeof(p->label), "rank %d", p->rank);
 	else
 		snprintf(p->label, sizeof(p->label), "pid %u", info->pid);
-	const char *argv = nrr_reader_meta(r, "argv");
-	snprintf(p->argv0, sizeof(p->argv0), "%s", argv ? argv : "?");
-	const char *end = nrr_reader_meta(r, "end");
-	snprintf(p->end_how, sizeof(p->end_how), "%s", end ? end : "");
+	snprintf(p->argv0, sizeof(p->argv0), "%s", pr->argv ? pr->argv : "?");
+	const char *end = nrr_proc_end_key(pr);
+	snprintf(p->end_how, sizeof(p->end_how), "%s", pr->end_how);
 	uint64_t last = info->end_ts ? nrr_reader_wall(r, info->end_ts) : 0;
 	uint64_t cut = h->cut;
 
@@ -625,7 +624,7 @@ static int read_proc(struct nrr_hang *h, size_t i)
 	free(tab);
 	if (rc && rc != NRR_EEOF) {
 		if (rc == -ENOMEM)
-			fprintf(stderr, "ncclrr hang: out of memory\n");
+			nrr_run_say(NRR_RUN_NOTE, "hang", "out of memory");
 		else
 			nrr_print_diag("hang", nrr_merge_diag(m));
 		nrr_merge_close(m);
@@ -656,8 +655,8 @@ static void job_size(struct nrr_hang *h)
 			const char *v = nrr_reader_meta(r, keys[k]);
 			int n = v ? atoi(v) : 0;
 			if (n > NRR_HANG_MAX_RANKS) {
-				fprintf(stderr, "ncclrr hang: note: %s says %s=%s, more than the %d ranks this "
-					"analysis takes: ignored\n", nrr_reader_path(r), keys[k], v, NRR_HANG_MAX_RANKS);
+				nrr_run_say(NRR_RUN_NOTE, "hang", "note: %s says %s=%s, more than the %d ranks this "
+					"analysis takes: ignored", nrr_reader_path(r), keys[k], v, NRR_HANG_MAX_RANKS);
 				continue;
 			}
 			if (n > h->nranks) {
@@ -1413,17 +1412,16 @@ static int cmp_int(const void *a, const void *b)
 
 static const char *meta_end(size_t i, void *arg, uint64_t *wall)
 {
-	nrr_reader *r = ((const struct nrr_hang *)arg)->in->r[i];
-	uint64_t ts = nrr_reader_info(r)->end_ts;
-	*wall = ts ? nrr_reader_wall(r, ts) : 0;
-	return nrr_reader_meta(r, "end");
+	const struct nrr_proc *p = &((const struct nrr_hang *)arg)->in->proc[i];
+	*wall = p->end_wall;
+	return nrr_proc_end_key(p);
 }
 
 int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 {
 	struct nrr_hang *h = calloc(1, sizeof(*h));
 	if (!h)
-		return NRR_EXIT_USAGE;
+		return -EINVAL;
 	h->in = in;
 	h->np = in->n;
 	h->p = calloc(h->np + 1, sizeof(*h->p));
@@ -1432,7 +1430,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 	h->first_bad = -1;
 	if (!h->p) {
 		free(h);
-		return NRR_EXIT_USAGE;
+		return -EINVAL;
 	}
 	h->cut = nrr_job_stopped_at(h->np, meta_end, h);
 	nrr_progress_init(&h->prog, in);
@@ -1441,7 +1439,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 		if (rc) {
 			nrr_progress_end(&h->prog);
 			nrr_hang_free(h);
-			return NRR_EXIT_USAGE;
+			return -EINVAL;
 		}
 		if (h->p[i].end_wall > h->job_end)
 			h->job_end = h->p[i].end_wall;
@@ -1453,7 +1451,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 	h->rank_node = malloc(((size_t)h->nranks + 1) * sizeof(int));
 	if (!h->missing || !h->rank_node) {
 		nrr_hang_free(h);
-		return NRR_EXIT_USAGE;
+		return -EINVAL;
 	}
 	for (int r = 0; r < h->nranks; r++)
 		h->rank_node[r] = -1;
@@ -1473,10 +1471,10 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 	}
 	struct graph g = { 0 };
 	if (build_edges(h) || graph_build(h, &g) || find_causes(h, &g)) {
-		fprintf(stderr, "ncclrr hang: out of memory\n");
+		nrr_run_say(NRR_RUN_NOTE, "hang", "out of memory");
 		graph_free(&g);
 		nrr_hang_free(h);
-		return NRR_EXIT_USAGE;
+		return -EINVAL;
 	}
 	for (size_t i = 0; i < h->np; i++)
 		h->found |= h->p[i].waiting;

@@ -20,14 +20,15 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "inputs.h"
+#include "run.h"
 
 struct nrr_hang;
 
 /* Analyze the opened inputs (keep them open until nrr_hang_free: the
  * result points at their names).  @return 0 and *@out (free with
- * nrr_hang_free), or NRR_EXIT_USAGE after printing the reader's error
- * ("ncclrr hang: Cannot read trace: file=… offset=…: …"). */
+ * nrr_hang_free), or a negative errno after saying the reader's error
+ * through the run model's sink ("Cannot read trace: file=… offset=…: …",
+ * nrr_run_say()). */
 int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out);
 /* true when some process waits (a blocking call in flight, a polling or
  * retry loop, an unanswered proxy request) at the end of a trace that did

@@ -88,15 +88,14 @@ int cmd_diff(int argc, char **argv)
 	if (o.window < o.context + 2)
 		o.window = o.context + 2;
 	struct nrr_inputs a, b;
-	int rc = nrr_inputs_open(&a, "diff", argv + optind, 1, NULL);
-	if (rc)
-		return rc;
-	rc = nrr_inputs_open(&b, "diff", argv + optind + 1, 1, NULL);
-	if (rc) {
+	if (nrr_inputs_open(&a, "diff", argv + optind, 1, NULL))
+		return NRR_EXIT_USAGE;
+	if (nrr_inputs_open(&b, "diff", argv + optind + 1, 1, NULL)) {
 		nrr_inputs_close(&a);
-		return rc;
+		return NRR_EXIT_USAGE;
 	}
 	int ret = nrr_diff_run(&o, &a, &b, stdout);
+	ret = ret < 0 ? NRR_EXIT_USAGE : ret ? NRR_EXIT_DIFF : NRR_EXIT_OK;
 	nrr_inputs_close(&a);
 	nrr_inputs_close(&b);
 	if (fflush(stdout) == EOF && errno != EPIPE) {

@@ -150,12 +150,11 @@ int cmd_dump(int argc, char **argv)
 	}
 
 	struct nrr_inputs in;
-	int rc = nrr_inputs_open(&in, "dump", argv + optind, argc - optind, sel.ranks);
-	if (rc)
-		return rc;
-	if ((rc = nrr_select_resolve(&sel, &in))) {
+	if (nrr_inputs_open(&in, "dump", argv + optind, argc - optind, sel.ranks))
+		return NRR_EXIT_USAGE;
+	if (nrr_select_resolve(&sel, &in)) {
 		nrr_inputs_close(&in);
-		return rc;
+		return NRR_EXIT_USAGE;
 	}
 	if (meta) {
 		for (size_t i = 0; i < in.n; i++) {
@@ -173,7 +172,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	proxy_note(&in);
 	nrr_merge *m;
-	rc = nrr_merge_open(&m, in.r, in.n);
+	int rc = nrr_merge_open(&m, in.r, in.n);
 	if (rc) {
 		fprintf(stderr, "ncclrr dump: %s\n", nrr_strerror(rc));
 		nrr_inputs_close(&in);

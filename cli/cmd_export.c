@@ -128,17 +128,17 @@ int cmd_export(int argc, char **argv)
 	if (optind >= argc)
 		return nrr_cli_usage_error("export", "no trace file or directory given");
 	struct nrr_inputs in;
-	int rc = nrr_inputs_open(&in, "export", argv + optind, argc - optind, sel.ranks);
-	if (rc)
-		return rc;
-	if ((rc = nrr_select_resolve(&sel, &in))) {
+	if (nrr_inputs_open(&in, "export", argv + optind, argc - optind, sel.ranks))
+		return NRR_EXIT_USAGE;
+	if (nrr_select_resolve(&sel, &in)) {
 		nrr_inputs_close(&in);
-		return rc;
+		return NRR_EXIT_USAGE;
 	}
 	if (sel.failure[0])
 		fprintf(stderr, "ncclrr export: --around-failure: %s at %.6f s: exporting %.6f s to %.6f s\n", sel.failure,
 			(double)sel.failure_ns / 1e9, (double)sel.from_ns / 1e9, (double)sel.to_ns / 1e9);
 	char err[1400] = "";
+	int rc = 0;
 	if (chrome && (rc = nrr_export_chrome(&in, &eo, chrome, err, sizeof(err))))
 		fprintf(stderr, "ncclrr export: --chrome %s: %s\n", chrome, err);
 	if (!rc && perfetto && (rc = nrr_export_perfetto(&in, &eo, perfetto, err, sizeof(err))))

@@ -84,11 +84,10 @@ int cmd_hang(int argc, char **argv)
 		}
 	}
 	struct nrr_inputs in;
-	int rc = nrr_inputs_open(&in, "hang", argv + optind, argc - optind, NULL);
-	if (rc)
-		return rc;
+	if (nrr_inputs_open(&in, "hang", argv + optind, argc - optind, NULL))
+		return NRR_EXIT_USAGE;
 	struct nrr_hang *h;
-	rc = nrr_hang_analyze(&in, &h);
+	int rc = nrr_hang_analyze(&in, &h);
 	if (rc) {
 		nrr_inputs_close(&in);
 		return NRR_EXIT_USAGE;

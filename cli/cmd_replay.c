@@ -261,10 +261,9 @@ int cmd_replay(int argc, char **argv)
 		return NRR_EXIT_USAGE;
 	}
 	struct nrr_inputs in;
-	rc = nrr_inputs_open(&in, "replay", argv + optind, argc - optind, NULL);
-	if (rc) {
+	if (nrr_inputs_open(&in, "replay", argv + optind, argc - optind, NULL)) {
 		free(ranks);
-		return rc;
+		return NRR_EXIT_USAGE;
 	}
 	o.readers = in.r;
 	o.n = in.n;

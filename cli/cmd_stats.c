@@ -140,9 +140,8 @@ int cmd_stats(int argc, char **argv)
 		}
 	}
 	struct nrr_inputs in;
-	int rc = nrr_inputs_open(&in, "stats", argv + optind, argc - optind, ranks);
-	if (rc)
-		return rc;
+	if (nrr_inputs_open(&in, "stats", argv + optind, argc - optind, ranks))
+		return NRR_EXIT_USAGE;
 	int ret = NRR_EXIT_OK;
 	struct api_stat *tot = NULL;
 	size_t ntot = 0;
@@ -163,7 +162,7 @@ int cmd_stats(int argc, char **argv)
 		st[0].name = "(log lines)";
 		st[0].domain = "log";
 		nrr_merge *m;
-		rc = nrr_merge_open(&m, &in.r[i], 1);
+		int rc = nrr_merge_open(&m, &in.r[i], 1);
 		if (rc) {
 			free(st);
 			ret = NRR_EXIT_USAGE;

@@ -1,33 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* color.h - colours on a terminal for errors, the failing rank and the
- * verdicts (reproduced, diverged, a hang), the one place that decides.
- *
- * --color=auto (the default): only on a stream that is a terminal, with
- * TERM set and not "dumb", and NO_COLOR unset or empty (the NO_COLOR convention);
- * --color=always: always, NO_COLOR or not; --color=never: never. */
+/* color.h - the CLI's error line, in the error colour (the colours on a
+ * terminal, and when they are on, are decided in analyzer/term_color.h). */
 #ifndef NCCLRR_CLI_COLOR_H
 #define NCCLRR_CLI_COLOR_H
 
 #include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
 
-enum nrr_color_role {
-	NRR_COLOR_ERROR,   /* an error message, a failing call or rank, "NOT reproduced", "diverged" */
-	NRR_COLOR_WARN,    /* a warning, a skipped input */
-	NRR_COLOR_GOOD,    /* "reproduced", "the runs agree", "no hang" */
-	NRR_COLOR_RANK,    /* the rank at the root of a failure or hang */
-};
-
-/* --color=@when: "auto", "always" or "never".  @return 0, or -1 for any
- * other word (nothing changed). */
-int nrr_color_set(const char *when);
-/* Whether what is written to @f gets colours. */
-bool nrr_color_on(FILE *f);
-/* The escape that starts @role on @f, and the one that ends it: both ""
- * when @f gets no colours. */
-const char *nrr_color(FILE *f, enum nrr_color_role role);
-const char *nrr_color_end(FILE *f);
+#include "term_color.h"   /* (the colours themselves: analyzer/) */
 
 /* Print "ncclrr NAME: msg" on stderr, the message in the error colour;
  * errno is kept.  @return 2 (NRR_EXIT_USAGE). */

@@ -158,6 +158,7 @@ int main(int argc, char **argv)
 	if (strict && !(cmd->flags & NRR_CMD_LENIENT))
 		return nrr_cli_usage_error(cmd->name, "--strict is for the commands that skip damaged inputs "
 					   "(dump, stats, hang, export, diff); %s always stops at the first", cmd->name);
+	nrr_run_set_sink(nrr_cli_run_sink);
 	nrr_inputs_set_strict(strict || !(cmd->flags & NRR_CMD_LENIENT));
 	int rc = cmd->fn(argc - 1, argv + 1);
 	if ((rc == NRR_EXIT_OK || rc == NRR_EXIT_DIFF) && nrr_inputs_skipped()) {

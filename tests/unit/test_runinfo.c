@@ -10,6 +10,7 @@
 
 #include "nrt.h"
 #include "check.h"
+#include "write_trace.h"
 #include "nrr_meta.h"
 #include "runinfo.h"
 
@@ -22,11 +23,7 @@ static nrr_reader *trace(const char *sub, const char *name, const char *meta)
 	snprintf(path, sizeof(path), "%s/%s", dir, sub);
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/%s/%s.nrt", dir, sub, name);
-	nrr_writer_opts o = { .schema = nrr_builtin_schema, .schema_len = nrr_builtin_schema_len,
-			      .meta = meta, .meta_len = strlen(meta) };
-	nrr_writer *w;
-	CHECK_FATAL(nrr_writer_open(&w, path, &o) == 0, "writer %s", path);
-	CHECK_FATAL(nrr_writer_close(w) == 0, "close %s", path);
+	write_trace(path, meta, NULL, false);
 	nrr_reader *r;
 	nrr_diag d;
 	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open %s: %s", path, d.msg);

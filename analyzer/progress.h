@@ -5,13 +5,13 @@
  * 32 MiB (NCCLRR_PROGRESS=1 forces it on, =0 off), redrawn at most four
  * times a second, erased when reading ends; so piped output and small
  * traces never see it. */
-#ifndef NCCLRR_CLI_PROGRESS_H
-#define NCCLRR_CLI_PROGRESS_H
+#ifndef NCCLRR_ANALYZER_PROGRESS_H
+#define NCCLRR_ANALYZER_PROGRESS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "inputs.h"
+#include "run.h"
 
 struct nrr_progress {
 	const char *cmd;
