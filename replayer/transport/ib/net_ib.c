@@ -21,9 +21,11 @@
  *    immediate, no rkey needed);
  *  - the receiver's receive completes with the size.
  * A message longer than the posted receive, or of another tag, is an error.
- * Host memory only (NCCL_PTR_HOST). regMr registers with ibv_reg_mr on the
- * comm's device; isend/irecv with a NULL mhandle register the buffer for
- * that request and deregister it when the request is retired.
+ * Host and GPU memory (NCCL_NET_PTR_HOST, _CUDA: ibv_reg_mr; _DMABUF:
+ * ibv_reg_dmabuf_mr) on the comm's device; iflush asks for nothing (no
+ * RDMA READ flush of GPU memory: see replayer/README.md); isend/irecv
+ * with a NULL mhandle register the buffer for that request and deregister
+ * it when the request is retired.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -39,9 +41,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "nccl_net_types.h"
+#include "net_common.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define HANDLE_MAGIC 0x6e726962u   /* "nrib" */
 #define MAX_REQS 32
 #define MAX_DEVS 16
@@ -147,9 +148,8 @@ static nrr_nccl_result verbs_error(const char *call, int err, const char *dev)
 static nrr_nccl_result i_init(nrr_nccl_logger log)
 {
 	logf_ = log;
-	const char *a = getenv("NCCLRR_NET_IB_ADDR");
-	listen_addr.sin_family = AF_INET;
-	if (inet_pton(AF_INET, a && *a ? a : "127.0.0.1", &listen_addr.sin_addr) != 1) {
+	const char *a;
+	if (net_addr_from_env("NCCLRR_NET_IB_ADDR", &listen_addr, &a)) {
 		WARN("NET/ncclrr-ib: NCCLRR_NET_IB_ADDR=%s is not an IPv4 address", a);
 		return NRR_NCCL_INVALID_ARGUMENT;
 	}
@@ -175,7 +175,7 @@ static nrr_nccl_result i_init(nrr_nccl_logger log)
 		ibv_close_device(ctx);
 	}
 	ibv_free_device_list(list);
-	LOG(NRR_NCCL_LOG_INFO, "NET/ncclrr-ib: %d device(s), listening on %s", ndevs, a && *a ? a : "127.0.0.1");
+	LOG(NRR_NCCL_LOG_INFO, "NET/ncclrr-ib: %d device(s), listening on %s", ndevs, a);
 	return NRR_NCCL_SUCCESS;
 }
 
@@ -184,15 +184,6 @@ static nrr_nccl_result i_devices(int *ndev)
 	*ndev = ndevs;
 	return NRR_NCCL_SUCCESS;
 }
-
-/* ncclNetProperties_v8_t */
-struct props_v8 {
-	char *name, *pciPath;
-	uint64_t guid;
-	int ptrSupport, regIsGlobal, speed, port;
-	float latency;
-	int maxComms, maxRecvs, netDeviceType, netDeviceVersion;
-};
 
 static nrr_nccl_result i_getProperties(int dev, void *p)
 {
@@ -206,8 +197,8 @@ static nrr_nccl_result i_getProperties(int dev, void *p)
 	for (size_t i = 0; i < sizeof(speeds) / sizeof(speeds[0]); i++)
 		if (speeds[i].code == devs[dev].port.active_speed)
 			lane = speeds[i].mbps;
-	*(struct props_v8 *)p = (struct props_v8){ .name = devs[dev].name, .guid = devs[dev].guid,
-						   .ptrSupport = 1 /* host */, .speed = lane * width, .port = PORT,
+	*(struct net_props_v8 *)p = (struct net_props_v8){ .name = devs[dev].name, .guid = devs[dev].guid,
+						   .ptrSupport = NET_PTR_HOST | NET_PTR_CUDA | NET_PTR_DMABUF, .speed = lane * width, .port = PORT,
 						   .maxComms = 65536, .maxRecvs = 1 };
 	return NRR_NCCL_SUCCESS;
 }
@@ -239,29 +230,15 @@ static struct dev *dev_open(int dev)
 	return d->pd ? d : NULL;
 }
 
-static int nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
 static nrr_nccl_result i_listen(int dev, void *opaque, void **listenComm)
 {
 	struct handle *h = opaque;
-	struct sockaddr_in a = listen_addr;
-	socklen_t len = sizeof(a);
+	struct sockaddr_in a;
 	if (dev < 0 || dev >= ndevs)
 		return NRR_NCCL_INVALID_ARGUMENT;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 1024) ||
-	    getsockname(fd, (struct sockaddr *)&a, &len) || nonblock(fd)) {
-		nrr_nccl_result r = sys_error("listen");
-		if (fd >= 0)
-			close(fd);
-		return r;
-	}
+	int fd = net_listen_socket(&listen_addr, &a);
+	if (fd < 0)
+		return sys_error("listen");
 	struct listen_comm *l = calloc(1, sizeof(*l));
 	if (!l) {
 		close(fd);
@@ -440,6 +417,9 @@ static int exchange(struct comm *c, int is_send)
 			if ((x = xfer(c, &ack, sizeof(ack), is_send)) <= 0)
 				return x < 0 ? -(int)sys_error("QP ready ack") : 0;
 			c->state = ST_READY;
+			LOG(NRR_NCCL_LOG_INFO, "NET/ncclrr-ib: %s QP %u (LID %u) connected to QP %u (LID %u), %s side",
+			    devs[c->dev].name, c->mine.qpn, c->mine.lid, c->peer.qpn, c->peer.lid,
+			    is_send ? "send" : "receive");
 			return 1;
 		default:
 			return 1;
@@ -451,6 +431,8 @@ static nrr_nccl_result i_connect(int dev, void *opaque, void **sendComm, void **
 {
 	struct handle *h = opaque;
 	*sendComm = NULL;
+	if (sendDevComm)
+		*sendDevComm = NULL;   /* host transport: no device handle */
 	if (h->magic != HANDLE_MAGIC) {
 		WARN("NET/ncclrr-ib: connect: not a handle of ours (magic %#x)", h->magic);
 		return NRR_NCCL_INVALID_ARGUMENT;
@@ -460,7 +442,7 @@ static nrr_nccl_result i_connect(int dev, void *opaque, void **sendComm, void **
 	struct comm *c = h->pending;
 	if (!c) {
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || nonblock(fd)) {
+		if (fd < 0 || net_nonblock(fd)) {
 			if (fd >= 0)
 				close(fd);
 			return sys_error("connect: socket");
@@ -499,12 +481,14 @@ static nrr_nccl_result i_accept(void *listenComm, void **recvComm, void **recvDe
 {
 	struct listen_comm *l = listenComm;
 	*recvComm = NULL;
+	if (recvDevComm)
+		*recvDevComm = NULL;
 	if (!l->accepting) {
 		int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? NRR_NCCL_SUCCESS
 											   : sys_error("accept");
-		if (nonblock(fd) || !(l->accepting = comm_new(fd, l->dev))) {
+		if (net_nonblock(fd) || !(l->accepting = comm_new(fd, l->dev))) {
 			close(fd);
 			return NRR_NCCL_SYSTEM_ERROR;
 		}
@@ -534,35 +518,75 @@ static struct ibv_mr *reg(struct comm *c, void *data, size_t size)
 	return mr;
 }
 
-static nrr_nccl_result i_regMr(void *comm, void *data, size_t size, int type, void **mhandle)
+/* an mhandle: the MR and the range it was asked for (a dma-buf MR's addr
+ * is its IOVA, which need not be the buffer's address) */
+struct mhandle {
+	struct ibv_mr *mr;
+	char *base;
+	size_t size;
+};
+
+static nrr_nccl_result mhandle_new(struct ibv_mr *mr, void *data, size_t size, void **mhandle)
 {
-	if (type != 1)
-		return NRR_NCCL_INVALID_ARGUMENT;   /* host memory only */
-	*mhandle = size ? reg(comm, data, size) : NULL;
-	return size && !*mhandle ? NRR_NCCL_SYSTEM_ERROR : NRR_NCCL_SUCCESS;
+	struct mhandle *m = mr ? malloc(sizeof(*m)) : NULL;
+	if (!m) {
+		if (mr)
+			ibv_dereg_mr(mr);
+		return NRR_NCCL_SYSTEM_ERROR;
+	}
+	*m = (struct mhandle){ mr, data, size };
+	*mhandle = m;
+	return NRR_NCCL_SUCCESS;
 }
 
+static nrr_nccl_result i_regMr(void *comm, void *data, size_t size, int type, void **mhandle)
+{
+	*mhandle = NULL;
+	if (type != NET_PTR_HOST && type != NET_PTR_CUDA)
+		return NRR_NCCL_INVALID_ARGUMENT;
+	return size ? mhandle_new(reg(comm, data, size), data, size, mhandle) : NRR_NCCL_SUCCESS;
+}
+
+/* GPU memory by its dma-buf fd (no pinning: the HCA, or the fake driver's
+ * memfd, maps it) */
 static nrr_nccl_result i_regMrDmaBuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
 				     void **mhandle)
 {
-	return NRR_NCCL_INVALID_USAGE;
+	struct comm *c = comm;
+	struct dev *d = dev_open(c->dev);
+	*mhandle = NULL;
+	if (!d)
+		return NRR_NCCL_SYSTEM_ERROR;
+	struct ibv_mr *mr = ibv_reg_dmabuf_mr(d->pd, offset, size, (uintptr_t)data, fd,
+					      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!mr)
+		return verbs_error("ibv_reg_dmabuf_mr", errno, d->name);
+	return mhandle_new(mr, data, size, mhandle);
 }
 
 static nrr_nccl_result i_deregMr(void *comm, void *mhandle)
 {
-	if (mhandle && ibv_dereg_mr(mhandle))
+	struct mhandle *m = mhandle;
+	if (!m)
+		return NRR_NCCL_SUCCESS;
+	int rc = ibv_dereg_mr(m->mr);
+	free(m);
+	if (rc) {
+		errno = rc;
 		return sys_error("ibv_dereg_mr");
+	}
 	return NRR_NCCL_SUCCESS;
 }
 
-/* the MR covering [data, data+size): the caller's, else one of the request's own */
+/* the MR of [data, data+size): the caller's when it covers the buffer,
+ * else one of the request's own */
 static int req_mr(struct req *r, void *mhandle)
 {
-	struct ibv_mr *mr = mhandle;
+	struct mhandle *m = mhandle;
 	if (!r->size)
 		return 0;
-	if (mr && (char *)r->data >= (char *)mr->addr && r->data + r->size <= (char *)mr->addr + mr->length) {
-		r->mr = mr;
+	if (m && r->data >= m->base && r->data + r->size <= m->base + m->size) {
+		r->mr = m->mr;
 		return 0;
 	}
 	r->mr = r->own_mr = reg(r->c, r->data, r->size);
@@ -762,18 +786,8 @@ static nrr_nccl_result i_closeListen(void *listenComm)
 	return NRR_NCCL_SUCCESS;
 }
 
-static nrr_nccl_result i_getDeviceMr(void *comm, void *mhandle, void **dptr)
-{
-	return NRR_NCCL_INVALID_USAGE;
-}
-
-static nrr_nccl_result i_irecvConsumed(void *recvComm, int n, void *request)
-{
-	return NRR_NCCL_SUCCESS;
-}
-
-EXPORT const nrr_ncclNet_v8 ncclNetPlugin_v8 = {
+NET_EXPORT const nrr_ncclNet_v8 ncclNetPlugin_v8 = {
 	"ncclrr-ib", i_init, i_devices, i_getProperties, i_listen, i_connect, i_accept,
 	i_regMr, i_regMrDmaBuf, i_deregMr, i_isend, i_irecv, i_iflush, i_test,
-	close_comm, close_comm, i_closeListen, i_getDeviceMr, i_irecvConsumed,
+	close_comm, close_comm, i_closeListen, net_getDeviceMr, net_irecvConsumed,
 };
