@@ -2,7 +2,8 @@
 # Real NCCL on the fake runtime under `ncclrr run` (suite nccl / slow).
 # usage: test_nccl.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR [NCCL_HINT] [RUNS]
 # CASE: cumem | ipc | shm | nonblocking | tp_dp | tp_dp_connect_at_init |
-#       tp_dp_socket | roce | ib_hca | ib_gdr | 4node | ipc_fault | cumem_fault | net_connect
+#       tp_dp_socket | roce | ib_hca | ib_gdr | 4node | ipc_fault | cumem_fault | net_connect |
+#       tp_dp_ncclrr_ib (needs NCCLRR_NET_IB_PLUGIN: libnccl-net-ncclrr-ib.so)
 # NCCLRR_TEST_NET (from meson): IB when the fake libibverbs is built (NCCL
 # takes NET/IB between virtual hosts), else Socket
 set -uo pipefail
@@ -135,6 +136,14 @@ tp_dp_connect_at_init)
 tp_dp_socket)
 	# NCCL_IB_DISABLE=1: NET/Socket between the hosts, fake verbs or not
 	tp_dp tp_dp_socket 'NET/Socket/[0-9]+$' --env NCCL_IB_DISABLE=1
+	;;
+tp_dp_ncclrr_ib)
+	# ncclrr's own verbs transport as NCCL's net plugin: every NET channel
+	# over it, GPUDirect (the topology says gdr; dma-buf MRs), rail-aligned
+	[ -r "${NCCLRR_NET_IB_PLUGIN:-}" ] || { echo "SKIP: NCCLRR_NET_IB_PLUGIN is not set (no libibverbs-dev?)"; exit 77; }
+	tp_dp tp_dp_ncclrr_ib 'NET/ncclrr-ib/[0-9]+/GDRDMA$' rail --env "NCCL_NET_PLUGIN=$NCCLRR_NET_IB_PLUGIN"
+	n=$(count 'NCCL INFO Using network ncclrr-ib$' "$tmp/tp_dp_ncclrr_ib.log")
+	[ "$n" -eq 48 ] || fail "tp_dp_ncclrr_ib: $n communicators use network ncclrr-ib (want 48)"
 	;;
 roce)
 	# NET/IB over RoCE NICs (link layer Ethernet): 8 ranks on two hosts,

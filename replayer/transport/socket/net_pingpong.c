@@ -10,6 +10,10 @@
  *                               takes it: "ncclrr-socket" opens
  *                               libnccl-net-ncclrr-socket.so; "-": the
  *                               value of NCCL_NET_PLUGIN, as NCCL would)
+ * The processes fork before the plugin's init, each initializes it, and the
+ * listen handle goes to the child through a pipe.  NET_PINGPONG_CHILD_HOST=N
+ * gives the child NCCLRR_HOST=N: on the fake runtime, the two ends are then
+ * on two virtual hosts (each with that host's NICs).
  * Exit 0 when every byte arrived as sent.
  */
 #include <dlfcn.h>
@@ -107,19 +111,39 @@ int main(int argc, char **argv)
 		fprintf(stderr, "net_pingpong: %s has no ncclNetPlugin_v8\n", name);
 		return 2;
 	}
+	char handle[NRR_NET_HANDLE_MAXSIZE];
+	void *lcomm = NULL, *mine = NULL;
+	char *buf = malloc(1 << 20), *want = malloc(1 << 20);
+	int fails = 0, pfd[2];
+	if (pipe(pfd)) {
+		perror("net_pingpong: pipe");
+		return 2;
+	}
+	pid_t child = fork();
+	close(child == 0 ? pfd[1] : pfd[0]);
+	const char *host = getenv("NET_PINGPONG_CHILD_HOST");
+	if (child == 0 && host)
+		setenv("NCCLRR_HOST", host, 1);
 	CHECK(net->init(logger));
 	int ndev = 0;
 	char props[256];
 	CHECK(net->devices(&ndev));
+	if (ndev < 1) {
+		fprintf(stderr, "net_pingpong[%d]: the plugin has no device\n", (int)getpid());
+		return 1;
+	}
 	CHECK(net->getProperties(0, props));
-	char handle[NRR_NET_HANDLE_MAXSIZE];
-	void *lcomm = NULL, *mine = NULL;
-	CHECK(net->listen(0, handle, &lcomm));
-	char *buf = malloc(1 << 20), *want = malloc(1 << 20);
-	int fails = 0;
-	pid_t child = fork();
+	if (child != 0) {
+		CHECK(net->listen(0, handle, &lcomm));
+		if (write(pfd[1], handle, sizeof(handle)) != (ssize_t)sizeof(handle))
+			perror("net_pingpong: write");
+	}
 	if (child == 0) {   /* the sender: connects to the parent's handle */
 		void *scomm = NULL, *dev = NULL, *mh = NULL;
+		if (read(pfd[0], handle, sizeof(handle)) != (ssize_t)sizeof(handle)) {
+			fprintf(stderr, "net_pingpong: the parent sent no handle\n");
+			_exit(1);
+		}
 		while (!scomm)
 			CHECK(net->connect(0, handle, &scomm, &dev));
 		CHECK(net->regMr(scomm, buf, 1 << 20, 1, &mh));

@@ -25,9 +25,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "nccl_net_types.h"
+#include "net_common.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define HANDLE_MAGIC 0x6e72736fu   /* "nrso" */
 #define MAX_REQS 32
 
@@ -78,24 +77,15 @@ static nrr_nccl_result sys_error(const char *what)
 	return NRR_NCCL_SYSTEM_ERROR;
 }
 
-static int nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
 static nrr_nccl_result s_init(nrr_nccl_logger log)
 {
 	logf_ = log;
-	const char *a = getenv("NCCLRR_NET_SOCKET_ADDR");
-	dev_addr.sin_family = AF_INET;
-	if (inet_pton(AF_INET, a && *a ? a : "127.0.0.1", &dev_addr.sin_addr) != 1) {
+	const char *a;
+	if (net_addr_from_env("NCCLRR_NET_SOCKET_ADDR", &dev_addr, &a)) {
 		WARN("NET/ncclrr-socket: NCCLRR_NET_SOCKET_ADDR=%s is not an IPv4 address", a);
 		return NRR_NCCL_INVALID_ARGUMENT;
 	}
-	LOG(NRR_NCCL_LOG_INFO, "NET/ncclrr-socket: one device on %s", a && *a ? a : "127.0.0.1");
+	LOG(NRR_NCCL_LOG_INFO, "NET/ncclrr-socket: one device on %s", a);
 	return NRR_NCCL_SUCCESS;
 }
 
@@ -105,21 +95,12 @@ static nrr_nccl_result s_devices(int *ndev)
 	return NRR_NCCL_SUCCESS;
 }
 
-/* ncclNetProperties_v8_t */
-struct props_v8 {
-	char *name, *pciPath;
-	uint64_t guid;
-	int ptrSupport, regIsGlobal, speed, port;
-	float latency;
-	int maxComms, maxRecvs, netDeviceType, netDeviceVersion;
-};
-
 static nrr_nccl_result s_getProperties(int dev, void *p)
 {
 	if (dev != 0)
 		return NRR_NCCL_INVALID_ARGUMENT;
 	static char name[] = "ncclrr-socket";
-	*(struct props_v8 *)p = (struct props_v8){ .name = name, .guid = 0x6e7272, .ptrSupport = 1 /* host */,
+	*(struct net_props_v8 *)p = (struct net_props_v8){ .name = name, .guid = 0x6e7272, .ptrSupport = NET_PTR_HOST,
 						   .speed = 10000, .maxComms = 65536, .maxRecvs = 1 };
 	return NRR_NCCL_SUCCESS;
 }
@@ -127,18 +108,12 @@ static nrr_nccl_result s_getProperties(int dev, void *p)
 static nrr_nccl_result s_listen(int dev, void *opaque, void **listenComm)
 {
 	struct handle *h = opaque;
-	struct sockaddr_in a = dev_addr;
-	socklen_t len = sizeof(a);
+	struct sockaddr_in a;
 	if (dev != 0)
 		return NRR_NCCL_INVALID_ARGUMENT;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 1024) ||
-	    getsockname(fd, (struct sockaddr *)&a, &len) || nonblock(fd)) {
-		nrr_nccl_result r = sys_error("listen");
-		if (fd >= 0)
-			close(fd);
-		return r;
-	}
+	int fd = net_listen_socket(&dev_addr, &a);
+	if (fd < 0)
+		return sys_error("listen");
 	struct listen_comm *l = calloc(1, sizeof(*l));
 	if (!l) {
 		close(fd);
@@ -189,7 +164,7 @@ static nrr_nccl_result s_connect(int dev, void *opaque, void **sendComm, void **
 	struct comm *c = h->pending;
 	if (!c) {
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || nonblock(fd))
+		if (fd < 0 || net_nonblock(fd))
 			return sys_error("connect: socket");
 		if (!(c = comm_new(fd))) {
 			close(fd);
@@ -239,7 +214,7 @@ static nrr_nccl_result s_accept(void *listenComm, void **recvComm, void **recvDe
 		if (fd < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? NRR_NCCL_SUCCESS
 											   : sys_error("accept");
-		if (nonblock(fd) || !(l->accepting = comm_new(fd))) {
+		if (net_nonblock(fd) || !(l->accepting = comm_new(fd))) {
 			close(fd);
 			return NRR_NCCL_SYSTEM_ERROR;
 		}
@@ -401,18 +376,8 @@ static nrr_nccl_result s_closeListen(void *listenComm)
 	return NRR_NCCL_SUCCESS;
 }
 
-static nrr_nccl_result s_getDeviceMr(void *comm, void *mhandle, void **dptr)
-{
-	return NRR_NCCL_INVALID_USAGE;
-}
-
-static nrr_nccl_result s_irecvConsumed(void *recvComm, int n, void *request)
-{
-	return NRR_NCCL_SUCCESS;
-}
-
-EXPORT const nrr_ncclNet_v8 ncclNetPlugin_v8 = {
+NET_EXPORT const nrr_ncclNet_v8 ncclNetPlugin_v8 = {
 	"ncclrr-socket", s_init, s_devices, s_getProperties, s_listen, s_connect, s_accept,
 	s_regMr, s_regMrDmaBuf, s_deregMr, s_isend, s_irecv, s_iflush, s_test,
-	close_comm, close_comm, s_closeListen, s_getDeviceMr, s_irecvConsumed,
+	close_comm, close_comm, s_closeListen, net_getDeviceMr, net_irecvConsumed,
 };
