@@ -43,12 +43,13 @@ run_one() {
 	want "$n" "${names[@]}" || return 0
 	case $n in
 	clean_ib) rec clean_ib 120 ;;
-	# rank 4 asks for GID index 3; its NIC's table holds 2 (0: IB/RoCE v1,
-	# 1: RoCE v2)
-	gid_index) rec gid_index 20 --rank-env 4:NCCL_IB_GID_INDEX=3 ;;
-	# rank 4 lowers its own RLIMIT_MEMLOCK to 64 KiB (the launcher raises
+	# rank 4 takes GID index 0 (its NIC's RoCE v1 / link-local GID) while
+	# every other rank takes 1 (RoCE v2): its peers' RTR, a v2 source to
+	# rank 4's v1 GID, has no route
+	gid_index) rec gid_index 20 --rank-env 4:NCCL_IB_GID_INDEX=0 ;;
+	# rank 4 lowers its own RLIMIT_MEMLOCK to 0 (the launcher raises
 	# it for every rank; a rank can only lower it), then runs the workload
-	memlock) rec memlock 20 -- sh -c '[ "$NCCLRR_RANK" != 4 ] || ulimit -l 64; exec "$0" "$@"' "$wl" ;;
+	memlock) rec memlock 20 -- sh -c '[ "$NCCLRR_RANK" != 4 ] || ulimit -l 0; exec "$0" "$@"' "$wl" ;;
 	esac
 	rm -f "$here/$n/nccl-topo.xml"
 	"$ncclrr" replay --topo "$topo" "$here/$n" | "$here/../replay/normalize.sh" >"$here/$n.expected" || true
