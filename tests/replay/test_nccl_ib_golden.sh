@@ -4,10 +4,10 @@
 # what NCCL printed, replay, diff against the clean IB run, rerun.
 # usage: test_nccl_ib_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
 # CASE: logs | golden | diff | rerun | repeat20
-# logs, golden and diff need no NCCL (the traces are enough); rerun runs the
-# real init_allreduce again and skips (77) without a relinked NCCL.
-# repeat20 replays each failure 20 times: it needs the NET/IB replay
-# transport, so it is not registered in meson until that exists.
+# logs and diff need only the traces (registered, suite nccl). golden,
+# repeat20 (each failure replayed 20 times) and rerun (real init_allreduce
+# again with the recorded answers) need the NET/IB replay transport: not
+# registered in meson until it exists.
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -24,30 +24,24 @@ unset NCCLRR_FAULT NCCL_DEBUG
 failures="gid_index memlock"
 has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(head -c 3000 "$1")"; }
 
-# NOT YET FILLED: the traces were not recorded yet (traces/nccl_ib/README.md);
-# after record.sh, put here the net_ib.cc / transport.cc line NCCL printed
-# and the failing call ncclrr names, then register the cases in meson.
-for v in "@GID_WARN@" "@GID_RANK@" "@MEMLOCK_WARN@"; do
-	case $v in @*@) echo "test_nccl_ib_golden.sh: expectations not filled in (run traces/nccl_ib/record.sh first)"; exit 77 ;; esac
-done
 # what NCCL printed on the failing rank, the net_ib.cc / transport lines, as
 # `[R] ...` lines of ncclrr run's output
 declare -A warn=(
-	[gid_index]="@GID_WARN@"
-	[memlock]="@MEMLOCK_WARN@"
+	[gid_index]="misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error Network is unreachable errno 101"
+	[memlock]="misc/ibvwrap.cc:153 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory"
 )
-# the rank that prints it: a peer of rank 4 for gid_index (its RTR to
-# rank 4 fails), rank 4 itself for memlock
-declare -A rank=([gid_index]=@GID_RANK@ [memlock]=4)
+# the rank that prints it: for gid_index rank 3, a peer of rank 4 (its RTR
+# to rank 4's GID 0 fails); for memlock rank 4 itself
+declare -A rank=([gid_index]=3 [memlock]=4)
 # the failing rank and call, as replay and diff name them
 declare -A failing=(
-	[gid_index]="@GID_FAIL@"
-	[memlock]="@MEMLOCK_FAIL@"
+	[gid_index]="rank 3 thread 4, failure only in B: ibv_modify_qp = ENETUNREACH (Network is unreachable)"
+	[memlock]="rank 4 thread 5, failure only in B: ibv_reg_mr = NULL ENOMEM"
 )
 
 case $case_ in
 logs)
-	# the recorded failure is NCCL's, on rank 4, and every rank of the clean
+	# the recorded failure is NCCL's, on the rank in the table, and every rank of the clean
 	# run completed its AllReduce over NET/IB
 	for t in $failures; do
 		grep "^\[${rank[$t]}\] " "$g/$t.log" | grep -qF -- "${warn[$t]}" ||
@@ -55,7 +49,7 @@ logs)
 	done
 	n=$(grep -c ': allreduce ok' "$g/clean_ib.log" || true)
 	[ "$n" -eq 8 ] || fail "clean_ib.log: $n of 8 AllReduces"
-	grep -q 'NET/IB' "$g/clean_ib.log" || fail "clean_ib.log: no NET/IB"
+	grep -q "8 of 8 ranks exited 0" "$g/clean_ib.log" || fail "clean_ib.log: not every rank exited 0"
 	;;
 golden)
 	# each replays to exactly its expected output
@@ -74,6 +68,7 @@ diff)
 		grep '^Earliest across ranks:' "$tmp/$t.diff" | grep -qF -- "${failing[$t]}" ||
 			fail "diff clean_ib $t: headline does not name '${failing[$t]}': $(grep -E '^Earliest' "$tmp/$t.diff")"
 	done
+	has "$tmp/gid_index.diff" "env.NCCL_IB_GID_INDEX (rank 4): A '1', B '0'" config
 	;;
 rerun)
 	# real NCCL again with the recorded answers: the rank fails the same way
