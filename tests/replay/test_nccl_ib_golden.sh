@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The golden traces of real NCCL 2.22.3 failing over NET/IB on the fake
+# verbs fabric (traces/nccl_ib/, made by traces/nccl_ib/record.sh):
+# what NCCL printed, replay, diff against the clean IB run, rerun.
+# usage: test_nccl_ib_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
+# CASE: logs | golden | diff | rerun | repeat20
+# logs and diff need only the traces (registered, suite nccl). golden,
+# repeat20 (each failure replayed 20 times) and rerun (real init_allreduce
+# again with the recorded answers) need the NET/IB replay transport: not
+# registered in meson until it exists.
+set -uo pipefail
+case_=$1
+ncclrr=$(realpath "$2")
+root=$3
+wl=${4:-}
+NCCL_HINT=${5:-}
+g=$root/traces/nccl_ib
+topo=$root/topo/2node_8gpu_roce.xml
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+unset NCCLRR_FAULT NCCL_DEBUG
+failures="gid_index memlock"
+has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(head -c 3000 "$1")"; }
+
+# what NCCL printed on the failing rank, the net_ib.cc / transport lines, as
+# `[R] ...` lines of ncclrr run's output
+declare -A warn=(
+	[gid_index]="misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error Network is unreachable errno 101"
+	[memlock]="misc/ibvwrap.cc:153 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory"
+)
+# the rank that prints it: for gid_index rank 3, a peer of rank 4 (its RTR
+# to rank 4's GID 0 fails); for memlock rank 4 itself
+declare -A rank=([gid_index]=3 [memlock]=4)
+# the failing rank and call, as replay and diff name them
+declare -A failing=(
+	[gid_index]="rank 3 thread 4, failure only in B: ibv_modify_qp = ENETUNREACH (Network is unreachable)"
+	[memlock]="rank 4 thread 5, failure only in B: ibv_reg_mr = NULL ENOMEM"
+)
+
+case $case_ in
+logs)
+	# the recorded failure is NCCL's, on the rank in the table, and every rank of the clean
+	# run completed its AllReduce over NET/IB
+	for t in $failures; do
+		grep "^\[${rank[$t]}\] " "$g/$t.log" | grep -qF -- "${warn[$t]}" ||
+			fail "$t.log: rank ${rank[$t]} did not print '${warn[$t]}'"
+	done
+	n=$(grep -c ': allreduce ok' "$g/clean_ib.log" || true)
+	[ "$n" -eq 8 ] || fail "clean_ib.log: $n of 8 AllReduces"
+	grep -q "8 of 8 ranks exited 0" "$g/clean_ib.log" || fail "clean_ib.log: not every rank exited 0"
+	;;
+golden)
+	# each replays to exactly its expected output
+	for t in clean_ib $failures; do
+		"$ncclrr" replay --topo "$topo" --timeout 60 "$g/$t" >"$tmp/$t.out" 2>&1
+		"$root/traces/replay/normalize.sh" <"$tmp/$t.out" | grep -v '^ncclrr replay: warning: .*no index at the end' >"$tmp/$t.norm"
+		diff -u "$g/$t.expected" "$tmp/$t.norm" || fail "$t: output differs from $t.expected"
+	done
+	;;
+diff)
+	# against the clean IB run, the headline names the failing rank and call
+	for t in $failures; do
+		"$ncclrr" diff "$g/clean_ib" "$g/$t" >"$tmp/$t.diff" 2>&1
+		rc=$?
+		[ $rc -eq 1 ] || fail "diff clean_ib $t: exit $rc, want 1"
+		grep '^Earliest across ranks:' "$tmp/$t.diff" | grep -qF -- "${failing[$t]}" ||
+			fail "diff clean_ib $t: headline does not name '${failing[$t]}': $(grep -E '^Earliest' "$tmp/$t.diff")"
+	done
+	has "$tmp/gid_index.diff" "env.NCCL_IB_GID_INDEX (rank 4): A '1', B '0'" config
+	;;
+rerun)
+	# real NCCL again with the recorded answers: the rank fails the same way
+	# and prints the same lines
+	. "$root/tests/integration/nccl_common.sh"
+	for t in $failures; do
+		"$ncclrr" replay --rerun "$g/$t" --topo "$topo" -o "$tmp/re-$t" -- "$wl/init_allreduce" >"$tmp/$t.re" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] || fail "rerun $t: exit $rc: $(tail -5 "$tmp/$t.re")"
+		has "$tmp/$t.re" "rank ${rank[$t]}: reproduced:" "rerun $t"
+		has "$tmp/$t.re" "${warn[$t]}" "rerun $t"
+	done
+	;;
+repeat20)
+	for t in $failures; do
+		"$ncclrr" replay --topo "$topo" --timeout 60 --repeat 20 "$g/$t" >"$tmp/$t.rep" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] || fail "$t: --repeat 20 exit $rc: $(grep -E 'replay [0-9]|differs|hung|divergence|unsupported' "$tmp/$t.rep" | head -5)"
+		has "$tmp/$t.rep" "20 of 20 replays reproduced the failure, 20 of 20 identical to the first" "$t"
+	done
+	;;
+*) echo "unknown case $case_"; exit 2 ;;
+esac
+[ $fails -eq 0 ] && echo "PASS: nccl_ib golden $case_" || echo "$fails failure(s)"
+[ $fails -eq 0 ]
