@@ -13,7 +13,6 @@
 #include "inputs.h"
 #include "nrr_launch.h"
 #include "replay.h"
-#include "replay_internal.h"
 #include "rerun.h"
 
 const char cmd_replay_usage[] =

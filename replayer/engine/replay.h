@@ -17,6 +17,13 @@
 
 #include "nrt.h"
 
+/* --inject: which recorded calls are answered from the trace */
+enum nrr_inject {
+	NRR_INJECT_ERRORS = 0, /* calls recorded as failed fail the same way, without running */
+	NRR_INJECT_ALL = 1,    /* every CUDA/NVML/verbs call answered from the trace */
+	NRR_INJECT_NONE = 2,   /* everything runs; disagreements are divergences */
+};
+
 /* What the coordinator learnt about one recorded process. */
 /* The end of a process killed outright (no end recorded while most
  * processes have one: nrr_no_end_means_killed). */

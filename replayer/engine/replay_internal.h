@@ -18,12 +18,7 @@
 #include <stdint.h>
 
 #include "nrt.h"
-
-enum nrr_inject {
-	NRR_INJECT_ERRORS = 0, /* calls recorded as failed fail the same way, without running */
-	NRR_INJECT_ALL = 1,    /* every CUDA/NVML/verbs call answered from the trace */
-	NRR_INJECT_NONE = 2,   /* everything runs; disagreements are divergences */
-};
+#include "replay.h"
 
 /* What replaying one call gave. */
 enum nrr_rstatus {
