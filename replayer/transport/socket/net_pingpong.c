@@ -20,7 +20,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,7 +121,11 @@ int main(int argc, char **argv)
 		perror("net_pingpong: pipe");
 		return 2;
 	}
-	pid_t child = fork();
+	pid_t parent = getpid(), child = fork();
+	/* the sender dies with its receiver: it would else poll connect to a
+	 * listener that is gone, forever (an orphan spinning on a CPU) */
+	if (child == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent))
+		_exit(1);
 	close(child == 0 ? pfd[1] : pfd[0]);
 	const char *host = getenv("NET_PINGPONG_CHILD_HOST");
 	if (child == 0 && host)
