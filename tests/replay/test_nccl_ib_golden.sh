@@ -36,7 +36,7 @@ declare -A rank=([gid_index]=3 [memlock]=4)
 # the failing rank and call, as replay and diff name them
 declare -A failing=(
 	[gid_index]="rank 3 thread 4, failure only in B: ibv_modify_qp = ENETUNREACH (Network is unreachable)"
-	[memlock]="rank 4 thread 5, failure only in B: ibv_reg_mr = NULL ENOMEM"
+	[memlock]="rank 4 thread 4, failure only in B: ibv_reg_mr = NULL ENOMEM"
 )
 
 case $case_ in
