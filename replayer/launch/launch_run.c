@@ -716,7 +716,8 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		goto end;
 	}
 	for (int h = 0; h < nhosts_used; h++) {
-		if (snprintf(xml[h], sizeof(xml[h]), "%s/host%d.xml", tmpdir, h) >= (int)sizeof(xml[h])) {
+		if (snprintf(xml[h], sizeof(xml[h]), "%s/host%d.xml", tmpdir, h) >= (int)sizeof(xml[h]) ||
+		    snprintf(sysfs[h], sizeof(sysfs[h]), "%s/host%d.sysfs", tmpdir, h) >= (int)sizeof(sysfs[h])) {
 			fprintf(report, "ncclrr run: the temporary directory %s is too long a path (TMPDIR)\n", tmpdir);
 			goto end;
 		}
@@ -726,7 +727,6 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 				h, xml[h], msg);
 			goto end;
 		}
-		snprintf(sysfs[h], sizeof(sysfs[h]), "%s/host%d.sysfs", tmpdir, h);
 		if (c->write_host_sysfs && c->write_host_sysfs(c->ctx, h, sysfs[h], msg, sizeof(msg)) < 0) {
 			fprintf(report, "ncclrr run: cannot write the sysfs view of host %d: %s\n", h, msg);
 			goto end;
