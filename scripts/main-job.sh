@@ -5,7 +5,8 @@
 #    topo/2node_16gpu.xml (2 virtual hosts x 8 fake GPUs) with real NCCL
 #    2.22.3 (Debian's libnccl_static.a relinked against ncclrr's CUDA
 #    runtime by scripts/nccl.sh) and legacy CUDA IPC for P2P
-#    (NCCL_CUMEM_ENABLE=0);
+#    (NCCL_CUMEM_ENABLE=0), NET/Socket between the hosts (NCCL_IB_DISABLE=1:
+#    ncclrr replays no trace of NCCL's own NET/IB yet, issue 15);
 #  - the fake runtime's fault switch makes rank 3's first
 #    cudaIpcOpenMemHandle fail, as a broken P2P/IPC path does; NCCL prints
 #    its own transport/p2p.cc WARN and `transport.cc:N -> 1` chain, and the
@@ -33,10 +34,10 @@ export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ENV
 
 echo
 echo "== ncclrr record -o $out/trace -- ncclrr run --topo $topo -- tp_dp   (16 ranks, real NCCL 2.22.3)"
-echo "   NCCL_CUMEM_ENABLE=0 (P2P over legacy CUDA IPC), NCCLRR_FAULT=$fault"
+echo "   NCCL_CUMEM_ENABLE=0 (P2P over legacy CUDA IPC), NCCL_IB_DISABLE=1 (NET/Socket), NCCLRR_FAULT=$fault"
 set +e
 "$ncclrr" record -q -o "$out/trace" -- "$ncclrr" run --topo "$topo" --timeout 15 \
-	--env NCCL_CUMEM_ENABLE=0 --env "NCCLRR_FAULT=$fault" -- "$wl" >"$out/run.log" 2>&1
+	--env NCCL_CUMEM_ENABLE=0 --env NCCL_IB_DISABLE=1 --env "NCCLRR_FAULT=$fault" -- "$wl" >"$out/run.log" 2>&1
 rc=$?
 set -e
 echo "-- what NCCL printed (rank 3, and the first line of each other rank that failed):"
@@ -60,7 +61,7 @@ echo "== ncclrr replay --rerun $out/trace -- tp_dp   (the real program again, wi
 
 echo
 echo "== ncclrr diff: a clean recording of the same job (default cuMem P2P) against this one"
-"$ncclrr" record -q -o "$out/clean" -- "$ncclrr" run --topo "$topo" --timeout 120 -- "$wl" >"$out/clean.log" 2>&1 || true
+"$ncclrr" record -q -o "$out/clean" -- "$ncclrr" run --topo "$topo" --timeout 120 --env NCCL_IB_DISABLE=1 -- "$wl" >"$out/clean.log" 2>&1 || true
 set +e
 "$ncclrr" diff "$out/clean" "$out/trace" >"$out/diff.txt"
 set -e
