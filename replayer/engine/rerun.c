@@ -98,6 +98,7 @@ struct rule {
 
 struct proc {
 	char *path;
+	bool ib_dev;          /* opened an IB device (ibv_open_device answered one) */
 	int rank;              /* -1: not a rank (the launcher, a helper) */
 	long pid, ppid;
 	char host[64];         /* meta host (masked in NCCL's lines) */
@@ -638,6 +639,8 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 						  : nslots - 1;
 		uint32_t id = c->fn->id <= nfns ? c->fn->id : 0;
 		bool fa = faultable(c->fn);
+		if (c->phase == NRR_PHASE_CALL && c->result && !strcmp(c->fn->name, "ibv_open_device"))
+			p->ib_dev = true;
 		uint64_t k = 0;
 		long me = -1;   /* this call's nested entry */
 		if (c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) {
@@ -1148,9 +1151,25 @@ static int env_options(const struct run *x, struct strv *args, FILE *err)
 		else
 			free(k);
 	}
+	/* A recording in which no process opened an IB device had no NET/IB
+	 * (a machine without HCAs, or one recorded before the fake verbs):
+	 * the rerun keeps NCCL off the fake cluster's NICs too, unless the
+	 * recording says what NCCL_IB_DISABLE was. */
+	bool ib = false, ib_said = false;
+	for (size_t i = 0; i < x->n; i++)
+		ib |= x->procs[i].ib_dev;
+	for (int r = 0; r < x->nranks; r++)
+		ib_said |= x->ranks[r].root && env_given(x->ranks[r].root, "NCCL_IB_DISABLE", 15);
+	if (!ib && !ib_said) {
+		fprintf(err, "ncclrr replay: note: no process of the recording opened an IB device: the rerun "
+			"keeps NCCL off NET/IB (NCCL_IB_DISABLE=1)\n");
+		strv_addf(args, "--env"), strv_addf(args, "NCCL_IB_DISABLE=1");
+	}
 	for (size_t i = 0; i < keys.n; i++) {
 		const char *k = keys.v[i];
 		size_t kl = strlen(k);
+		if (!ib && !ib_said && !strcmp(k, "NCCL_IB_DISABLE"))
+			continue;
 		const char *now = getenv(k), *first = NULL;
 		bool same = true, any = false, all = true;
 		for (int r = 0; r < x->nranks; r++) {
