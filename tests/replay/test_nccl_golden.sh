@@ -127,9 +127,6 @@ rerun)
 	# the real tp_dp again with the recorded answers: the failing rank
 	# fails the same way, and NCCL prints the same WARN lines there
 	. "$root/tests/integration/nccl_common.sh"
-	# NET/Socket between the hosts, as these were recorded (before the fake
-	# verbs): over NET/IB rank 3 was no longer reproduced
-	nccl_socket_only
 	# (net_connect: rank 8's refused socket becomes a connect rule aimed at
 	# its thread, `connect:thread=NCCL Service  0:nth=1:ECONNREFUSED`)
 	declare -A rank=([p2p_ipc_open]=3 [cumem_import]=3 [bad_ifname]=5 [net_connect]=8)
