@@ -60,10 +60,6 @@ golden)
 	;;
 rerun)
 	need_versions
-	# NET/Socket, as recorded (the fake verbs came later): over NET/IB
-	# 2.29.7 starts a thread that makes socket calls before the retried
-	# connect, and diff named that thread as some ranks' first difference
-	nccl_socket_only
 	"$ncclrr" replay --rerun "$g" -o "$tmp/re22" -- "$wl/init_allreduce" >"$tmp/re22.out" 2>&1
 	rc=$?
 	[ $rc -eq 0 ] || fail "rerun with the recorded NCCL: exit $rc: $(grep -E '^(rank|rerun)' "$tmp/re22.out")"
