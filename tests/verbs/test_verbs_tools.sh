@@ -13,12 +13,9 @@ root=$2
 for p in ibv_devices ibv_devinfo ibv_rc_pingpong; do
 	command -v $p >/dev/null || { echo "SKIP: $p not found (Debian package ibverbs-utils; scripts/setup.sh installs it)"; exit 77; }
 done
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$root/tests/lib/check.sh"
 unset RANK WORLD_SIZE OMPI_COMM_WORLD_RANK SLURM_PROCID LOCAL_RANK
 topo=$root/topo/2node_8gpu_pcie.xml
-fails=0 pass=0
-check() { if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
 must() { grep -q -- "$2" "$3"; check "$1: '$2' in $3" $?; }
 mustnot() { ! grep -q -- "$2" "$3"; check "$1: no '$2' in $3" $?; }
 run() { "$ncclrr" run --topo "$1" -np 2 --timeout 60 -- "${@:2}"; }
@@ -45,7 +42,6 @@ must devinfo '^\[0\] 			port_lid:		1$' "$tmp/devinfo"
 must devinfo '^\[1\] 			port_lid:		34$' "$tmp/devinfo"
 
 # ---- ibv_rc_pingpong, server on host 0, client on host 1
-port=$((20000 + $$ % 20000))
 cat >"$tmp/pp.sh" <<'E'
 #!/bin/bash
 # rank 0 serves; rank 1 connects, again while the server is not listening yet
@@ -64,8 +60,7 @@ chmod +x "$tmp/pp.sh"
 pp() { # NAME TOPO ARGS...
 	local name=$1 t=$2
 	shift 2
-	port=$((port + 1))
-	PP_PORT=$port run "$t" "$tmp/pp.sh" "$@" >"$tmp/$name" 2>&1
+	PP_PORT=$(free_port) run "$t" "$tmp/pp.sh" "$@" >"$tmp/$name" 2>&1
 }
 pp pp_plain "$topo" -d mlx5_0 -n 200
 check "ibv_rc_pingpong exits 0" $?
@@ -109,16 +104,14 @@ cat >"$tmp/fault.sh" <<'E'
 exec ibv_rc_pingpong -d mlx5_0 -p "$PP_PORT"
 E
 chmod +x "$tmp/fault.sh"
-port=$((port + 1))
-PP_PORT=$port "$ncclrr" run --topo "$topo" -np 2 --timeout 60 --env 'NCCLRR_FAULT=ibv_reg_mr:rank=1:ENOMEM' -- \
+PP_PORT=$(free_port) "$ncclrr" run --topo "$topo" -np 2 --timeout 60 --env 'NCCLRR_FAULT=ibv_reg_mr:rank=1:ENOMEM' -- \
 	"$tmp/fault.sh" >"$tmp/fault" 2>&1
 check "a fault in ibv_reg_mr fails the program" $((! $?))
 must fault '^\[1\] ncclrr-fake: injecting ENOMEM into ibv_reg_mr (rank 1, call 1)' "$tmp/fault"
 must fault "^\[1\] Couldn't register MR" "$tmp/fault"
 
 # ---- the tracer records the verbs calls, the data path included
-port=$((port + 1))
-PP_PORT=$port "$ncclrr" record -q -o "$tmp/rec" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- \
+PP_PORT=$(free_port) "$ncclrr" record -q -o "$tmp/rec" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- \
 	"$tmp/pp.sh" -d mlx5_0 -n 20 >"$tmp/rec.log" 2>&1
 check "ncclrr record of ibv_rc_pingpong exits 0" $?
 for f in "$tmp"/rec/*.nrt; do "$ncclrr" dump "$f"; done >"$tmp/rec.dump" 2>&1
