@@ -51,7 +51,8 @@ for f in cuGetProcAddress cuDeviceGetAttribute cuMemAlloc cuLaunchKernel cuMemCr
 	grep -q "$f" "$out/smoke_static.dump"
 	check "the static trace has $f" $?
 done
-for f in cudaMalloc cudaLaunchKernel cudaIpcGetMemHandle cuMemCreate; do
+# kernel<<<...>>> enters the CUDA 13 runtime as __cudaLaunchKernel
+for f in cudaMalloc __cudaLaunchKernel cudaIpcGetMemHandle cuMemCreate; do
 	grep -q "$f" "$out/smoke_shared.dump"
 	check "the shared trace has $f" $?
 done
