@@ -179,6 +179,15 @@ static struct in6_addr mapped_loopback(void)
 	return a;
 }
 
+/* Was IPv6 socket @fd made IPv6-only (IPV6_V6ONLY, replayed)?  Then it
+ * cannot have an IPv4 address. */
+static bool v6_only(int fd)
+{
+	int on = 0;
+	socklen_t l = sizeof(on);
+	return getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, &l) == 0 && on;
+}
+
 /* Is @sa an IPv6 address holding an IPv4 one (::ffff:a.b.c.d)? */
 static bool v4_mapped(const uint8_t *sa, size_t len)
 {
@@ -574,7 +583,7 @@ static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
 		static const uint8_t any[16];
 		const uint8_t *ra = sa + offsetof(struct sockaddr_in6, sin6_addr);
-		if (c->args[i].len >= sizeof(a) && (v4_mapped(sa, c->args[i].len) || !memcmp(ra, any, 16)))
+		if (c->args[i].len >= sizeof(a) && (v4_mapped(sa, c->args[i].len) || !memcmp(ra, any, 16)) && !v6_only(fd))
 			a.sin6_addr = mapped_loopback();
 		r = bind(fd, (struct sockaddr *)&a, sizeof(a));
 	} else {
@@ -644,7 +653,7 @@ static int publish_conn(int fd, const uint8_t *peer, socklen_t plen, const uint8
 	    (mine[0] == AF_INET6 && !((struct sockaddr_in6 *)mine)->sin6_port)) {
 		struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
-		if (v4_mapped(peer, plen))
+		if (v4_mapped(peer, plen) && !v6_only(fd))
 			a6.sin6_addr = mapped_loopback();
 		int b = mine[0] == AF_INET ? bind(fd, (struct sockaddr *)&a4, sizeof(a4)) : bind(fd, (struct sockaddr *)&a6, sizeof(a6));
 		ml = sizeof(mine);
