@@ -105,6 +105,15 @@ void rsock_close(struct rsock *s);
  * endpoint), else the bytes themselves (at most NRR_XMAP_MAX).  @return its
  * length. */
 size_t nrr_addr_key(const uint8_t *sa, size_t len, uint8_t *key);
+/* An IPv6 address holding an IPv4 one (::ffff:a.b.c.d, what a dual-stack
+ * socket reports for an IPv4 peer) goes by the IPv4 key.  The keys under
+ * which a listener may have published the recorded destination @sa of a
+ * connect, best first: its own; the wildcard of its family on its port
+ * (0.0.0.0 for an IPv4 one); the IPv6 wildcard [::] on its port (a
+ * dual-stack listener accepts IPv4 too).  Wildcards are not told apart by
+ * host: two hosts of a recording that both listen on a wildcard port
+ * cannot both be met this way.  @return how many (0: @sa has no key). */
+size_t nrr_listen_keys(const uint8_t *sa, size_t len, uint8_t keys[3][NRR_XMAP_MAX], size_t lens[3]);
 /* The key of an internet connection as one end saw it: its local address
  * @a then its peer @b (nrr_addr_key each), in @key (2 * NRR_XMAP_MAX).
  * @return its length; 0 when either is not an internet address. */

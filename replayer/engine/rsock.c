@@ -169,10 +169,46 @@ static bool answer_failure(struct rsock *s, const nrr_call *c)
 	return s->p->o->inject != NRR_INJECT_NONE;
 }
 
+/* ::ffff:127.0.0.1 */
+static struct in6_addr mapped_loopback(void)
+{
+	struct in6_addr a = { 0 };
+	a.s6_addr[10] = a.s6_addr[11] = 0xff;
+	a.s6_addr[12] = 127;
+	a.s6_addr[15] = 1;
+	return a;
+}
+
+/* Was IPv6 socket @fd made IPv6-only (IPV6_V6ONLY, replayed)?  Then it
+ * cannot have an IPv4 address. */
+static bool v6_only(int fd)
+{
+	int on = 0;
+	socklen_t l = sizeof(on);
+	return getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, &l) == 0 && on;
+}
+
+/* Is @sa an IPv6 address holding an IPv4 one (::ffff:a.b.c.d)? */
+static bool v4_mapped(const uint8_t *sa, size_t len)
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	return len >= sizeof(struct sockaddr_in6) && sa[0] == AF_INET6 &&
+	       !memcmp(sa + offsetof(struct sockaddr_in6, sin6_addr), pfx, sizeof(pfx));
+}
+
 size_t nrr_addr_key(const uint8_t *sa, size_t len, uint8_t *key)
 {
 	if (len >= sizeof(struct sockaddr_in) && sa[0] == AF_INET) {
 		memcpy(key, sa, 8);
+		return 8;
+	}
+	if (v4_mapped(sa, len)) {
+		/* the IPv4 endpoint it is: a dual-stack socket's peer is the
+		 * same connection whichever family either end used */
+		struct sockaddr_in a = { .sin_family = AF_INET };
+		memcpy(key, &a, 2);
+		memcpy(key + 2, sa + 2, 2);
+		memcpy(key + 4, sa + offsetof(struct sockaddr_in6, sin6_addr) + 12, 4);
 		return 8;
 	}
 	if (len >= sizeof(struct sockaddr_in6) && sa[0] == AF_INET6) {
@@ -182,6 +218,32 @@ size_t nrr_addr_key(const uint8_t *sa, size_t len, uint8_t *key)
 	}
 	size_t n = len < NRR_XMAP_MAX ? len : NRR_XMAP_MAX;
 	memcpy(key, sa, n);
+	return n;
+}
+
+size_t nrr_listen_keys(const uint8_t *sa, size_t len, uint8_t keys[3][NRR_XMAP_MAX], size_t lens[3])
+{
+	size_t n = 0;
+	lens[0] = nrr_addr_key(sa, len, keys[0]);
+	if (!lens[0])
+		return 0;
+	n = 1;
+	bool v4 = lens[0] == 8 && keys[0][0] == AF_INET, v6 = lens[0] == 20 && keys[0][0] == AF_INET6;
+	if (!v4 && !v6)
+		return n;
+	static const uint8_t zero[16];
+	if (v4 && memcmp(keys[0] + 4, zero, 4)) {       /* 0.0.0.0:port */
+		memcpy(keys[n], keys[0], 4);
+		memset(keys[n] + 4, 0, 4);
+		lens[n++] = 8;
+	}
+	if (v4 || memcmp(keys[0] + 4, zero, 16)) {      /* [::]:port (dual-stack) */
+		struct sockaddr_in6 a = { .sin6_family = AF_INET6 };
+		memcpy(keys[n], &a, 2);
+		memcpy(keys[n] + 2, keys[0] + 2, 2);
+		memset(keys[n] + 4, 0, 16);
+		lens[n++] = 20;
+	}
 	return n;
 }
 
@@ -245,6 +307,21 @@ size_t nrr_unix_key(const uint8_t *sa, size_t len, const uint8_t **key)
 		return 0;
 	*key = sa + 2;
 	return len - 2 < NRR_XMAP_MAX ? len - 2 : NRR_XMAP_MAX;
+}
+
+/* The key under which table @kind holds the listener of recorded
+ * destination @sa (nrr_listen_keys), in @key.  @return its length, 0 when
+ * none is there. */
+static size_t listen_key(const char *kind, const uint8_t *sa, size_t len, uint8_t *key)
+{
+	uint8_t keys[3][NRR_XMAP_MAX];
+	size_t lens[3], n = nrr_listen_keys(sa, len, keys, lens);
+	for (size_t i = 0; i < n; i++)
+		if (xmap_has(kind, keys[i], lens[i])) {
+			memcpy(key, keys[i], lens[i]);
+			return lens[i];
+		}
+	return 0;
 }
 
 /* Is the recorded UNIX name @sa bound by a replayed process? */
@@ -353,8 +430,8 @@ static uint64_t peer_killed(struct rstream *st, size_t k, int64_t fd)
 		return end ? end : 1;
 	/* a connection to a killed listener whose accept its trace lost */
 	vl = sizeof(end);
-	kl = nrr_addr_key(best->args[pi].p, best->args[pi].len, key);
-	if (argv_i(best, "role", -1) == ROLE_CONNECT && nrr_xmap_get("kill", key, kl, &end, &vl, 0) == 0)
+	kl = argv_i(best, "role", -1) == ROLE_CONNECT ? listen_key("kill", best->args[pi].p, best->args[pi].len, key) : 0;
+	if (kl && nrr_xmap_get("kill", key, kl, &end, &vl, 0) == 0)
 		return end ? end : 1;
 	return 0;
 }
@@ -501,7 +578,13 @@ static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		if (r == 0 && n)
 			nrr_xmap_put("ubnd", name, n, &one, 1);
 	} else if (sa[0] == AF_INET6) {
+		/* a wildcard or IPv4 address on an IPv6 socket (dual-stack):
+		 * IPv4 loopback, which IPv4 sockets reach too; else ::1 */
 		struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+		static const uint8_t any[16];
+		const uint8_t *ra = sa + offsetof(struct sockaddr_in6, sin6_addr);
+		if (c->args[i].len >= sizeof(a) && (v4_mapped(sa, c->args[i].len) || !memcmp(ra, any, 16)) && !v6_only(fd))
+			a.sin6_addr = mapped_loopback();
 		r = bind(fd, (struct sockaddr *)&a, sizeof(a));
 	} else {
 		/* every host of the recording is this one: loopback, a free port */
@@ -534,6 +617,30 @@ static int r_listen(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res
 	return check_result(res, c, r, err);
 }
 
+/* Convert live address @a (@len) to family @fam, an IPv4 one to its IPv6
+ * form (::ffff:a.b.c.d) or back, when it can be.  @return its length. */
+static socklen_t to_family(int fam, uint8_t *a, socklen_t len)
+{
+	if (fam == AF_INET6 && a[0] == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in v4;
+		memcpy(&v4, a, sizeof(v4));
+		struct sockaddr_in6 v6 = { .sin6_family = AF_INET6, .sin6_port = v4.sin_port };
+		v6.sin6_addr.s6_addr[10] = v6.sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&v6.sin6_addr.s6_addr[12], &v4.sin_addr, 4);
+		memcpy(a, &v6, sizeof(v6));
+		return sizeof(v6);
+	}
+	if (fam == AF_INET && v4_mapped(a, len)) {
+		struct sockaddr_in6 v6;
+		memcpy(&v6, a, sizeof(v6));
+		struct sockaddr_in v4 = { .sin_family = AF_INET, .sin_port = v6.sin6_port };
+		memcpy(&v4.sin_addr, &v6.sin6_addr.s6_addr[12], 4);
+		memcpy(a, &v4, sizeof(v4));
+		return sizeof(v4);
+	}
+	return len;
+}
+
 /* Bind @fd to a free loopback port if it is not bound, then publish
  * (live local, live peer) -> recorded local address. */
 static int publish_conn(int fd, const uint8_t *peer, socklen_t plen, const uint8_t *rec, size_t rlen)
@@ -546,6 +653,8 @@ static int publish_conn(int fd, const uint8_t *peer, socklen_t plen, const uint8
 	    (mine[0] == AF_INET6 && !((struct sockaddr_in6 *)mine)->sin6_port)) {
 		struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+		if (v4_mapped(peer, plen) && !v6_only(fd))
+			a6.sin6_addr = mapped_loopback();
 		int b = mine[0] == AF_INET ? bind(fd, (struct sockaddr *)&a4, sizeof(a4)) : bind(fd, (struct sockaddr *)&a6, sizeof(a6));
 		ml = sizeof(mine);
 		if (b < 0 || getsockname(fd, (struct sockaddr *)mine, &ml) < 0)
@@ -609,8 +718,8 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 		ll = unix_map(s, sa, salen, (struct sockaddr_un *)live);
 	} else {
 		uint8_t key[NRR_XMAP_MAX];
-		size_t kl = nrr_addr_key(sa, salen, key);
-		if (!xmap_has("lsel", key, kl)) {
+		size_t kl = listen_key("lsel", sa, salen, key);
+		if (!kl) {
 			/* nobody replayed listens there: the peer is served from the trace */
 			return serve(s, rec, c, res);
 		}
@@ -622,7 +731,8 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 			return nrr_rres_set(res, NRR_R_DIVERGED, "connect to %s: its listener (a replayed process) did not listen within %d s", a,
 					s->p->o->timeout_s);
 		}
-		ll = (socklen_t)vl;
+		/* an IPv4 socket to a dual-stack listener, or the other way */
+		ll = to_family(sa[0], live, (socklen_t)vl);
 	}
 	/* A non-blocking connect whose SO_ERROR then said it failed (refused:
 	 * the peer was gone, or the fault switch sent it to a closed port)
@@ -653,8 +763,7 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 	}
 	if (r < 0 && err == ECONNREFUSED && c->result == 0 && sa[0] != AF_UNIX) {
 		uint8_t key[NRR_XMAP_MAX];
-		size_t kl = nrr_addr_key(sa, salen, key);
-		if (xmap_has("kill", key, kl)) {
+		if (listen_key("kill", sa, salen, key)) {
 			/* its listener was killed outright earlier here than there */
 			return serve(s, rec, c, res);
 		}
@@ -1348,6 +1457,16 @@ static int r_undescribed(struct rsock *s, struct rstream *st, size_t k, nrr_rres
 	if (i >= 0 && c->args[i].p)
 		snprintf(call, sizeof(call), "%.*s", (int)c->args[i].len, (const char *)c->args[i].p);
 	int64_t fd = argv_i(c, "fd", -1);
+	if (!strcmp(call, "syscall(SYS_close)")) {
+		/* a close moves no bytes: nothing is missing (PyTorch's
+		 * TCPStore closes its sockets this way) */
+		int live = rfd_lookup(s->p, fd);
+		nrr_rfd_del(s->p, fd);
+		if (live >= 0)
+			close(live);
+		res->result = 0;
+		return 0;
+	}
 	nrr_report(s->p, "N %u %" PRIu64 " %" PRId64 " %s", st->index, c->seq, fd, call);
 	res->status = NRR_R_UNSUPPORTED;
 	snprintf(res->why, sizeof(res->why),
