@@ -259,19 +259,27 @@ static void update_frontier(struct nrr_rproc *p)
 
 /* Wait until every other worker has started (@settled: finished) all it
  * recorded before this process's recorded end; give up after @max_ms
- * (< 0: never). */
+ * (< 0: never).  The sleep between looks doubles from 1 ms up to 16 ms:
+ * at 1024 ranks most workers wait here for the last ones to start, and
+ * a thousand processes waking every millisecond took the 2 CPUs from
+ * those that still had calls to replay (no order depends on it: the
+ * longer sleep only delays the exit of a worker that must wait anyway). */
 static void wait_others(struct nrr_rproc *p, bool settled, int max_ms)
 {
-	for (int ms = 0; max_ms < 0 || ms < max_ms; ms++) {
+	long slept_ms = 0, step_ms = 1;
+	for (;;) {
 		bool ok = true;
 		for (size_t i = 0; i < p->nall && ok; i++)
 			if (&p->all[i] != p->st &&
 			    atomic_load(settled ? &p->all[i].settled : &p->all[i].frontier) < p->pi->end_wall)
 				ok = false;
-		if (ok)
+		if (ok || (max_ms >= 0 && slept_ms >= max_ms))
 			return;
-		struct timespec t = { 0, 1000000L };
+		struct timespec t = { 0, step_ms * 1000000L };
 		nanosleep(&t, NULL);
+		slept_ms += step_ms;
+		if (step_ms < 16)
+			step_ms *= 2;
 	}
 }
 

@@ -8,7 +8,8 @@
 # fails, does not match, or takes longer than STEP_S seconds (default 180),
 # or MAX_RANKS (default 4096) is passed, or the next size would need more
 # memory than is available (extrapolated from the previous step's drop of
-# MemAvailable: an OOM kill would take other processes with it; before each process read
+# MemAvailable during the record and, separately, during the replay, per
+# rank: an OOM kill would take other processes with it; before each process read
 # only its own host of the cluster file, 2048 ranks were OOM-killed here); prints the largest
 # size that replayed with "the replay matches the recording".
 # Not a test: prints numbers, asserts no timing.  Exits 1 only when the
@@ -105,19 +106,23 @@ PY
 	run_s=$(record "$topo" "$d" "$step_s")
 	s=$?
 	t1=$(now)
+	stop_sampler
+	rec_kb=$(( $(head -n 1 "$tmp/mem") - $(sort -n "$tmp/mem" | head -n 1) ))
 	if [ $s -ne 0 ] || [ -z "$run_s" ]; then
-		stop_sampler
 		printf '  %5d ranks: recording failed or took over %s s (%.1f s):\n' "$n" "$step_s" "$(echo "$t1 - $t0" | bc)"
 		tail -n 5 "$d.log" | sed 's/^/    /'
 		break
 	fi
+	start_sampler
 	t1=$(now)
 	replay "$d" "$step_s"
 	s=$?
 	t2=$(now)
 	stop_sampler
+	# the replay's own peak (the recording's processes have exited):
+	# what replaying N ranks takes, apart from what recording them took
 	peak_kb=$(( $(head -n 1 "$tmp/mem") - $(sort -n "$tmp/mem" | head -n 1) ))
-	per_rank_kb=$((peak_kb / n))
+	per_rank_kb=$(( (peak_kb > rec_kb ? peak_kb : rec_kb) / n ))
 	if [ $s -ne 0 ]; then
 		printf '  %5d ranks: recorded in %.1f s; the replay did not match or took over %s s (%.1f s):\n' \
 			"$n" "$(echo "$t1 - $t0" | bc)" "$step_s" "$(echo "$t2 - $t1" | bc)"
@@ -125,9 +130,10 @@ PY
 		break
 	fi
 	read -r calls rep_s rec_s <<<"$(replay_line)"
-	printf '  %5d ranks: %7d calls, recorded %s s, replay %s s, replay/recorded %s; wall: record %.1f s, replay %.1f s, trace %s, peak memory %.1f GiB\n' \
+	printf '  %5d ranks: %7d calls, recorded %s s, replay %s s, replay/recorded %s; wall: record %.1f s, replay %.1f s, trace %s, peak memory: record %.1f GiB, replay %.1f GiB (%d KB per rank)\n' \
 		"$n" "$calls" "$rec_s" "$rep_s" "$(ratio "$rep_s" "$rec_s")" "$(echo "$t1 - $t0" | bc)" \
-		"$(echo "$t2 - $t1" | bc)" "$(du -sh "$d" | cut -f1)" "$(echo "$peak_kb / 1048576" | bc -l)"
+		"$(echo "$t2 - $t1" | bc)" "$(du -sh "$d" | cut -f1)" "$(echo "$rec_kb / 1048576" | bc -l)" \
+		"$(echo "$peak_kb / 1048576" | bc -l)" "$((peak_kb / n))"
 	largest=$n
 	rm -rf "$d" "$d.log" "$topo"
 	if [ "$(echo "$t2 - $t0 > $step_s" | bc)" = 1 ]; then
@@ -137,4 +143,8 @@ PY
 	n=$((n * 2))
 done
 echo "bench_replay: largest rank count replayed (the replay matches the recording): $largest"
+if [ -n "${per_rank_kb:-}" ]; then
+	printf 'bench_replay: memory bound: about %d ranks fit in the %.1f GiB available (%d KB per rank, the larger of record and replay at the last size, +50%%)\n' \
+		"$(( $(avail_kb) * 2 / 3 / per_rank_kb ))" "$(echo "$(avail_kb) / 1048576" | bc -l)" "$per_rank_kb"
+fi
 exit $rc
