@@ -42,6 +42,7 @@ class Enum:
     def __init__(self, name, flags, where):
         self.name, self.flags, self.where = name, flags, where
         self.values = []  # (symbol, int)
+        self.msgs = {}    # symbol -> message ("SYMBOL = VALUE "MESSAGE""): what the library says for it
 
 
 class Arg:
@@ -72,6 +73,7 @@ class Fn:
         self.instant = False  # returns without waiting: one timestamp, duration not measured
         self.poll = None  # ('ret', value), ('out', arg, value) or ('err', ERRNO)
         self.versions = None  # e.g. ['6', '10']: interface versions that have it (net)
+        self.since = None     # CUDA version whose ABI this symbol is (since=): the fake driver exports it
         self.filter = None    # C expression: record only when true (wrappers)
         self.guard = None     # C expression: an errno refuses the call before it runs (wrappers)
         self.before = None    # C expression run before the call is recorded (wrappers)
@@ -93,6 +95,7 @@ class Domain:
         self.intret = None
         self.lib = None      # library the wrappers resolve the real symbols in
         self.benign = []     # as Fn.benign, for every function of the domain
+        self.entries = []    # (symbol, since, where): entry points served but not traced ("entry" lines)
 
 
 class Api:
@@ -145,6 +148,18 @@ def split_params(s, where):
     return out
 
 
+def parse_since(v, where):
+    """since=VERSION: a CUDA version as the driver numbers them (12050 = 12.5)."""
+    if not re.match(r'^[1-9]\d{3,4}$', v):
+        raise ApiError(f'{where}: since wants a CUDA version number such as 11040 (11.4), not "{v}"')
+    return int(v)
+
+
+def fn_base(name):
+    """The name cuGetProcAddress is asked under: the symbol without its _vN ABI suffix."""
+    return re.sub(r'_v\d+$', '', name)
+
+
 def parse_fmt(tok, where):
     fmt, _, kind = tok.partition(':')
     if fmt not in WIRE and fmt != 'skip':
@@ -177,10 +192,12 @@ def parse_files(paths):
             words = line.split()
             if indented:
                 if cur_enum is not None:
-                    m = re.match(r'^\s*([A-Za-z_]\w*)\s*=\s*(-?(?:0x[0-9a-fA-F]+|\d+))\s*$', line)
+                    m = re.match(r'^\s*([A-Za-z_]\w*)\s*=\s*(-?(?:0x[0-9a-fA-F]+|\d+))\s*(?:"([^"\\]*)")?\s*$', line)
                     if not m:
-                        raise ApiError(f'{where}: expected "SYMBOL = VALUE" in enum {cur_enum.name}')
+                        raise ApiError(f'{where}: expected "SYMBOL = VALUE" or "SYMBOL = VALUE \"MESSAGE\"" in enum {cur_enum.name}')
                     cur_enum.values.append((m.group(1), int(m.group(2), 0)))
+                    if m.group(3) is not None:
+                        cur_enum.msgs[m.group(1)] = m.group(3)
                 elif cur_fn is not None:
                     parse_arg_line(api, cur_fn, words, where)
                 else:
@@ -237,6 +254,12 @@ def parse_files(paths):
                     raise ApiError(f'{where}: enum {words[1]} already defined at {api.enums[words[1]].where}')
                 cur_enum = Enum(words[1], len(words) == 3, where)
                 api.enums[words[1]] = cur_enum
+            elif kw == 'entry':
+                if domain is None:
+                    raise ApiError(f'{where}: entry before any "domain" line')
+                if len(words) != 3 or not re.match(r'^[A-Za-z_]\w*$', words[1]) or not words[2].startswith('since='):
+                    raise ApiError(f'{where}: expected "entry SYMBOL since=VERSION"')
+                domain.entries.append((words[1], parse_since(words[2][6:], where), where))
             elif kw == 'fn':
                 if domain is None:
                     raise ApiError(f'{where}: fn before any "domain" line')
@@ -360,6 +383,8 @@ def parse_proto(api, domain, text, where):
             fn.notready = parse_results(attr[9:], where, 'notready')
         elif attr.startswith('transient='):
             fn.transient = parse_results(attr[10:], where, 'transient')
+        elif attr.startswith('since='):
+            fn.since = parse_since(attr[6:], where)
         elif attr.startswith('versions='):
             m2 = re.match(r'^(\d+)(?:\.\.(\d+))?$', attr[9:])
             if not m2:

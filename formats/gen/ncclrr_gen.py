@@ -17,6 +17,10 @@ one emitter per consumer turns the model into that consumer's code:
                     functions for the replay engine (replayer/engine/rcuda.c)
   --emit cudart-errors  nrr_cudart_errors_gen.h: the cudaError_t codes and
                     names, for ncclrr's CUDA runtime (replayer/fake/)
+  --emit fake-cuda  nrr_fake_cuda_table.h, libcuda.map, nrr_fake_cuda_errors.h:
+                    the fake driver's cuGetProcAddress table (since=, entry
+                    lines), its version script and its CUresult names and
+                    messages (replayer/fake/)
   --emit semantics  nrr_sem_gen.c: each function's call semantics (role=,
                     arg=, notready=, transient=, poll=, conv lines) as
                     its schema's sem= attribute, the fallback for traces
@@ -39,14 +43,14 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 from api_model import ApiError, parse_files, resolve  # noqa: E402
 from emit_encoders import emit_encoders, emit_list, emit_schema  # noqa: E402
-from emit_fake import emit_cudart_errors  # noqa: E402
+from emit_fake import emit_cudart_errors, emit_fake_cuda  # noqa: E402
 from emit_lttng import emit_lttng  # noqa: E402
 from emit_replay import emit_replay  # noqa: E402
 from emit_semantics import emit_benign, emit_semantics  # noqa: E402
 from emit_wrappers import emit_wrappers  # noqa: E402
 
 EMITTERS = {'semantics': emit_semantics, 'benign': emit_benign, 'cudart-errors': emit_cudart_errors, 'encoders': emit_encoders, 'list': emit_list, 'schema': emit_schema, 'lttng': emit_lttng,
-            'wrappers': emit_wrappers, 'replay': emit_replay}
+            'wrappers': emit_wrappers, 'replay': emit_replay, 'fake-cuda': emit_fake_cuda}
 
 
 def main():
