@@ -88,6 +88,14 @@ class Fn:
         self.id = 0
 
 
+class Entry:
+    """entry RETTYPE NAME(PARAMS) since=VERSION: an entry point the fake
+    driver exports that the tracer does not describe (no encodings, no
+    semantics: only its prototype and the version of its ABI)."""
+    def __init__(self, ret_type, name, args, since, where):
+        self.ret_type, self.name, self.args, self.since, self.where = ret_type, name, args, since, where
+
+
 class Domain:
     def __init__(self, name, where):
         self.name, self.where = name, where
@@ -95,7 +103,7 @@ class Domain:
         self.intret = None
         self.lib = None      # library the wrappers resolve the real symbols in
         self.benign = []     # as Fn.benign, for every function of the domain
-        self.entries = []    # (symbol, since, where): entry points served but not traced ("entry" lines)
+        self.entries = []    # [Entry]: entry points the fake driver serves, not traced ("entry" lines)
 
 
 class Api:
@@ -257,9 +265,12 @@ def parse_files(paths):
             elif kw == 'entry':
                 if domain is None:
                     raise ApiError(f'{where}: entry before any "domain" line')
-                if len(words) != 3 or not re.match(r'^[A-Za-z_]\w*$', words[1]) or not words[2].startswith('since='):
-                    raise ApiError(f'{where}: expected "entry SYMBOL since=VERSION"')
-                domain.entries.append((words[1], parse_since(words[2][6:], where), where))
+                m = re.match(r'^entry\s+(.+?)\b([A-Za-z_]\w*)\s*\(([^()]*)\)\s+since=(\S+)$', line.strip())
+                if not m:
+                    raise ApiError(f'{where}: expected "entry RETTYPE NAME(PARAMS) since=VERSION"')
+                ret_type = re.sub(r'\s*\*\s*', '*', re.sub(r'\s+', ' ', m.group(1)).strip())
+                domain.entries.append(Entry(ret_type, m.group(2), split_params(m.group(3), where),
+                                            parse_since(m.group(4), where), where))
             elif kw == 'fn':
                 if domain is None:
                     raise ApiError(f'{where}: fn before any "domain" line')

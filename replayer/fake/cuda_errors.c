@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fake_cuda.h"
+#include "nrr_fake_cuda_entry.h"
 
 /* codes, names and messages: enum CUresult of formats/api/cuda_driver.api,
  * the same table the traces decode CUresult with (ncclrr_gen.py --emit
@@ -38,9 +39,8 @@ const char *fake_cuda_error_name(int code)
 	return NULL;
 }
 
-FAKE_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
+CUresult fake_cuGetErrorName(CUresult error, const char **pStr)
 {
-	FAKE_COUNT("cuGetErrorName", CUresult);
 	if (!pStr)
 		return CUDA_ERROR_INVALID_VALUE;
 	for (size_t i = 0; i < NERRS; i++)
@@ -52,9 +52,8 @@ FAKE_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
-FAKE_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr)
+CUresult fake_cuGetErrorString(CUresult error, const char **pStr)
 {
-	FAKE_COUNT("cuGetErrorString", CUresult);
 	if (!pStr)
 		return CUDA_ERROR_INVALID_VALUE;
 	for (size_t i = 0; i < NERRS; i++)

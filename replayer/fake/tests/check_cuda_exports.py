@@ -11,8 +11,9 @@ not in the table is unreachable through cuGetProcAddress (NCCL would not
 find it); a table entry the library does not define answers "not found" at
 run time. Either one fails here, naming the symbol and what to change.
 The version script hides a FAKE_EXPORT function the table lacks, so the
-sources (SOURCE...) are read for those too (the objects are LTO bytecode:
-no symbol table to read)."""
+sources (SOURCE...: the generated nrr_fake_cuda_entry.c and the hand-written
+cuda_*.c) are read for those too (the objects are LTO bytecode: no symbol
+table to read)."""
 import re
 import subprocess
 import sys
@@ -56,7 +57,7 @@ def main():
     bad = 0
     syms = {s for _, _, s in rows}
     for s in sorted(syms - set(exported)):
-        print(f'{lib}: table entry {s} is not exported: define it with FAKE_EXPORT in replayer/fake/cuda_*.c '
+        print(f'{lib}: table entry {s} is not exported: define fake_{s}() in replayer/fake/cuda_*.c '
               f'or drop its since=/entry line from formats/api/cuda_driver.api', file=sys.stderr)
         bad += 1
     for s in sorted(set(exported) - syms):
