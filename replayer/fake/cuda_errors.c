@@ -31,36 +31,35 @@ int fake_lib_error_code(const char *name)
 	return -1;
 }
 
-const char *fake_cuda_error_name(int code)
+/* @return the index of @code in nrr_cuda_errors, or -1 */
+static int find_code(int code)
 {
 	for (size_t i = 0; i < NERRS; i++)
 		if (nrr_cuda_errors[i].code == code)
-			return nrr_cuda_errors[i].name;
-	return NULL;
+			return (int)i;
+	return -1;
+}
+
+const char *fake_cuda_error_name(int code)
+{
+	int i = find_code(code);
+	return i < 0 ? NULL : nrr_cuda_errors[i].name;
 }
 
 CUresult fake_cuGetErrorName(CUresult error, const char **pStr)
 {
 	if (!pStr)
 		return CUDA_ERROR_INVALID_VALUE;
-	for (size_t i = 0; i < NERRS; i++)
-		if (nrr_cuda_errors[i].code == (int)error) {
-			*pStr = nrr_cuda_errors[i].name;
-			return CUDA_SUCCESS;
-		}
-	*pStr = NULL;
-	return CUDA_ERROR_INVALID_VALUE;
+	int i = find_code((int)error);
+	*pStr = i < 0 ? NULL : nrr_cuda_errors[i].name;
+	return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 CUresult fake_cuGetErrorString(CUresult error, const char **pStr)
 {
 	if (!pStr)
 		return CUDA_ERROR_INVALID_VALUE;
-	for (size_t i = 0; i < NERRS; i++)
-		if (nrr_cuda_errors[i].code == (int)error) {
-			*pStr = nrr_cuda_errors[i].msg;
-			return CUDA_SUCCESS;
-		}
-	*pStr = NULL;
-	return CUDA_ERROR_INVALID_VALUE;
+	int i = find_code((int)error);
+	*pStr = i < 0 ? NULL : nrr_cuda_errors[i].msg;
+	return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
