@@ -4,6 +4,11 @@
  * attributes, contexts, streams, events, modules, functions and launches.
  * Memory lives in cuda_mem.c, the entry-point table in cuda_proc.c.
  *
+ * Each entry point cuX is exported by the generated nrr_fake_cuda_entry.c
+ * (formats/api/cuda_driver.api: its prototype and since=), which runs the
+ * preamble every call shares (FAKE_COUNT: count, log, fault switch) and
+ * then fake_cuX() here: these bodies hold only what the call does.
+ *
  * Streams and events complete synchronously: every operation is done when
  * its call returns. Kernels are registered and counted, never executed.
  */
@@ -17,6 +22,7 @@
 #include <unistd.h>
 
 #include "fake_cuda.h"
+#include "nrr_fake_cuda_entry.h"
 
 #define DRIVER_VERSION 13000
 
@@ -89,9 +95,8 @@ static int is_func(const struct ffunc *f)
 }
 
 /* ---- init and version ----------------------------------------------------- */
-FAKE_EXPORT CUresult cuInit(unsigned int flags)
+CUresult fake_cuInit(unsigned int flags)
 {
-	FAKE_COUNT("cuInit", CUresult);
 	const struct fake_host *h = fake_host();
 	if (h->ndev == 0) {
 		if (h->error[0])
@@ -102,9 +107,8 @@ FAKE_EXPORT CUresult cuInit(unsigned int flags)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDriverGetVersion(int *v)
+CUresult fake_cuDriverGetVersion(int *v)
 {
-	FAKE_COUNT("cuDriverGetVersion", CUresult);
 	if (!v)
 		return CUDA_ERROR_INVALID_VALUE;
 	*v = DRIVER_VERSION;
@@ -112,9 +116,8 @@ FAKE_EXPORT CUresult cuDriverGetVersion(int *v)
 }
 
 /* ---- devices -------------------------------------------------------------- */
-FAKE_EXPORT CUresult cuDeviceGetCount(int *count)
+CUresult fake_cuDeviceGetCount(int *count)
 {
-	FAKE_COUNT("cuDeviceGetCount", CUresult);
 	NEED_INIT();
 	if (!count)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -122,9 +125,8 @@ FAKE_EXPORT CUresult cuDeviceGetCount(int *count)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal)
+CUresult fake_cuDeviceGet(CUdevice *d, int ordinal)
 {
-	FAKE_COUNT("cuDeviceGet", CUresult);
 	NEED_INIT();
 	if (!d)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -134,9 +136,8 @@ FAKE_EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceGetName", CUresult);
 	NEED_DEV(d);
 	if (!name || len <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -154,30 +155,26 @@ static CUresult get_uuid(CUuuid *u, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d)
+CUresult fake_cuDeviceGetUuid(CUuuid *u, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceGetUuid", CUresult);
 	return get_uuid(u, d);
 }
 
-FAKE_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
+CUresult fake_cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceGetUuid", CUresult);
 	return get_uuid(u, d);
 }
 
-FAKE_EXPORT CUresult cuDeviceGetLuid(char *luid, unsigned int *mask, CUdevice d)
+CUresult fake_cuDeviceGetLuid(char *luid, unsigned int *mask, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceGetLuid", CUresult);
 	NEED_DEV(d);
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 #define TOTAL_MEM (80ull << 30)
 
-FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
+CUresult fake_cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceTotalMem", CUresult);
 	NEED_DEV(d);
 	if (!bytes)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -185,9 +182,8 @@ FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice d)
+CUresult fake_cuDeviceComputeCapability(int *major, int *minor, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceComputeCapability", CUresult);
 	NEED_DEV(d);
 	if (!major || !minor)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -322,9 +318,8 @@ static int attr_value(CUdevice d, int a, int *v)
 	return 0;
 }
 
-FAKE_EXPORT CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice d)
+CUresult fake_cuDeviceGetAttribute(int *pi, int attrib, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceGetAttribute", CUresult);
 	NEED_DEV(d);
 	if (!pi)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -335,15 +330,8 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
-/* the legacy CUdevprop (cuDeviceGetProperties) */
-typedef struct {
-	int maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3], sharedMemPerBlock, totalConstantMemory,
-	    SIMDWidth, memPitch, regsPerBlock, clockRate, textureAlign;
-} CUdevprop;
-
-FAKE_EXPORT CUresult cuDeviceGetProperties(CUdevprop *p, CUdevice d)
+CUresult fake_cuDeviceGetProperties(CUdevprop *p, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceGetProperties", CUresult);
 	NEED_DEV(d);
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -352,9 +340,8 @@ FAKE_EXPORT CUresult cuDeviceGetProperties(CUdevprop *p, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDeviceGetPCIBusId(char *busid, int len, CUdevice d)
+CUresult fake_cuDeviceGetPCIBusId(char *busid, int len, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceGetPCIBusId", CUresult);
 	NEED_DEV(d);
 	if (!busid || len <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -364,9 +351,8 @@ FAKE_EXPORT CUresult cuDeviceGetPCIBusId(char *busid, int len, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *d, const char *busid)
+CUresult fake_cuDeviceGetByPCIBusId(CUdevice *d, const char *busid)
 {
-	FAKE_COUNT("cuDeviceGetByPCIBusId", CUresult);
 	NEED_INIT();
 	if (!d || !busid)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -377,9 +363,8 @@ FAKE_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *d, const char *busid)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
+CUresult fake_cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
 {
-	FAKE_COUNT("cuDeviceCanAccessPeer", CUresult);
 	NEED_DEV(d);
 	if (!gpu(peer))
 		return CUDA_ERROR_INVALID_DEVICE;
@@ -389,9 +374,8 @@ FAKE_EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDeviceGetP2PAttribute(int *value, int attrib, CUdevice src, CUdevice dst)
+CUresult fake_cuDeviceGetP2PAttribute(int *value, int attrib, CUdevice src, CUdevice dst)
 {
-	FAKE_COUNT("cuDeviceGetP2PAttribute", CUresult);
 	NEED_DEV(src);
 	if (!gpu(dst) || src == dst)
 		return CUDA_ERROR_INVALID_DEVICE;
@@ -412,9 +396,8 @@ FAKE_EXPORT CUresult cuDeviceGetP2PAttribute(int *value, int attrib, CUdevice sr
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *w, int fmt, unsigned nch, CUdevice d)
+CUresult fake_cuDeviceGetTexture1DLinearMaxWidth(size_t *w, int fmt, unsigned nch, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceGetTexture1DLinearMaxWidth", CUresult);
 	NEED_DEV(d);
 	if (!w)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -422,9 +405,8 @@ FAKE_EXPORT CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *w, int fmt, unsi
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDeviceGetExecAffinitySupport(int *pi, int type, CUdevice d)
+CUresult fake_cuDeviceGetExecAffinitySupport(int *pi, int type, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceGetExecAffinitySupport", CUresult);
 	NEED_DEV(d);
 	if (!pi)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -432,9 +414,8 @@ FAKE_EXPORT CUresult cuDeviceGetExecAffinitySupport(int *pi, int type, CUdevice 
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuFlushGPUDirectRDMAWrites(int target, int scope)
+CUresult fake_cuFlushGPUDirectRDMAWrites(int target, int scope)
 {
-	FAKE_COUNT("cuFlushGPUDirectRDMAWrites", CUresult);
 	NEED_INIT();
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return CUDA_SUCCESS;
@@ -476,9 +457,8 @@ CUresult fake_primary_retain(CUcontext *pctx, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d)
+CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d)
 {
-	FAKE_COUNT("cuDevicePrimaryCtxRetain", CUresult);
 	return fake_primary_retain(pctx, d);
 }
 
@@ -495,15 +475,13 @@ static CUresult prim_release(CUdevice d)
 	return rc;
 }
 
-FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice d)
+CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d)
 {
-	FAKE_COUNT("cuDevicePrimaryCtxRelease", CUresult);
 	return prim_release(d);
 }
 
-FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+CUresult fake_cuDevicePrimaryCtxRelease_v2(CUdevice d)
 {
-	FAKE_COUNT("cuDevicePrimaryCtxRelease", CUresult);
 	return prim_release(d);
 }
 
@@ -519,21 +497,18 @@ static CUresult prim_set_flags(CUdevice d, unsigned flags)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice d, unsigned flags)
+CUresult fake_cuDevicePrimaryCtxSetFlags(CUdevice d, unsigned flags)
 {
-	FAKE_COUNT("cuDevicePrimaryCtxSetFlags", CUresult);
 	return prim_set_flags(d, flags);
 }
 
-FAKE_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned flags)
+CUresult fake_cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned flags)
 {
-	FAKE_COUNT("cuDevicePrimaryCtxSetFlags", CUresult);
 	return prim_set_flags(d, flags);
 }
 
-FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned *flags, int *active)
+CUresult fake_cuDevicePrimaryCtxGetState(CUdevice d, unsigned *flags, int *active)
 {
-	FAKE_COUNT("cuDevicePrimaryCtxGetState", CUresult);
 	NEED_DEV(d);
 	if (!flags || !active)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -550,15 +525,13 @@ static CUresult prim_reset(CUdevice d)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice d)
+CUresult fake_cuDevicePrimaryCtxReset(CUdevice d)
 {
-	FAKE_COUNT("cuDevicePrimaryCtxReset", CUresult);
 	return prim_reset(d);
 }
 
-FAKE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d)
+CUresult fake_cuDevicePrimaryCtxReset_v2(CUdevice d)
 {
-	FAKE_COUNT("cuDevicePrimaryCtxReset", CUresult);
 	return prim_reset(d);
 }
 
@@ -577,27 +550,23 @@ static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned flags, CUdevice d)
+CUresult fake_cuCtxCreate_v2(CUcontext *pctx, unsigned flags, CUdevice d)
 {
-	FAKE_COUNT("cuCtxCreate", CUresult);
 	return ctx_create(pctx, flags, d);
 }
 
-FAKE_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, void *params, int nparams, unsigned flags, CUdevice d)
+CUresult fake_cuCtxCreate_v3(CUcontext *pctx, void *params, int nparams, unsigned flags, CUdevice d)
 {
-	FAKE_COUNT("cuCtxCreate", CUresult);
 	return ctx_create(pctx, flags, d);
 }
 
-FAKE_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, void *params, unsigned flags, CUdevice d)
+CUresult fake_cuCtxCreate_v4(CUcontext *pctx, void *params, unsigned flags, CUdevice d)
 {
-	FAKE_COUNT("cuCtxCreate", CUresult);
 	return ctx_create(pctx, flags, d);
 }
 
-FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext c)
+CUresult fake_cuCtxDestroy_v2(CUcontext c)
 {
-	FAKE_COUNT("cuCtxDestroy", CUresult);
 	NEED_INIT();
 	if (!valid_ctx(c) || c->primary)
 		return CUDA_ERROR_INVALID_CONTEXT;
@@ -612,9 +581,8 @@ FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext c)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
+CUresult fake_cuCtxPushCurrent_v2(CUcontext c)
 {
-	FAKE_COUNT("cuCtxPushCurrent", CUresult);
 	NEED_INIT();
 	if (!valid_ctx(c))
 		return CUDA_ERROR_INVALID_CONTEXT;
@@ -624,9 +592,8 @@ FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pc)
+CUresult fake_cuCtxPopCurrent_v2(CUcontext *pc)
 {
-	FAKE_COUNT("cuCtxPopCurrent", CUresult);
 	NEED_INIT();
 	if (ctx_depth == 0)
 		return CUDA_ERROR_INVALID_CONTEXT;
@@ -636,9 +603,8 @@ FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pc)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext c)
+CUresult fake_cuCtxSetCurrent(CUcontext c)
 {
-	FAKE_COUNT("cuCtxSetCurrent", CUresult);
 	NEED_INIT();
 	if (c == NULL) {
 		if (ctx_depth > 0)
@@ -654,9 +620,8 @@ FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext c)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext *pc)
+CUresult fake_cuCtxGetCurrent(CUcontext *pc)
 {
-	FAKE_COUNT("cuCtxGetCurrent", CUresult);
 	NEED_INIT();
 	if (!pc)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -669,9 +634,8 @@ static struct fctx *ctx_or_current(CUcontext c)
 	return c ? c : fake_current_ctx();
 }
 
-FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+CUresult fake_cuCtxGetDevice(CUdevice *d)
 {
-	FAKE_COUNT("cuCtxGetDevice", CUresult);
 	NEED_INIT();
 	struct fctx *c = fake_current_ctx();
 	if (!c)
@@ -682,9 +646,8 @@ FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *d)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *d, CUcontext ctx)
+CUresult fake_cuCtxGetDevice_v2(CUdevice *d, CUcontext ctx)
 {
-	FAKE_COUNT("cuCtxGetDevice", CUresult);
 	NEED_INIT();
 	struct fctx *c = ctx_or_current(ctx);
 	if (!valid_ctx(c))
@@ -695,9 +658,8 @@ FAKE_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *d, CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxSynchronize(void)
+CUresult fake_cuCtxSynchronize(void)
 {
-	FAKE_COUNT("cuCtxSynchronize", CUresult);
 	NEED_INIT();
 	if (!fake_current_ctx())
 		return CUDA_ERROR_INVALID_CONTEXT;
@@ -705,9 +667,8 @@ FAKE_EXPORT CUresult cuCtxSynchronize(void)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+CUresult fake_cuCtxSynchronize_v2(CUcontext ctx)
 {
-	FAKE_COUNT("cuCtxSynchronize", CUresult);
 	NEED_INIT();
 	if (!valid_ctx(ctx_or_current(ctx)))
 		return CUDA_ERROR_INVALID_CONTEXT;
@@ -715,9 +676,8 @@ FAKE_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxGetFlags(unsigned *flags)
+CUresult fake_cuCtxGetFlags(unsigned *flags)
 {
-	FAKE_COUNT("cuCtxGetFlags", CUresult);
 	NEED_INIT();
 	struct fctx *c = fake_current_ctx();
 	if (!c)
@@ -728,9 +688,8 @@ FAKE_EXPORT CUresult cuCtxGetFlags(unsigned *flags)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxSetFlags(unsigned flags)
+CUresult fake_cuCtxSetFlags(unsigned flags)
 {
-	FAKE_COUNT("cuCtxSetFlags", CUresult);
 	NEED_INIT();
 	struct fctx *c = fake_current_ctx();
 	if (!c)
@@ -739,9 +698,8 @@ FAKE_EXPORT CUresult cuCtxSetFlags(unsigned flags)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
+CUresult fake_cuCtxGetId(CUcontext ctx, unsigned long long *id)
 {
-	FAKE_COUNT("cuCtxGetId", CUresult);
 	NEED_INIT();
 	struct fctx *c = ctx_or_current(ctx);
 	if (!valid_ctx(c))
@@ -752,9 +710,8 @@ FAKE_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned *version)
+CUresult fake_cuCtxGetApiVersion(CUcontext ctx, unsigned *version)
 {
-	FAKE_COUNT("cuCtxGetApiVersion", CUresult);
 	NEED_INIT();
 	if (!version)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -764,9 +721,8 @@ FAKE_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned *version)
 
 static size_t limits[16] = { 1024, 1048576, 8388608, 2, 2048, 128, 0, 232448, 0, 1 };
 
-FAKE_EXPORT CUresult cuCtxGetLimit(size_t *v, int limit)
+CUresult fake_cuCtxGetLimit(size_t *v, int limit)
 {
-	FAKE_COUNT("cuCtxGetLimit", CUresult);
 	NEED_INIT();
 	if (!v)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -776,9 +732,8 @@ FAKE_EXPORT CUresult cuCtxGetLimit(size_t *v, int limit)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxSetLimit(int limit, size_t v)
+CUresult fake_cuCtxSetLimit(int limit, size_t v)
 {
-	FAKE_COUNT("cuCtxSetLimit", CUresult);
 	NEED_INIT();
 	if (limit < 0 || limit > 9)
 		return CUDA_ERROR_UNSUPPORTED_LIMIT;
@@ -786,9 +741,8 @@ FAKE_EXPORT CUresult cuCtxSetLimit(int limit, size_t v)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxGetCacheConfig(int *cfg)
+CUresult fake_cuCtxGetCacheConfig(int *cfg)
 {
-	FAKE_COUNT("cuCtxGetCacheConfig", CUresult);
 	NEED_INIT();
 	if (!cfg)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -796,16 +750,14 @@ FAKE_EXPORT CUresult cuCtxGetCacheConfig(int *cfg)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxSetCacheConfig(int cfg)
+CUresult fake_cuCtxSetCacheConfig(int cfg)
 {
-	FAKE_COUNT("cuCtxSetCacheConfig", CUresult);
 	NEED_INIT();
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxGetSharedMemConfig(int *cfg)
+CUresult fake_cuCtxGetSharedMemConfig(int *cfg)
 {
-	FAKE_COUNT("cuCtxGetSharedMemConfig", CUresult);
 	NEED_INIT();
 	if (!cfg)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -813,16 +765,14 @@ FAKE_EXPORT CUresult cuCtxGetSharedMemConfig(int *cfg)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxSetSharedMemConfig(int cfg)
+CUresult fake_cuCtxSetSharedMemConfig(int cfg)
 {
-	FAKE_COUNT("cuCtxSetSharedMemConfig", CUresult);
 	NEED_INIT();
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
+CUresult fake_cuCtxGetStreamPriorityRange(int *least, int *greatest)
 {
-	FAKE_COUNT("cuCtxGetStreamPriorityRange", CUresult);
 	NEED_INIT();
 	if (least)
 		*least = 0;
@@ -831,23 +781,20 @@ FAKE_EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxResetPersistingL2Cache(void)
+CUresult fake_cuCtxResetPersistingL2Cache(void)
 {
-	FAKE_COUNT("cuCtxResetPersistingL2Cache", CUresult);
 	NEED_INIT();
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxGetExecAffinity(void *aff, int type)
+CUresult fake_cuCtxGetExecAffinity(void *aff, int type)
 {
-	FAKE_COUNT("cuCtxGetExecAffinity", CUresult);
 	NEED_INIT();
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FAKE_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
+CUresult fake_cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
 {
-	FAKE_COUNT("cuCtxEnablePeerAccess", CUresult);
 	NEED_INIT();
 	struct fctx *c = fake_current_ctx();
 	if (!c)
@@ -860,9 +807,8 @@ FAKE_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer)
+CUresult fake_cuCtxDisablePeerAccess(CUcontext peer)
 {
-	FAKE_COUNT("cuCtxDisablePeerAccess", CUresult);
 	NEED_INIT();
 	struct fctx *c = fake_current_ctx();
 	if (!c)
@@ -911,21 +857,18 @@ static CUresult stream_create(CUstream *ps, unsigned flags, int prio)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamCreate(CUstream *ps, unsigned flags)
+CUresult fake_cuStreamCreate(CUstream *ps, unsigned flags)
 {
-	FAKE_COUNT("cuStreamCreate", CUresult);
 	return stream_create(ps, flags, 0);
 }
 
-FAKE_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ps, unsigned flags, int prio)
+CUresult fake_cuStreamCreateWithPriority(CUstream *ps, unsigned flags, int prio)
 {
-	FAKE_COUNT("cuStreamCreateWithPriority", CUresult);
 	return stream_create(ps, flags, prio);
 }
 
-FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+CUresult fake_cuStreamDestroy_v2(CUstream s)
 {
-	FAKE_COUNT("cuStreamDestroy", CUresult);
 	NEED_INIT();
 	if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || !fake_valid_stream(s) || !fake_handle_del(s))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -934,33 +877,29 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s)
+CUresult fake_cuStreamSynchronize(CUstream s)
 {
-	FAKE_COUNT("cuStreamSynchronize", CUresult);
 	NEED_STREAM(s);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamQuery(CUstream s)
+CUresult fake_cuStreamQuery(CUstream s)
 {
-	FAKE_COUNT("cuStreamQuery", CUresult);
 	NEED_STREAM(s);
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
+CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
 {
-	FAKE_COUNT("cuStreamWaitEvent", CUresult);
 	NEED_STREAM(s);
 	if (!is_event(e))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamGetPriority(CUstream s, int *prio)
+CUresult fake_cuStreamGetPriority(CUstream s, int *prio)
 {
-	FAKE_COUNT("cuStreamGetPriority", CUresult);
 	NEED_STREAM(s);
 	if (!prio)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -968,9 +907,8 @@ FAKE_EXPORT CUresult cuStreamGetPriority(CUstream s, int *prio)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamGetFlags(CUstream s, unsigned *flags)
+CUresult fake_cuStreamGetFlags(CUstream s, unsigned *flags)
 {
-	FAKE_COUNT("cuStreamGetFlags", CUresult);
 	NEED_STREAM(s);
 	if (!flags)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -978,9 +916,8 @@ FAKE_EXPORT CUresult cuStreamGetFlags(CUstream s, unsigned *flags)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamGetId(CUstream s, unsigned long long *id)
+CUresult fake_cuStreamGetId(CUstream s, unsigned long long *id)
 {
-	FAKE_COUNT("cuStreamGetId", CUresult);
 	NEED_STREAM(s);
 	if (!id)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1001,23 +938,20 @@ static CUresult stream_ctx(CUstream s, CUcontext *pc)
 	return *pc ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
-FAKE_EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *pc)
+CUresult fake_cuStreamGetCtx(CUstream s, CUcontext *pc)
 {
-	FAKE_COUNT("cuStreamGetCtx", CUresult);
 	return stream_ctx(s, pc);
 }
 
-FAKE_EXPORT CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *pc, void **pgreen)
+CUresult fake_cuStreamGetCtx_v2(CUstream s, CUcontext *pc, void **pgreen)
 {
-	FAKE_COUNT("cuStreamGetCtx", CUresult);
 	if (pgreen)
 		*pgreen = NULL;
 	return stream_ctx(s, pc);
 }
 
-FAKE_EXPORT CUresult cuStreamGetDevice(CUstream s, CUdevice *d)
+CUresult fake_cuStreamGetDevice(CUstream s, CUdevice *d)
 {
-	FAKE_COUNT("cuStreamGetDevice", CUresult);
 	CUcontext c = NULL;
 	CUresult rc = stream_ctx(s, &c);
 	if (rc)
@@ -1028,9 +962,8 @@ FAKE_EXPORT CUresult cuStreamGetDevice(CUstream s, CUdevice *d)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *ud, unsigned flags)
+CUresult fake_cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *ud, unsigned flags)
 {
-	FAKE_COUNT("cuStreamAddCallback", CUresult);
 	NEED_STREAM(s);
 	if (!cb)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1038,9 +971,8 @@ FAKE_EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *ud)
+CUresult fake_cuLaunchHostFunc(CUstream s, CUhostFn fn, void *ud)
 {
-	FAKE_COUNT("cuLaunchHostFunc", CUresult);
 	NEED_STREAM(s);
 	if (!fn)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1048,17 +980,15 @@ FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *ud)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t len, unsigned flags)
+CUresult fake_cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t len, unsigned flags)
 {
-	FAKE_COUNT("cuStreamAttachMemAsync", CUresult);
 	NEED_STREAM(s);
 	return CUDA_SUCCESS;
 }
 
 /* stream capture: never capturing */
-FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
+CUresult fake_cuStreamIsCapturing(CUstream s, int *status)
 {
-	FAKE_COUNT("cuStreamIsCapturing", CUresult);
 	NEED_STREAM(s);
 	if (!status)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1066,9 +996,8 @@ FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamGetCaptureInfo(CUstream s, int *status, cuuint64_t *id)
+CUresult fake_cuStreamGetCaptureInfo(CUstream s, int *status, cuuint64_t *id)
 {
-	FAKE_COUNT("cuStreamGetCaptureInfo", CUresult);
 	NEED_STREAM(s);
 	if (status)
 		*status = 0;
@@ -1077,10 +1006,9 @@ FAKE_EXPORT CUresult cuStreamGetCaptureInfo(CUstream s, int *status, cuuint64_t 
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream s, int *status, cuuint64_t *id, void **graph,
+CUresult fake_cuStreamGetCaptureInfo_v2(CUstream s, int *status, cuuint64_t *id, void **graph,
 					       const void **deps, size_t *ndeps)
 {
-	FAKE_COUNT("cuStreamGetCaptureInfo", CUresult);
 	NEED_STREAM(s);
 	if (status)
 		*status = 0;
@@ -1095,10 +1023,9 @@ FAKE_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream s, int *status, cuuint64
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, int *status, cuuint64_t *id, void **graph,
+CUresult fake_cuStreamGetCaptureInfo_v3(CUstream s, int *status, cuuint64_t *id, void **graph,
 					       const void **deps, const void **edges, size_t *ndeps)
 {
-	FAKE_COUNT("cuStreamGetCaptureInfo", CUresult);
 	NEED_STREAM(s);
 	if (status)
 		*status = 0;
@@ -1117,9 +1044,8 @@ FAKE_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, int *status, cuuint64
 
 static __thread int capture_mode;
 
-FAKE_EXPORT CUresult cuThreadExchangeStreamCaptureMode(int *mode)
+CUresult fake_cuThreadExchangeStreamCaptureMode(int *mode)
 {
-	FAKE_COUNT("cuThreadExchangeStreamCaptureMode", CUresult);
 	NEED_INIT();
 	if (!mode)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1129,32 +1055,28 @@ FAKE_EXPORT CUresult cuThreadExchangeStreamCaptureMode(int *mode)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
+CUresult fake_cuStreamBeginCapture_v2(CUstream s, int mode)
 {
-	FAKE_COUNT("cuStreamBeginCapture", CUresult);
 	NEED_STREAM(s);
 	return CUDA_ERROR_NOT_SUPPORTED; /* graphs are not emulated */
 }
 
-FAKE_EXPORT CUresult cuStreamBeginCapture(CUstream s)
+CUresult fake_cuStreamBeginCapture(CUstream s)
 {
-	FAKE_COUNT("cuStreamBeginCapture", CUresult);
 	NEED_STREAM(s);
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FAKE_EXPORT CUresult cuStreamEndCapture(CUstream s, void **graph)
+CUresult fake_cuStreamEndCapture(CUstream s, void **graph)
 {
-	FAKE_COUNT("cuStreamEndCapture", CUresult);
 	NEED_STREAM(s);
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 /* stream attributes (access policy window, sync policy, priority, memory
  * sync domain...): kept per call as given, nothing to apply */
-FAKE_EXPORT CUresult cuStreamGetAttribute(CUstream s, int attr, void *value)
+CUresult fake_cuStreamGetAttribute(CUstream s, int attr, void *value)
 {
-	FAKE_COUNT("cuStreamGetAttribute", CUresult);
 	NEED_STREAM(s);
 	if (!value)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1162,16 +1084,14 @@ FAKE_EXPORT CUresult cuStreamGetAttribute(CUstream s, int attr, void *value)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamSetAttribute(CUstream s, int attr, const void *value)
+CUresult fake_cuStreamSetAttribute(CUstream s, int attr, const void *value)
 {
-	FAKE_COUNT("cuStreamSetAttribute", CUresult);
 	NEED_STREAM(s);
 	return value ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-FAKE_EXPORT CUresult cuStreamCopyAttributes(CUstream dst, CUstream src)
+CUresult fake_cuStreamCopyAttributes(CUstream dst, CUstream src)
 {
-	FAKE_COUNT("cuStreamCopyAttributes", CUresult);
 	NEED_STREAM(dst);
 	return fake_valid_stream(src) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
@@ -1203,27 +1123,24 @@ static CUresult wait_value64(volatile uint64_t *addr, uint64_t value, unsigned f
 	}
 }
 
-FAKE_EXPORT CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags)
+CUresult fake_cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags)
 {
-	FAKE_COUNT("cuStreamWaitValue32", CUresult);
 	NEED_STREAM(s);
 	if (!addr)
 		return CUDA_ERROR_INVALID_VALUE;
 	return wait_value64((volatile uint64_t *)(uintptr_t)addr, value, flags, 0);
 }
 
-FAKE_EXPORT CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags)
+CUresult fake_cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags)
 {
-	FAKE_COUNT("cuStreamWaitValue64", CUresult);
 	NEED_STREAM(s);
 	if (!addr)
 		return CUDA_ERROR_INVALID_VALUE;
 	return wait_value64((volatile uint64_t *)(uintptr_t)addr, value, flags, 1);
 }
 
-FAKE_EXPORT CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags)
+CUresult fake_cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags)
 {
-	FAKE_COUNT("cuStreamWriteValue32", CUresult);
 	NEED_STREAM(s);
 	if (!addr)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1231,9 +1148,8 @@ FAKE_EXPORT CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, cuuin
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags)
+CUresult fake_cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags)
 {
-	FAKE_COUNT("cuStreamWriteValue64", CUresult);
 	NEED_STREAM(s);
 	if (!addr)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1241,25 +1157,9 @@ FAKE_EXPORT CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, cuuin
 	return CUDA_SUCCESS;
 }
 
-typedef union {
-	int operation;
-	struct {
-		int operation;
-		CUdeviceptr address;
-		union {
-			cuuint32_t value;
-			cuuint64_t value64;
-		};
-		unsigned flags;
-		CUdeviceptr alias;
-	} v;
-	cuuint64_t pad[6];
-} CUstreamBatchMemOpParams;
-
-FAKE_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned count, CUstreamBatchMemOpParams *ops,
+CUresult fake_cuStreamBatchMemOp_v2(CUstream s, unsigned count, CUstreamBatchMemOpParams *ops,
 					   unsigned flags)
 {
-	FAKE_COUNT("cuStreamBatchMemOp", CUresult);
 	NEED_STREAM(s);
 	if (count && !ops)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1279,9 +1179,8 @@ FAKE_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned count, CUstreamB
 }
 
 /* ---- events ------------------------------------------------------------------- */
-FAKE_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned flags)
+CUresult fake_cuEventCreate(CUevent *pe, unsigned flags)
 {
-	FAKE_COUNT("cuEventCreate", CUresult);
 	NEED_INIT();
 	if (!pe)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1300,9 +1199,8 @@ FAKE_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned flags)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e)
+CUresult fake_cuEventDestroy_v2(CUevent e)
 {
-	FAKE_COUNT("cuEventDestroy", CUresult);
 	NEED_INIT();
 	if (!is_event(e) || !fake_handle_del(e))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1321,30 +1219,26 @@ static CUresult event_record(CUevent e, CUstream s)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
+CUresult fake_cuEventRecord(CUevent e, CUstream s)
 {
-	FAKE_COUNT("cuEventRecord", CUresult);
 	return event_record(e, s);
 }
 
-FAKE_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned flags)
+CUresult fake_cuEventRecordWithFlags(CUevent e, CUstream s, unsigned flags)
 {
-	FAKE_COUNT("cuEventRecordWithFlags", CUresult);
 	return event_record(e, s);
 }
 
-FAKE_EXPORT CUresult cuEventQuery(CUevent e)
+CUresult fake_cuEventQuery(CUevent e)
 {
-	FAKE_COUNT("cuEventQuery", CUresult);
 	NEED_INIT();
 	if (!is_event(e))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuEventSynchronize(CUevent e)
+CUresult fake_cuEventSynchronize(CUevent e)
 {
-	FAKE_COUNT("cuEventSynchronize", CUresult);
 	NEED_INIT();
 	if (!is_event(e))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1366,30 +1260,26 @@ static CUresult elapsed(float *ms, CUevent a, CUevent b)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+CUresult fake_cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 {
-	FAKE_COUNT("cuEventElapsedTime", CUresult);
 	return elapsed(ms, a, b);
 }
 
-FAKE_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+CUresult fake_cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
 {
-	FAKE_COUNT("cuEventElapsedTime", CUresult);
 	return elapsed(ms, a, b);
 }
 
-FAKE_EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle *h, CUevent e)
+CUresult fake_cuIpcGetEventHandle(CUipcEventHandle *h, CUevent e)
 {
-	FAKE_COUNT("cuIpcGetEventHandle", CUresult);
 	NEED_INIT();
 	if (!is_event(e))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FAKE_EXPORT CUresult cuIpcOpenEventHandle(CUevent *pe, CUipcEventHandle h)
+CUresult fake_cuIpcOpenEventHandle(CUevent *pe, CUipcEventHandle h)
 {
-	FAKE_COUNT("cuIpcOpenEventHandle", CUresult);
 	NEED_INIT();
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
@@ -1496,36 +1386,32 @@ static CUresult get_global(CUdeviceptr *dptr, size_t *bytes, struct fmodule *m, 
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuModuleLoadData(CUmodule *pm, const void *image)
+CUresult fake_cuModuleLoadData(CUmodule *pm, const void *image)
 {
-	FAKE_COUNT("cuModuleLoadData", CUresult);
 	NEED_INIT();
 	if (!image)
 		return CUDA_ERROR_INVALID_VALUE;
 	return fake_module_from_image(pm, image, 0);
 }
 
-FAKE_EXPORT CUresult cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, void *opts, void **vals)
+CUresult fake_cuModuleLoadDataEx(CUmodule *pm, const void *image, unsigned n, void *opts, void **vals)
 {
-	FAKE_COUNT("cuModuleLoadDataEx", CUresult);
 	NEED_INIT();
 	if (!image)
 		return CUDA_ERROR_INVALID_VALUE;
 	return fake_module_from_image(pm, image, 0);
 }
 
-FAKE_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *pm, const void *image)
+CUresult fake_cuModuleLoadFatBinary(CUmodule *pm, const void *image)
 {
-	FAKE_COUNT("cuModuleLoadFatBinary", CUresult);
 	NEED_INIT();
 	if (!image)
 		return CUDA_ERROR_INVALID_VALUE;
 	return fake_module_from_image(pm, image, 0);
 }
 
-FAKE_EXPORT CUresult cuModuleLoad(CUmodule *pm, const char *fname)
+CUresult fake_cuModuleLoad(CUmodule *pm, const char *fname)
 {
-	FAKE_COUNT("cuModuleLoad", CUresult);
 	NEED_INIT();
 	if (!fname)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1534,32 +1420,28 @@ FAKE_EXPORT CUresult cuModuleLoad(CUmodule *pm, const char *fname)
 	return fake_module_from_image(pm, fname, 0);
 }
 
-FAKE_EXPORT CUresult cuModuleUnload(CUmodule m)
+CUresult fake_cuModuleUnload(CUmodule m)
 {
-	FAKE_COUNT("cuModuleUnload", CUresult);
 	NEED_INIT();
 	if (!is_module(m))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS; /* kept: functions may still be referenced */
 }
 
-FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name)
+CUresult fake_cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name)
 {
-	FAKE_COUNT("cuModuleGetFunction", CUresult);
 	NEED_INIT();
 	return get_func(pf, m, name);
 }
 
-FAKE_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name)
+CUresult fake_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name)
 {
-	FAKE_COUNT("cuModuleGetGlobal", CUresult);
 	NEED_INIT();
 	return get_global(dptr, bytes, m, name);
 }
 
-FAKE_EXPORT CUresult cuModuleGetLoadingMode(int *mode)
+CUresult fake_cuModuleGetLoadingMode(int *mode)
 {
-	FAKE_COUNT("cuModuleGetLoadingMode", CUresult);
 	NEED_INIT();
 	if (!mode)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1567,9 +1449,8 @@ FAKE_EXPORT CUresult cuModuleGetLoadingMode(int *mode)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule m)
+CUresult fake_cuModuleGetFunctionCount(unsigned *count, CUmodule m)
 {
-	FAKE_COUNT("cuModuleGetFunctionCount", CUresult);
 	NEED_INIT();
 	if (!count)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1577,45 +1458,40 @@ FAKE_EXPORT CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule m)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuLibraryLoadData(CUlibrary *pl, const void *code, void *jo, void **jv, unsigned nj,
+CUresult fake_cuLibraryLoadData(CUlibrary *pl, const void *code, void *jo, void **jv, unsigned nj,
 				       void *lo, void **lv, unsigned nl)
 {
-	FAKE_COUNT("cuLibraryLoadData", CUresult);
 	NEED_INIT();
 	if (!code)
 		return CUDA_ERROR_INVALID_VALUE;
 	return fake_module_from_image(pl, code, 1);
 }
 
-FAKE_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *pl, const char *fname, void *jo, void **jv, unsigned nj,
+CUresult fake_cuLibraryLoadFromFile(CUlibrary *pl, const char *fname, void *jo, void **jv, unsigned nj,
 					   void *lo, void **lv, unsigned nl)
 {
-	FAKE_COUNT("cuLibraryLoadFromFile", CUresult);
 	NEED_INIT();
 	if (!fname)
 		return CUDA_ERROR_INVALID_VALUE;
 	return fake_module_from_image(pl, fname, 1);
 }
 
-FAKE_EXPORT CUresult cuLibraryUnload(CUlibrary l)
+CUresult fake_cuLibraryUnload(CUlibrary l)
 {
-	FAKE_COUNT("cuLibraryUnload", CUresult);
 	NEED_INIT();
 	if (!is_module(l))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuLibraryGetKernel(CUkernel *pk, CUlibrary l, const char *name)
+CUresult fake_cuLibraryGetKernel(CUkernel *pk, CUlibrary l, const char *name)
 {
-	FAKE_COUNT("cuLibraryGetKernel", CUresult);
 	NEED_INIT();
 	return get_func(pk, l, name);
 }
 
-FAKE_EXPORT CUresult cuLibraryGetModule(CUmodule *pm, CUlibrary l)
+CUresult fake_cuLibraryGetModule(CUmodule *pm, CUlibrary l)
 {
-	FAKE_COUNT("cuLibraryGetModule", CUresult);
 	NEED_INIT();
 	if (!pm)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1625,23 +1501,20 @@ FAKE_EXPORT CUresult cuLibraryGetModule(CUmodule *pm, CUlibrary l)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name)
+CUresult fake_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name)
 {
-	FAKE_COUNT("cuLibraryGetGlobal", CUresult);
 	NEED_INIT();
 	return get_global(dptr, bytes, l, name);
 }
 
-FAKE_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name)
+CUresult fake_cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name)
 {
-	FAKE_COUNT("cuLibraryGetManaged", CUresult);
 	NEED_INIT();
 	return get_global(dptr, bytes, l, name);
 }
 
-FAKE_EXPORT CUresult cuLibraryGetKernelCount(unsigned *count, CUlibrary l)
+CUresult fake_cuLibraryGetKernelCount(unsigned *count, CUlibrary l)
 {
-	FAKE_COUNT("cuLibraryGetKernelCount", CUresult);
 	NEED_INIT();
 	if (!count)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1649,9 +1522,8 @@ FAKE_EXPORT CUresult cuLibraryGetKernelCount(unsigned *count, CUlibrary l)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuKernelGetFunction(CUfunction *pf, CUkernel k)
+CUresult fake_cuKernelGetFunction(CUfunction *pf, CUkernel k)
 {
-	FAKE_COUNT("cuKernelGetFunction", CUresult);
 	NEED_INIT();
 	if (!pf)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1661,9 +1533,8 @@ FAKE_EXPORT CUresult cuKernelGetFunction(CUfunction *pf, CUkernel k)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuKernelGetLibrary(CUlibrary *pl, CUkernel k)
+CUresult fake_cuKernelGetLibrary(CUlibrary *pl, CUkernel k)
 {
-	FAKE_COUNT("cuKernelGetLibrary", CUresult);
 	NEED_INIT();
 	if (!pl)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1673,9 +1544,8 @@ FAKE_EXPORT CUresult cuKernelGetLibrary(CUlibrary *pl, CUkernel k)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuKernelGetName(const char **name, CUkernel k)
+CUresult fake_cuKernelGetName(const char **name, CUkernel k)
 {
-	FAKE_COUNT("cuKernelGetName", CUresult);
 	NEED_INIT();
 	if (!name)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1719,62 +1589,54 @@ static CUresult func_set_attr(struct ffunc *f, int attrib, int value)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuFuncGetAttribute(int *pi, int attrib, CUfunction f)
+CUresult fake_cuFuncGetAttribute(int *pi, int attrib, CUfunction f)
 {
-	FAKE_COUNT("cuFuncGetAttribute", CUresult);
 	NEED_INIT();
 	return func_attr(pi, attrib, f);
 }
 
-FAKE_EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attrib, int value)
+CUresult fake_cuFuncSetAttribute(CUfunction f, int attrib, int value)
 {
-	FAKE_COUNT("cuFuncSetAttribute", CUresult);
 	NEED_INIT();
 	return func_set_attr(f, attrib, value);
 }
 
-FAKE_EXPORT CUresult cuKernelGetAttribute(int *pi, int attrib, CUkernel k, CUdevice d)
+CUresult fake_cuKernelGetAttribute(int *pi, int attrib, CUkernel k, CUdevice d)
 {
-	FAKE_COUNT("cuKernelGetAttribute", CUresult);
 	NEED_INIT();
 	return func_attr(pi, attrib, k);
 }
 
-FAKE_EXPORT CUresult cuKernelSetAttribute(int attrib, int value, CUkernel k, CUdevice d)
+CUresult fake_cuKernelSetAttribute(int attrib, int value, CUkernel k, CUdevice d)
 {
-	FAKE_COUNT("cuKernelSetAttribute", CUresult);
 	NEED_INIT();
 	return func_set_attr(k, attrib, value);
 }
 
-FAKE_EXPORT CUresult cuKernelSetCacheConfig(CUkernel k, int cfg, CUdevice d)
+CUresult fake_cuKernelSetCacheConfig(CUkernel k, int cfg, CUdevice d)
 {
-	FAKE_COUNT("cuKernelSetCacheConfig", CUresult);
 	NEED_INIT();
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuFuncSetCacheConfig(CUfunction f, int cfg)
+CUresult fake_cuFuncSetCacheConfig(CUfunction f, int cfg)
 {
-	FAKE_COUNT("cuFuncSetCacheConfig", CUresult);
 	NEED_INIT();
 	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuFuncSetSharedMemConfig(CUfunction f, int cfg)
+CUresult fake_cuFuncSetSharedMemConfig(CUfunction f, int cfg)
 {
-	FAKE_COUNT("cuFuncSetSharedMemConfig", CUresult);
 	NEED_INIT();
 	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuFuncGetModule(CUmodule *pm, CUfunction f)
+CUresult fake_cuFuncGetModule(CUmodule *pm, CUfunction f)
 {
-	FAKE_COUNT("cuFuncGetModule", CUresult);
 	NEED_INIT();
 	if (!pm)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1784,9 +1646,8 @@ FAKE_EXPORT CUresult cuFuncGetModule(CUmodule *pm, CUfunction f)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
+CUresult fake_cuFuncGetName(const char **name, CUfunction f)
 {
-	FAKE_COUNT("cuFuncGetName", CUresult);
 	NEED_INIT();
 	if (!name)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1796,9 +1657,8 @@ FAKE_EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuFuncIsLoaded(int *state, CUfunction f)
+CUresult fake_cuFuncIsLoaded(int *state, CUfunction f)
 {
-	FAKE_COUNT("cuFuncIsLoaded", CUresult);
 	NEED_INIT();
 	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1808,16 +1668,14 @@ FAKE_EXPORT CUresult cuFuncIsLoaded(int *state, CUfunction f)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuFuncLoad(CUfunction f)
+CUresult fake_cuFuncLoad(CUfunction f)
 {
-	FAKE_COUNT("cuFuncLoad", CUresult);
 	NEED_INIT();
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *off, size_t *size)
+CUresult fake_cuFuncGetParamInfo(CUfunction f, size_t index, size_t *off, size_t *size)
 {
-	FAKE_COUNT("cuFuncGetParamInfo", CUresult);
 	NEED_INIT();
 	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1841,36 +1699,32 @@ static CUresult launch(CUfunction f, CUstream s)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 				    unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
 {
-	FAKE_COUNT("cuLaunchKernel", CUresult);
 	NEED_INIT();
 	if (!gx || !gy || !gz || !bx || !by || !bz)
 		return CUDA_ERROR_INVALID_VALUE;
 	return launch(f, s);
 }
 
-FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra)
+CUresult fake_cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra)
 {
-	FAKE_COUNT("cuLaunchKernelEx", CUresult);
 	NEED_INIT();
 	if (!cfg)
 		return CUDA_ERROR_INVALID_VALUE;
 	return launch(f, cfg->hStream);
 }
 
-FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+CUresult fake_cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 					       unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params)
 {
-	FAKE_COUNT("cuLaunchCooperativeKernel", CUresult);
 	NEED_INIT();
 	return launch(f, s);
 }
 
-FAKE_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int bs, size_t shmem)
+CUresult fake_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int bs, size_t shmem)
 {
-	FAKE_COUNT("cuOccupancyMaxActiveBlocksPerMultiprocessor", CUresult);
 	NEED_INIT();
 	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1882,10 +1736,9 @@ FAKE_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunct
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, CUfunction f, int bs,
+CUresult fake_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, CUfunction f, int bs,
 									 size_t shmem, unsigned flags)
 {
-	FAKE_COUNT("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", CUresult);
 	NEED_INIT();
 	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1897,10 +1750,9 @@ FAKE_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *grid, int *block, CUfunction f, void *fn,
+CUresult fake_cuOccupancyMaxPotentialBlockSize(int *grid, int *block, CUfunction f, void *fn,
 						      size_t shmem, int limit)
 {
-	FAKE_COUNT("cuOccupancyMaxPotentialBlockSize", CUresult);
 	NEED_INIT();
 	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1911,9 +1763,8 @@ FAKE_EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *grid, int *block, CUf
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *sz, CUfunction f, int nb, int bs)
+CUresult fake_cuOccupancyAvailableDynamicSMemPerBlock(size_t *sz, CUfunction f, int nb, int bs)
 {
-	FAKE_COUNT("cuOccupancyAvailableDynamicSMemPerBlock", CUresult);
 	NEED_INIT();
 	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1923,9 +1774,8 @@ FAKE_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *sz, CUfunct
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *n, CUfunction f, const CUlaunchConfig *cfg)
+CUresult fake_cuOccupancyMaxPotentialClusterSize(int *n, CUfunction f, const CUlaunchConfig *cfg)
 {
-	FAKE_COUNT("cuOccupancyMaxPotentialClusterSize", CUresult);
 	NEED_INIT();
 	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1935,9 +1785,8 @@ FAKE_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *n, CUfunction f, co
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *cfg)
+CUresult fake_cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *cfg)
 {
-	FAKE_COUNT("cuOccupancyMaxActiveClusters", CUresult);
 	NEED_INIT();
 	if (!is_func(f))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1948,14 +1797,12 @@ FAKE_EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CU
 }
 
 /* ---- profiler, misc ------------------------------------------------------------ */
-FAKE_EXPORT CUresult cuProfilerStart(void)
+CUresult fake_cuProfilerStart(void)
 {
-	FAKE_COUNT("cuProfilerStart", CUresult);
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuProfilerStop(void)
+CUresult fake_cuProfilerStop(void)
 {
-	FAKE_COUNT("cuProfilerStop", CUresult);
 	return CUDA_SUCCESS;
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "fake_cuda.h"
+#include "nrr_fake_cuda_entry.h"
 
 #define GRANULARITY ((size_t)2 << 20)
 
@@ -219,9 +220,8 @@ static CUresult free_kind(uintptr_t p, enum kind k1, enum kind k2)
 }
 
 /* ---- cuMemAlloc family ------------------------------------------------------ */
-FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
+CUresult fake_cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {
-	FAKE_COUNT("cuMemAlloc", CUresult);
 	void *p = NULL;
 	if (!dptr)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -231,9 +231,8 @@ FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 	return rc;
 }
 
-FAKE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned esz)
+CUresult fake_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned esz)
 {
-	FAKE_COUNT("cuMemAllocPitch", CUresult);
 	if (!dptr || !pitch)
 		return CUDA_ERROR_INVALID_VALUE;
 	size_t pt = round_up(w ? w : 1, 512);
@@ -246,9 +245,8 @@ FAKE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t
 	return rc;
 }
 
-FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned flags)
+CUresult fake_cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned flags)
 {
-	FAKE_COUNT("cuMemAllocManaged", CUresult);
 	void *p = NULL;
 	if (!dptr)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -302,25 +300,22 @@ static CUresult device_pool(int dev, int want_default, struct fpool **out)
 	return p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-FAKE_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice d)
+CUresult fake_cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceGetDefaultMemPool", CUresult);
 	if (!pool)
 		return CUDA_ERROR_INVALID_VALUE;
 	return device_pool(d, 1, pool);
 }
 
-FAKE_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice d)
+CUresult fake_cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice d)
 {
-	FAKE_COUNT("cuDeviceGetMemPool", CUresult);
 	if (!pool)
 		return CUDA_ERROR_INVALID_VALUE;
 	return device_pool(d, 0, pool);
 }
 
-FAKE_EXPORT CUresult cuDeviceSetMemPool(CUdevice d, CUmemoryPool pool)
+CUresult fake_cuDeviceSetMemPool(CUdevice d, CUmemoryPool pool)
 {
-	FAKE_COUNT("cuDeviceSetMemPool", CUresult);
 	CUresult rc = fake_need_dev(d);
 	if (rc)
 		return rc;
@@ -333,9 +328,8 @@ FAKE_EXPORT CUresult cuDeviceSetMemPool(CUdevice d, CUmemoryPool pool)
 	return rc;
 }
 
-FAKE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+CUresult fake_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
-	FAKE_COUNT("cuMemPoolCreate", CUresult);
 	if (!pool || !props)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* pinned device memory, exportable as a POSIX fd or not at all: what a
@@ -353,9 +347,8 @@ FAKE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *p
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+CUresult fake_cuMemPoolDestroy(CUmemoryPool pool)
 {
-	FAKE_COUNT("cuMemPoolDestroy", CUresult);
 	pthread_mutex_lock(&mem_lock);
 	if (!is_pool(pool) || pool->is_default || !fake_handle_del(pool)) {
 		pthread_mutex_unlock(&mem_lock);
@@ -377,9 +370,8 @@ FAKE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 /* CUmemPool_attribute: 1..3 the reuse policies (int), 4 the release
  * threshold, 5/6 reserved bytes current/high, 7/8 used bytes current/high
  * (cuuint64_t); only the high-water marks may be set, and only to 0 */
-FAKE_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *value)
+CUresult fake_cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *value)
 {
-	FAKE_COUNT("cuMemPoolSetAttribute", CUresult);
 	if (!value)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult rc = CUDA_SUCCESS;
@@ -398,9 +390,8 @@ FAKE_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *va
 	return rc;
 }
 
-FAKE_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value)
+CUresult fake_cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value)
 {
-	FAKE_COUNT("cuMemPoolGetAttribute", CUresult);
 	if (!value)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult rc = CUDA_SUCCESS;
@@ -420,9 +411,8 @@ FAKE_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *va
 	return rc;
 }
 
-FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s)
+CUresult fake_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s)
 {
-	FAKE_COUNT("cuMemAllocFromPoolAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!dptr)
@@ -439,9 +429,8 @@ FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUm
 	return rc;
 }
 
-FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s)
+CUresult fake_cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s)
 {
-	FAKE_COUNT("cuMemAllocAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!dptr)
@@ -459,17 +448,15 @@ FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s)
 	return rc;
 }
 
-FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+CUresult fake_cuMemFree_v2(CUdeviceptr p)
 {
-	FAKE_COUNT("cuMemFree", CUresult);
 	if (!p)
 		return CUDA_SUCCESS;
 	return free_kind((uintptr_t)p, K_DEVICE, K_DEVICE);
 }
 
-FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
+CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s)
 {
-	FAKE_COUNT("cuMemFreeAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!p)
@@ -477,29 +464,25 @@ FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 	return free_kind((uintptr_t)p, K_DEVICE, K_DEVICE);
 }
 
-FAKE_EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags)
+CUresult fake_cuMemHostAlloc(void **pp, size_t size, unsigned flags)
 {
-	FAKE_COUNT("cuMemHostAlloc", CUresult);
 	return alloc_shared(pp, size, K_HOST, flags);
 }
 
-FAKE_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t size)
+CUresult fake_cuMemAllocHost_v2(void **pp, size_t size)
 {
-	FAKE_COUNT("cuMemAllocHost", CUresult);
 	return alloc_shared(pp, size, K_HOST, 0);
 }
 
-FAKE_EXPORT CUresult cuMemFreeHost(void *p)
+CUresult fake_cuMemFreeHost(void *p)
 {
-	FAKE_COUNT("cuMemFreeHost", CUresult);
 	if (!p)
 		return CUDA_SUCCESS;
 	return free_kind((uintptr_t)p, K_HOST, K_HOST);
 }
 
-FAKE_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, unsigned flags)
+CUresult fake_cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, unsigned flags)
 {
-	FAKE_COUNT("cuMemHostGetDevicePointer", CUresult);
 	if (!dptr || !p || flags)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&mem_lock);
@@ -512,9 +495,8 @@ FAKE_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, un
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemHostGetFlags(unsigned *flags, void *p)
+CUresult fake_cuMemHostGetFlags(unsigned *flags, void *p)
 {
-	FAKE_COUNT("cuMemHostGetFlags", CUresult);
 	if (!flags || !p)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&mem_lock);
@@ -550,30 +532,26 @@ static CUresult host_register(void *p, size_t size, unsigned flags)
 	return r < 0 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t size, unsigned flags)
+CUresult fake_cuMemHostRegister_v2(void *p, size_t size, unsigned flags)
 {
-	FAKE_COUNT("cuMemHostRegister", CUresult);
 	return host_register(p, size, flags);
 }
 
-FAKE_EXPORT CUresult cuMemHostRegister(void *p, size_t size, unsigned flags)
+CUresult fake_cuMemHostRegister(void *p, size_t size, unsigned flags)
 {
-	FAKE_COUNT("cuMemHostRegister", CUresult);
 	return host_register(p, size, flags);
 }
 
-FAKE_EXPORT CUresult cuMemHostUnregister(void *p)
+CUresult fake_cuMemHostUnregister(void *p)
 {
-	FAKE_COUNT("cuMemHostUnregister", CUresult);
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult rc = free_kind((uintptr_t)p, K_REGISTERED, K_REGISTERED);
 	return rc ? CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED : rc;
 }
 
-FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
+CUresult fake_cuMemGetInfo_v2(size_t *free_b, size_t *total)
 {
-	FAKE_COUNT("cuMemGetInfo", CUresult);
 	int dev;
 	CUresult rc = current_dev(&dev, NULL);
 	if (rc)
@@ -592,9 +570,8 @@ FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+CUresult fake_cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
-	FAKE_COUNT("cuMemGetAddressRange", CUresult);
 	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find((uintptr_t)p);
 	int ok = a && a->kind != K_REGISTERED;
@@ -704,17 +681,15 @@ static CUresult ptr_attr(void *data, int attr, CUdeviceptr p, int lenient)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
+CUresult fake_cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
 {
-	FAKE_COUNT("cuPointerGetAttribute", CUresult);
 	if (!data)
 		return CUDA_ERROR_INVALID_VALUE;
 	return ptr_attr(data, attr, p, 0);
 }
 
-FAKE_EXPORT CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data, CUdeviceptr p)
+CUresult fake_cuPointerGetAttributes(unsigned n, int *attrs, void **data, CUdeviceptr p)
 {
-	FAKE_COUNT("cuPointerGetAttributes", CUresult);
 	if (!attrs || !data)
 		return CUDA_ERROR_INVALID_VALUE;
 	for (unsigned i = 0; i < n; i++) {
@@ -727,24 +702,21 @@ FAKE_EXPORT CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data,
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuPointerSetAttribute(const void *value, int attr, CUdeviceptr p)
+CUresult fake_cuPointerSetAttribute(const void *value, int attr, CUdeviceptr p)
 {
-	FAKE_COUNT("cuPointerSetAttribute", CUresult);
 	pthread_mutex_lock(&mem_lock);
 	struct falloc *a = find((uintptr_t)p);
 	pthread_mutex_unlock(&mem_lock);
 	return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-FAKE_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocation loc)
+CUresult fake_cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocation loc)
 {
-	FAKE_COUNT("cuMemAdvise", CUresult);
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s)
+CUresult fake_cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s)
 {
-	FAKE_COUNT("cuMemPrefetchAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;
@@ -791,72 +763,62 @@ static CUresult copy(void *dst, int dst_is, const void *src, int src_is, size_t 
 
 #define P(x) ((void *)(uintptr_t)(x))
 
-FAKE_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+CUresult fake_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-	FAKE_COUNT("cuMemcpy", CUresult);
 	return copy(P(dst), HOST_OK, P(src), HOST_OK, n);
 }
 
-FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+CUresult fake_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
-	FAKE_COUNT("cuMemcpyAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return copy(P(dst), HOST_OK, P(src), HOST_OK, n);
 }
 
-FAKE_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)
+CUresult fake_cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)
 {
-	FAKE_COUNT("cuMemcpyPeer", CUresult);
 	return copy(P(dst), DEV_ONLY, P(src), DEV_ONLY, n);
 }
 
-FAKE_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
+CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
 				       CUstream s)
 {
-	FAKE_COUNT("cuMemcpyPeerAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return copy(P(dst), DEV_ONLY, P(src), DEV_ONLY, n);
 }
 
-FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+CUresult fake_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
 {
-	FAKE_COUNT("cuMemcpyHtoD", CUresult);
 	return copy(P(dst), DEV_ONLY, src, HOST, n);
 }
 
-FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+CUresult fake_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
 {
-	FAKE_COUNT("cuMemcpyDtoH", CUresult);
 	return copy(dst, HOST, P(src), DEV_ONLY, n);
 }
 
-FAKE_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+CUresult fake_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-	FAKE_COUNT("cuMemcpyDtoD", CUresult);
 	return copy(P(dst), DEV_ONLY, P(src), DEV_ONLY, n);
 }
 
-FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+CUresult fake_cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
-	FAKE_COUNT("cuMemcpyHtoDAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return copy(P(dst), DEV_ONLY, src, HOST, n);
 }
 
-FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
+CUresult fake_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
-	FAKE_COUNT("cuMemcpyDtoHAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return copy(dst, HOST, P(src), DEV_ONLY, n);
 }
 
-FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+CUresult fake_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
-	FAKE_COUNT("cuMemcpyDtoDAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return copy(P(dst), DEV_ONLY, P(src), DEV_ONLY, n);
@@ -898,21 +860,18 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *c)
+CUresult fake_cuMemcpy2D_v2(const CUDA_MEMCPY2D *c)
 {
-	FAKE_COUNT("cuMemcpy2D", CUresult);
 	return copy2d(c);
 }
 
-FAKE_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *c)
+CUresult fake_cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *c)
 {
-	FAKE_COUNT("cuMemcpy2DUnaligned", CUresult);
 	return copy2d(c);
 }
 
-FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s)
+CUresult fake_cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s)
 {
-	FAKE_COUNT("cuMemcpy2DAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return copy2d(c);
@@ -942,43 +901,37 @@ static CUresult set_n(CUdeviceptr dst, unsigned v, size_t n, int width)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
+CUresult fake_cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
 {
-	FAKE_COUNT("cuMemsetD8", CUresult);
 	return set_n(d, v, n, 1);
 }
 
-FAKE_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
+CUresult fake_cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
 {
-	FAKE_COUNT("cuMemsetD16", CUresult);
 	return set_n(d, v, n, 2);
 }
 
-FAKE_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned v, size_t n)
+CUresult fake_cuMemsetD32_v2(CUdeviceptr d, unsigned v, size_t n)
 {
-	FAKE_COUNT("cuMemsetD32", CUresult);
 	return set_n(d, v, n, 4);
 }
 
-FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+CUresult fake_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
 {
-	FAKE_COUNT("cuMemsetD8Async", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return set_n(d, v, n, 1);
 }
 
-FAKE_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+CUresult fake_cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
 {
-	FAKE_COUNT("cuMemsetD16Async", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return set_n(d, v, n, 2);
 }
 
-FAKE_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s)
+CUresult fake_cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s)
 {
-	FAKE_COUNT("cuMemsetD32Async", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return set_n(d, v, n, 4);
@@ -994,49 +947,43 @@ static CUresult set_2d(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h)
+CUresult fake_cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h)
 {
-	FAKE_COUNT("cuMemsetD2D8", CUresult);
 	return set_2d(d, pitch, v, w, h, 1);
 }
 
-FAKE_EXPORT CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h)
+CUresult fake_cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h)
 {
-	FAKE_COUNT("cuMemsetD2D32", CUresult);
 	return set_2d(d, pitch, v, w, h, 4);
 }
 
-FAKE_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h,
+CUresult fake_cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h,
 				       CUstream s)
 {
-	FAKE_COUNT("cuMemsetD2D8Async", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return set_2d(d, pitch, v, w, h, 1);
 }
 
-FAKE_EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, CUstream s)
+CUresult fake_cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, CUstream s)
 {
-	FAKE_COUNT("cuMemsetD2D32Async", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return set_2d(d, pitch, v, w, h, 4);
 }
 
 /* ---- the VMM API ------------------------------------------------------------------ */
-FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, int option)
+CUresult fake_cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, int option)
 {
-	FAKE_COUNT("cuMemGetAllocationGranularity", CUresult);
 	if (!g || !prop)
 		return CUDA_ERROR_INVALID_VALUE;
 	*g = GRANULARITY;
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,
+CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,
 				 unsigned long long flags)
 {
-	FAKE_COUNT("cuMemCreate", CUresult);
 	if (!h || !prop || size == 0 || size % GRANULARITY)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (prop->requestedHandleTypes & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
@@ -1082,9 +1029,8 @@ static void memh_unref(struct fmemh *m)
 	}
 }
 
-FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+CUresult fake_cuMemRelease(CUmemGenericAllocationHandle h)
 {
-	FAKE_COUNT("cuMemRelease", CUresult);
 	pthread_mutex_lock(&mem_lock);
 	struct fmemh *m = memh(h);
 	if (!m) {
@@ -1096,10 +1042,9 @@ FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align, CUdeviceptr addr,
+CUresult fake_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align, CUdeviceptr addr,
 					 unsigned long long flags)
 {
-	FAKE_COUNT("cuMemAddressReserve", CUresult);
 	if (!ptr || size == 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (align == 0)
@@ -1134,9 +1079,8 @@ FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t a
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+CUresult fake_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-	FAKE_COUNT("cuMemAddressFree", CUresult);
 	pthread_mutex_lock(&mem_lock);
 	for (size_t i = 0; i < nresvs; i++)
 		if (resvs[i].base == ptr && resvs[i].size == size) {
@@ -1157,10 +1101,9 @@ static int in_reservation(uintptr_t p, size_t size)
 	return 0;
 }
 
-FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+CUresult fake_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
 			      unsigned long long flags)
 {
-	FAKE_COUNT("cuMemMap", CUresult);
 	pthread_mutex_lock(&mem_lock);
 	struct fmemh *m = memh(h);
 	CUresult rc = CUDA_SUCCESS;
@@ -1190,9 +1133,8 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmem
 	return rc;
 }
 
-FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+CUresult fake_cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-	FAKE_COUNT("cuMemUnmap", CUresult);
 	pthread_mutex_lock(&mem_lock);
 	int found = 0;
 	for (size_t i = 0; i < nallocs;) {
@@ -1211,9 +1153,8 @@ FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 	return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-FAKE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+CUresult fake_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
 {
-	FAKE_COUNT("cuMemSetAccess", CUresult);
 	if (!desc || count == 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&mem_lock);
@@ -1228,19 +1169,17 @@ FAKE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcc
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *loc, CUdeviceptr ptr)
+CUresult fake_cuMemGetAccess(unsigned long long *flags, const CUmemLocation *loc, CUdeviceptr ptr)
 {
-	FAKE_COUNT("cuMemGetAccess", CUresult);
 	if (!flags || !loc)
 		return CUDA_ERROR_INVALID_VALUE;
 	*flags = 3;
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h, int type,
+CUresult fake_cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h, int type,
 						  unsigned long long flags)
 {
-	FAKE_COUNT("cuMemExportToShareableHandle", CUresult);
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
@@ -1270,9 +1209,8 @@ static int memfd_dev(int fd)
 	return d ? atoi(d + 5) : 0;
 }
 
-FAKE_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *os_handle, int type)
+CUresult fake_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *os_handle, int type)
 {
-	FAKE_COUNT("cuMemImportFromShareableHandle", CUresult);
 	if (!h)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
@@ -1305,9 +1243,8 @@ FAKE_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle h)
+CUresult fake_cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle h)
 {
-	FAKE_COUNT("cuMemGetAllocationPropertiesFromHandle", CUresult);
 	if (!prop)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&mem_lock);
@@ -1318,9 +1255,8 @@ FAKE_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp 
 	return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-FAKE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr)
+CUresult fake_cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr)
 {
-	FAKE_COUNT("cuMemRetainAllocationHandle", CUresult);
 	if (!h)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&mem_lock);
@@ -1335,10 +1271,9 @@ FAKE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h
 	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-FAKE_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr, size_t size, int type,
+CUresult fake_cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr, size_t size, int type,
 						   unsigned long long flags)
 {
-	FAKE_COUNT("cuMemGetHandleForAddressRange", CUresult);
 	if (!handle || type != 1 /* CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD */)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (dptr % pagesz() || size % pagesz())
@@ -1359,41 +1294,35 @@ FAKE_EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dpt
 }
 
 /* multicast objects (NVLS) are not emulated: the device says so too */
-FAKE_EXPORT CUresult cuMulticastCreate(CUmemGenericAllocationHandle *h, const void *prop)
+CUresult fake_cuMulticastCreate(CUmemGenericAllocationHandle *h, const CUmulticastObjectProp *prop)
 {
-	FAKE_COUNT("cuMulticastCreate", CUresult);
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FAKE_EXPORT CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle h, CUdevice d)
+CUresult fake_cuMulticastAddDevice(CUmemGenericAllocationHandle h, CUdevice d)
 {
-	FAKE_COUNT("cuMulticastAddDevice", CUresult);
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FAKE_EXPORT CUresult cuMulticastBindMem(CUmemGenericAllocationHandle mc, size_t mo, CUmemGenericAllocationHandle m,
+CUresult fake_cuMulticastBindMem(CUmemGenericAllocationHandle mc, size_t mo, CUmemGenericAllocationHandle m,
 					size_t off, size_t size, unsigned long long flags)
 {
-	FAKE_COUNT("cuMulticastBindMem", CUresult);
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FAKE_EXPORT CUresult cuMulticastBindAddr(CUmemGenericAllocationHandle mc, size_t mo, CUdeviceptr p, size_t size,
+CUresult fake_cuMulticastBindAddr(CUmemGenericAllocationHandle mc, size_t mo, CUdeviceptr p, size_t size,
 					 unsigned long long flags)
 {
-	FAKE_COUNT("cuMulticastBindAddr", CUresult);
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FAKE_EXPORT CUresult cuMulticastUnbind(CUmemGenericAllocationHandle mc, CUdevice d, size_t mo, size_t size)
+CUresult fake_cuMulticastUnbind(CUmemGenericAllocationHandle mc, CUdevice d, size_t mo, size_t size)
 {
-	FAKE_COUNT("cuMulticastUnbind", CUresult);
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FAKE_EXPORT CUresult cuMulticastGetGranularity(size_t *g, const void *prop, int option)
+CUresult fake_cuMulticastGetGranularity(size_t *g, const CUmulticastObjectProp *prop, int option)
 {
-	FAKE_COUNT("cuMulticastGetGranularity", CUresult);
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -1414,9 +1343,8 @@ struct ipc_handle {
 _Static_assert(sizeof(struct ipc_handle) == 64, "IPC handle is 64 bytes");
 #define IPC_MAGIC 0x4952524eu
 
-FAKE_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *out, CUdeviceptr p)
+CUresult fake_cuIpcGetMemHandle(CUipcMemHandle *out, CUdeviceptr p)
 {
-	FAKE_COUNT("cuIpcGetMemHandle", CUresult);
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&mem_lock);
@@ -1502,34 +1430,29 @@ static CUresult ipc_open(CUdeviceptr *pd, const CUipcMemHandle *handle)
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *pd, CUipcMemHandle h, unsigned flags)
+CUresult fake_cuIpcOpenMemHandle(CUdeviceptr *pd, CUipcMemHandle h, unsigned flags)
 {
-	FAKE_COUNT("cuIpcOpenMemHandle", CUresult);
 	return ipc_open(pd, &h);
 }
 
-FAKE_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pd, CUipcMemHandle h, unsigned flags)
+CUresult fake_cuIpcOpenMemHandle_v2(CUdeviceptr *pd, CUipcMemHandle h, unsigned flags)
 {
-	FAKE_COUNT("cuIpcOpenMemHandle", CUresult);
 	return ipc_open(pd, &h);
 }
 
-FAKE_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p)
+CUresult fake_cuIpcCloseMemHandle(CUdeviceptr p)
 {
-	FAKE_COUNT("cuIpcCloseMemHandle", CUresult);
 	return free_kind((uintptr_t)p, K_IPC, K_IPC);
 }
 
 /* the CUDA 8 forms, with a device number instead of a location */
-FAKE_EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t n, int advice, CUdevice d)
+CUresult fake_cuMemAdvise(CUdeviceptr p, size_t n, int advice, CUdevice d)
 {
-	FAKE_COUNT("cuMemAdvise", CUresult);
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s)
+CUresult fake_cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s)
 {
-	FAKE_COUNT("cuMemPrefetchAsync", CUresult);
 	if (!fake_valid_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return CUDA_SUCCESS;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "fake_cuda.h"
+#include "nrr_fake_cuda_entry.h"
 
 /* Entries name the exported symbol; the addresses are resolved once with
  * dlsym on this library itself (no prototypes needed here). */
@@ -28,7 +29,7 @@ struct entry {
 
 static const struct entry table[] = {
 #define T(name, ver, sym) { name, ver, #sym },
-#include "cuda_table.h"
+#include "nrr_fake_cuda_table.h" /* since= and entry lines of formats/api/cuda_driver.api */
 #undef T
 };
 
@@ -100,15 +101,13 @@ static CUresult proc(const char *sym, void **pfn, int version, cuuint64_t flags,
 	return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version, cuuint64_t flags)
+CUresult fake_cuGetProcAddress(const char *sym, void **pfn, int version, cuuint64_t flags)
 {
-	FAKE_COUNT("cuGetProcAddress", CUresult);
 	return proc(sym, pfn, version, flags, NULL);
 }
 
-FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version, cuuint64_t flags, int *status)
+CUresult fake_cuGetProcAddress_v2(const char *sym, void **pfn, int version, cuuint64_t flags, int *status)
 {
-	FAKE_COUNT("cuGetProcAddress", CUresult);
 	return proc(sym, pfn, version, flags, status);
 }
 
@@ -339,9 +338,8 @@ static const void *tbl_ctx_check[4] = {
 	(void *)ctx_flags,
 };
 
-FAKE_EXPORT CUresult cuGetExportTable(const void **table_out, const void *id)
+CUresult fake_cuGetExportTable(const void **table_out, const CUuuid *id)
 {
-	FAKE_COUNT("cuGetExportTable", CUresult);
 	if (!table_out || !id)
 		return CUDA_ERROR_INVALID_VALUE;
 	const void *t = NULL;
@@ -355,7 +353,7 @@ FAKE_EXPORT CUresult cuGetExportTable(const void **table_out, const void *id)
 		t = tbl_cls;
 	else if (uuid_is(id, "263e8860-7cd2-6143-92f6-bbd5006dfa7e"))
 		t = tbl_ctx_check;
-	const unsigned char *b = id;
+	const unsigned char *b = id->bytes;
 	FAKE_DBG("cuGetExportTable: %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x: %s",
 		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
 		 b[15], t ? "provided" : "not provided");

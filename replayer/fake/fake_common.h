@@ -80,6 +80,10 @@ FAKE_HIDDEN int fake_handle_add(const void *p);
 FAKE_HIDDEN int fake_handle_del(const void *p);
 FAKE_HIDDEN int fake_handle_live(const void *p);
 
+/* Every entry point's preamble: count the call, log it, and fail it when the
+ * fault switch says so. The CUDA driver's entry points get it from the
+ * generated nrr_fake_cuda_entry.c (formats/api/cuda_driver.api); NVML's
+ * write it by hand. */
 #define FAKE_COUNT(nm, errtype) \
 	static struct fake_api api_ = { .name = nm }; \
 	do { \

@@ -144,6 +144,41 @@ typedef struct {
 	unsigned int numAttrs;
 } CUlaunchConfig;
 
+/* the legacy CUdevprop (cuDeviceGetProperties) */
+typedef struct {
+	int maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3], sharedMemPerBlock, totalConstantMemory,
+	    SIMDWidth, memPitch, regsPerBlock, clockRate, textureAlign;
+} CUdevprop;
+
+typedef union {
+	int operation;
+	struct {
+		int operation;
+		CUdeviceptr address;
+		union {
+			cuuint32_t value;
+			cuuint64_t value64;
+		};
+		unsigned flags;
+		CUdeviceptr alias;
+	} v;
+	cuuint64_t pad[6];
+} CUstreamBatchMemOpParams;
+
+/* Enums the prototypes of formats/api/cuda_driver.api name (the generated
+ * entry points take them): the fake reads them as the ints they are. */
+typedef int CUdevice_attribute;
+typedef int CUpointer_attribute;
+typedef int CUfunction_attribute;
+typedef int CUmemAllocationGranularity_flags;
+typedef int CUmemAllocationHandleType;
+typedef int CUmemRangeHandleType;
+typedef int CUmulticastGranularity_flags;
+typedef int CUmoduleLoadingMode;
+typedef int CUdriverProcAddressQueryResult;
+/* multicast objects are refused (cuMulticastCreate): never read */
+typedef struct CUmulticastObjectProp_st CUmulticastObjectProp;
+
 typedef void (*CUhostFn)(void *userData);
 typedef void (*CUstreamCallback)(CUstream hStream, CUresult status, void *userData);
 

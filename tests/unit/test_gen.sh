@@ -8,7 +8,8 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 expect() { # name, api text, message regexp
 	printf '%s\n' "$2" >"$tmp/x.api"
-	out=$("$py" "$gen" --emit list "$types" "$tmp/x.api" 2>&1); rc=$?
+	mkdir -p "$tmp/out"
+	out=$("$py" "$gen" --out-dir "$tmp/out" --emit "${EMIT:-list}" "$types" "$tmp/x.api" 2>&1); rc=$?
 	if [ $rc -eq 1 ] && grep -Eq "$3" <<<"$out"; then pass=$((pass + 1)); else
 		echo "FAIL: $1: rc=$rc out=$out"; fail=$((fail + 1)); fi
 }
@@ -30,6 +31,28 @@ expect "bad notready" $'domain d\nfn int f(int a) notready=out:a' 'x.api:2: notr
 expect "bad transient errno" $'domain d\nfn int f(int a) transient=err:ENOTANERRNO' 'x.api:2: transient=err: wants errno names'
 expect "bad conv" $'conv weird transient=err:EINTR' 'x.api:1: conv wants'
 expect "bad conv option" $'conv errno retry=err:EINTR' 'x.api:1: unknown conv option'
+expect "bad since" $'domain d\nfn int f(int a) since=12.5' 'x.api:2: since wants a CUDA version number'
+expect "entry syntax" $'domain d\nentry cuX since=2000' 'x.api:2: expected "entry RETTYPE NAME\(PARAMS\) since=VERSION"'
+expect "entry before domain" 'entry CUresult cuX(int a) since=2000' 'x.api:1: entry before any "domain"'
+expect "enum message" $'domain d\nenum E\n  A = 1 "no end' 'x.api:3: expected "SYMBOL = VALUE" or'
+# the fake driver's table, version script and error names (--emit fake-cuda)
+EMIT=fake-cuda expect "entry of a fn" $'domain cuda_driver\nfn int cuF(int a) since=2000\nentry CUresult cuF(int a) since=3000' \
+	'x.api:3: cuF is described by a fn line .*x.api:2.*since=3000'
+EMIT=fake-cuda expect "entry twice" $'domain cuda_driver\nentry CUresult cuG(void) since=2000\nentry CUresult cuG(void) since=3000' 'x.api:3: entry cuG repeats'
+EMIT=fake-cuda expect "same version twice" $'domain cuda_driver\nentry CUresult cuG(void) since=2000\nentry CUresult cuG_v2(int a) since=2000' \
+	'two variants of cuG claim version 2000'
+EMIT=fake-cuda expect "entry not CUresult" $'domain cuda_driver\nentry int cuK(void) since=2000' 'x.api:2: cuK returns int'
+EMIT=fake-cuda expect "no message" $'domain cuda_driver\nenum CUresult\n  CUDA_SUCCESS = 0' 'CUresult: CUDA_SUCCESS has no message'
+printf 'domain cuda_driver\nfn CUresult cuF_v2(int a) since=3020\nentry CUresult cuF(int a, const char *s) since=2000\nentry CUresult cuH(void) since=11000\nenum CUresult\n  CUDA_SUCCESS = 0 "no error"\n  CUDA_ERROR_NOT_READY = 600 "device not ready"\n' >"$tmp/fc.api"
+mkdir -p "$tmp/fc"
+if "$py" "$gen" --out-dir "$tmp/fc" --emit fake-cuda "$types" "$tmp/fc.api" &&
+	[ "$(grep '^T(' "$tmp/fc/nrr_fake_cuda_table.h" | tr '\n' ' ')" = 'T("cuF", 3020, cuF_v2) T("cuF", 2000, cuF) T("cuH", 11000, cuH) ' ] &&
+	[ "$(grep -c '^    cu' "$tmp/fc/libcuda.map")" = 3 ] &&
+	grep -q '{ 0, "CUDA_SUCCESS", "no error" },' "$tmp/fc/nrr_fake_cuda_errors.h" &&
+	grep -q '^CUresult fake_cuF(int a, const char\* s);$' "$tmp/fc/nrr_fake_cuda_entry.h" &&
+	grep -A4 '^FAKE_EXPORT CUresult cuF_v2(int a)$' "$tmp/fc/nrr_fake_cuda_entry.c" | tr '\n\t' '  ' |
+		grep -q '{  FAKE_COUNT("cuF", CUresult);  return fake_cuF_v2(a); }'; then pass=$((pass + 1)); else
+	echo "FAIL: fake-cuda output: $(cat "$tmp"/fc/* 2>&1)"; fail=$((fail + 1)); fi
 printf 'domain d\nfn int f(int a, const char *s, int *o)\n' >"$tmp/ok.api"
 out=$("$py" "$gen" --emit list "$types" "$tmp/ok.api"); rc=$?
 [ $rc -eq 0 ] && grep -q '^d f 3 -$' <<<"$out" && pass=$((pass + 1)) || { echo "FAIL: good description: $out"; fail=$((fail + 1)); }
