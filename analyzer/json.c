@@ -102,11 +102,12 @@ static void before(struct nrr_jw *w, bool is_key)
 	bool any = w->lv[w->depth - 1].any;
 	if (any)
 		fputc(',', w->f);
-	if (w->lv[w->depth - 1].block)
+	if (w->lv[w->depth - 1].block || w->brk)
 		indent(w, w->depth);
 	else if (any && !(w->flags & NRR_JW_COMPACT))
 		fputc(' ', w->f);
 	w->lv[w->depth - 1].any = true;
+	w->brk = false;
 }
 
 static void open_c(struct nrr_jw *w, bool block, bool obj)
@@ -200,6 +201,16 @@ void nrr_jw_raw(struct nrr_jw *w, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(w->f, fmt, ap);
 	va_end(ap);
+}
+
+void nrr_jw_value(struct nrr_jw *w)
+{
+	before(w, false);
+}
+
+void nrr_jw_break(struct nrr_jw *w)
+{
+	w->brk = true;
 }
 
 void nrr_jw_kstr(struct nrr_jw *w, const char *k, const char *s)

@@ -42,6 +42,7 @@ struct nrr_jw {
 	unsigned flags;
 	int depth;
 	bool key;        /* a key was written, its value is due */
+	bool brk;        /* nrr_jw_break(): the next member on a new line */
 	struct {
 		bool block, any, obj;
 	} lv[NRR_JW_MAXDEPTH];
@@ -67,6 +68,13 @@ void nrr_jw_fixed(struct nrr_jw *w, double v, int prec);
 /* A value the caller formats itself (printf), already JSON: a number in
  * a unit of its own, a fragment rendered earlier by a writer. */
 void nrr_jw_raw(struct nrr_jw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The separator for a value the caller then writes itself to w->f, already
+ * JSON (export --chrome's events, whose arguments are rendered while
+ * calls are folded; a time by nrr_put_us()). */
+void nrr_jw_value(struct nrr_jw *w);
+/* The next member of the (inline) container starts a new line: ",\n"
+ * instead of ", " (export --chrome's "metadata" after the events). */
+void nrr_jw_break(struct nrr_jw *w);
 /* Key and value in one call. */
 void nrr_jw_kstr(struct nrr_jw *w, const char *k, const char *s);
 void nrr_jw_kint(struct nrr_jw *w, const char *k, long long v);
