@@ -166,11 +166,12 @@ static void json_str_or_null(struct nrr_jw *w, const char *k, const char *s)
 	nrr_jw_kstr(w, k, s && s[0] ? s : NULL);
 }
 
-static void json_node(struct nrr_jw *w, const char *k, const struct nrr_hang *h, int n)
+/* @n's node object; an edge's unknown target (-1) as null */
+static void json_node(struct nrr_jw *w, const char *k, const struct nrr_hang *h, int n, bool null_unknown)
 {
 	char lb[64];
 	nrr_jw_key(w, k);
-	if (n < 0) {
+	if (n < 0 && null_unknown) {
 		nrr_jw_null(w);
 		return;
 	}
@@ -311,7 +312,7 @@ void nrr_hang_print_json(FILE *f, const struct nrr_hang *h)
 	for (size_t i = 0; i < h->nc; i++) {
 		nrr_jw_obj(w, false);
 		json_str(w, "kind", nrr_hang_cls_name[h->c[i].cls]);
-		json_node(w, "who", h, h->c[i].node);
+		json_node(w, "who", h, h->c[i].node, false);
 		nrr_jw_kint(w, "waiting", h->c[i].score);
 		json_str(w, "text", h->c[i].text);
 		nrr_jw_end(w);
@@ -326,8 +327,8 @@ void nrr_hang_print_json(FILE *f, const struct nrr_hang *h)
 	nrr_jw_arr(w, true);
 	for (size_t i = 0; i < h->ne; i++) {
 		nrr_jw_obj(w, false);
-		json_node(w, "from", h, h->e[i].from);
-		json_node(w, "to", h, h->e[i].to);
+		json_node(w, "from", h, h->e[i].from, false);
+		json_node(w, "to", h, h->e[i].to, true);
 		json_str(w, "wait", h->e[i].cat);
 		json_str(w, "address", h->e[i].addr);
 		json_str(w, "detail", h->e[i].detail);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* json.h - how every JSON output of ncclrr (export --chrome, the HTML
- * report's data, diff --json, hang --json) is written: one string rule and
- * one streaming writer (struct nrr_jw) that places the separators, so the
- * outputs cannot drift apart. */
+ * report's data, diff --json, hang --json, nccl list --json) is written:
+ * one string rule and one streaming writer (struct nrr_jw) that places the
+ * separators, so the outputs cannot drift apart. */
 #ifndef NCCLRR_ANALYZER_JSON_H
 #define NCCLRR_ANALYZER_JSON_H
 
