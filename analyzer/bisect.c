@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "bisect.h"
-#include "cmds.h"
 #include "run.h"
 #include "nrr_launch.h"
 #include "rundir.h"
@@ -756,7 +755,7 @@ static void catch_signals(struct sigaction old[2])
 	sigaction(SIGTERM, &sa, &old[1]);
 }
 
-/* Put back @old; @return @ret, or 130 (said) when a signal came */
+/* Put back @old; @return @ret, or NRR_BISECT_INTERRUPTED (said) when a signal came */
 static int release_signals(const struct sigaction old[2], int ret)
 {
 	sigaction(SIGINT, &old[0], NULL);
@@ -764,7 +763,7 @@ static int release_signals(const struct sigaction old[2], int ret)
 	if (!interrupted)
 		return ret;
 	fprintf(stderr, "ncclrr bisect: interrupted\n");
-	return 130;
+	return NRR_BISECT_INTERRUPTED;
 }
 
 static void keep_or_remove(const struct bisect *b, bool made)
@@ -781,9 +780,9 @@ static void keep_or_remove(const struct bisect *b, bool made)
 static int bisect_nccl_only(struct bisect *b, struct vtry *v, int n)
 {
 	bool made = false;
-	int ret = NRR_EXIT_USAGE, lo = -1, hi = -1;
+	int ret = NRR_BISECT_ERROR, lo = -1, hi = -1;
 	if (make_workdir(b, &made) < 0)
-		return NRR_EXIT_USAGE;
+		return NRR_BISECT_ERROR;
 	struct sigaction old[2];
 	catch_signals(old);
 	int r = nccl_search(b, v, n, &lo, &hi);
@@ -798,16 +797,16 @@ static int bisect_nccl_only(struct bisect *b, struct vtry *v, int n)
 		       "(how the two retry and connect; 'ncclrr diff' of the two directories shows every call):\n",
 		       v[lo].version, v[hi].version);
 		run_diff(b, a, c, "socket,connect,accept*,dup*,close,getsockopt");
-		ret = NRR_EXIT_DIFF;
+		ret = NRR_BISECT_FOUND;
 	} else if (r == 0) {
-		ret = NRR_EXIT_OK;
+		ret = NRR_BISECT_NOFAIL;
 	}
 	ret = release_signals(old, ret);
 	keep_or_remove(b, made);
 	return ret;
 }
 
-int nrr_bisect_main(const struct nrr_bisect_opts *o)
+enum nrr_bisect_status nrr_bisect_main(const struct nrr_bisect_opts *o)
 {
 	struct bisect b = { .o = o, .last_pass = -1 };
 	struct nrr_runinfo ga = { 0 }, ba = { 0 };
@@ -816,19 +815,19 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 	char *copy_good = NULL, *copy_bad = NULL;   /* (cluster_copy) */
 	size_t nch = 0, *min = NULL, nmin = 0;
 	bool made_workdir = false;
-	int ret = NRR_EXIT_USAGE;
+	int ret = NRR_BISECT_ERROR;
 	extern char **environ;
 
 	ssize_t sl = readlink("/proc/self/exe", b.self, sizeof(b.self) - 1);
 	if (sl <= 0) {
 		fprintf(stderr, "ncclrr bisect: cannot find this program (/proc/self/exe): %s\n", strerror(errno));
-		return NRR_EXIT_USAGE;
+		return NRR_BISECT_ERROR;
 	}
 	b.self[sl] = '\0';
 	struct vtry *vers = NULL;
 	int nvers = 0, vlo = -1, vhi = -1;
 	if (o->nccl && (nvers = nccl_versions(o->nccl, &vers)) < 0)
-		return NRR_EXIT_USAGE;
+		return NRR_BISECT_ERROR;
 	if (!o->good) {
 		/* the version search alone */
 		ret = bisect_nccl_only(&b, vers, nvers);
@@ -969,7 +968,7 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 	}
 
 	if (o->dry_run) {
-		ret = b.nd ? NRR_EXIT_DIFF : NRR_EXIT_OK;
+		ret = b.nd ? NRR_BISECT_FOUND : NRR_BISECT_NOFAIL;
 		goto out;
 	}
 
@@ -1014,7 +1013,7 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 		printf("the good configuration fails when re-run: nothing to search\n");
 		print_log_tail(&b, 1, 3);
 		free(mask);
-		ret = NRR_EXIT_USAGE;
+		ret = NRR_BISECT_ERROR;
 		goto restore;
 	}
 	memset(mask, '1', b.nd);
@@ -1025,7 +1024,7 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 	if (rb == 0) {
 		printf("the bad configuration does not fail when re-run: its failure is not caused by %s\n",
 		       b.nd ? "these differences" : "the environment or the topology (no searchable differences)");
-		ret = NRR_EXIT_OK;
+		ret = NRR_BISECT_NOFAIL;
 		goto restore;
 	}
 	if (nrr_ddmin(b.nd, ddmin_test, &b, min, &nmin) < 0)
@@ -1048,7 +1047,7 @@ int nrr_bisect_main(const struct nrr_bisect_opts *o)
 		if (strcmp(b.att[i].mask, mmask) == 0)
 			first_bad = &b.att[i];
 	free(mmask);
-	ret = NRR_EXIT_DIFF;
+	ret = NRR_BISECT_FOUND;
 	/* and across NCCL versions: the failure needs this set and which NCCL */
 	if (vers) {
 		printf("\n");

@@ -31,9 +31,15 @@ struct nrr_bisect_opts {
 	char *const *argv;        /* the program and its arguments, NULL-terminated */
 };
 
-/* The whole command; @return its exit status (0 bad does not fail, 1 a
- * minimal failing set found, 2 usage or setup error, 130 interrupted;
- * dry run: 1 when there are differences to search, else 0). */
-int nrr_bisect_main(const struct nrr_bisect_opts *o);
+/* How a bisect ended (cli/cmd_bisect.c turns it into the exit status). */
+enum nrr_bisect_status {
+	NRR_BISECT_NOFAIL = 0,      /* the bad configuration does not fail; dry run: nothing to search */
+	NRR_BISECT_FOUND = 1,       /* a minimal failing set found; dry run: differences to search */
+	NRR_BISECT_ERROR = 2,       /* bad options or setup (said) */
+	NRR_BISECT_INTERRUPTED = 3, /* a signal came (said) */
+};
+
+/* The whole command; @return how it ended. */
+enum nrr_bisect_status nrr_bisect_main(const struct nrr_bisect_opts *o);
 
 #endif

@@ -39,6 +39,7 @@ struct inflight {
 
 struct chrome {
 	FILE *f;
+	struct nrr_jw jw;       /* the document: {"displayTimeUnit", "traceEvents": [...], "metadata"} */
 	struct nrr_inputs *in;
 	struct nrr_export_proc *procs;
 	struct nrr_sbuf sb;
@@ -50,9 +51,11 @@ struct chrome {
 	size_t ninfl, capinfl;
 };
 
+/* The next event of traceEvents (a line each), written by the caller. */
 static void ev_sep(struct chrome *x)
 {
-	fputs(x->nevents++ ? ",\n" : "\n", x->f);
+	x->nevents++;
+	nrr_jw_value(&x->jw);
 }
 
 static bool reserved(const char *n)
@@ -341,16 +344,26 @@ static int64_t rel(struct chrome *x, size_t ri, uint64_t ts)
 /* The red instant event of a failure. */
 static void put_error(struct chrome *x, size_t ri, uint32_t tid, int64_t ts, const char *s, size_t len, uint64_t seq)
 {
-	ev_sep(x);
-	fprintf(x->f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"error\",\"cname\":\"terrible\",\"pid\":%ld,\"tid\":%u,\"ts\":",
-		x->procs[ri].pid, tid);
+	struct nrr_jw *w = &x->jw;
+	x->nevents++;
+	nrr_jw_obj(w, false);
+	nrr_jw_kstr(w, "ph", "i");
+	nrr_jw_kstr(w, "s", "t");
+	nrr_jw_kstr(w, "cat", "error");
+	nrr_jw_kstr(w, "cname", "terrible");
+	nrr_jw_kint(w, "pid", x->procs[ri].pid);
+	nrr_jw_kuint(w, "tid", tid);
+	nrr_jw_key(w, "ts");
+	nrr_jw_value(w);
 	nrr_put_us(x->f, ts);
-	fputs(",\"name\":", x->f);
-	nrr_json_str(x->f, s, len);
-	const char *rk = x->in->rank[ri] ? x->in->rank[ri] : "";
-	fputs(",\"args\":{\"rank\":", x->f);
-	nrr_json_str(x->f, rk, strlen(rk));
-	fprintf(x->f, ",\"seq\":%llu}}", (unsigned long long)seq);
+	nrr_jw_key(w, "name");
+	nrr_jw_strn(w, s, len);
+	nrr_jw_key(w, "args");
+	nrr_jw_obj(w, false);
+	nrr_jw_kstr(w, "rank", x->in->rank[ri] ? x->in->rank[ri] : "");
+	nrr_jw_kuint(w, "seq", seq);
+	nrr_jw_end(w);
+	nrr_jw_end(w);
 	x->nerrors++;
 }
 
@@ -477,35 +490,39 @@ static void on_run(void *ctx, const struct nrr_fold_run *r)
 
 static void put_meta(struct chrome *x)
 {
-	FILE *f = x->f;
-	fputs("\"metadata\":{\"generator\":\"ncclrr export\",\"start_wall_ns\":", f);
-	fprintf(f, "%llu,\"duration_us\":", (unsigned long long)x->in->base_wall);
-	nrr_put_us(f, x->end);
-	fprintf(f, ",\"processes\":%zu,\"slices\":%llu,\"errors\":%llu,\"benign_failures\":%llu,\"folded_calls\":%llu,"
-		"\"flows_connect\":%llu,\"flows_ipc\":%llu",
-		x->in->n, (unsigned long long)x->nslices, (unsigned long long)x->nerrors, (unsigned long long)x->nbenign,
-		(unsigned long long)x->nfolded, (unsigned long long)x->nflows_conn, (unsigned long long)x->nflows_ipc);
-	if (x->in->sel && x->in->sel->failure[0]) {
-		fputs(",\"around_failure\":", f);
-		nrr_json_str(f, x->in->sel->failure, strlen(x->in->sel->failure));
-	}
+	struct nrr_jw *w = &x->jw;
+	nrr_jw_key(w, "metadata");
+	nrr_jw_obj(w, false);
+	nrr_jw_kstr(w, "generator", "ncclrr export");
+	nrr_jw_kuint(w, "start_wall_ns", x->in->base_wall);
+	nrr_jw_key(w, "duration_us");
+	nrr_jw_value(w);
+	nrr_put_us(x->f, x->end);
+	nrr_jw_kuint(w, "processes", x->in->n);
+	nrr_jw_kuint(w, "slices", x->nslices);
+	nrr_jw_kuint(w, "errors", x->nerrors);
+	nrr_jw_kuint(w, "benign_failures", x->nbenign);
+	nrr_jw_kuint(w, "folded_calls", x->nfolded);
+	nrr_jw_kuint(w, "flows_connect", x->nflows_conn);
+	nrr_jw_kuint(w, "flows_ipc", x->nflows_ipc);
+	if (x->in->sel && x->in->sel->failure[0])
+		nrr_jw_kstr(w, "around_failure", x->in->sel->failure);
 	const char *v = NULL;
 	for (size_t i = 0; i < x->in->n && !v; i++)
 		v = x->in->proc[i].nccl_version;
-	if (v) {
-		fputs(",\"nccl_version\":", f);
-		nrr_json_str(f, v, strlen(v));
-	}
-	fputs(",\"files\":[", f);
+	if (v)
+		nrr_jw_kstr(w, "nccl_version", v);
+	nrr_jw_key(w, "files");
+	nrr_jw_arr(w, false);
 	for (size_t i = 0; i < x->in->n; i++) {
-		const char *p = nrr_reader_path(x->in->r[i]);
-		fprintf(f, "%s{\"pid\":%ld,\"name\":", i ? "," : "", x->procs[i].pid);
-		nrr_json_str(f, x->procs[i].name, strlen(x->procs[i].name));
-		fputs(",\"path\":", f);
-		nrr_json_str(f, p, strlen(p));
-		fputc('}', f);
+		nrr_jw_obj(w, false);
+		nrr_jw_kint(w, "pid", x->procs[i].pid);
+		nrr_jw_kstr(w, "name", x->procs[i].name);
+		nrr_jw_kstr(w, "path", nrr_reader_path(x->in->r[i]));
+		nrr_jw_end(w);
 	}
-	fputs("]}", f);
+	nrr_jw_end(w);
+	nrr_jw_end(w);
 }
 
 int nrr_export_chrome(struct nrr_inputs *in, const struct nrr_export_opts *o, const char *path, char *err,
@@ -523,40 +540,62 @@ int nrr_export_chrome(struct nrr_inputs *in, const struct nrr_export_opts *o, co
 		ret = -1;
 		goto out;
 	}
-	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", x.f);
+	struct nrr_jw *w = &x.jw;
+	nrr_jw_init(w, x.f, NRR_JW_COMPACT | NRR_JW_HTML);
+	nrr_jw_obj(w, false);
+	nrr_jw_kstr(w, "displayTimeUnit", "ns");
+	nrr_jw_key(w, "traceEvents");
+	nrr_jw_arr(w, true);
 	for (size_t i = 0; i < in->n; i++) {
-		ev_sep(&x);
-		fprintf(x.f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%ld,\"tid\":0,\"args\":{\"name\":", x.procs[i].pid);
-		nrr_json_str(x.f, x.procs[i].name, strlen(x.procs[i].name));
-		fputs("}}", x.f);
-		ev_sep(&x);
-		fprintf(x.f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%ld,\"tid\":0,\"args\":{\"sort_index\":%ld}}",
-			x.procs[i].pid, x.procs[i].pid);
+		for (int k = 0; k < 2; k++) {
+			x.nevents++;
+			nrr_jw_obj(w, false);
+			nrr_jw_kstr(w, "ph", "M");
+			nrr_jw_kstr(w, "name", k ? "process_sort_index" : "process_name");
+			nrr_jw_kint(w, "pid", x.procs[i].pid);
+			nrr_jw_kint(w, "tid", 0);
+			nrr_jw_key(w, "args");
+			nrr_jw_obj(w, false);
+			if (k)
+				nrr_jw_kint(w, "sort_index", x.procs[i].pid);
+			else
+				nrr_jw_kstr(w, "name", x.procs[i].name);
+			nrr_jw_end(w);
+			nrr_jw_end(w);
+		}
 	}
 	ret = nrr_export_read(in, fold, err, errlen);
 	fold = NULL;
 	for (size_t i = 0; i < x.ninfl; i++) {
 		struct inflight *e = &x.infl[i];
 		int64_t dur = x.end - e->at.ts;
-		ev_sep(&x);
-		const char *cat = e->cat ? e->cat : "other", *name = e->name ? e->name : "?";
-		fputs("{\"ph\":\"X\",\"cat\":", x.f);
-		nrr_json_str(x.f, cat, strlen(cat));
-		fputs(",\"name\":", x.f);
-		nrr_json_str(x.f, name, strlen(name));
-		fprintf(x.f, ",\"cname\":\"yellow\",\"pid\":%ld,\"tid\":%u,\"ts\":", e->at.pid, e->at.tid);
+		x.nevents++;
+		nrr_jw_obj(w, false);
+		nrr_jw_kstr(w, "ph", "X");
+		nrr_jw_kstr(w, "cat", e->cat ? e->cat : "other");
+		nrr_jw_kstr(w, "name", e->name ? e->name : "?");
+		nrr_jw_kstr(w, "cname", "yellow");
+		nrr_jw_kint(w, "pid", e->at.pid);
+		nrr_jw_kuint(w, "tid", e->at.tid);
+		nrr_jw_key(w, "ts");
+		nrr_jw_value(w);
 		nrr_put_us(x.f, e->at.ts);
-		fputs(",\"dur\":", x.f);
+		nrr_jw_key(w, "dur");
+		nrr_jw_value(w);
 		nrr_put_us(x.f, dur < 0 ? 0 : dur);
-		fprintf(x.f, ",\"args\":%s}", e->args ? e->args : "{}");
+		nrr_jw_key(w, "args");
+		nrr_jw_raw(w, "%s", e->args ? e->args : "{}");
+		nrr_jw_end(w);
 		x.nslices++;
 		free(e->name);
 		free(e->cat);
 		free(e->args);
 	}
-	fputs("\n],\n", x.f);
+	nrr_jw_end(w);
+	nrr_jw_break(w);
 	put_meta(&x);
-	fputs("}\n", x.f);
+	nrr_jw_end(w);
+	fputc('\n', x.f);
 out:
 	nrr_folder_finish(fold);
 	nrr_sbuf_close(&x.sb);

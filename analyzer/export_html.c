@@ -584,15 +584,23 @@ static void make_dcall(struct html *h, const nrr_call *c, int64_t ts, int64_t du
  * domain, failed, name, args, result); @return its index. */
 static long put_detail(struct html *h, size_t row, const struct dcall *d)
 {
-	FILE *f = h->detail;
-	fprintf(f, "%s[%zu,%u,%lld,%lld,%u,%u,%u,", h->ndetail ? ",\n" : "", row, d->tid, (long long)d->ts,
-		(long long)d->dur, d->depth, d->dom, d->failed);
-	nrr_json_str(f, d->name, strlen(d->name));
-	fputc(',', f);
-	nrr_json_str(f, d->args, strlen(d->args));
-	fputc(',', f);
-	nrr_json_str(f, d->res, strlen(d->res));
-	fputc(']', f);
+	/* (a line each: the items are copied into the data's "calls" array) */
+	struct nrr_jw jw, *w = &jw;
+	if (h->ndetail)
+		fputs(",\n", h->detail);
+	nrr_jw_init(w, h->detail, NRR_JW_COMPACT | NRR_JW_HTML);
+	nrr_jw_arr(w, false);
+	nrr_jw_uint(w, row);
+	nrr_jw_uint(w, d->tid);
+	nrr_jw_int(w, d->ts);
+	nrr_jw_int(w, d->dur);
+	nrr_jw_uint(w, d->depth);
+	nrr_jw_uint(w, d->dom);
+	nrr_jw_uint(w, d->failed);
+	nrr_jw_str(w, d->name);
+	nrr_jw_str(w, d->args);
+	nrr_jw_str(w, d->res);
+	nrr_jw_end(w);
 	return h->ndetail++;
 }
 
@@ -1304,23 +1312,47 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 	fputs("<p><small>Written by ncclrr export from ", f);
 	fprintf(f, "%zu trace files.</small></p>\n", in->n);
 	/* the script's data: JSON whose strings escape '<' (no "</script>") */
-	fprintf(f, "<script type=\"application/json\" id=\"nrr-data\">{\"end\":%lld,\"lw\":%d,\"pw\":%d,\"top\":%d,\"rh\":%d,\"doms\":[",
-		(long long)h.end, LABEL_W, PLOT_W, AXIS_H, h.rh);
-	for (int i = 0; i < NDOM; i++)
-		fprintf(f, "%s[\"%s\",\"%s\"]", i ? "," : "", dom_name[i], dom_color[i]);
-	fputs("],\n\"rows\":[", f);
-	for (size_t r = 0; r < h.nrows; r++) {
-		const char *nm = h.procs[h.rows[r].reader].name;
-		fputs(r ? "," : "", f);
-		nrr_json_str(f, nm, strlen(nm));
+	fputs("<script type=\"application/json\" id=\"nrr-data\">", f);
+	struct nrr_jw jw, *w = &jw;
+	nrr_jw_init(w, f, NRR_JW_COMPACT | NRR_JW_HTML);
+	nrr_jw_obj(w, false);
+	nrr_jw_kint(w, "end", h.end);
+	nrr_jw_kint(w, "lw", LABEL_W);
+	nrr_jw_kint(w, "pw", PLOT_W);
+	nrr_jw_kint(w, "top", AXIS_H);
+	nrr_jw_kint(w, "rh", h.rh);
+	nrr_jw_key(w, "doms");
+	nrr_jw_arr(w, false);
+	for (int i = 0; i < NDOM; i++) {
+		nrr_jw_arr(w, false);
+		nrr_jw_str(w, dom_name[i]);
+		nrr_jw_str(w, dom_color[i]);
+		nrr_jw_end(w);
 	}
-	fputs("],\n\"calls\":[", f);
+	nrr_jw_end(w);
+	nrr_jw_break(w);
+	nrr_jw_key(w, "rows");
+	nrr_jw_arr(w, false);
+	for (size_t r = 0; r < h.nrows; r++)
+		nrr_jw_str(w, h.procs[h.rows[r].reader].name);
+	nrr_jw_end(w);
+	/* the calls and the chain were written (by items) while reading */
+	nrr_jw_break(w);
+	nrr_jw_key(w, "calls");
+	nrr_jw_value(w);
+	fputc('[', f);
 	if (copy_layer(f, h.detail))
 		goto werr;
-	fputs("],\n\"chain\":[", f);
+	fputc(']', f);
+	nrr_jw_break(w);
+	nrr_jw_key(w, "chain");
+	nrr_jw_value(w);
+	fputc('[', f);
 	if (copy_layer(f, cj))
 		goto werr;
-	fputs("]}</script>\n<script>", f);
+	fputc(']', f);
+	nrr_jw_end(w);
+	fputs("</script>\n<script>", f);
 	fputs(report_js, f);
 	fputs("</script>\n</body></html>\n", f);
 	if (fflush(f) == EOF || ferror(f)) {

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* json.c - the one JSON string rule of ncclrr's JSON outputs (json.h). */
+/* json.c - the one JSON string rule and the streaming writer of ncclrr's
+ * JSON outputs (json.h). */
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -64,4 +67,178 @@ void nrr_json_strz(FILE *f, const char *s)
 		put_str(f, s, strlen(s), false);
 	else
 		fputs("null", f);
+}
+
+/* ---- the streaming writer ---- */
+
+void nrr_jw_init(struct nrr_jw *w, FILE *f, unsigned flags)
+{
+	memset(w, 0, sizeof(*w));
+	w->f = f;
+	w->flags = flags;
+}
+
+static void indent(struct nrr_jw *w, int depth)
+{
+	fputc('\n', w->f);
+	if (!(w->flags & NRR_JW_COMPACT))
+		for (int i = 0; i < depth; i++)
+			fputs("  ", w->f);
+}
+
+/* Before a value (or a key): the separator its container wants. */
+static void before(struct nrr_jw *w, bool is_key)
+{
+	if (w->key) {
+		if (is_key)
+			abort(); /* a key where its value is due */
+		w->key = false;
+		return;
+	}
+	if (!w->depth)
+		return;
+	if (w->lv[w->depth - 1].obj != is_key)
+		abort(); /* a value without its key, or a key in an array */
+	bool any = w->lv[w->depth - 1].any;
+	if (any)
+		fputc(',', w->f);
+	if (w->lv[w->depth - 1].block || w->brk)
+		indent(w, w->depth);
+	else if (any && !(w->flags & NRR_JW_COMPACT))
+		fputc(' ', w->f);
+	w->lv[w->depth - 1].any = true;
+	w->brk = false;
+}
+
+static void open_c(struct nrr_jw *w, bool block, bool obj)
+{
+	before(w, false);
+	if (w->depth >= NRR_JW_MAXDEPTH)
+		abort();
+	w->lv[w->depth].block = block;
+	w->lv[w->depth].any = false;
+	w->lv[w->depth].obj = obj;
+	w->depth++;
+	fputc(obj ? '{' : '[', w->f);
+}
+
+void nrr_jw_obj(struct nrr_jw *w, bool block)
+{
+	open_c(w, block, true);
+}
+
+void nrr_jw_arr(struct nrr_jw *w, bool block)
+{
+	open_c(w, block, false);
+}
+
+void nrr_jw_end(struct nrr_jw *w)
+{
+	if (!w->depth || w->key)
+		abort();
+	w->depth--;
+	if (w->lv[w->depth].block)
+		indent(w, w->depth);
+	fputc(w->lv[w->depth].obj ? '}' : ']', w->f);
+}
+
+void nrr_jw_key(struct nrr_jw *w, const char *k)
+{
+	before(w, true);
+	put_str(w->f, k, strlen(k), w->flags & NRR_JW_HTML);
+	fputs(w->flags & NRR_JW_COMPACT ? ":" : ": ", w->f);
+	w->key = true;
+}
+
+void nrr_jw_strn(struct nrr_jw *w, const char *s, size_t n)
+{
+	before(w, false);
+	put_str(w->f, s, n, w->flags & NRR_JW_HTML);
+}
+
+void nrr_jw_str(struct nrr_jw *w, const char *s)
+{
+	if (!s)
+		nrr_jw_null(w);
+	else
+		nrr_jw_strn(w, s, strlen(s));
+}
+
+void nrr_jw_int(struct nrr_jw *w, long long v)
+{
+	before(w, false);
+	fprintf(w->f, "%lld", v);
+}
+
+void nrr_jw_uint(struct nrr_jw *w, unsigned long long v)
+{
+	before(w, false);
+	fprintf(w->f, "%llu", v);
+}
+
+void nrr_jw_bool(struct nrr_jw *w, bool v)
+{
+	before(w, false);
+	fputs(v ? "true" : "false", w->f);
+}
+
+void nrr_jw_null(struct nrr_jw *w)
+{
+	before(w, false);
+	fputs("null", w->f);
+}
+
+void nrr_jw_fixed(struct nrr_jw *w, double v, int prec)
+{
+	before(w, false);
+	fprintf(w->f, "%.*f", prec, v);
+}
+
+void nrr_jw_raw(struct nrr_jw *w, const char *fmt, ...)
+{
+	before(w, false);
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(w->f, fmt, ap);
+	va_end(ap);
+}
+
+void nrr_jw_value(struct nrr_jw *w)
+{
+	before(w, false);
+}
+
+void nrr_jw_break(struct nrr_jw *w)
+{
+	w->brk = true;
+}
+
+void nrr_jw_kstr(struct nrr_jw *w, const char *k, const char *s)
+{
+	nrr_jw_key(w, k);
+	nrr_jw_str(w, s);
+}
+
+void nrr_jw_kint(struct nrr_jw *w, const char *k, long long v)
+{
+	nrr_jw_key(w, k);
+	nrr_jw_int(w, v);
+}
+
+void nrr_jw_kuint(struct nrr_jw *w, const char *k, unsigned long long v)
+{
+	nrr_jw_key(w, k);
+	nrr_jw_uint(w, v);
+}
+
+void nrr_jw_kbool(struct nrr_jw *w, const char *k, bool v)
+{
+	nrr_jw_key(w, k);
+	nrr_jw_bool(w, v);
+}
+
+void nrr_jw_kfixed(struct nrr_jw *w, const char *k, double v, int prec)
+{
+	nrr_jw_key(w, k);
+	nrr_jw_fixed(w, v, prec);
 }

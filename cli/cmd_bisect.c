@@ -116,5 +116,15 @@ int cmd_bisect(int argc, char **argv)
 	if (optind >= argc)
 		return nrr_cli_usage_error("bisect", "no program given: ncclrr bisect --good A --bad B -- PROGRAM [ARGS]");
 	o.argv = argv + optind;
-	return nrr_bisect_main(&o);
+	switch (nrr_bisect_main(&o)) {
+	case NRR_BISECT_NOFAIL:
+		return NRR_EXIT_OK;
+	case NRR_BISECT_FOUND:
+		return NRR_EXIT_DIFF;
+	case NRR_BISECT_INTERRUPTED:
+		return 130;
+	case NRR_BISECT_ERROR:
+	default:
+		return NRR_EXIT_USAGE;
+	}
 }

@@ -101,14 +101,6 @@ static int check_runtime(const struct info *in, const char *libdir, char *missin
 	return n;
 }
 
-static void json_kv(FILE *f, const char *k, const char *v, bool comma)
-{
-	fprintf(f, "%s\"%s\":", comma ? "," : "", k);
-	if (v)
-		nrr_json_str(f, v, strlen(v));
-	else
-		fputs("null", f);
-}
 
 int cmd_nccl(int argc, char **argv)
 {
@@ -147,8 +139,10 @@ int cmd_nccl(int argc, char **argv)
 	char e2[1024];
 	if (nrr_launch_find_nccl_dir(NULL, dflt, sizeof(dflt), e2, sizeof(e2)) < 0)
 		dflt[0] = '\0';
+	struct nrr_jw jw, *w = &jw;
+	nrr_jw_init(w, stdout, NRR_JW_COMPACT | NRR_JW_HTML);
 	if (json)
-		fputc('[', stdout);
+		nrr_jw_arr(w, false);
 	for (int i = 0; i < n; i++) {
 		struct info in;
 		info_load(&in, v[i].dir);
@@ -160,18 +154,18 @@ int cmd_nccl(int argc, char **argv)
 		char lib[PATH_MAX + 16];
 		snprintf(lib, sizeof(lib), "%s/libnccl.so.2", v[i].dir);
 		if (json) {
-			fprintf(stdout, "%s{", i ? "," : "");
-			json_kv(stdout, "version", v[i].version, false);
-			json_kv(stdout, "library", lib, true);
-			fprintf(stdout, ",\"default\":%s", is_default ? "true" : "false");
-			json_kv(stdout, "cuda", in.cuda, true);
-			json_kv(stdout, "source", in.source, true);
-			json_kv(stdout, "archive", in.archive, true);
-			json_kv(stdout, "sha256", in.sha256, true);
-			json_kv(stdout, "relinked", in.relinked, true);
-			json_kv(stdout, "runtime_calls", in.runtime, true);
-			json_kv(stdout, "runtime_missing", ncalls >= 0 ? missing : NULL, true);
-			fputc('}', stdout);
+			nrr_jw_obj(w, false);
+			nrr_jw_kstr(w, "version", v[i].version);
+			nrr_jw_kstr(w, "library", lib);
+			nrr_jw_kbool(w, "default", is_default);
+			nrr_jw_kstr(w, "cuda", in.cuda);
+			nrr_jw_kstr(w, "source", in.source);
+			nrr_jw_kstr(w, "archive", in.archive);
+			nrr_jw_kstr(w, "sha256", in.sha256);
+			nrr_jw_kstr(w, "relinked", in.relinked);
+			nrr_jw_kstr(w, "runtime_calls", in.runtime);
+			nrr_jw_kstr(w, "runtime_missing", ncalls >= 0 ? missing : NULL);
+			nrr_jw_end(w);
 		} else {
 			printf("%s%s\n", v[i].version, is_default ? " (default)" : "");
 			printf("  library   %s\n", lib);
@@ -201,8 +195,10 @@ int cmd_nccl(int argc, char **argv)
 		}
 		free(in.text);
 	}
-	if (json)
-		fputs("]\n", stdout);
+	if (json) {
+		nrr_jw_end(w);
+		fputc('\n', stdout);
+	}
 	free(v);
 	if (n == 0) {
 		nrr_cli_error("nccl", "the fake cluster has no NCCL: run scripts/nccl.sh setup (Debian's 2.22.3 "

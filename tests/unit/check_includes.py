@@ -29,7 +29,6 @@ ALLOWED = {
 }
 # known edges against the rule, each with the issue that removes it
 PENDING = {
-    ('analyzer/bisect.c', 'cmds.h'): 'issue 16 item 3: bisect launches runs through the CLI',
 }
 
 
