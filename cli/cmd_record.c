@@ -18,7 +18,6 @@
 #include "cmds.h"
 #include "color.h"
 #include "nrt.h"
-#include "net_choose.h"
 #include "nrr_launch.h"
 
 const char cmd_record_usage[] =
@@ -98,21 +97,6 @@ static int find_lib(const char *file, const char *const *rel, char *path, size_t
 	}
 	snprintf(path, len, "%s/%s", dir, file);
 	return 0;
-}
-
-static int mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0777) && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(tmp, 0777) && errno != EEXIST ? -1 : 0;
 }
 
 /* Run a helper command quietly; @return its exit status (-1: not run). */
@@ -273,7 +257,7 @@ int cmd_record(int argc, char **argv)
 
 #define LTTNG_UST_FD_LIB "liblttng-ust-fd.so.1"
 	char dir[PATH_MAX], lib[PATH_MAX], ltlib[PATH_MAX] = "";
-	if (mkdir_p(out) || !realpath(out, dir)) {
+	if (nrr_mkdir_p(out) || !realpath(out, dir)) {
 		nrr_cli_error("record", "Cannot create the trace directory %s: %s", out, strerror(errno));
 		return NRR_EXIT_USAGE;
 	}
@@ -297,75 +281,27 @@ int cmd_record(int argc, char **argv)
 	}
 
 	/* the command's environment */
-	const char *old = getenv("LD_PRELOAD");
-	size_t plen = strlen(lib) + strlen(ltlib) + sizeof(LTTNG_UST_FD_LIB) + (old ? strlen(old) : 0) + 4;
-	char *preload = malloc(plen);
-	if (!preload)
+	struct nrr_env env;
+	char err[2048];
+	struct nrr_record_opts ro = {
+		.dir = dir,
+		.mode = mode,
+		.backend = backend,
+		.ltlib = ltlib,
+		.payload = payload,
+		.watchdog = watchdog,
+		.group_read = group_read,
+		.warn = stderr,
+	};
+	extern char **environ;
+	if (nrr_env_init(&env, environ) < 0) {
+		nrr_cli_error("record", "out of memory");
 		return NRR_EXIT_USAGE;
-	/* LTTng: lttng-ust's own descriptor guard too (liblttng-ust-fd, of
-	 * lttng-ust itself): a program that closes every descriptor, as
-	 * daemons and launchers do, would close lttng-ust's, and it aborts */
-	snprintf(preload, plen, "%s%s%s%s%s%s", lib, *ltlib ? ":" : "", ltlib, *ltlib ? ":" LTTNG_UST_FD_LIB : "",
-		 old && *old ? ":" : "", old && *old ? old : "");
-	setenv("LD_PRELOAD", preload, 1);
-	free(preload);
-	setenv("NCCLRR_TRACE_DIR", dir, 1);
-	setenv("NCCLRR_MODE", mode, 1);
-	setenv("NCCLRR_BACKEND", backend, 1);
-	if (payload)
-		setenv("NCCLRR_PAYLOAD", payload, 1);
-	if (watchdog)
-		setenv("NCCLRR_WATCHDOG", watchdog, 1);
-	if (group_read)
-		setenv("NCCLRR_GROUP_READ", "1", 1);
-	else
-		unsetenv("NCCLRR_GROUP_READ");
-	/* an external net plugin (NCCL_NET_PLUGIN, else libnccl-net.so) is
-	 * wrapped by the variant of its own version, which records and
-	 * forwards every call; without one NCCL's internal nets are traced at
-	 * the socket and verbs layers */
-	char plugin[PATH_MAX], why[1024] = "";
-	int nv = nrr_net_plugin_version(getenv("NCCL_NET_PLUGIN"), plugin, sizeof(plugin), why, sizeof(why));
-	if (nv > 0) {
-		static const char *const rel_net[] = { "../tracer/plugins", NRR_PKGLIBDIR, NULL };
-		char wrap[PATH_MAX + 32], file[64];
-		snprintf(file, sizeof(file), "libncclrr-net-v%d.so", nv);
-		if (find_lib(file, rel_net, wrap, sizeof(wrap)) < 0)
-			return NRR_EXIT_USAGE;
-		setenv("NCCLRR_NET_PLUGIN", plugin, 1);
-		setenv("NCCL_NET_PLUGIN", wrap, 1);
-	} else if (nv < 0) {
-		fprintf(stderr, "ncclrr record: warning: %s; its calls are not recorded\n", why);
 	}
-	/* ncclrr's profiler plugin records NCCL's profiler events (NCCL
-	 * 2.23+; older ones never look); a profiler the user named is loaded
-	 * by it and gets every call, as NCCL would give them */
-	{
-		static const char *const rel_prof[] = { "../tracer/plugins", NRR_PKGLIBDIR, NULL };
-		char pdir[PATH_MAX], prof[PATH_MAX + 32], perr[2048], uprof[PATH_MAX] = "";
-		const char *user = getenv("NCCL_PROFILER_PLUGIN");
-		if (nrr_find_near_exe("NCCLRR_TRACE_LIBDIR", "libncclrr-profiler.so", rel_prof, "ncclrr's profiler plugin",
-				      pdir, sizeof(pdir), perr, sizeof(perr)) < 0) {
-			fprintf(stderr, "ncclrr record: warning: %s; NCCL's profiler events are not recorded\n", perr);
-		} else {
-			snprintf(prof, sizeof(prof), "%s/libncclrr-profiler.so", pdir);
-			/* the profiler NCCL would have loaded (NCCL_PROFILER_PLUGIN,
-			 * else libnccl-profiler.so, else the net plugin's library) */
-			int pv = user && !strcmp(user, prof) ? 0 :
-				 nrr_profiler_plugin_version(user, nv > 0 ? plugin : NULL, uprof, sizeof(uprof), perr,
-							     sizeof(perr));
-			if (pv > 0)
-				setenv("NCCLRR_PROFILER_PLUGIN", uprof, 1);
-			else if (pv < 0)
-				fprintf(stderr, "ncclrr record: warning: %s; NCCL's profiler events are recorded without it\n",
-					perr);
-			setenv("NCCL_PROFILER_PLUGIN", prof, 1);
-		}
-	}
-	if (!getenv("NCCL_TOPO_DUMP_FILE")) {
-		char topo[PATH_MAX + 32];
-		snprintf(topo, sizeof(topo), "%s/nccl-topo.xml", dir);
-		setenv("NCCL_TOPO_DUMP_FILE", topo, 1);
+	if (nrr_record_env(&env, &ro, err, sizeof(err)) < 0) {
+		nrr_cli_error("record", "%s", err);
+		nrr_env_free(&env);
+		return NRR_EXIT_USAGE;
 	}
 
 	static const int passed[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 };
@@ -377,16 +313,19 @@ int cmd_record(int argc, char **argv)
 	child = fork();
 	if (child < 0) {
 		nrr_cli_error("record", "Cannot start %s: fork: %s", argv[i], strerror(errno));
+		nrr_env_free(&env);
 		return NRR_EXIT_USAGE;
 	}
 	if (child == 0) {
 		struct sigaction dfl = { .sa_handler = SIG_DFL };
 		for (size_t k = 0; k < sizeof(passed) / sizeof(passed[0]); k++)
 			sigaction(passed[k], &dfl, NULL);
+		environ = env.vars;
 		execvp(argv[i], argv + i);
 		nrr_cli_error("record", "Cannot start %s: %s", argv[i], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
+	nrr_env_free(&env);
 	int st = 0;
 	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
 		;

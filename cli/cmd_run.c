@@ -2,7 +2,6 @@
 /* cmd_run.c - `ncclrr run`: a virtual multi-node cluster on this machine.
  * Options only; the work is in replayer/launch. */
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,22 +117,16 @@ int cmd_run(int argc, char **argv)
 	const char *topo = NULL, *comm_id = NULL, *nccl = NULL;
 	int np = 0, wrap = 0;
 	double timeout = 0;
-	char **user_env = calloc((size_t)argc + 2, sizeof(char *));
-	char nccl_env[PATH_MAX + 32];
+	char **user_env = calloc((size_t)argc + 1, sizeof(char *));
 	char **unset_env = calloc((size_t)argc + 1, sizeof(char *));
 	char **rank_env = calloc((size_t)argc + 1, sizeof(char *));
-	struct { int rank; double s; } *late = calloc((size_t)argc + 1, sizeof(*late));
-	double *late_s = NULL;
+	struct nrr_late_start *late = calloc((size_t)argc + 1, sizeof(*late));
+	struct nrr_cluster_result *res = calloc(1, sizeof(*res));
 	size_t n_late = 0;
 	size_t n_env = 0, n_unset = 0, n_rank_env = 0;
-	int i, ret = NRR_EXIT_USAGE, max_env_rank = -1;
-	if (!user_env || !unset_env || !rank_env || !late) {
-		free(user_env);
-		free(unset_env);
-		free(rank_env);
-		free(late);
-		return NRR_EXIT_USAGE;
-	}
+	int i, ret = NRR_EXIT_USAGE;
+	if (!user_env || !unset_env || !rank_env || !late || !res)
+		goto end;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -193,13 +186,10 @@ int cmd_run(int argc, char **argv)
 			unset_env[n_unset++] = (char *)val;
 		} else if (OPT("--rank-env")) {
 			NEED_VAL();
-			int rk = nrr_launch_rank_env_parse(val, NULL);
-			if (rk < 0) {
+			if (nrr_launch_rank_env_parse(val, NULL) < 0) {
 				ret = nrr_cli_usage_error("run", "--rank-env needs R:K=V (R a rank number), not '%s'", val);
 				goto end;
 			}
-			if (rk > max_env_rank)
-				max_env_rank = rk;
 			rank_env[n_rank_env++] = (char *)val;
 		} else if (OPT("--start-late")) {
 			NEED_VAL();
@@ -212,8 +202,6 @@ int cmd_run(int argc, char **argv)
 			}
 			late[n_late].rank = (int)rk;
 			late[n_late++].s = sec;
-			if (rk > max_env_rank)
-				max_env_rank = (int)rk;
 		} else if (OPT("--comm-id")) {
 			NEED_VAL();
 			comm_id = val;
@@ -249,88 +237,34 @@ int cmd_run(int argc, char **argv)
 			wrap = 1;
 	}
 
-	char abs_topo[PATH_MAX], err[2048];
-	if (nrr_launch_find_topo(topo, abs_topo, sizeof(abs_topo), err, sizeof(err)) < 0) {
-		nrr_cli_error("run", "%s", err);
-		goto end;
-	}
-	struct nrr_cluster cluster;
-	if (nrr_cluster_load(&cluster, abs_topo, err, sizeof(err)) < 0) {
-		nrr_cli_error("run", "%s", err);
-		goto end;
-	}
-	int world = np ? np : cluster.nhosts * cluster.gpus_per_host;
-	if (!wrap && max_env_rank >= world) {
-		nrr_cli_error("run", "--rank-env or --start-late names rank %d, but the job has ranks 0..%d", max_env_rank,
-			world - 1);
-		nrr_cluster_free(&cluster);
-		goto end;
-	}
-	if (n_late) {
-		if (wrap) {
-			nrr_cli_error("run", "--start-late is for jobs ncclrr run launches, not wrapper mode");
-			nrr_cluster_free(&cluster);
-			goto end;
-		}
-		late_s = calloc((size_t)world, sizeof(double));
-		if (!late_s) {
-			nrr_cluster_free(&cluster);
-			goto end;
-		}
-		for (size_t k = 0; k < n_late; k++)
-			late_s[late[k].rank] = late[k].s;
-	}
-	char libdir[2 * PATH_MAX + 1], nccldir[PATH_MAX];
-	if (nrr_launch_find_fake_libdir(libdir, sizeof(libdir), err, sizeof(err)) < 0) {
-		nrr_cli_error("run", "%s", err);
-		nrr_cluster_free(&cluster);
-		goto end;
-	}
-	/* the NCCL relinked against ncclrr's runtime, after the runtime; none
-	 * found and none asked for: the ranks load whatever libnccl.so.2 they find */
-	if (nrr_launch_find_nccl_dir(nccl, nccldir, sizeof(nccldir), err, sizeof(err)) == 0) {
-		size_t l = strlen(libdir);
-		snprintf(libdir + l, sizeof(libdir) - l, ":%s", nccldir);
-		/* programs that dlopen NCCL by a path of their own (ncclrr's
-		 * workloads: $NCCLRR_NCCL) load the one asked for too */
-		if (nccl) {
-			snprintf(nccl_env, sizeof(nccl_env), "NCCLRR_NCCL=%s/libnccl.so.2", nccldir);
-			user_env[n_env++] = nccl_env;
-		}
-	} else if (nccl) {
-		nrr_cli_error("run", "%s", err);
-		nrr_cluster_free(&cluster);
-		goto end;
-	}
-	struct nrr_launch_opts o = {
-		.cluster = &cluster,
-		.topo_path = abs_topo,
+	struct nrr_cluster_spec spec = {
+		.topo = topo,
 		.nranks = np,
 		.timeout_s = timeout,
-		.fake_libdir = libdir,
+		.nccl = nccl,
 		.comm_id = comm_id,
-		.user_env = user_env,
-		.n_user_env = n_env,
-		.unset_env = unset_env,
-		.n_unset_env = n_unset,
+		.env = user_env,
+		.n_env = n_env,
+		.unset = unset_env,
+		.n_unset = n_unset,
 		.rank_env = rank_env,
 		.n_rank_env = n_rank_env,
-		.start_late_s = late_s,
+		.late = late,
+		.n_late = n_late,
+		.wrap = wrap,
 		.argv = argv + i,
 		.out = stdout,
 		.err = stderr,
 		.report = stderr,
 	};
-	/* recorded: the trace directory keeps the cluster, for replay anywhere */
-	if (nrr_launch_keep_cluster(abs_topo, err, sizeof(err)) < 0)
-		fprintf(stderr, "ncclrr run: warning: %s; replay it with --topo %s\n", err, abs_topo);
-	ret = wrap ? nrr_launch_wrap_exec(&o) : nrr_launch_run(&o);
-	nrr_cluster_free(&cluster);
+	ret = nrr_cluster_run(&spec, res);
+	if (ret == NRR_LAUNCH_SETUP && res->error[0])
+		nrr_cli_error("run", "%s", res->error);
 end:
 	free(user_env);
 	free(unset_env);
 	free(rank_env);
 	free(late);
-	free(late_s);
+	free(res);
 	return ret;
 }

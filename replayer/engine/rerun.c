@@ -1234,54 +1234,65 @@ static int find_ncclrr(const struct nrr_rerun_opts *o, char *buf, size_t len, FI
 	return 0;
 }
 
-static void print_cmd(FILE *f, char *const *argv)
-{
-	fputs("ncclrr replay: rerun:", f);
-	for (size_t i = 0; argv[i]; i++) {
-		const char *a = argv[i];
-		bool plain = *a && strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=:,./@%") ==
-					 strlen(a);
-		if (plain) {
-			fprintf(f, " %s", a);
-		} else {
-			fputs(" '", f);
-			for (; *a; a++)
-				if (*a == '\'')
-					fputs("'\\''", f);
-				else
-					fputc(*a, f);
-			fputc('\'', f);
-		}
-	}
-	fputc('\n', f);
-}
+static double rerun_timeout(const struct run *x, FILE *err);
 
-/* @return the exit status of the rerun (the job's), or -1. */
-static int run_child(char *const *argv, const char *net_plugin, FILE *err)
+/* Record and run the job on the virtual cluster (nrr_cluster_run): the
+ * recording's ranks on @topo, in @outdir, with @args's --env / --unset /
+ * --rank-env.  The job's output goes with the notes to @err (the verdict
+ * alone goes to out).  @return the job's status (NRR_LAUNCH_*), or -1. */
+static int run_job(const struct nrr_rerun_opts *o, const struct run *rec, const struct strv *args, const char *topo,
+		   const char *outdir, const char *nccl, const char *ncclrr, FILE *err)
 {
+	size_t n = args->n;
+	char **env = calloc(n + 1, sizeof(char *)), **unset = calloc(n + 1, sizeof(char *));
+	char **rank_env = calloc(n + 1, sizeof(char *));
+	struct nrr_cluster_result *res = calloc(1, sizeof(*res));
+	char plugin[PATH_MAX + 32];
+	char *launcher_env[] = { plugin, NULL };
+	int st = -1;
+	if (!env || !unset || !rank_env || !res)
+		goto out;
+	struct nrr_cluster_spec s = {
+		.topo = topo,
+		.nranks = rec->nranks,
+		.timeout_s = o->timeout_s > 0 ? o->timeout_s : rerun_timeout(rec, err),
+		.nccl = *nccl ? nccl : NULL,
+		.env = env,
+		.unset = unset,
+		.rank_env = rank_env,
+		.argv = o->argv,
+		.out = err,
+		.err = err,
+		.report = err,
+	};
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		if (!strcmp(args->v[i], "--env"))
+			env[s.n_env++] = args->v[i + 1];
+		else if (!strcmp(args->v[i], "--unset"))
+			unset[s.n_unset++] = args->v[i + 1];
+		else if (!strcmp(args->v[i], "--rank-env"))
+			rank_env[s.n_rank_env++] = args->v[i + 1];
+	}
+	if (o->net_plugin) {
+		snprintf(plugin, sizeof(plugin), "NCCL_NET_PLUGIN=%s", o->net_plugin);
+		s.launcher_env = launcher_env;
+		s.n_launcher_env = 1;
+	}
+	struct nrr_record_opts ro = { .dir = outdir, .warn = err };
+	s.record = &ro;
+	/* what it runs, as commands to type */
+	nrr_cluster_spec_print(err, "ncclrr replay: rerun:", ncclrr, &s);
+	fprintf(err, "ncclrr replay: the rerun is recorded in %s\n", outdir);
 	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		fprintf(err, "ncclrr replay: fork: %s\n", strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		/* the rules come from the trace (--env NCCLRR_FAULT), never from here */
-		unsetenv("NCCLRR_FAULT");
-		/* the job's output goes with the notes, the verdict alone to out */
-		if (dup2(fileno(err), 1) < 0)
-			_exit(127);
-		if (net_plugin)
-			setenv("NCCL_NET_PLUGIN", net_plugin, 1);
-		execv(argv[0], argv);
-		fprintf(stderr, "ncclrr replay: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	st = nrr_cluster_run(&s, res);
+	if (st == NRR_LAUNCH_SETUP && res->error[0])
+		fprintf(err, "ncclrr run: %s\n", res->error);
+out:
+	free(env);
+	free(unset);
+	free(rank_env);
+	free(res);
+	return st;
 }
 
 /* ------------------------------------------------------- the rules */
@@ -1613,6 +1624,7 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 	struct strv args = { 0 };
 	int ret = NRR_RERUN_ERROR;
 	char ncclrr[PATH_MAX], outdir[PATH_MAX], topo[PATH_MAX];
+	struct timespec t0, t1;
 	if (!o->dir || !o->argv || !o->argv[0]) {
 		fprintf(err, "ncclrr replay: --rerun needs the recording's directory and the program to run\n");
 		return NRR_RERUN_ERROR;
@@ -1661,34 +1673,14 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 	if (!fault)
 		goto end;
 
-	char tmo[32];
 	double rec_len = rec.end_wall > rec.start_wall ? (double)(rec.end_wall - rec.start_wall) / 1e9 : 0;
-	snprintf(tmo, sizeof(tmo), "%g", o->timeout_s > 0 ? o->timeout_s : rerun_timeout(&rec, err));
-	strv_addf(&args, "%s", ncclrr);
-	strv_addf(&args, "record");
-	strv_addf(&args, "-q");
-	strv_addf(&args, "-o");
-	strv_addf(&args, "%s", outdir);
-	strv_addf(&args, "--");
-	strv_addf(&args, "%s", ncclrr);
-	strv_addf(&args, "run");
-	strv_addf(&args, "--topo");
-	strv_addf(&args, "%s", topo);
-	strv_addf(&args, "--timeout");
-	strv_addf(&args, "%s", tmo);
-	strv_addf(&args, "-np");
-	strv_addf(&args, "%d", rec.nranks);
-	if (*nccl)
-		strv_addf(&args, "--nccl"), strv_addf(&args, "%s", nccl);
+	/* the job's --env / --unset / --rank-env, as env_options gives them */
 	if (*fault)
 		strv_addf(&args, "--env"), strv_addf(&args, "NCCLRR_FAULT=%s", fault);
 	else
 		strv_addf(&args, "--unset"), strv_addf(&args, "NCCLRR_FAULT");
 	free(fault);
 	env_options(&rec, &args, err);
-	strv_addf(&args, "--");
-	for (size_t i = 0; o->argv[i]; i++)
-		strv_addf(&args, "%s", o->argv[i]);
 	if (!args.v)
 		goto end;
 	/* a library to load comes from the user, never from the trace */
@@ -1702,13 +1694,10 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 		fprintf(err, "ncclrr replay: note: the recording used the net plugin %s; the rerun loads none (NCCL's "
 			"own nets): a trace never chooses a library, pass --net-plugin PATH to load one\n", rec_plugin);
 
-	print_cmd(err, args.v);
-	fprintf(err, "ncclrr replay: the rerun is recorded in %s\n", outdir);
-	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int st = run_child(args.v, o->net_plugin, err);
+	int st = run_job(o, &rec, &args, topo, outdir, nccl, ncclrr, err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (st < 0 || st == 127) {
+	if (st < 0) {
 		fprintf(err, "ncclrr replay: the rerun could not be started\n");
 		goto end;
 	}

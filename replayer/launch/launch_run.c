@@ -794,7 +794,7 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		re.rank_env = o->rank_env;
 		re.n_rank_env = o->n_rank_env;
 		struct nrr_env env;
-		if (nrr_env_init(&env, environ) < 0 || nrr_launch_rank_env(&env, &re) < 0) {
+		if (nrr_env_init(&env, o->base_env ? o->base_env : environ) < 0 || nrr_launch_rank_env(&env, &re) < 0) {
 			fprintf(report, "ncclrr run: cannot build the environment of rank %d\n", r);
 			nrr_env_free(&env);
 			goto stop;
@@ -1077,7 +1077,7 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 	re.rank_env = o->rank_env;
 	re.n_rank_env = o->n_rank_env;
 	struct nrr_env env;
-	if (nrr_env_init(&env, environ) < 0 || nrr_launch_rank_env(&env, &re) < 0) {
+	if (nrr_env_init(&env, o->base_env ? o->base_env : environ) < 0 || nrr_launch_rank_env(&env, &re) < 0) {
 		fprintf(report, "ncclrr run: cannot build the environment of rank %d\n", rank);
 		nrr_env_free(&env);
 		return NRR_LAUNCH_SETUP;

@@ -73,7 +73,11 @@ void nrr_cluster_free(struct nrr_cluster *c)
 
 int nrr_launch_keep_cluster(const char *topo_path, char *err, size_t errsize)
 {
-	const char *dir = getenv("NCCLRR_TRACE_DIR");
+	return nrr_launch_keep_cluster_in(getenv("NCCLRR_TRACE_DIR"), topo_path, err, errsize);
+}
+
+int nrr_launch_keep_cluster_in(const char *dir, const char *topo_path, char *err, size_t errsize)
+{
 	if (!dir || !*dir || !topo_path)
 		return 0;
 	char dst[PATH_MAX];

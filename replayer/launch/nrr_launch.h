@@ -10,6 +10,7 @@
 #ifndef NCCLRR_LAUNCH_H
 #define NCCLRR_LAUNCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -221,6 +222,8 @@ struct nrr_cluster {
  * renamed).  @return 0 (also when not recorded), or -errno with a message
  * in @err (the run goes on). */
 int nrr_launch_keep_cluster(const char *topo_path, char *err, size_t errsize);
+/* The same into the trace directory @dir (NULL or "": nothing to do). */
+int nrr_launch_keep_cluster_in(const char *dir, const char *topo_path, char *err, size_t errsize);
 
 /* The cluster file `--topo @topo` names, as an absolute path in @buf: the
  * file @topo when it exists (relative to the current directory), else for
@@ -251,6 +254,8 @@ struct nrr_launch_opts {
 	size_t n_rank_env;
 	const double *start_late_s; /* per rank (nranks entries), seconds its program is
 				     * exec'ed after the others'; NULL: none */
+	char *const *base_env;     /* what every rank's environment starts from
+				    * ("K=V", NULL-terminated); NULL: this process's */
 	char *const *argv;         /* program and arguments, NULL-terminated */
 	FILE *out, *err;           /* where rank lines go (stdout, stderr) */
 	FILE *report;              /* summary and timeout report (stderr) */
@@ -276,5 +281,92 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o);
 /* Find @prog in $PATH (or as given when it has a '/'); @return 0 and the
  * path in @buf, or -ENOENT / -EACCES. */
 int nrr_launch_find_program(const char *prog, char *buf, size_t size);
+
+/* ---- recording ------------------------------------------------------ */
+
+/* How a job is recorded (`ncclrr record`'s options). */
+struct nrr_record_opts {
+	const char *dir;       /* the trace directory, absolute, existing */
+	const char *mode;      /* "full" or "ring:SIZE"; NULL: full */
+	const char *backend;   /* "native" or "lttng"; NULL: native */
+	const char *ltlib;     /* lttng: the path of libncclrr-trace-lttng.so */
+	const char *payload;   /* NCCLRR_PAYLOAD; NULL: the tracer's default */
+	const char *watchdog;  /* NCCLRR_WATCHDOG; NULL: off */
+	bool group_read;       /* NCCLRR_GROUP_READ=1 */
+	FILE *warn;            /* where warnings go ("ncclrr record: warning:
+				* ..."); NULL: stderr */
+};
+
+/* Add to @e (the environment of the command to record) what makes it and
+ * everything it starts recorded: the tracer prepended to LD_PRELOAD,
+ * NCCLRR_TRACE_DIR, NCCLRR_MODE, NCCLRR_BACKEND, NCCLRR_PAYLOAD,
+ * NCCLRR_WATCHDOG, NCCLRR_GROUP_READ, the net plugin wrapper
+ * (NCCL_NET_PLUGIN / NCCLRR_NET_PLUGIN, after the plugin @e's
+ * NCCL_NET_PLUGIN names), the profiler plugin (NCCL_PROFILER_PLUGIN /
+ * NCCLRR_PROFILER_PLUGIN) and NCCL_TOPO_DUMP_FILE unless @e has one.
+ * The tracer is found in $NCCLRR_TRACE_LIBDIR, else beside this program.
+ * @return 0, or -ENOENT (a library not found) / -ENOMEM with @err saying
+ * what. */
+int nrr_record_env(struct nrr_env *e, const struct nrr_record_opts *o, char *err, size_t errsize);
+
+/* Create @path and its parents (mode 0777 less the umask). @return 0 or -1 (errno). */
+int nrr_mkdir_p(const char *path);
+
+/* ---- the virtual cluster as one call --------------------------------- */
+
+/* A rank whose program starts late (`ncclrr run --start-late R:S`). */
+struct nrr_late_start {
+	int rank;
+	double s;
+};
+
+/* A job on the virtual cluster, optionally recorded: what `ncclrr run`,
+ * `ncclrr bisect`'s attempts and `ncclrr replay --rerun` launch. */
+struct nrr_cluster_spec {
+	const char *topo;          /* a cluster file, or a shipped cluster's name
+				    * (nrr_launch_find_topo) */
+	int nranks;                /* 0: hosts x GPUs per host */
+	double timeout_s;          /* 0: none */
+	const char *nccl;          /* VERSION or PATH (nrr_launch_find_nccl_dir);
+				    * NULL: the default, or none when there is none */
+	const char *comm_id;       /* NULL: 127.0.0.1 and a free port */
+	char *const *env;          /* "K=V" for every rank (--env) */
+	size_t n_env;
+	char *const *unset;        /* names removed (--unset) */
+	size_t n_unset;
+	char *const *rank_env;     /* "R:K=V" (--rank-env) */
+	size_t n_rank_env;
+	const struct nrr_late_start *late;  /* --start-late */
+	size_t n_late;
+	char *const *launcher_env; /* "K=V" over this process's environment, which
+				    * the ranks' start from (and the recording
+				    * reads: NCCL_NET_PLUGIN) */
+	size_t n_launcher_env;
+	bool wrap;                 /* wrapper mode: this process becomes the
+				    * rank an outer launcher gave it (exec) */
+	const struct nrr_record_opts *record; /* recorded into record->dir
+				    * (created; made absolute) when not NULL */
+	char *const *argv;         /* program and arguments, NULL-terminated */
+	FILE *out, *err;           /* the ranks' lines (NULL: stdout, stderr) */
+	FILE *report;              /* the supervisor's notes (NULL: stderr) */
+};
+
+struct nrr_cluster_result {
+	int status;                /* NRR_LAUNCH_* */
+	char error[2 * 4096 + 256]; /* NRR_LAUNCH_SETUP before any rank started:
+				    * why, as a sentence ("" when the
+				    * supervisor said it on @report) */
+	char topo_path[4096];      /* the cluster file used, absolute */
+	char trace_dir[4096];      /* recorded: the trace directory, absolute */
+};
+
+/* Find and load the cluster, the fake runtime and NCCL, set up the
+ * recording if asked, and run the job (nrr_launch_run) or, wrapper mode,
+ * exec this rank (nrr_launch_wrap_exec).  @return @res->status. */
+int nrr_cluster_run(const struct nrr_cluster_spec *s, struct nrr_cluster_result *res);
+
+/* Write to @f, after @prefix, the commands that run @s by hand
+ * (`ncclrr record -q -o DIR -- ncclrr run --topo ...`), quoted for a shell. */
+void nrr_cluster_spec_print(FILE *f, const char *prefix, const char *ncclrr, const struct nrr_cluster_spec *s);
 
 #endif

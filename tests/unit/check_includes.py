@@ -21,7 +21,8 @@ ALLOWED = {
     'tracer': {'formats'},
     'replayer/transport': {'formats'},
     'replayer/fake': {'formats', 'topo'},
-    'replayer/launch': {'formats', 'topo'},
+    # (tracer: net_choose.h, which plugin a recorded job's wrapper stands in for)
+    'replayer/launch': {'formats', 'topo', 'tracer'},
     'replayer/engine': {'formats', 'topo', 'replayer/launch'},
     'analyzer': {'formats', 'replayer/launch'},
     'cli': {'include', 'formats', 'topo', 'tracer', 'replayer/launch', 'replayer/engine', 'analyzer'},
