@@ -66,6 +66,10 @@ static const struct special {
 	const char *arg;
 } specials[] = {
 	{ "ibv_query_port", "port_attr", SP_CMPHEAD, "48" },
+	/* the program's buffer registered with the NIC: scratch memory of its
+	 * length when no replayed call made it (NCCL's host FIFOs) */
+	{ "ibv_reg_mr", "addr", SP_HOSTREG, "length" },
+	{ "ibv_reg_mr_iova2", "addr", SP_HOSTREG, "length" },
 	{ "cuMemAlloc_v2", "dptr", SP_RANGE, "bytesize" },
 	{ "cuMemAddressReserve", "ptr", SP_RANGE, "size" },
 	{ "cuMemAllocHost_v2", "pp", SP_RANGE, "bytesize" },
