@@ -5,10 +5,9 @@
 # usage: test_nccl_ib_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
 # CASE: logs | golden | diff | rerun | repeat20 | repeat100
 # logs and diff need only the traces (registered, suite nccl). golden,
-# repeat20/repeat100 (each failure replayed 20/100 times) replay the traces
-# in $replayed: those whose verbs calls replay to their recorded end today
-# (replayer/engine/rverbs.c; the others diverge in the verbs data path,
-# traces/nccl_ib/README.md). rerun (real init_allreduce again with the
+# repeat20/repeat100 (each failure replayed 20/100 times) replay clean_ib
+# (golden) and the failures in $replayed, through the verbs replay of
+# replayer/engine/rverbs.c. rerun (real init_allreduce again with the
 # recorded answers) is not registered.
 set -uo pipefail
 case_=$1
@@ -24,7 +23,7 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 unset NCCLRR_FAULT NCCL_DEBUG
 failures="gid_index memlock"
-replayed="gid_index"
+replayed="gid_index memlock"
 has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(head -c 3000 "$1")"; }
 
 # what NCCL printed on the failing rank, the net_ib.cc / transport lines, as
@@ -56,7 +55,7 @@ logs)
 	;;
 golden)
 	# each replays to exactly its expected output
-	for t in $replayed; do
+	for t in clean_ib $replayed; do
 		"$ncclrr" replay --topo "$topo" --timeout 60 "$g/$t" >"$tmp/$t.out" 2>&1
 		"$root/traces/replay/normalize.sh" <"$tmp/$t.out" | grep -v '^ncclrr replay: warning: .*no index at the end' >"$tmp/$t.norm"
 		diff -u "$g/$t.expected" "$tmp/$t.norm" || fail "$t: output differs from $t.expected"
