@@ -53,6 +53,9 @@ enum sp_what {
 	SP_IPC_PUT,     /* out IPC handle bytes: published (recorded -> live) under kind @arg */
 	SP_IPC_GET,     /* in IPC handle bytes: the live ones another worker published */
 	SP_PTRATTR,     /* cuPointerGetAttribute: data is a pointer/handle for some attributes */
+	SP_CMPHEAD,     /* out struct: only its first @arg bytes are the callee's (the rest is the caller's
+			 * memory, uninitialized: ibv_query_port's exported entry fills the older, shorter
+			 * struct ibv_port_attr) */
 	SP_IMAGE,       /* in code image (fatbin, cubin) in the program's memory, not recorded: the
 			 * fake driver keeps the pointer and never reads it, so a page of zeros */
 };
@@ -62,6 +65,11 @@ static const struct special {
 	int what;
 	const char *arg;
 } specials[] = {
+	{ "ibv_query_port", "port_attr", SP_CMPHEAD, "48" },
+	/* the program's buffer registered with the NIC: scratch memory of its
+	 * length when no replayed call made it (NCCL's host FIFOs) */
+	{ "ibv_reg_mr", "addr", SP_HOSTREG, "length" },
+	{ "ibv_reg_mr_iova2", "addr", SP_HOSTREG, "length" },
 	{ "cuMemAlloc_v2", "dptr", SP_RANGE, "bytesize" },
 	{ "cuMemAddressReserve", "ptr", SP_RANGE, "size" },
 	{ "cuMemAllocHost_v2", "pp", SP_RANGE, "bytesize" },
@@ -373,6 +381,28 @@ void nrr_rcuda_close(nrr_rcuda *x)
 	free(x);
 }
 
+uint64_t nrr_rcuda_handle(nrr_rcuda *x, const char *kind, uint64_t rec, bool *known)
+{
+	pthread_mutex_lock(&x->mu);
+	struct hnode *n = h_find(x, kind, rec);
+	uint64_t live = n ? n->live : 0;
+	pthread_mutex_unlock(&x->mu);
+	*known = n != NULL || !rec;
+	return live;
+}
+
+void nrr_rcuda_bind(nrr_rcuda *x, const char *kind, uint64_t rec, uint64_t live)
+{
+	pthread_mutex_lock(&x->mu);
+	h_put(x, kind, rec, live);
+	pthread_mutex_unlock(&x->mu);
+}
+
+void *nrr_rcuda_verbs_lib(nrr_rcuda *x)
+{
+	return x->lib[2];
+}
+
 bool nrr_rcuda_handles(const nrr_fn_schema *fn)
 {
 	return fn && fn->domain && dom_index(fn->domain) >= 0;
@@ -520,6 +550,18 @@ static bool check_out(nrr_rcuda *x, const nrr_call *c, const nrr_rc_param *pp, c
 				   at == 19 || at == 20))
 				return true;
 		}
+		if (ps->sp && ps->sp->what == SP_CMPHEAD) {
+			size_t head = (size_t)strtoul(ps->sp->arg, NULL, 10);
+			size_t n = v->len < head ? v->len : head;
+			if (memcmp(lp, v->p, n) == 0)
+				return true;
+			size_t k = 0;
+			while (k < n && lp[k] == v->p[k])
+				k++;
+			why(res, "out %s: the first %zu of %u bytes differ from byte %zu on (recorded %02x, replayed %02x)",
+			    a->name, n, v->total, k, v->p[k], lp[k]);
+			return false;
+		}
 		if (ln != v->total || memcmp(lp, v->p, v->len < ln ? v->len : ln) != 0) {
 			size_t k = 0;
 			while (k < v->len && k < ln && lp[k] == v->p[k])
@@ -649,6 +691,8 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		inject(x, c, res);
 		return 0;
 	}
+	if (nrr_rverbs_owns(fn))
+		return nrr_rverbs_call(x, c, res);
 	if (g->unsupported) {
 		res->status = NRR_R_UNSUPPORTED;
 		why(res, "%s", g->unsupported);
@@ -809,6 +853,12 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 				    pp->name, v->u);
 				bail = true;
 				break;
+			} else if (!known && a->kind && !strcmp(a->kind, "ibdev") &&
+				   (live = nrr_rverbs_ibdev(x->lib[2], v->u)) != 0) {
+				/* an entry of ibv_get_device_list's answer (not recorded) */
+				pthread_mutex_lock(&x->mu);
+				h_put(x, a->kind, v->u, live);
+				pthread_mutex_unlock(&x->mu);
 			} else if (!known && !note[0]) {
 				snprintf(note, sizeof(note), "; in %s: recorded %s 0x%" PRIx64 " was made by no replayed call",
 					 pp->name, a->kind ? a->kind : "handle", v->u);
@@ -842,6 +892,8 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 				pthread_mutex_lock(&x->mu);
 				h_put(x, g->ret_kind, (uint64_t)c->result, (uint64_t)r);
 				pthread_mutex_unlock(&x->mu);
+				if (!strcmp(g->ret_kind, "cq"))
+					nrr_rverbs_cq_made((uint64_t)r);
 			}
 			int ndiv = 0;
 			char first[sizeof(res->why)] = "";

@@ -70,6 +70,28 @@ void nrr_xmap_reset(void);
 int nrr_xmap_put(const char *kind, const void *key, size_t klen, const void *val, size_t vlen);
 int nrr_xmap_get(const char *kind, const void *key, size_t klen, void *val, size_t *vlen, int timeout_ms);
 
+/* ---- verbs remap table (rverbs.c) ----
+ * Verbs objects that cross processes, published by the process that owns
+ * them and looked up by the one that uses them, through the table above.
+ * Keys: the recorded GID of the owning port and the recorded number.
+ * Getters wait up to @timeout_ms for the owner to publish.
+ * @return 0, -ETIMEDOUT (never published), -ERANGE (nrr_rverbs_remote: the
+ * recorded access lies outside the recorded region), -EPROTO, or an
+ * nrr_xmap_put() error. */
+int nrr_rverbs_put_qpn(const uint8_t rec_gid[16], uint32_t rec_qpn, uint32_t live_qpn);
+int nrr_rverbs_get_qpn(const uint8_t rec_gid[16], uint32_t rec_qpn, uint32_t *live_qpn, int timeout_ms);
+int nrr_rverbs_put_mr(const uint8_t rec_gid[16], uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
+		      uint32_t live_rkey, uint64_t live_addr);
+/* recorded (rkey, remote address, length) -> live rkey and address */
+int nrr_rverbs_remote(const uint8_t rec_gid[16], uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
+		      uint32_t *live_rkey, uint64_t *live_addr, int timeout_ms);
+int nrr_rverbs_put_gid(const uint8_t rec_gid[16], const uint8_t live_gid[16]);
+int nrr_rverbs_get_gid(const uint8_t rec_gid[16], uint8_t live_gid[16], int timeout_ms);
+/* The live device (struct ibv_device *) of @verbs_lib's list standing for
+ * the recorded device @rec: live devices go to recorded ones in the order
+ * recorded ones are first seen.  @return 0 when there is none. */
+uint64_t nrr_rverbs_ibdev(void *verbs_lib, uint64_t rec);
+
 /* ---- CUDA driver, NVML and verbs calls (rcuda.c + generated table) ---- */
 typedef struct nrr_rcuda nrr_rcuda;
 
@@ -98,5 +120,19 @@ const char *nrr_rcuda_ipc_made(const nrr_fn_schema *fn, const char **param);
  * negative errno for an engine failure (res->why says what). */
 int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res);
 void nrr_rcuda_close(nrr_rcuda *x);
+/* For rverbs.c: the live value of recorded handle @rec of @kind (a string
+ * literal: "qp", "pd", "cq"), *@known false when no replayed call made it;
+ * bind one; the libibverbs loaded (NULL when none). */
+uint64_t nrr_rcuda_handle(nrr_rcuda *x, const char *kind, uint64_t rec, bool *known);
+void nrr_rcuda_bind(nrr_rcuda *x, const char *kind, uint64_t rec, uint64_t live);
+void *nrr_rcuda_verbs_lib(nrr_rcuda *x);
+
+/* Verbs calls whose arguments rcuda.c's generic dispatch cannot pass
+ * (custom-encoded attributes, values that cross processes): replayed by
+ * nrr_rverbs_call() once rcuda.c decided the call runs live. */
+bool nrr_rverbs_owns(const nrr_fn_schema *fn);
+int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res);
+/* rcuda.c: a CQ was made (live), the one ibv_create_qp of this thread takes */
+void nrr_rverbs_cq_made(uint64_t live);
 
 #endif

@@ -3,11 +3,12 @@
 # verbs fabric (traces/nccl_ib/, made by traces/nccl_ib/record.sh):
 # what NCCL printed, replay, diff against the clean IB run, rerun.
 # usage: test_nccl_ib_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
-# CASE: logs | golden | diff | rerun | repeat20
+# CASE: logs | golden | diff | rerun | repeat20 | repeat100
 # logs and diff need only the traces (registered, suite nccl). golden,
-# repeat20 (each failure replayed 20 times) and rerun (real init_allreduce
-# again with the recorded answers) need the NET/IB replay transport: not
-# registered in meson until it exists.
+# repeat20/repeat100 (each failure replayed 20/100 times) replay clean_ib
+# (golden) and the failures in $replayed, through the verbs replay of
+# replayer/engine/rverbs.c. rerun (real init_allreduce again with the
+# recorded answers) is not registered.
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -22,6 +23,7 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 unset NCCLRR_FAULT NCCL_DEBUG
 failures="gid_index memlock"
+replayed="gid_index memlock"
 has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(head -c 3000 "$1")"; }
 
 # what NCCL printed on the failing rank, the net_ib.cc / transport lines, as
@@ -53,7 +55,7 @@ logs)
 	;;
 golden)
 	# each replays to exactly its expected output
-	for t in clean_ib $failures; do
+	for t in clean_ib $replayed; do
 		"$ncclrr" replay --topo "$topo" --timeout 60 "$g/$t" >"$tmp/$t.out" 2>&1
 		"$root/traces/replay/normalize.sh" <"$tmp/$t.out" | grep -v '^ncclrr replay: warning: .*no index at the end' >"$tmp/$t.norm"
 		diff -u "$g/$t.expected" "$tmp/$t.norm" || fail "$t: output differs from $t.expected"
@@ -82,12 +84,13 @@ rerun)
 		has "$tmp/$t.re" "${warn[$t]}" "rerun $t"
 	done
 	;;
-repeat20)
-	for t in $failures; do
-		"$ncclrr" replay --topo "$topo" --timeout 60 --repeat 20 "$g/$t" >"$tmp/$t.rep" 2>&1
+repeat20 | repeat100)
+	n=${case_#repeat}
+	for t in $replayed; do
+		"$ncclrr" replay --topo "$topo" --timeout 60 --repeat "$n" "$g/$t" >"$tmp/$t.rep" 2>&1
 		rc=$?
-		[ $rc -eq 0 ] || fail "$t: --repeat 20 exit $rc: $(grep -E 'replay [0-9]|differs|hung|divergence|unsupported' "$tmp/$t.rep" | head -5)"
-		has "$tmp/$t.rep" "20 of 20 replays reproduced the failure, 20 of 20 identical to the first" "$t"
+		[ $rc -eq 0 ] || fail "$t: --repeat $n exit $rc: $(grep -E 'replay [0-9]|differs|hung|divergence|unsupported' "$tmp/$t.rep" | head -5)"
+		has "$tmp/$t.rep" "$n of $n replays reproduced the failure, $n of $n identical to the first" "$t"
 	done
 	;;
 *) echo "unknown case $case_"; exit 2 ;;

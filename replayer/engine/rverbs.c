@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rverbs.c - what replaying verbs calls needs beyond rcuda.c's generic
+ * dispatch: the verbs remap table (QP numbers, rkeys with the memory they
+ * cover, GIDs), which crosses processes through the coordinator's table
+ * (xmap.c), and the devices of ibv_get_device_list, which the trace does
+ * not list (only the list's address is recorded).
+ *
+ * Keys of the cross-process table are the recorded GID of the port that
+ * owns the object (16 bytes) followed by the recorded 32-bit number: QP
+ * numbers and rkeys are unique per HCA, not per cluster (the fake fabric
+ * hands out the same rkeys in every process).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ncclrr_config.h"
+#include "replay_internal.h"
+#if NCCLRR_HAVE_VERBS
+#include <infiniband/verbs.h>
+#endif
+
+#define KEY_LEN 20   /* GID + number */
+
+static void key_of(uint8_t key[KEY_LEN], const uint8_t gid[16], uint32_t num)
+{
+	memcpy(key, gid, 16);
+	memcpy(key + 16, &num, 4);
+}
+
+int nrr_rverbs_put_qpn(const uint8_t rec_gid[16], uint32_t rec_qpn, uint32_t live_qpn)
+{
+	uint8_t key[KEY_LEN];
+	key_of(key, rec_gid, rec_qpn);
+	return nrr_xmap_put("vqpn", key, sizeof(key), &live_qpn, sizeof(live_qpn));
+}
+
+int nrr_rverbs_get_qpn(const uint8_t rec_gid[16], uint32_t rec_qpn, uint32_t *live_qpn, int timeout_ms)
+{
+	uint8_t key[KEY_LEN];
+	uint32_t v = 0;
+	size_t vl = sizeof(v);
+	key_of(key, rec_gid, rec_qpn);
+	int e = nrr_xmap_get("vqpn", key, sizeof(key), &v, &vl, timeout_ms);
+	if (e < 0)
+		return e;
+	if (vl != sizeof(v))
+		return -EPROTO;
+	*live_qpn = v;
+	return 0;
+}
+
+/* value of an rkey: the live rkey and both bases of the region it covers */
+struct mrval {
+	uint32_t live_rkey;
+	uint64_t rec_addr, len, live_addr;
+};
+
+int nrr_rverbs_put_mr(const uint8_t rec_gid[16], uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
+		      uint32_t live_rkey, uint64_t live_addr)
+{
+	uint8_t key[KEY_LEN];
+	struct mrval v = { live_rkey, rec_addr, len, live_addr };
+	key_of(key, rec_gid, rec_rkey);
+	return nrr_xmap_put("vmr", key, sizeof(key), &v, sizeof(v));
+}
+
+int nrr_rverbs_remote(const uint8_t rec_gid[16], uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
+		      uint32_t *live_rkey, uint64_t *live_addr, int timeout_ms)
+{
+	uint8_t key[KEY_LEN];
+	struct mrval v;
+	size_t vl = sizeof(v);
+	key_of(key, rec_gid, rec_rkey);
+	int e = nrr_xmap_get("vmr", key, sizeof(key), &v, &vl, timeout_ms);
+	if (e < 0)
+		return e;
+	if (vl != sizeof(v))
+		return -EPROTO;
+	/* the access must lie inside the region, as the HCA checks it */
+	if (rec_addr < v.rec_addr || len > v.len || rec_addr - v.rec_addr > v.len - len)
+		return -ERANGE;
+	*live_rkey = v.live_rkey;
+	*live_addr = v.live_addr + (rec_addr - v.rec_addr);
+	return 0;
+}
+
+int nrr_rverbs_put_gid(const uint8_t rec_gid[16], const uint8_t live_gid[16])
+{
+	return nrr_xmap_put("vgid", rec_gid, 16, live_gid, 16);
+}
+
+int nrr_rverbs_get_gid(const uint8_t rec_gid[16], uint8_t live_gid[16], int timeout_ms)
+{
+	size_t vl = 16;
+	int e = nrr_xmap_get("vgid", rec_gid, 16, live_gid, &vl, timeout_ms);
+	return e < 0 ? e : vl == 16 ? 0 : -EPROTO;
+}
+
+/* ---- devices of this process ----
+ * A program opens the entries of ibv_get_device_list's answer, whose
+ * addresses the trace does not keep.  Recorded devices are given the live
+ * devices in the order they are first used (NCCL opens them in list order);
+ * the outputs of the ibv_query_device / ibv_query_port calls that follow are
+ * compared, so a wrong pairing shows as a divergence there. */
+static struct {
+	pthread_mutex_t mu;
+	struct ibv_device **live;
+	int nlive;
+	uint64_t rec[64];
+	int nrec;
+} g_dev = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+uint64_t nrr_rverbs_ibdev(void *verbs_lib, uint64_t rec)
+{
+	uint64_t live = 0;
+	if (!verbs_lib || !rec)
+		return 0;
+	pthread_mutex_lock(&g_dev.mu);
+	if (!g_dev.live) {
+		struct ibv_device **(*list)(int *);
+		*(void **)&list = dlsym(verbs_lib, "ibv_get_device_list");
+		if (list)
+			g_dev.live = list(&g_dev.nlive);   /* kept: its entries stay valid */
+		if (!g_dev.live)
+			g_dev.nlive = 0;
+	}
+	int i = 0;
+	while (i < g_dev.nrec && g_dev.rec[i] != rec)
+		i++;
+	if (i == g_dev.nrec && g_dev.nrec < (int)(sizeof(g_dev.rec) / sizeof(g_dev.rec[0])))
+		g_dev.rec[g_dev.nrec++] = rec;
+	if (i < g_dev.nrec && i < g_dev.nlive)
+		live = (uint64_t)(uintptr_t)g_dev.live[i];
+	pthread_mutex_unlock(&g_dev.mu);
+	return live;
+}
+
+/* ---- QP creation and state changes ----
+ * Their attributes are recorded by custom encoders (formats/api/custom.c,
+ * layout in formats/api/README.md), not as C structs: rcuda.c's generic
+ * dispatch cannot pass them, so they are rebuilt here. */
+static __thread uint64_t t_last_cq;   /* live CQ this thread made last */
+
+void nrr_rverbs_cq_made(uint64_t live)
+{
+	t_last_cq = live;
+}
+
+#if NCCLRR_HAVE_VERBS
+bool nrr_rverbs_owns(const nrr_fn_schema *fn)
+{
+	return fn && (!strcmp(fn->name, "ibv_create_qp") || !strcmp(fn->name, "ibv_modify_qp"));
+}
+
+static const nrr_value *arg(const nrr_call *c, const char *name)
+{
+	for (uint16_t j = 0; j < c->fn->nargs; j++)
+		if (!strcmp(c->fn->args[j].name, name) && (c->present >> j & 1))
+			return &c->args[j];
+	return NULL;
+}
+
+static void say(nrr_rres *res, int status, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static void say(nrr_rres *res, int status, const char *f, ...)
+{
+	va_list ap;
+	res->status = status;
+	va_start(ap, f);
+	vsnprintf(res->why, sizeof(res->why), f, ap);
+	va_end(ap);
+}
+
+/* @return false when the recorded bytes end early */
+static bool uvars(const nrr_value *v, uint64_t *out, int n)
+{
+	const uint8_t *p = v->p, *end = v->p + v->len;
+	for (int i = 0; i < n; i++)
+		if (nrr_get_uvar(&p, end, &out[i]) < 0)
+			return false;
+	return true;
+}
+
+static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
+{
+	const nrr_value *pd = arg(c, "pd"), *ia = arg(c, "qp_init_attr");
+	uint64_t f[7];
+	if (!pd || !ia || !uvars(ia, f, 7)) {
+		say(res, NRR_R_UNSUPPORTED, "ibv_create_qp: qp_init_attr not recorded in full");
+		return 0;
+	}
+	bool known;
+	uint64_t live_pd = nrr_rcuda_handle(x, "pd", pd->u, &known);
+	if (!known) {
+		say(res, NRR_R_DIVERGED, "in pd: recorded pd 0x%" PRIx64 " was made by no replayed call", pd->u);
+		return 0;
+	}
+	/* the CQs are not recorded: the CQ this thread made last, which is
+	 * how NCCL's net_ib.cc (and most programs) make a QP */
+	if (!t_last_cq) {
+		say(res, NRR_R_UNSUPPORTED, "ibv_create_qp: no CQ made by this thread before it (the trace does not "
+					    "record send_cq/recv_cq)");
+		return 0;
+	}
+	struct ibv_qp_init_attr a = {
+		.send_cq = (struct ibv_cq *)(uintptr_t)t_last_cq,
+		.recv_cq = (struct ibv_cq *)(uintptr_t)t_last_cq,
+		.qp_type = (enum ibv_qp_type)f[0],
+		.cap = { .max_send_wr = (uint32_t)f[1], .max_recv_wr = (uint32_t)f[2], .max_send_sge = (uint32_t)f[3],
+			 .max_recv_sge = (uint32_t)f[4], .max_inline_data = (uint32_t)f[5] },
+		.sq_sig_all = (int)f[6],
+	};
+	struct ibv_qp *(*fn)(struct ibv_pd *, struct ibv_qp_init_attr *);
+	*(void **)&fn = dlsym(nrr_rcuda_verbs_lib(x), "ibv_create_qp");
+	if (!fn) {
+		say(res, NRR_R_UNSUPPORTED, "ibv_create_qp: not in the loaded libibverbs");
+		return 0;
+	}
+	struct ibv_qp *qp = fn((struct ibv_pd *)(uintptr_t)live_pd, &a);
+	res->result = (int64_t)(uintptr_t)qp;
+	res->status = NRR_R_MATCH;
+	if (!qp != !c->result) {
+		say(res, NRR_R_DIVERGED, "result: recorded %s, replayed %s (errno %d)", c->result ? "a QP" : "NULL",
+		    qp ? "a QP" : "NULL", qp ? 0 : errno);
+		return 0;
+	}
+	if (qp)
+		nrr_rcuda_bind(x, "qp", (uint64_t)c->result, (uint64_t)(uintptr_t)qp);
+	return 0;
+}
+
+static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
+{
+	const nrr_value *qp = arg(c, "qp"), *at = arg(c, "attr"), *mk = arg(c, "attr_mask");
+	if (!qp || !at || !mk) {
+		say(res, NRR_R_UNSUPPORTED, "ibv_modify_qp: arguments not recorded");
+		return 0;
+	}
+	/* qp_state dest_qp_num rq_psn sq_psn path_mtu dlid port_num sgid_index
+	 * is_global dgid[16] timeout retry_cnt rnr_retry max_rd_atomic
+	 * qp_access_flags */
+	uint64_t f[9], g[5];
+	const uint8_t *p = at->p, *end = at->p + at->len;
+	bool ok = true;
+	for (int i = 0; i < 9 && ok; i++)
+		ok = nrr_get_uvar(&p, end, &f[i]) == 0;
+	uint8_t dgid[16];
+	if (ok && end - p >= 16) {
+		memcpy(dgid, p, 16);
+		p += 16;
+	} else {
+		ok = false;
+	}
+	for (int i = 0; i < 5 && ok; i++)
+		ok = nrr_get_uvar(&p, end, &g[i]) == 0;
+	if (!ok) {
+		say(res, NRR_R_UNSUPPORTED, "ibv_modify_qp: attr not recorded in full (%u bytes)", at->len);
+		return 0;
+	}
+	bool known;
+	uint64_t live_qp = nrr_rcuda_handle(x, "qp", qp->u, &known);
+	if (!known) {
+		say(res, NRR_R_DIVERGED, "in qp: recorded qp 0x%" PRIx64 " was made by no replayed call", qp->u);
+		return 0;
+	}
+	int mask = (int)mk->u;
+	/* not recorded by the encoder: pkey_index, min_rnr_timer,
+	 * max_dest_rd_atomic, the GRH's flow label, hop limit and traffic
+	 * class, sl: the values NCCL's net_ib.cc gives them */
+	struct ibv_qp_attr a = {
+		.qp_state = (enum ibv_qp_state)f[0],
+		.dest_qp_num = (uint32_t)f[1],
+		.rq_psn = (uint32_t)f[2],
+		.sq_psn = (uint32_t)f[3],
+		.path_mtu = (enum ibv_mtu)f[4],
+		.port_num = f[6] ? (uint8_t)f[6] : 1,
+		.timeout = (uint8_t)g[0],
+		.retry_cnt = (uint8_t)g[1],
+		.rnr_retry = (uint8_t)g[2],
+		.max_rd_atomic = (uint8_t)g[3],
+		.qp_access_flags = (unsigned)g[4],
+		.min_rnr_timer = 12,
+		.max_dest_rd_atomic = 1,
+	};
+	a.ah_attr.dlid = (uint16_t)f[5];
+	a.ah_attr.port_num = (uint8_t)f[6];
+	a.ah_attr.is_global = (uint8_t)f[8];
+	a.ah_attr.grh.sgid_index = (uint8_t)f[7];
+	a.ah_attr.grh.hop_limit = 255;
+	memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
+	/* the peer's QP number, GID: live ones when their owner published them
+	 * (a QP number the table does not know is passed as recorded: a
+	 * trace's QP numbers of created QPs are not recorded, see README) */
+	if ((mask & IBV_QP_DEST_QPN) && a.ah_attr.is_global) {
+		uint32_t lq;
+		if (nrr_rverbs_get_qpn(dgid, a.dest_qp_num, &lq, 0) == 0)
+			a.dest_qp_num = lq;
+	}
+	if ((mask & IBV_QP_AV) && a.ah_attr.is_global) {
+		uint8_t lg[16];
+		if (nrr_rverbs_get_gid(dgid, lg, 0) == 0)
+			memcpy(a.ah_attr.grh.dgid.raw, lg, 16);
+	}
+	int (*fn)(struct ibv_qp *, struct ibv_qp_attr *, int);
+	*(void **)&fn = dlsym(nrr_rcuda_verbs_lib(x), "ibv_modify_qp");
+	if (!fn) {
+		say(res, NRR_R_UNSUPPORTED, "ibv_modify_qp: not in the loaded libibverbs");
+		return 0;
+	}
+	int r = fn((struct ibv_qp *)(uintptr_t)live_qp, &a, mask);
+	res->result = r;
+	res->status = NRR_R_MATCH;
+	if (r != c->result)
+		say(res, NRR_R_DIVERGED, "result: recorded %" PRId64 " (%s), replayed %d (%s)", c->result,
+		    c->result ? strerror((int)c->result) : "success", r, r ? strerror(r) : "success");
+	return 0;
+}
+
+int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
+{
+	if (!nrr_rcuda_verbs_lib(x)) {
+		say(res, NRR_R_UNSUPPORTED, "%s: no libibverbs loaded", c->fn->name);
+		return 0;
+	}
+	if (!strcmp(c->fn->name, "ibv_create_qp"))
+		return create_qp(x, c, res);
+	return modify_qp(x, c, res);
+}
+#else
+bool nrr_rverbs_owns(const nrr_fn_schema *fn)
+{
+	(void)fn;
+	return false;
+}
+
+int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
+{
+	(void)x;
+	(void)c;
+	(void)res;
+	return -ENOSYS;
+}
+#endif
