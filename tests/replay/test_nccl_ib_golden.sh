@@ -4,10 +4,11 @@
 # what NCCL printed, replay, diff against the clean IB run, rerun.
 # usage: test_nccl_ib_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
 # CASE: logs | golden | diff | rerun | repeat20
-# logs and diff need only the traces (registered, suite nccl). golden,
-# repeat20 (each failure replayed 20 times) and rerun (real init_allreduce
-# again with the recorded answers) need the NET/IB replay transport: not
-# registered in meson until it exists.
+# logs and diff need only the traces (registered, suite nccl); rerun (real
+# init_allreduce again with the recorded answers, the verbs failures among
+# them) needs the relinked NCCL (registered, suite slow). golden and
+# repeat20 (each failure replayed 20 times) need the NET/IB replay
+# transport: not registered in meson until it exists.
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
