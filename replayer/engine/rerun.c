@@ -94,6 +94,7 @@ struct rule {
 	uint64_t wall;         /* wall-clock ns of the failed call's return */
 	uint16_t port;         /* connect rules: the port connected to */
 	bool dropped;          /* inside a failed call that is the rule */
+	bool cap;              /* a capability answer (verbs_capability) */
 };
 
 struct proc {
@@ -184,13 +185,58 @@ static uint16_t arg_port(const nrr_call *c)
 	return 0;
 }
 
+/* The verbs the fake libibverbs counts and can make fail (NV_COUNT_INT /
+ * NV_COUNT_PTR in replayer/fake/verbs/, listed in replayer/fake/README.md,
+ * Fake verbs): each has a counter of its own under this exact name. */
+static bool verbs_counted(const char *name)
+{
+	static const char *const counted[] = {
+		"ibv_get_device_list", "ibv_open_device", "ibv_query_device", "ibv_query_port", "ibv_query_gid",
+		"ibv_alloc_pd", "ibv_reg_mr", "ibv_reg_mr_iova", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr",
+		"ibv_dereg_mr", "ibv_create_comp_channel", "ibv_create_cq", "ibv_destroy_cq", "ibv_create_qp",
+		"ibv_modify_qp", "ibv_query_qp", "ibv_destroy_qp", "ibv_query_ece", "ibv_set_ece",
+	};
+	for (size_t i = 0; i < sizeof(counted) / sizeof(counted[0]); i++)
+		if (!strcmp(name, counted[i]))
+			return true;
+	return false;
+}
+
 /* What the fake runtime's fault switch can make fail: the CUDA driver,
  * the CUDA runtime (ncclrr's libcudart, which real NCCL relinked from its
- * static archive calls) and NVML. */
+ * static archive calls), NVML, and the verbs the fake libibverbs counts
+ * (an RTR refused, a registration over RLIMIT_MEMLOCK: NCCL's NET/IB
+ * failures). */
 static bool faultable(const nrr_fn_schema *fn)
 {
 	return !strcmp(fn->domain, "cuda_driver") || !strcmp(fn->domain, "cuda_runtime") ||
-	       !strcmp(fn->domain, "nvml");
+	       !strcmp(fn->domain, "nvml") || (!strcmp(fn->domain, "verbs") && verbs_counted(fn->name));
+}
+
+/* A verbs call's errno (the fault switch's rule names it: ENOMEM,
+ * ENETUNREACH): a pointer verb's errno, an int verb's positive result. */
+static int verbs_errno(const nrr_call *c)
+{
+	return c->fn->ret == NRR_RET_POSERR ? (int)c->result : (int)c->err;
+}
+
+/* A verbs failure that answers what the machine has, as
+ * capability_answer() does for CUDA and NVML: no verbs device (the
+ * benign= rule of formats/api/verbs.api: ENOSYS, ENODEV), or NCCL's
+ * dma-buf probe, ibv_reg_dmabuf_mr of fd -1, whose EOPNOTSUPP says "no
+ * dma-buf" and whose EINVAL/EBADF says "dma-buf, but not this fd". */
+static bool verbs_capability(const nrr_call *c)
+{
+	if (strcmp(c->fn->domain, "verbs"))
+		return false;
+	if (nrr_call_benign(c))
+		return true;
+	if (strcmp(c->fn->name, "ibv_reg_dmabuf_mr"))
+		return false;
+	for (uint16_t i = 0; i < c->fn->nargs; i++)
+		if (!strcmp(c->fn->args[i].name, "fd") && (c->present >> i & 1))
+			return (int32_t)c->args[i].u == -1;
+	return false;
 }
 
 /* An answer about what the machine has rather than a failure of the job:
@@ -213,14 +259,17 @@ static bool capability_answer(const char *res)
 	return false;
 }
 
-/* Failures that say little about where a run went: socket and verbs calls
- * probe and retry (a connect refused until the peer listens, the netlink
- * socket of a verbs provider), and their number depends on timing.  The
- * rank's end and NCCL's warnings carry what the network decided. */
+/* Failures that say little about where a run went: socket calls probe
+ * and retry (a connect refused until the peer listens), verbs calls other
+ * than those the fake counts (a post or a poll: their number depends on
+ * timing), capability answers.  The rank's end and NCCL's warnings carry
+ * what the network decided.  A counted verb that fails (an RTR refused, a
+ * registration over the memlock limit) is where NET/IB failed. */
 static bool counts_as_first_failure(const nrr_call *c, const char *res)
 {
-	return strcmp(c->fn->domain, "socket") && strcmp(c->fn->domain, "verbs") && !fake_answers_itself(c) &&
-	       !capability_answer(res);
+	if (!strcmp(c->fn->domain, "verbs"))
+		return verbs_counted(c->fn->name) && !verbs_capability(c);
+	return strcmp(c->fn->domain, "socket") && !fake_answers_itself(c) && !capability_answer(res);
 }
 
 /* "FILE.cc:123 -> 3": NCCL's error trail (printed at INFO or WARN). */
@@ -639,7 +688,9 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 						  : nslots - 1;
 		uint32_t id = c->fn->id <= nfns ? c->fn->id : 0;
 		bool fa = faultable(c->fn);
-		if (c->phase == NRR_PHASE_CALL && c->result && !strcmp(c->fn->name, "ibv_open_device"))
+		/* (a call that contains others is recorded as ENTER and RESUME) */
+		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_RESUME) && c->result &&
+		    !strcmp(c->fn->name, "ibv_open_device"))
 			p->ib_dev = true;
 		uint64_t k = 0;
 		long me = -1;   /* this call's nested entry */
@@ -789,7 +840,11 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 		memset(ru, 0, sizeof(*ru));
 		snprintf(ru->fn, sizeof(ru->fn), "%s", base);
 		snprintf(ru->call, sizeof(ru->call), "%s", c->fn->name);
-		snprintf(ru->res, sizeof(ru->res), "%s", res);
+		/* a verb's rule names its errno (the fake returns it, or NULL
+		 * with it); "NULL ENOMEM" is how a trace prints it */
+		const char *en = !strcmp(c->fn->domain, "verbs") ? strerrorname_np(verbs_errno(c)) : NULL;
+		snprintf(ru->res, sizeof(ru->res), "%s", en ? en : res);
+		ru->cap = verbs_capability(c);
 		ru->nth = k;
 		ru->wall = nrr_reader_wall(r, c->ts + c->dur);
 		if (me >= 0 && open)
@@ -1350,7 +1405,7 @@ static char *fault_spec(const struct run *x, FILE *err)
 				free(v);
 				return NULL;
 			}
-			v[n++] = (struct cand){ ru, p->rank, capability_answer(ru->res), false };
+			v[n++] = (struct cand){ ru, p->rank, ru->cap || capability_answer(ru->res), false };
 			kept++;
 		}
 		if (kept && x->ranks[p->rank].root != p)

@@ -8,7 +8,8 @@
 # repeat20/repeat100 (each failure replayed 20/100 times) replay clean_ib
 # (golden) and the failures in $replayed, through the verbs replay of
 # replayer/engine/rverbs.c. rerun (real init_allreduce again with the
-# recorded answers) is not registered.
+# recorded answers, the verbs failures among them) needs the relinked
+# NCCL (registered, suite slow).
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
