@@ -898,6 +898,9 @@ struct run {
 	struct rank_sum *ranks;    /* indexed by rank */
 	int nranks;                /* max rank + 1 */
 	const struct proc *launcher; /* an `ncclrr run` stopped at its --timeout, or NULL */
+	uint64_t teardown_wall;    /* a job this process launched and stopped at its
+				    * timeout (no launcher in its traces): when the
+				    * teardown started, else 0 */
 	uint64_t start_wall, end_wall; /* the job's first start, last end */
 	uint64_t story_wall;       /* the last failure or end that was not the timeout's teardown */
 };
@@ -941,17 +944,19 @@ static bool ended_well(const struct proc *p)
  * the timeout", and so does one killed (SIGTERM, SIGKILL, no end) less
  * than a second before.  A rank killed earlier was killed from outside
  * and keeps its end.  Without the launcher's --timeout, the teardown
- * starts at the first kill.
+ * starts at the first kill.  The rerun's own job is launched in this
+ * process (nrr_cluster_run), so its traces hold no launcher: the rerun
+ * gives the teardown's start itself (@x->teardown_wall).
  */
 static void mark_teardown(struct run *x)
 {
-	uint64_t first = 0;
+	uint64_t first = x->teardown_wall;
 	for (size_t i = 0; i < x->n; i++)
 		if (x->procs[i].rank < 0 && !strcmp(x->procs[i].end, "exit 124"))
 			x->launcher = &x->procs[i];
-	if (!x->launcher)
+	if (!x->launcher && !first)
 		return;
-	if (x->launcher->timeout_s > 0 && x->launcher->start_wall)
+	if (x->launcher && x->launcher->timeout_s > 0 && x->launcher->start_wall)
 		first = x->launcher->start_wall + (uint64_t)(x->launcher->timeout_s * 1e9) - 1000000000ull;
 	for (int r = 0; r < x->nranks && !first; r++) {
 		const struct proc *p = x->ranks[r].root;
@@ -1294,9 +1299,11 @@ static double rerun_timeout(const struct run *x, FILE *err);
 /* Record and run the job on the virtual cluster (nrr_cluster_run): the
  * recording's ranks on @topo, in @outdir, with @args's --env / --unset /
  * --rank-env.  The job's output goes with the notes to @err (the verdict
- * alone goes to out).  @return the job's status (NRR_LAUNCH_*), or -1. */
+ * alone goes to out).  When its timeout stopped it, *@teardown is the
+ * wall-clock ns at which the teardown started (mark_teardown).  @return
+ * the job's status (NRR_LAUNCH_*), or -1. */
 static int run_job(const struct nrr_rerun_opts *o, const struct run *rec, const struct strv *args, const char *topo,
-		   const char *outdir, const char *nccl, const char *ncclrr, FILE *err)
+		   const char *outdir, const char *nccl, const char *ncclrr, uint64_t *teardown, FILE *err)
 {
 	size_t n = args->n;
 	char **env = calloc(n + 1, sizeof(char *)), **unset = calloc(n + 1, sizeof(char *));
@@ -1339,7 +1346,12 @@ static int run_job(const struct nrr_rerun_opts *o, const struct run *rec, const 
 	nrr_cluster_spec_print(err, "ncclrr replay: rerun:", ncclrr, &s);
 	fprintf(err, "ncclrr replay: the rerun is recorded in %s\n", outdir);
 	fflush(NULL);
+	struct timespec t0;
+	clock_gettime(CLOCK_REALTIME, &t0);
 	st = nrr_cluster_run(&s, res);
+	if (st == NRR_LAUNCH_TIMEOUT)
+		*teardown = (uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec +
+			    (uint64_t)(s.timeout_s * 1e9) - 1000000000ull;
 	if (st == NRR_LAUNCH_SETUP && res->error[0])
 		fprintf(err, "ncclrr run: %s\n", res->error);
 out:
@@ -1750,7 +1762,7 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 			"own nets): a trace never chooses a library, pass --net-plugin PATH to load one\n", rec_plugin);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int st = run_job(o, &rec, &args, topo, outdir, nccl, ncclrr, err);
+	int st = run_job(o, &rec, &args, topo, outdir, nccl, ncclrr, &re.teardown_wall, err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (st < 0) {
 		fprintf(err, "ncclrr replay: the rerun could not be started\n");
