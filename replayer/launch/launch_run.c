@@ -597,6 +597,39 @@ static void kill_groups(struct rank_proc *rp, int n, int sig)
 			kill(-rp[r].pid, sig);
 }
 
+/* Whether process @pid is stopped (or gone): its state in /proc. */
+static bool proc_stopped(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return true;
+	size_t k = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[k] = '\0';
+	const char *e = strrchr(buf, ')');   /* the name may hold anything */
+	return !e || e[1] != ' ' || e[2] == 'T' || e[2] == 't' || e[2] == 'Z' || e[2] == 'X';
+}
+
+/* SIGTERM every live rank at one instant. Sent one by one, a rank that
+ * ends first closes its sockets, and a peer's recv then returns before
+ * the peer's own SIGTERM is sent (a busy machine delays the launcher
+ * between two kill()s): its trace no longer shows where it waited at
+ * the timeout. So all are stopped first (up to 2 s for them to stop),
+ * then get SIGTERM while stopped, then continue: each runs its handler
+ * before any of its calls can return. */
+static void term_all_at_once(struct rank_proc *rp, int n)
+{
+	kill_groups(rp, n, SIGSTOP);
+	double t0 = now_s();
+	for (int r = 0; r < n; r++)
+		while (rp[r].pid > 0 && !rp[r].exited && !proc_stopped(rp[r].pid) && now_s() - t0 < 2.0)
+			usleep(1000);
+	kill_groups(rp, n, SIGTERM);
+	kill_groups(rp, n, SIGCONT);
+}
+
 static void reap(struct rank_proc *rp, int n, int *alive)
 {
 	for (;;) {
@@ -884,7 +917,7 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		 * machine 16 of them need more than 3 s, and one SIGKILLed
 		 * instead has no end (a rerun takes it as killed from outside) */
 		double grace = o->kill_grace_s > 0 ? o->kill_grace_s : getenv("NCCLRR_TRACE_DIR") ? 10.0 : 3.0;
-		kill_groups(rp, n, SIGTERM);
+		term_all_at_once(rp, n);
 		double tk = now_s();
 		while (alive > 0 && now_s() - tk < grace) {
 			reap(rp, n, &alive);
