@@ -89,13 +89,21 @@ static CUresult proc(const char *sym, void **pfn, int version, cuuint64_t flags,
 			*status = st;
 		return CUDA_ERROR_INVALID_VALUE;
 	}
-	void *fn = *sym ? fake_proc_lookup(sym, version, &st) : NULL;
+	if (!*sym) {
+		/* the static runtime's first probe: a real driver (CUDA 13, H100
+		 * and H200 recordings in traces/h100) answers it with success and
+		 * no pointer */
+		*pfn = NULL;
+		if (status)
+			*status = CU_GET_PROC_ADDRESS_SUCCESS;
+		return CUDA_SUCCESS;
+	}
+	void *fn = fake_proc_lookup(sym, version, &st);
 	*pfn = fn;
 	if (status)
 		*status = st;
 	if (!fn) {
-		if (*sym)
-			note_missing(sym, version, st);
+		note_missing(sym, version, st);
 		return CUDA_ERROR_NOT_FOUND;
 	}
 	return CUDA_SUCCESS;
