@@ -6,10 +6,7 @@
 # usage: test_scale.sh NCCLRR MANY_STREAMS N
 set -uo pipefail
 ncclrr=$(realpath "$1"); gen=$(realpath "$2"); n=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 
 # the three kinds (tests/unit/many_streams.c): N real streams of one call
 # each, an index naming one chunk under N streams, N environment keys

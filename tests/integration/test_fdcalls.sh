@@ -10,10 +10,7 @@
 set -uo pipefail
 ncclrr=$(realpath "$1")
 fdcalls=$(realpath "$2")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/skip_asan_tracer.sh"
 skip_asan_tracer "$(dirname "$fdcalls")/../libncclrr-trace.so"
 

@@ -19,10 +19,7 @@ mode=$1
 ncclrr=$(realpath "$2")
 fdown=$(realpath "$3")
 backend=${4:-native}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/skip_asan_tracer.sh"
 skip_asan_tracer "$(dirname "$fdown")/../libncclrr-trace.so"
 if [ "$backend" = lttng ]; then

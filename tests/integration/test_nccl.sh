@@ -15,10 +15,7 @@ NCCL_HINT=${5:-}
 runs=${6:-3}
 here=$(dirname "$(realpath "$0")")
 . "$here/nccl_common.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 echo "NCCL: $NCCL"
 net=${NCCLRR_TEST_NET:-Socket}
 # what every NET channel line of a default run says (nccl_channels.py INTER):

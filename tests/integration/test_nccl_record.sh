@@ -20,10 +20,7 @@ NCCL_HINT=${5:-}
 here=$(dirname "$(realpath "$0")")
 . "$here/nccl_common.sh"
 nccl_socket_only
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 
 record() { # DIR LOG [env...]
 	local dir=$1 log=$2; shift 2

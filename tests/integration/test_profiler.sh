@@ -32,10 +32,7 @@ set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
 root=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 unset NCCLRR_FAULT NCCL_PROFILER_PLUGIN NCCLRR_PROFILER_PLUGIN NCCL_DEBUG
 has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(head -c 3000 "$1")"; }
 

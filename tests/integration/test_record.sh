@@ -9,10 +9,7 @@ ncclrr=$(realpath "$2")
 root=$3
 wl=$(realpath "$4")
 forker=$(realpath "$5")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 topo=$root/topo/2node_16gpu.xml
 unset NCCL_DEBUG NCCLRR_FAULT CONN_SETUP_STALL
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/skip_asan_tracer.sh"

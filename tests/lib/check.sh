@@ -1,6 +1,7 @@
 # Sourced by the shell tests that count checks: a temporary directory
 # $tmp (removed at exit), and check NAME RESULT, which counts a pass when
-# RESULT is 0 and prints "FAIL: NAME" otherwise; free_port prints a TCP
+# RESULT is 0 and prints "FAIL: NAME" otherwise; fail WHAT... prints
+# "FAIL: WHAT..." and counts a failure; free_port prints a TCP
 # port of 127.0.0.1 that the kernel just gave out as free.  At the end:
 #   echo "$pass passed, $fails failed"; [ "$fails" -eq 0 ]
 # usage: . check.sh
@@ -11,6 +12,7 @@ pass=0
 check() { # name, condition result
 	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fails=$((fails + 1)); fi
 }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 free_port() { # a port no one listens on: one the kernel picks, not $$-derived
 	# (a port derived from the pid collided with another test's listener,
 	# and ibv_rc_pingpong's client then waited on that listener until killed)

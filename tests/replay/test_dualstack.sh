@@ -6,10 +6,7 @@
 set -uo pipefail
 ncclrr=$(realpath "$1")
 prog=$(realpath "$2")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 "$ncclrr" record -q -o "$tmp/t" -- "$prog" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "dualstack exited $?"; }
 grep -qx 'dualstack: ok' "$tmp/out" || fail "the recorded run did not exchange: $(cat "$tmp/out")"
 "$ncclrr" dump "$tmp/t" >"$tmp/d" 2>&1

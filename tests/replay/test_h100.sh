@@ -9,10 +9,7 @@ set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
 root=$(realpath "$3")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(head -c 3000 "$1")"; }
 unset NCCLRR_FAULT NCCL_DEBUG
 # the paths the output names are relative to the source root, as in the

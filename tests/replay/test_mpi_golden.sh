@@ -8,10 +8,7 @@ case_=$1
 ncclrr=$(realpath "$2")
 root=$3
 g=$root/traces/mpi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 unset NCCLRR_FAULT NCCL_DEBUG
 # (no --topo: each trace directory keeps its cluster, ncclrr-cluster.xml)
 replay() { "$ncclrr" replay --timeout 60 "$@"; }

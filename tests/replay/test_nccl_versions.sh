@@ -23,10 +23,7 @@ wl=${4:-}
 NCCL_HINT=${5:-}
 g=$root/traces/nccl/bootstrap_race
 topo=$root/topo/2node_8gpu_pcie.xml
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(head -c 3000 "$1")"; }
 unset NCCLRR_FAULT NCCL_DEBUG
 race="connect = -1 ECONNABORTED (Software caused connection abort) (#700"

@@ -10,10 +10,7 @@ set -uo pipefail
 ncclrr=$(realpath "$1")
 pingpong=$(realpath "$2")
 plugin=$(realpath "$3")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/skip_asan_tracer.sh"
 skip_asan_tracer "$(dirname "$ncclrr")/../tracer/libncclrr-trace.so"
 unset NCCLRR_FAULT NCCLRR_NET_SOCKET_ADDR NCCLRR_NET_PLUGIN_REPLAY NCCL_DEBUG
