@@ -21,6 +21,13 @@ enum unit_kind {
 
 struct unit {
 	nrr_call c;
+	/* where the unit stands in its stream's recorded time: its entry
+	 * (c.ts), but never before the unit ahead of it.  A container's mark
+	 * or the container a thread was in at the end (ncclCommInitRank) comes
+	 * after the calls it made, with its own earlier entry time; ordered
+	 * by that, another thread waited for this one to start it before the
+	 * calls ahead of it, which waited for that thread: a deadlock. */
+	uint64_t at;
 	uint64_t end;   /* recorded leave time; UINT64_MAX when in flight */
 	uint8_t kind;
 };

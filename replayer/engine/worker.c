@@ -97,6 +97,7 @@ static int add_unit(struct rstream *s, const nrr_call *c, uint8_t kind)
 	u->c = *c;
 	u->kind = kind;
 	u->end = c->done ? c->ts + c->dur : UINT64_MAX;
+	u->at = s->n && s->u[s->n - 1].at > c->ts ? s->u[s->n - 1].at : c->ts;
 	for (int i = 0; c->fn && i < c->fn->nargs && i < NRR_MAX_ARGS; i++) {
 		nrr_value *v = &u->c.args[i];
 		if (!((c->present >> i) & 1) || c->fn->args[i].wire != NRR_WIRE_B || !v->p) {
@@ -191,13 +192,14 @@ static int load_stream(struct nrr_rproc *p, struct rstream *s, char *err, size_t
 }
 
 /* ------------------------------------------------------------ order */
-/* Number of units of @t that had started (entered) before @ts. */
+/* Number of units of @t that had started (entered) before @ts (by their
+ * place in recorded time, unit.at, which grows along a stream). */
 static size_t started_before(const struct rstream *t, uint64_t ts)
 {
 	size_t lo = 0, hi = t->n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (t->u[mid].c.ts < ts)
+		if (t->u[mid].at < ts)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -239,7 +241,7 @@ static void update_frontier(struct nrr_rproc *p)
 	for (size_t i = 0; i < p->ns; i++) {
 		struct rstream *t = &p->s[i];
 		if (t->started < t->n) {
-			uint64_t w = nrr_reader_wall(p->r, t->u[t->started].c.ts);
+			uint64_t w = nrr_reader_wall(p->r, t->u[t->started].at);
 			if (w < f)
 				f = w;
 		}
@@ -249,7 +251,7 @@ static void update_frontier(struct nrr_rproc *p)
 	for (size_t i = 0; i < p->ns; i++) {
 		struct rstream *t = &p->s[i];
 		if (t->completed < t->n && t->u[t->completed].kind != U_INFLIGHT) {
-			uint64_t w = nrr_reader_wall(p->r, t->u[t->completed].c.ts);
+			uint64_t w = nrr_reader_wall(p->r, t->u[t->completed].at);
 			if (w < f)
 				f = w;
 		}
@@ -303,7 +305,7 @@ static void wait_exit_time(struct nrr_rproc *p)
 /* Wait until unit @k of @s may start. */
 static void wait_turn(struct nrr_rproc *p, struct rstream *s, size_t k)
 {
-	uint64_t ts = s->u[k].c.ts;
+	uint64_t ts = s->u[k].at;
 	pthread_mutex_lock(&p->mu);
 	while (!turn_ok(p, s, ts))
 		pthread_cond_wait(&p->cv, &p->mu);
