@@ -50,11 +50,21 @@ run_one() {
 	# rank 4 lowers its own RLIMIT_MEMLOCK to 0 (the launcher raises
 	# it for every rank; a rank can only lower it), then runs the workload
 	memlock) rec memlock 20 -- sh -c '[ "$NCCLRR_RANK" != 4 ] || ulimit -l 0; exec "$0" "$@"' "$wl" ;;
+	# rank 3 is SIGKILLed at its AllReduce's kernel launch, its QPs at
+	# RTS (connect at init). It is the ring's NET sender to rank 4 (ring
+	# 0..7 on every channel, 3 -> 4 crossing the hosts); the others
+	# check NCCL's asynchronous error for 6 s after the AllReduce. Rank
+	# 4's proxy posts its receives and RDMA-WRITEs its CTS FIFO entry to
+	# rank 3: no answer, sent again per NCCL's QP timeout (NCCL 2.22's
+	# NCCL_IB_TIMEOUT 18 and NCCL_IB_RETRY_CNT 7: 8 tries of 1.07 s on
+	# an HCA; the fabric divides by NCCLRR_VERBS_TIME_SCALE 16, floor
+	# 200 ms: 1.6 s), then IBV_WC_RETRY_EXC_ERR
+	retry_exc) rec retry_exc 40 --env 'NCCLRR_FAULT=cuLaunchKernelEx:rank=3:nth=1:SIGKILL' -- "$wl" --watch 6 ;;
 	esac
 	rm -f "$here/$n/nccl-topo.xml"
 	"$ncclrr" replay --topo "$topo" "$here/$n" | "$here/../replay/normalize.sh" >"$here/$n.expected" || true
 	echo "$n: $(du -sh "$here/$n" | cut -f1), $(grep -c . "$here/$n.log") lines of output"
 }
-for n in clean_ib gid_index memlock; do
+for n in clean_ib gid_index memlock retry_exc; do
 	run_one "$n"
 done
