@@ -3,9 +3,14 @@
  * (float sum, 1M elements), stream synchronize, then ncclCommAbort
  * (--end destroy: ncclCommFinalize + ncclCommDestroy; see wl_end_comm()).
  * usage: init_allreduce [--nonblocking] [--count N] [--end abort|destroy] [--stall-rank R]
- *                       [--watch SECONDS]
+ *                       [--pause SECONDS] [--watch SECONDS]
  * --stall-rank R: rank R sleeps until killed instead of calling the
  * AllReduce (the others wait in theirs: a hang for `ncclrr hang`).
+ * --pause SECONDS: sleep that long after init, and again after making the
+ * buffers and stream, before the AllReduce: a rank killed at its first
+ * buffer allocation then dies after its tracer wrote its init out (a
+ * SIGKILL loses the trace's last second), and its peers start their
+ * AllReduce only after it is gone.
  * --watch SECONDS: after the stream synchronize, check
  * ncclCommGetAsyncError every 10 ms for that long before ending the
  * communicator, as a training framework's watchdog does: an error NCCL's
@@ -28,7 +33,7 @@ int main(int argc, char **argv)
 	enum wl_end end = WL_END_ABORT;
 	size_t count = 1 << 20;
 	int stall = -1;
-	double watch = 0;
+	double watch = 0, pause_s = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--nonblocking") == 0) {
 			nonblocking = 1;
@@ -36,13 +41,15 @@ int main(int argc, char **argv)
 			count = strtoull(argv[++i], NULL, 0);
 		} else if (strcmp(argv[i], "--stall-rank") == 0 && i + 1 < argc) {
 			stall = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "--pause") == 0 && i + 1 < argc) {
+			pause_s = atof(argv[++i]);
 		} else if (strcmp(argv[i], "--watch") == 0 && i + 1 < argc) {
 			watch = atof(argv[++i]);
 		} else if (strcmp(argv[i], "--end") == 0 && i + 1 < argc && wl_parse_end(argv[i + 1], &end) == 0) {
 			i++;
 		} else {
 			fprintf(stderr, "usage: init_allreduce [--nonblocking] [--count N] [--end abort|destroy] [--stall-rank R] "
-					"[--watch SECONDS]\n");
+					"[--pause SECONDS] [--watch SECONDS]\n");
 			return 2;
 		}
 	}
@@ -78,12 +85,17 @@ int main(int argc, char **argv)
 	unsigned long long sbuf = 0, rbuf = 0;
 	void *stream = NULL;
 	int rc;
+	struct timespec pause_ts = { (time_t)pause_s, (long)((pause_s - (double)(time_t)pause_s) * 1e9) };
+	if (pause_s > 0)
+		nanosleep(&pause_ts, NULL);
 	if ((rc = cuda.MemAlloc(&sbuf, count * sizeof(float))) != 0 ||
 	    (rc = cuda.MemAlloc(&rbuf, count * sizeof(float))) != 0 ||
 	    (rc = cuda.StreamCreate(&stream, 0)) != 0) {
 		fprintf(stderr, "rank %d: buffers/stream: %s\n", r, wl_cuda_err(&cuda, rc));
 		return 1;
 	}
+	if (pause_s > 0)
+		nanosleep(&pause_ts, NULL);
 	if (r == stall) {
 		printf("rank %d: stalls before the AllReduce\n", r);
 		fflush(stdout);
