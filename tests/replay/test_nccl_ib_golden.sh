@@ -44,6 +44,11 @@ declare -A warn2=([retry_exc]="with status=12 opcode=1 ")
 # to rank 4's GID 0 fails); for memlock rank 4 itself; for retry_exc rank
 # 4, the NET receiver of rank 3, which died
 declare -A rank=([gid_index]=3 [memlock]=4 [retry_exc]=4)
+# what the rerun must say beyond "rank R: reproduced:" (retry_exc: rank 4
+# reproduced its end after rank 3's, with the same completion error)
+declare -A rerun_says=(
+	[retry_exc]="rank 3: reproduced: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY, exit 1|rank 4: reproduced (after rank 3 ended): no failing call, exit 1|NCCL: transport/net_ib.cc:1984 WARN NET/IB: Got completion from peer <addr><port> with status=12 opcode=1 "
+)
 # the workload's options in the recording (traces/nccl_ib/record.sh)
 declare -A wl_args=([retry_exc]="--pause 1 --watch 2.5")
 # the failing rank and call, as replay and diff name them
@@ -95,7 +100,12 @@ rerun)
 			>"$tmp/$t.re" 2>&1
 		rc=$?
 		[ $rc -eq 0 ] || fail "rerun $t: exit $rc: $(tail -5 "$tmp/$t.re")"
-		has "$tmp/$t.re" "rank ${rank[$t]}: reproduced:" "rerun $t"
+		if [ -n "${rerun_says[$t]:-}" ]; then
+			IFS='|' read -ra says <<<"${rerun_says[$t]}"
+			for w in "${says[@]}"; do has "$tmp/$t.re" "$w" "rerun $t"; done
+		else
+			has "$tmp/$t.re" "rank ${rank[$t]}: reproduced:" "rerun $t"
+		fi
 		has "$tmp/$t.re" "${warn[$t]}" "rerun $t"
 	done
 	;;
