@@ -23,8 +23,11 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 unset NCCLRR_FAULT NCCL_DEBUG
-failures="gid_index memlock"
-replayed="gid_index memlock"
+failures="gid_index memlock retry_exc"
+replayed="gid_index memlock retry_exc"
+# replayed 20 times in repeat100 (suite slow) instead of in repeat20: its
+# proxies' polling (208k ibv_poll_cq) makes one replay about 8 s
+slow_repeat="retry_exc"
 has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(head -c 3000 "$1")"; }
 
 # what NCCL printed on the failing rank, the net_ib.cc / transport lines, as
@@ -32,14 +35,27 @@ has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(head -c 3000 "$1")"; }
 declare -A warn=(
 	[gid_index]="misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error Network is unreachable errno 101"
 	[memlock]="misc/ibvwrap.cc:153 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory"
+	[retry_exc]="transport/net_ib.cc:1984 NCCL WARN NET/IB: Got completion from peer"
 )
+# and on the same line (the peer's address and port vary): completion
+# error 12, IBV_WC_RETRY_EXC_ERR, of the RDMA WRITE (opcode 1) of the CTS
+declare -A warn2=([retry_exc]="with status=12 opcode=1 ")
 # the rank that prints it: for gid_index rank 3, a peer of rank 4 (its RTR
-# to rank 4's GID 0 fails); for memlock rank 4 itself
-declare -A rank=([gid_index]=3 [memlock]=4)
+# to rank 4's GID 0 fails); for memlock rank 4 itself; for retry_exc rank
+# 4, the NET receiver of rank 3, which died
+declare -A rank=([gid_index]=3 [memlock]=4 [retry_exc]=4)
+# what the rerun must say beyond "rank R: reproduced:" (retry_exc: rank 4
+# reproduced its end after rank 3's, with the same completion error)
+declare -A rerun_says=(
+	[retry_exc]="rank 3: reproduced: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY, exit 1|rank 4: reproduced (after rank 3 ended): no failing call, exit 1|NCCL: transport/net_ib.cc:1984 WARN NET/IB: Got completion from peer <addr><port> with status=12 opcode=1 "
+)
+# the workload's options in the recording (traces/nccl_ib/record.sh)
+declare -A wl_args=([retry_exc]="--pause 1 --watch 2.5")
 # the failing rank and call, as replay and diff name them
 declare -A failing=(
 	[gid_index]="rank 3 thread 4, failure only in B: ibv_modify_qp = ENETUNREACH (Network is unreachable)"
 	[memlock]="rank 4 thread 4, failure only in B: ibv_reg_mr = NULL ENOMEM"
+	[retry_exc]="rank 3 thread 1, failure only in B: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY (2)"
 )
 
 case $case_ in
@@ -47,8 +63,8 @@ logs)
 	# the recorded failure is NCCL's, on the rank in the table, and every rank of the clean
 	# run completed its AllReduce over NET/IB
 	for t in $failures; do
-		grep "^\[${rank[$t]}\] " "$g/$t.log" | grep -qF -- "${warn[$t]}" ||
-			fail "$t.log: rank ${rank[$t]} did not print '${warn[$t]}'"
+		grep "^\[${rank[$t]}\] " "$g/$t.log" | grep -F -- "${warn[$t]}" | grep -qF -- "${warn2[$t]:-}" ||
+			fail "$t.log: rank ${rank[$t]} did not print '${warn[$t]}' ${warn2[$t]:+... '${warn2[$t]}'}"
 	done
 	n=$(grep -c ': allreduce ok' "$g/clean_ib.log" || true)
 	[ "$n" -eq 8 ] || fail "clean_ib.log: $n of 8 AllReduces"
@@ -72,22 +88,34 @@ diff)
 			fail "diff clean_ib $t: headline does not name '${failing[$t]}': $(grep -E '^Earliest' "$tmp/$t.diff")"
 	done
 	has "$tmp/gid_index.diff" "env.NCCL_IB_GID_INDEX (rank 4): A '1', B '0'" config
+	has "$tmp/retry_exc.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:CUDA_ERROR_OUT_OF_MEMORY'" config
 	;;
 rerun)
 	# real NCCL again with the recorded answers: the rank fails the same way
 	# and prints the same lines
 	. "$root/tests/integration/nccl_common.sh"
 	for t in $failures; do
-		"$ncclrr" replay --rerun "$g/$t" --topo "$topo" -o "$tmp/re-$t" -- "$wl/init_allreduce" >"$tmp/$t.re" 2>&1
+		# shellcheck disable=SC2086 # the recorded workload's options, split
+		"$ncclrr" replay --rerun "$g/$t" --topo "$topo" -o "$tmp/re-$t" -- "$wl/init_allreduce" ${wl_args[$t]:-} \
+			>"$tmp/$t.re" 2>&1
 		rc=$?
 		[ $rc -eq 0 ] || fail "rerun $t: exit $rc: $(tail -5 "$tmp/$t.re")"
-		has "$tmp/$t.re" "rank ${rank[$t]}: reproduced:" "rerun $t"
+		if [ -n "${rerun_says[$t]:-}" ]; then
+			IFS='|' read -ra says <<<"${rerun_says[$t]}"
+			for w in "${says[@]}"; do has "$tmp/$t.re" "$w" "rerun $t"; done
+		else
+			has "$tmp/$t.re" "rank ${rank[$t]}: reproduced:" "rerun $t"
+		fi
 		has "$tmp/$t.re" "${warn[$t]}" "rerun $t"
 	done
 	;;
 repeat20 | repeat100)
-	n=${case_#repeat}
 	for t in $replayed; do
+		n=${case_#repeat}
+		if [[ " $slow_repeat " == *" $t "* ]]; then
+			[ "$n" = 100 ] || continue
+			n=20
+		fi
 		"$ncclrr" replay --topo "$topo" --timeout 60 --repeat "$n" "$g/$t" >"$tmp/$t.rep" 2>&1
 		rc=$?
 		[ $rc -eq 0 ] || fail "$t: --repeat $n exit $rc: $(grep -E 'replay [0-9]|differs|hung|divergence|unsupported' "$tmp/$t.rep" | head -5)"

@@ -50,11 +50,28 @@ run_one() {
 	# rank 4 lowers its own RLIMIT_MEMLOCK to 0 (the launcher raises
 	# it for every rank; a rank can only lower it), then runs the workload
 	memlock) rec memlock 20 -- sh -c '[ "$NCCLRR_RANK" != 4 ] || ulimit -l 0; exec "$0" "$@"' "$wl" ;;
+	# rank 3 dies after init, its QPs at RTS (connect at init): its
+	# first buffer allocation fails (CUDA_ERROR_OUT_OF_MEMORY), it exits
+	# 1 without ending its communicator. Every rank pauses 1 s after
+	# init and 1 s before its AllReduce, so rank 3 is gone by then. It
+	# is the ring's NET sender to rank 4 (ring 0..7 on every channel,
+	# 3 -> 4 crossing the hosts); the others check NCCL's asynchronous
+	# error for 2.5 s after the AllReduce. Rank 4's proxy posts its
+	# receives and RDMA-WRITEs its CTS FIFO entry to rank 3: no answer,
+	# sent again per NCCL's QP timeout (NCCL 2.22's NCCL_IB_TIMEOUT 18
+	# and NCCL_IB_RETRY_CNT 7: 8 tries of 1.07 s on an HCA; the fabric
+	# divides by NCCLRR_VERBS_TIME_SCALE 16 and takes at least
+	# NCCLRR_VERBS_MIN_TIMEOUT_MS, 50 here: 0.54 s), then
+	# IBV_WC_RETRY_EXC_ERR. The short times keep the proxies' polling,
+	# and so the replay, short. (A SIGKILL instead of the exit makes the
+	# same lines, but its trace does not replay: see README.)
+	retry_exc) rec retry_exc 40 --env 'NCCLRR_FAULT=cuMemAlloc:rank=3:nth=1:CUDA_ERROR_OUT_OF_MEMORY' \
+		--env NCCLRR_VERBS_MIN_TIMEOUT_MS=50 -- "$wl" --pause 1 --watch 2.5 ;;
 	esac
 	rm -f "$here/$n/nccl-topo.xml"
 	"$ncclrr" replay --topo "$topo" "$here/$n" | "$here/../replay/normalize.sh" >"$here/$n.expected" || true
 	echo "$n: $(du -sh "$here/$n" | cut -f1), $(grep -c . "$here/$n.log") lines of output"
 }
-for n in clean_ib gid_index memlock; do
+for n in clean_ib gid_index memlock retry_exc; do
 	run_one "$n"
 done
