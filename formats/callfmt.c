@@ -405,7 +405,7 @@ void nrr_out_value(nrr_out *o, const nrr_arg_schema *a, const nrr_value *v)
 /* sendmsg's / recvmsg's `msg` (custom:msghdr): decoded rather than hex. */
 static bool is_msghdr(const nrr_fn_schema *fn, const nrr_arg_schema *a)
 {
-	return a->fmt == NRR_FMT_BYTES && a->name_len == 3 && !strcmp(a->name, "msg") && !strcmp(fn->domain, "socket") &&
+	return a->fmt == NRR_FMT_BYTES && a->name_len == 3 && !memcmp(a->name, "msg", 3) && !strcmp(fn->domain, "socket") &&
 	       (!strcmp(fn->name, "sendmsg") || !strcmp(fn->name, "recvmsg"));
 }
 
@@ -482,7 +482,7 @@ void nrr_out_args(nrr_out *o, const nrr_call *c)
 		nrr_out_putc(o, '=');
 		if ((c->present >> i & 1) && is_msghdr(c->fn, a))
 			put_msghdr(o, a, &c->args[i]);
-		else if ((c->present >> i & 1) && a->fmt == NRR_FMT_BYTES && a->name_len == 6 && !strcmp(a->name, "msgvec") &&
+		else if ((c->present >> i & 1) && a->fmt == NRR_FMT_BYTES && a->name_len == 6 && !memcmp(a->name, "msgvec", 6) &&
 			 !strcmp(c->fn->domain, "socket"))
 			put_mmsg(o, a, &c->args[i]);
 		else if (c->present >> i & 1)
