@@ -135,6 +135,7 @@ typedef struct nrr_arg_schema {
 	uint8_t fmt;      /* enum nrr_fmt */
 	uint8_t wire;     /* enum nrr_wire (derived from fmt) */
 	uint8_t hflags;   /* NRR_HANDLE_* for FMT_HANDLE / FMT_FD */
+	uint16_t name_len; /* strlen(name), for formatting without a scan */
 	const char *kind; /* enum/flags table name or handle kind, or NULL */
 	const nrr_enum_schema *table; /* resolved enum/flags table or NULL */
 } nrr_arg_schema;
@@ -179,6 +180,7 @@ typedef struct nrr_fn_schema {
 	const char *name;
 	const char *domain; /* cuda_driver, cuda_runtime, nvml, verbs, socket, nccl, net, proxy */
 	uint8_t ret;        /* enum nrr_ret */
+	uint16_t name_len;  /* strlen(name), for formatting without a scan */
 	const char *ret_table; /* enum table for the result, or NULL */
 	const nrr_enum_schema *rtable;
 	uint32_t flags;     /* NRR_FN_* */

@@ -828,6 +828,7 @@ struct nrr_cursor {
 	nrr_reader *r;
 	const struct stream *s;
 	uint32_t next_chunk;    /* index into s->chunks */
+	uint32_t tid;           /* the thread of chunk next_chunk - 1 (read once per chunk, not per call) */
 	ZSTD_DCtx *dc;
 	bool own_dc;            /* else a merge's, shared by its cursors */
 	uint8_t *zbuf, *raw;
@@ -990,6 +991,7 @@ static int load_chunk(nrr_cursor *c, uint32_t k)
 	c->p = c->raw;
 	c->end = c->raw + h.raw_size;
 	c->next_chunk = k + 1;
+	c->tid = ch->tid;
 	/* prologue: calls open at chunk start */
 	uint64_t open;
 	if (nrr_get_uvar(&c->p, c->end, &open) || open > NRR_MAX_DEPTH)
@@ -1197,7 +1199,7 @@ static int cursor_next(nrr_cursor *c, const nrr_call **out)
 			call->done = false;
 			call->args_lost = false;
 			call->stream = c->s->info.stream;
-			call->tid = c->r->chunks[c->s->chunks[c->next_chunk - 1]].tid;
+			call->tid = c->tid;
 			call->seq = ++c->seq;
 			c->clock += dts;
 			call->ts = c->clock;
@@ -1290,7 +1292,7 @@ static int cursor_next(nrr_cursor *c, const nrr_call **out)
 			c->nleaf = 0;
 			call->kind = NRR_CALL_LOG;
 			call->stream = c->s->info.stream;
-			call->tid = c->r->chunks[c->s->chunks[c->next_chunk - 1]].tid;
+			call->tid = c->tid;
 			call->depth = (uint8_t)c->depth;
 			call->done = true;
 			c->clock += dts;
@@ -1359,6 +1361,7 @@ struct msrc {
 	uint32_t stream;
 	const nrr_call *cur;
 	uint64_t key;   /* wall ns */
+	uint64_t wall;  /* key - nrr_call_key(cur): nrr_reader_wall()'s offset, fixed per reader */
 };
 
 struct hent {
@@ -1378,20 +1381,23 @@ struct nrr_merge {
 	nrr_diag diag;
 };
 
-static bool heap_less(const struct hent *a, const struct hent *b)
+/* Without branches (| and &, not || and &&): streams that interleave
+ * call by call make every comparison a coin toss, and mispredicted
+ * branches were most of the merge's cost (issue 19 item 4). */
+static inline bool heap_less(const struct hent *a, const struct hent *b)
 {
-	return a->key != b->key ? a->key < b->key : a->i < b->i;
+	return (a->key < b->key) | ((a->key == b->key) & (a->i < b->i));
 }
 
 static void heap_down(nrr_merge *m, size_t i)
 {
 	struct hent *h = m->heap, x = h[i];
+	size_t n = m->nheap;
 	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, s = l;
-		if (l >= m->nheap)
+		size_t l = 2 * i + 1, r = l + 1;
+		if (l >= n)
 			break;
-		if (r < m->nheap && heap_less(&h[r], &h[l]))
-			s = r;
+		size_t s = r < n ? l + heap_less(&h[r], &h[l]) : l;
 		if (!heap_less(&h[s], &x))
 			break;
 		h[i] = h[s];
@@ -1437,7 +1443,7 @@ static int advance_top(nrr_merge *m, size_t i)
 		m->diag = *nrr_cursor_diag(s->c);
 		return rc;
 	} else {
-		s->key = m->heap[0].key = nrr_reader_wall(s->c->r, nrr_call_key(s->cur));
+		s->key = m->heap[0].key = nrr_call_key(s->cur) + s->wall;   /* nrr_reader_wall(), without its loads */
 	}
 	heap_down(m, 0);
 	return 0;
@@ -1466,6 +1472,7 @@ int nrr_merge_open(nrr_merge **out, nrr_reader *const *readers, size_t n)
 			x->reader = i;
 			x->stream = s;
 			x->key = nrr_reader_wall(readers[i], readers[i]->streams[s].info.first_ts);
+			x->wall = nrr_reader_wall(readers[i], 0);
 			push(m, m->n++);
 		}
 	*out = m;

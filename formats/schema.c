@@ -394,6 +394,7 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 			memset(cur_fn, 0, sizeof(*cur_fn));
 			cur_fn->id = (uint32_t)id;
 			cur_fn->name = tok[2];
+			cur_fn->name_len = (uint16_t)strnlen(tok[2], UINT16_MAX);
 			cur_fn->domain = tok[3];
 			cur_fn->args = &s->args[s->nargs];
 			char *colon = strchr(tok[4], ':');
@@ -446,6 +447,7 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 				goto error;
 			}
 			a->name = tok[2];
+			a->name_len = (uint16_t)strnlen(tok[2], UINT16_MAX);
 			char *colon = strchr(tok[3], ':');
 			if (colon) {
 				*colon = 0;

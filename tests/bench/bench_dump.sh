@@ -11,6 +11,7 @@
 # merged across files, nothing formatted, the floor of dump on one thread.
 # With NCCLRR_BASELINE=path/to/an/older/ncclrr its dump runs in the same
 # rounds and the ratio to it is printed (before/after a change).
+# The "row:" line is issue 19's table row for dump: rate and ratio to stats.
 # ROUNDS interleaved rounds (default 5), CPU seconds (user+sys; this VM's
 # steal makes wall time noisy), medians.  Not a test: prints numbers.
 # usage: bench_dump.sh NCCLRR SOURCE_ROOT [COPIES] [ROUNDS] [GEN_TRACE] [GEN_ITERS]
@@ -50,6 +51,7 @@ bench() {
 		printf "  stats  %.2f s  %.2f M calls/s\n", s, n / s / 1e6
 		printf "  read+merge %.2f s  %.2f M calls/s (dump formatting nothing)\n", r, n / r / 1e6
 		printf "  dump/stats %.2f (target <= 3)\n", d / s
+		printf "  row: dump %.2f M calls/s (%.0f MB/s), %.2fx stats (%.2f M calls/s) | target >= 10 M calls/s, <= 3x stats\n", n / d / 1e6, mb / d, d / s, n / s / 1e6
 		if (b > 0)
 			printf "  baseline dump %.2f s  %.2f M calls/s: after/before %.2f\n", b, n / b / 1e6, d / b
 	}'
