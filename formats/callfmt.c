@@ -189,6 +189,16 @@ const nrr_benign_rule *nrr_call_benign_rule(const nrr_call *c)
 	return NULL;
 }
 
+static int cmp_name(const void *key, const void *elem)
+{
+	return strcmp(key, *(const char *const *)elem);
+}
+
+bool nrr_fn_fault(const char *name)
+{
+	return name && bsearch(name, nrr_fault_fns, nrr_fault_nfns, sizeof(nrr_fault_fns[0]), cmp_name);
+}
+
 bool nrr_call_real_failure(const nrr_call *c)
 {
 	return nrr_call_failed(c) && !nrr_call_benign(c);

@@ -74,6 +74,14 @@ const char *nrr_call_benign(const nrr_call *c);
  * showed (the replay's recorded failure keeps it then). */
 const nrr_benign_rule *nrr_call_benign_rule(const nrr_call *c);
 
+/* The functions described with `fault` (formats/api/verbs.api): the fake
+ * counts them by name and its fault switch can make them fail (table
+ * generated into nrr_benign_gen.c, sorted by name). */
+extern const char *const nrr_fault_fns[];
+extern const size_t nrr_fault_nfns;
+/* true when function @name is one of them */
+bool nrr_fn_fault(const char *name);
+
 /* @return true when @c failed for real: nrr_call_failed() and not
  * nrr_call_benign(). */
 bool nrr_call_real_failure(const nrr_call *c);

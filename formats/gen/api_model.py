@@ -79,6 +79,7 @@ class Fn:
         self.before = None    # C expression run before the call is recorded (wrappers)
         self.after = None     # C expression run after the real call (wrappers)
         self.hook = False     # wrapper written by hand (tracer/), not generated
+        self.fault = False    # the fake's fault switch counts it by name and can make it fail (fault)
         self.benign = []      # [(why, 'ret'|'err', [values])]: failures a healthy run has too
         self.role = None      # what the call does (ROLES): connect, recv, proxy_req, ...
         self.argroles = []    # [(ROLE, PARAM)]: which parameter is the fd, the address, ...
@@ -379,6 +380,8 @@ def parse_proto(api, domain, text, where):
             fn.before = attr[7:]
         elif attr == 'hook':
             fn.hook = True
+        elif attr == 'fault':
+            fn.fault = True
         elif attr.startswith('benign='):
             fn.benign.append(parse_benign(attr[7:], where))
         elif attr.startswith('role='):
