@@ -82,6 +82,20 @@ extern const size_t nrr_fault_nfns;
 /* true when function @name is one of them */
 bool nrr_fn_fault(const char *name);
 
+/* A parameter a call does not read for some values of another, from an
+ * `unread=` attribute in formats/api/ (fcntl's arg for F_GETFD: the
+ * recorded value is whatever the caller's register held). */
+typedef struct nrr_unread_rule {
+	const char *fn, *arg, *when;
+	uint8_t n;
+	int64_t v[8];
+} nrr_unread_rule;
+extern const nrr_unread_rule nrr_unread_rules[];
+extern const size_t nrr_unread_nrules;
+/* true when argument @i of @c is one the call did not read (a rule's
+ * parameter, with its WHEN parameter recorded and one of its values) */
+bool nrr_call_arg_unread(const nrr_call *c, uint16_t i);
+
 /* @return true when @c failed for real: nrr_call_failed() and not
  * nrr_call_benign(). */
 bool nrr_call_real_failure(const nrr_call *c);

@@ -31,6 +31,8 @@ expect "bad notready" $'domain d\nfn int f(int a) notready=out:a' 'x.api:2: notr
 expect "bad transient errno" $'domain d\nfn int f(int a) transient=err:ENOTANERRNO' 'x.api:2: transient=err: wants errno names'
 expect "bad conv" $'conv weird transient=err:EINTR' 'x.api:1: conv wants'
 expect "bad conv option" $'conv errno retry=err:EINTR' 'x.api:1: unknown conv option'
+expect "bad unread" $'domain d\nfn int f(int a, int b) unread=a:b' 'x.api:2: unread wants "unread=PARAM:WHEN:V1\|V2"'
+expect "unread names no param" $'domain d\nfn int f(int a, int b) unread=a:c:1' 'f: unread=a:c:... names no recorded parameter c'
 expect "bad since" $'domain d\nfn int f(int a) since=12.5' 'x.api:2: since wants a CUDA version number'
 expect "entry syntax" $'domain d\nentry cuX since=2000' 'x.api:2: expected "entry RETTYPE NAME\(PARAMS\) since=VERSION"'
 expect "entry before domain" 'entry CUresult cuX(int a) since=2000' 'x.api:1: entry before any "domain"'
