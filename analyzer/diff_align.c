@@ -32,7 +32,6 @@
  * verbs or NCCL never with one that makes socket calls only.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -232,28 +231,6 @@ struct fninfo *diff_fninfo_of(struct proc *p, const nrr_fn_schema *fn)
 	return fi;
 }
 
-/* Is argument @i of @c one the call does not read?  fcntl's third
- * argument for a command that takes none (F_GETFD, F_GETFL, F_GETOWN,
- * F_GETSIG, F_GETLEASE, F_GETPIPE_SZ, F_GET_SEALS) is whatever the
- * caller's register held. */
-static bool arg_unused(const nrr_call *c, uint16_t i)
-{
-	if (strcmp(c->fn->name, "fcntl") && strcmp(c->fn->name, "fcntl64"))
-		return false;
-	if (strcmp(c->fn->args[i].name, "arg"))
-		return false;
-	uint16_t ci = 0;
-	while (ci < c->fn->nargs && strcmp(c->fn->args[ci].name, "cmd"))
-		ci++;
-	if (ci >= c->fn->nargs || ci >= NRR_MAX_ARGS || !(c->present & (1u << ci)))
-		return false;
-	switch ((int)c->args[ci].u) {
-	case F_GETFD: case F_GETFL: case F_GETOWN: case F_GETSIG: case F_GETLEASE: case F_GETPIPE_SZ: case F_GET_SEALS:
-		return true;
-	default:
-		return false;
-	}
-}
 
 /* @return true and fill @t when @c is compared at all. */
 static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
@@ -279,7 +256,7 @@ static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
 			continue;
 		if (!complete && a->dir == NRR_DIR_OUT)
 			continue;
-		if (arg_unused(c, i))
+		if (nrr_call_arg_unread(c, i))
 			continue;
 		h = diff_hash_arg(mix(h, i), fi->cls[i], a, &c->args[i]);
 	}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_bisect.c - `ncclrr bisect`: options only; the work is in
- * analyzer/bisect.c. */
+ * tools/bisect.c. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>

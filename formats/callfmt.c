@@ -189,6 +189,36 @@ const nrr_benign_rule *nrr_call_benign_rule(const nrr_call *c)
 	return NULL;
 }
 
+static int cmp_name(const void *key, const void *elem)
+{
+	return strcmp(key, *(const char *const *)elem);
+}
+
+bool nrr_fn_fault(const char *name)
+{
+	return name && bsearch(name, nrr_fault_fns, nrr_fault_nfns, sizeof(nrr_fault_fns[0]), cmp_name);
+}
+
+bool nrr_call_arg_unread(const nrr_call *c, uint16_t i)
+{
+	if (!c->fn || i >= c->fn->nargs)
+		return false;
+	for (size_t k = 0; k < nrr_unread_nrules; k++) {
+		const nrr_unread_rule *r = &nrr_unread_rules[k];
+		if (strcmp(r->fn, c->fn->name) || strcmp(r->arg, c->fn->args[i].name))
+			continue;
+		uint16_t w = 0;
+		while (w < c->fn->nargs && strcmp(c->fn->args[w].name, r->when))
+			w++;
+		if (w >= c->fn->nargs || w >= NRR_MAX_ARGS || !(c->present & (1u << w)))
+			continue;
+		for (unsigned j = 0; j < r->n; j++)
+			if ((int64_t)c->args[w].u == r->v[j])
+				return true;
+	}
+	return false;
+}
+
 bool nrr_call_real_failure(const nrr_call *c)
 {
 	return nrr_call_failed(c) && !nrr_call_benign(c);

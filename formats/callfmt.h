@@ -74,6 +74,28 @@ const char *nrr_call_benign(const nrr_call *c);
  * showed (the replay's recorded failure keeps it then). */
 const nrr_benign_rule *nrr_call_benign_rule(const nrr_call *c);
 
+/* The functions described with `fault` (formats/api/verbs.api): the fake
+ * counts them by name and its fault switch can make them fail (table
+ * generated into nrr_benign_gen.c, sorted by name). */
+extern const char *const nrr_fault_fns[];
+extern const size_t nrr_fault_nfns;
+/* true when function @name is one of them */
+bool nrr_fn_fault(const char *name);
+
+/* A parameter a call does not read for some values of another, from an
+ * `unread=` attribute in formats/api/ (fcntl's arg for F_GETFD: the
+ * recorded value is whatever the caller's register held). */
+typedef struct nrr_unread_rule {
+	const char *fn, *arg, *when;
+	uint8_t n;
+	int64_t v[8];
+} nrr_unread_rule;
+extern const nrr_unread_rule nrr_unread_rules[];
+extern const size_t nrr_unread_nrules;
+/* true when argument @i of @c is one the call did not read (a rule's
+ * parameter, with its WHEN parameter recorded and one of its values) */
+bool nrr_call_arg_unread(const nrr_call *c, uint16_t i);
+
 /* @return true when @c failed for real: nrr_call_failed() and not
  * nrr_call_benign(). */
 bool nrr_call_real_failure(const nrr_call *c);

@@ -79,6 +79,8 @@ class Fn:
         self.before = None    # C expression run before the call is recorded (wrappers)
         self.after = None     # C expression run after the real call (wrappers)
         self.hook = False     # wrapper written by hand (tracer/), not generated
+        self.fault = False    # the fake's fault switch counts it by name and can make it fail (fault)
+        self.unread = []      # [(PARAM, WHEN, [values])]: PARAM is not read when WHEN has one of the values
         self.benign = []      # [(why, 'ret'|'err', [values])]: failures a healthy run has too
         self.role = None      # what the call does (ROLES): connect, recv, proxy_req, ...
         self.argroles = []    # [(ROLE, PARAM)]: which parameter is the fd, the address, ...
@@ -306,6 +308,19 @@ def parse_benign(v, where):
     return (parts[0], parts[1], vals)
 
 
+# unread=PARAM:WHEN:V1|V2: the call does not read PARAM when parameter WHEN
+# has one of the values (numbers or C constants: fcntl's arg for F_GETFD),
+# so the recorded value is whatever the caller's register held
+# (nrr_call_arg_unread(), formats/callfmt.c)
+def parse_unread(v, where):
+    parts = v.split(':')
+    vals = parts[2].split('|') if len(parts) == 3 else []
+    if (len(parts) != 3 or not parts[0] or not parts[1] or not 1 <= len(vals) <= 8 or
+            not all(re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*|-?[0-9]+', x) for x in vals)):
+        raise ApiError(f'{where}: unread wants "unread=PARAM:WHEN:V1|V2" (1 to 8 numbers or C constants)')
+    return (parts[0], parts[1], vals)
+
+
 # role=ROLE: what a call does, for the tools that follow connections,
 # waits and proxy RPCs (nrr_call_role(), formats/callfmt.h: same order)
 ROLES = ['none', 'connect', 'accept', 'send', 'recv', 'poll', 'close', 'sock_setup', 'sock_pair', 'sock_info',
@@ -379,6 +394,10 @@ def parse_proto(api, domain, text, where):
             fn.before = attr[7:]
         elif attr == 'hook':
             fn.hook = True
+        elif attr == 'fault':
+            fn.fault = True
+        elif attr.startswith('unread='):
+            fn.unread.append(parse_unread(attr[7:], where))
         elif attr.startswith('benign='):
             fn.benign.append(parse_benign(attr[7:], where))
         elif attr.startswith('role='):
@@ -533,6 +552,10 @@ def sem_tokens(api, fn):
         if not any(a.name == pname and a.fmt != 'skip' for a in fn.args):
             raise ApiError(f'{fn.where}: {fn.name}: arg={r}:{pname} names no recorded parameter')
         out.append(f'arg:{r}:{pname}')
+    for pname, when, _ in fn.unread:
+        for p in (pname, when):
+            if not any(a.name == p and a.fmt != 'skip' for a in fn.args):
+                raise ApiError(f'{fn.where}: {fn.name}: unread={pname}:{when}:... names no recorded parameter {p}')
     nr = {'ret': [], 'err': []}
     for src in (conv.get('notready'), fn.notready):
         if src:

@@ -43,14 +43,15 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 from api_model import ApiError, parse_files, resolve  # noqa: E402
 from emit_encoders import emit_encoders, emit_list, emit_schema  # noqa: E402
-from emit_fake import emit_cudart_errors, emit_fake_cuda  # noqa: E402
+from emit_fake import emit_cudart_errors, emit_fake_cuda, emit_fake_verbs  # noqa: E402
 from emit_lttng import emit_lttng  # noqa: E402
 from emit_replay import emit_replay  # noqa: E402
 from emit_semantics import emit_benign, emit_semantics  # noqa: E402
 from emit_wrappers import emit_wrappers  # noqa: E402
 
 EMITTERS = {'semantics': emit_semantics, 'benign': emit_benign, 'cudart-errors': emit_cudart_errors, 'encoders': emit_encoders, 'list': emit_list, 'schema': emit_schema, 'lttng': emit_lttng,
-            'wrappers': emit_wrappers, 'replay': emit_replay, 'fake-cuda': emit_fake_cuda}
+            'wrappers': emit_wrappers, 'replay': emit_replay, 'fake-cuda': emit_fake_cuda,
+            'fake-verbs': emit_fake_verbs}
 
 
 def main():

@@ -185,32 +185,16 @@ static uint16_t arg_port(const nrr_call *c)
 	return 0;
 }
 
-/* The verbs the fake libibverbs counts and can make fail (NV_COUNT_INT /
- * NV_COUNT_PTR in replayer/fake/verbs/, listed in replayer/fake/README.md,
- * Fake verbs): each has a counter of its own under this exact name. */
-static bool verbs_counted(const char *name)
-{
-	static const char *const counted[] = {
-		"ibv_get_device_list", "ibv_open_device", "ibv_query_device", "ibv_query_port", "ibv_query_gid",
-		"ibv_alloc_pd", "ibv_reg_mr", "ibv_reg_mr_iova", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr",
-		"ibv_dereg_mr", "ibv_create_comp_channel", "ibv_create_cq", "ibv_destroy_cq", "ibv_create_qp",
-		"ibv_modify_qp", "ibv_query_qp", "ibv_destroy_qp", "ibv_query_ece", "ibv_set_ece",
-	};
-	for (size_t i = 0; i < sizeof(counted) / sizeof(counted[0]); i++)
-		if (!strcmp(name, counted[i]))
-			return true;
-	return false;
-}
-
 /* What the fake runtime's fault switch can make fail: the CUDA driver,
  * the CUDA runtime (ncclrr's libcudart, which real NCCL relinked from its
  * static archive calls), NVML, and the verbs the fake libibverbs counts
  * (an RTR refused, a registration over RLIMIT_MEMLOCK: NCCL's NET/IB
- * failures). */
+ * failures): those described with `fault` in formats/api/verbs.api
+ * (nrr_fn_fault()), which the fake's counting macros name. */
 static bool faultable(const nrr_fn_schema *fn)
 {
 	return !strcmp(fn->domain, "cuda_driver") || !strcmp(fn->domain, "cuda_runtime") ||
-	       !strcmp(fn->domain, "nvml") || (!strcmp(fn->domain, "verbs") && verbs_counted(fn->name));
+	       !strcmp(fn->domain, "nvml") || nrr_fn_fault(fn->name);
 }
 
 /* A verbs call's errno (the fault switch's rule names it: ENOMEM,
@@ -268,7 +252,7 @@ static bool capability_answer(const char *res)
 static bool counts_as_first_failure(const nrr_call *c, const char *res)
 {
 	if (!strcmp(c->fn->domain, "verbs"))
-		return verbs_counted(c->fn->name) && !verbs_capability(c);
+		return nrr_fn_fault(c->fn->name) && !verbs_capability(c);
 	return strcmp(c->fn->domain, "socket") && !fake_answers_itself(c) && !capability_answer(res);
 }
 

@@ -164,7 +164,7 @@ static bool answer_failure(struct rsock *s, const nrr_call *c)
 		return false;  /* a non-blocking connect under way (NCCL's): it must run */
 	if (c->err == EAGAIN || c->err == EWOULDBLOCK || c->err == EINTR)
 		return true;   /* "not ready": timing, never the environment */
-	if (c->err == ECONNREFUSED && !strcmp(c->fn->name, "connect"))
+	if (c->err == ECONNREFUSED && nrr_call_role(c) == NRR_ROLE_CONNECT)
 		return true;   /* the listener was not up yet (the caller retries), or gone */
 	return s->p->o->inject != NRR_INJECT_NONE;
 }

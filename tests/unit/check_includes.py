@@ -24,8 +24,10 @@ ALLOWED = {
     # (tracer: net_choose.h, which plugin a recorded job's wrapper stands in for)
     'replayer/launch': {'formats', 'topo', 'tracer'},
     'replayer/engine': {'formats', 'topo', 'replayer/launch'},
-    'analyzer': {'formats', 'replayer/launch'},
-    'cli': {'include', 'formats', 'topo', 'tracer', 'replayer/launch', 'replayer/engine', 'analyzer'},
+    'analyzer': {'formats'},
+    # bisect: runs jobs (launch), reruns (engine) and diffs (analyzer)
+    'tools': {'formats', 'replayer/launch', 'replayer/engine', 'analyzer'},
+    'cli': {'include', 'formats', 'topo', 'tracer', 'replayer/launch', 'replayer/engine', 'analyzer', 'tools'},
     'scripts': set(),
 }
 # known edges against the rule, each with the issue that removes it

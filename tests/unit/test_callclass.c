@@ -8,6 +8,7 @@
  * text.
  * usage: test_callclass OLD_TRACE.nrt */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,24 @@ static void check_semantics(const nrr_schema *s, const char *what)
 	c = call_of(t, 0, 0);
 	c.done = false;
 	CHECK(nrr_call_class(&c) == NRR_CLASS_OK && !nrr_call_failed(&c), "%s: a call in flight", what);
+
+	/* unread=: fcntl's arg is not read for F_GETFL, read for F_SETFL */
+	const nrr_fn_schema *fc = fn_of(s, "fcntl");
+	int ci = arg_idx(fc, "cmd"), ai = arg_idx(fc, "arg");
+	CHECK_FATAL(ci >= 0 && ai >= 0, "fcntl has cmd and arg");
+	c = call_of(fc, 0, 0);
+	c.present = 1u << ci | 1u << ai;
+	c.args[ci].u = F_GETFL;
+	CHECK(nrr_call_arg_unread(&c, (uint16_t)ai) && !nrr_call_arg_unread(&c, (uint16_t)ci), "%s: F_GETFL's arg", what);
+	c.args[ci].u = F_SETFL;
+	CHECK(!nrr_call_arg_unread(&c, (uint16_t)ai), "%s: F_SETFL reads arg", what);
+	c.present = 1u << ai;
+	CHECK(!nrr_call_arg_unread(&c, (uint16_t)ai), "%s: cmd not recorded", what);
+	c = call_of(fn_of(s, "recv"), 0, 0);
+	CHECK(!nrr_call_arg_unread(&c, 0), "%s: recv has no unread= rule", what);
+	/* fault: the verbs the fake counts, by name */
+	CHECK(nrr_fn_fault("ibv_modify_qp") && nrr_fn_fault("ibv_get_device_list") && !nrr_fn_fault("ibv_post_send") &&
+	      !nrr_fn_fault("ibv_poll_cq") && !nrr_fn_fault("connect") && !nrr_fn_fault(NULL), "fault= table");
 
 	/* roles of calls and of their arguments */
 	static const struct { const char *fn; enum nrr_role role; const char *fd, *addr; } roles[] = {

@@ -31,6 +31,8 @@ expect "bad notready" $'domain d\nfn int f(int a) notready=out:a' 'x.api:2: notr
 expect "bad transient errno" $'domain d\nfn int f(int a) transient=err:ENOTANERRNO' 'x.api:2: transient=err: wants errno names'
 expect "bad conv" $'conv weird transient=err:EINTR' 'x.api:1: conv wants'
 expect "bad conv option" $'conv errno retry=err:EINTR' 'x.api:1: unknown conv option'
+expect "bad unread" $'domain d\nfn int f(int a, int b) unread=a:b' 'x.api:2: unread wants "unread=PARAM:WHEN:V1\|V2"'
+expect "unread names no param" $'domain d\nfn int f(int a, int b) unread=a:c:1' 'f: unread=a:c:... names no recorded parameter c'
 expect "bad since" $'domain d\nfn int f(int a) since=12.5' 'x.api:2: since wants a CUDA version number'
 expect "entry syntax" $'domain d\nentry cuX since=2000' 'x.api:2: expected "entry RETTYPE NAME\(PARAMS\) since=VERSION"'
 expect "entry before domain" 'entry CUresult cuX(int a) since=2000' 'x.api:1: entry before any "domain"'
@@ -53,6 +55,14 @@ if "$py" "$gen" --out-dir "$tmp/fc" --emit fake-cuda "$types" "$tmp/fc.api" &&
 	grep -A4 '^FAKE_EXPORT CUresult cuF_v2(int a)$' "$tmp/fc/nrr_fake_cuda_entry.c" | tr '\n\t' '  ' |
 		grep -q '{  FAKE_COUNT("cuF", CUresult);  return fake_cuF_v2(a); }'; then pass=$((pass + 1)); else
 	echo "FAIL: fake-cuda output: $(cat "$tmp"/fc/* 2>&1)"; fail=$((fail + 1)); fi
+# fault: the fake's counting macros' constants and the rerun's table
+printf 'domain verbs\nfn int ibv_z(int a) fault\nfn int ibv_b(int a)\nfn int ibv_a(int a) fault\ndomain other\nfn int o_f(int a) fault\n' >"$tmp/fv.api"
+mkdir -p "$tmp/fv"
+if "$py" "$gen" --out-dir "$tmp/fv" --emit fake-verbs "$types" "$tmp/fv.api" &&
+	"$py" "$gen" --out-dir "$tmp/fv" --emit benign "$types" "$tmp/fv.api" &&
+	[ "$(grep -o 'NRR_FAULT_[a-z_]*' "$tmp/fv/nrr_fake_verbs_fault.h" | tr '\n' ' ')" = 'NRR_FAULT_ibv_z NRR_FAULT_ibv_a ' ] &&
+	[ "$(sed -n '/nrr_fault_fns\[\] = {/,/^};/p' "$tmp/fv/nrr_benign_gen.c" | grep -o '"[a-z_]*"' | tr '\n' ' ')" = '"ibv_a" "ibv_z" "o_f" ' ]
+then pass=$((pass + 1)); else echo "FAIL: fault output: $(cat "$tmp"/fv/* 2>&1)"; fail=$((fail + 1)); fi
 printf 'domain d\nfn int f(int a, const char *s, int *o)\n' >"$tmp/ok.api"
 out=$("$py" "$gen" --emit list "$types" "$tmp/ok.api"); rc=$?
 [ $rc -eq 0 ] && grep -q '^d f 3 -$' <<<"$out" && pass=$((pass + 1)) || { echo "FAIL: good description: $out"; fail=$((fail + 1)); }

@@ -133,7 +133,7 @@ static int op_query_device_ex(struct ibv_context *c, const struct ibv_query_devi
 
 FAKE_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-	NV_COUNT_PTR("ibv_open_device");
+	NV_COUNT_PTR(ibv_open_device);
 	struct nv_device *d = nv_device(device);
 	if (!d) {
 		errno = ENODEV;
@@ -196,7 +196,7 @@ FAKE_EXPORT int ibv_close_device(struct ibv_context *c)
 
 FAKE_EXPORT int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *attr)
 {
-	NV_COUNT_INT("ibv_query_device");
+	NV_COUNT_INT(ibv_query_device);
 	if (!fake_handle_live(c) || !attr)
 		return EINVAL;
 	nv_fill_device_attr(ctx_of(c)->dev, attr);
@@ -217,13 +217,13 @@ struct _compat_ibv_port_attr {
 
 FAKE_EXPORT int ibv_query_port(struct ibv_context *c, uint8_t port, struct _compat_ibv_port_attr *attr)
 {
-	NV_COUNT_INT("ibv_query_port");
+	NV_COUNT_INT(ibv_query_port);
 	return op_query_port(c, port, (struct ibv_port_attr *)attr, sizeof(*attr));
 }
 
 FAKE_EXPORT int ibv_query_gid(struct ibv_context *c, uint8_t port, int index, union ibv_gid *gid)
 {
-	NV_COUNT_INT("ibv_query_gid");
+	NV_COUNT_INT(ibv_query_gid);
 	if (!fake_handle_live(c) || !gid || port != 1)
 		return -1;
 	const struct nv_addr *a = &ctx_of(c)->dev->addr;
@@ -265,7 +265,7 @@ FAKE_EXPORT int ibv_get_pkey_index(struct ibv_context *c, uint8_t port, __be16 p
 /* ---- PDs and MRs --------------------------------------------------------- */
 FAKE_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *c)
 {
-	NV_COUNT_PTR("ibv_alloc_pd");
+	NV_COUNT_PTR(ibv_alloc_pd);
 	if (!fake_handle_live(c)) {
 		errno = EINVAL;
 		return NULL;
@@ -413,21 +413,21 @@ static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t
 
 FAKE_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 {
-	NV_COUNT_PTR("ibv_reg_mr");
+	NV_COUNT_PTR(ibv_reg_mr);
 	return reg_mr(pd, addr, len, (uintptr_t)addr, (unsigned)access, 1);
 }
 
 FAKE_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
 					    unsigned access)
 {
-	NV_COUNT_PTR("ibv_reg_mr_iova2");
+	NV_COUNT_PTR(ibv_reg_mr_iova2);
 	return reg_mr(pd, addr, len, iova, access, 1);
 }
 
 FAKE_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
 					   int access)
 {
-	NV_COUNT_PTR("ibv_reg_mr_iova");
+	NV_COUNT_PTR_NAMED("ibv_reg_mr_iova");
 	return reg_mr(pd, addr, len, iova, (unsigned)access, 1);
 }
 
@@ -439,7 +439,7 @@ FAKE_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t
 FAKE_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
 					     uint64_t iova, int fd, int access)
 {
-	NV_COUNT_PTR("ibv_reg_dmabuf_mr");
+	NV_COUNT_PTR(ibv_reg_dmabuf_mr);
 	struct stat st;
 	if (!fake_handle_live(pd) || length == 0) {
 		errno = EINVAL;
@@ -473,7 +473,7 @@ FAKE_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 
 FAKE_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
-	NV_COUNT_INT("ibv_dereg_mr");
+	NV_COUNT_INT(ibv_dereg_mr);
 	if (!fake_handle_del(mr))
 		return EINVAL;
 	pthread_mutex_lock(&nv_lock);
@@ -509,7 +509,7 @@ FAKE_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
 /* ---- completion channels and CQs ----------------------------------------- */
 FAKE_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c)
 {
-	NV_COUNT_PTR("ibv_create_comp_channel");
+	NV_COUNT_PTR(ibv_create_comp_channel);
 	if (!fake_handle_live(c)) {
 		errno = EINVAL;
 		return NULL;
@@ -550,7 +550,7 @@ FAKE_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *ch)
 FAKE_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context,
 					 struct ibv_comp_channel *channel, int comp_vector)
 {
-	NV_COUNT_PTR("ibv_create_cq");
+	NV_COUNT_PTR(ibv_create_cq);
 	if (!fake_handle_live(c) || cqe < 1 || cqe > NV_MAX_CQE || comp_vector < 0 ||
 	    comp_vector >= c->num_comp_vectors || (channel && !fake_handle_live(channel))) {
 		errno = EINVAL;
@@ -611,7 +611,7 @@ static int cq_in_use(struct ibv_cq *cq);
 
 FAKE_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 {
-	NV_COUNT_INT("ibv_destroy_cq");
+	NV_COUNT_INT(ibv_destroy_cq);
 	pthread_mutex_lock(&nv_lock);
 	if (!fake_handle_live(cq)) {
 		pthread_mutex_unlock(&nv_lock);
@@ -770,7 +770,7 @@ void nv_qp_unregister(struct nv_qp *q)
 
 FAKE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 {
-	NV_COUNT_PTR("ibv_create_qp");
+	NV_COUNT_PTR(ibv_create_qp);
 	if (!fake_handle_live(pd) || !ia || !fake_handle_live(ia->send_cq) ||
 	    !fake_handle_live(ia->recv_cq) || ia->srq) {
 		errno = ia && ia->srq ? EOPNOTSUPP : EINVAL;
@@ -828,7 +828,7 @@ FAKE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 
 FAKE_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
-	NV_COUNT_INT("ibv_destroy_qp");
+	NV_COUNT_INT(ibv_destroy_qp);
 	if (!fake_handle_del(qp))
 		return EINVAL;
 	struct nv_qp *q = (struct nv_qp *)qp;
@@ -932,7 +932,7 @@ static int check_rtr(struct nv_qp *q, const struct ibv_qp_attr *a)
 
 FAKE_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
-	NV_COUNT_INT("ibv_modify_qp");
+	NV_COUNT_INT(ibv_modify_qp);
 	if (!fake_handle_live(qp) || !a)
 		return EINVAL;
 	struct nv_qp *q = (struct nv_qp *)qp;
@@ -1023,7 +1023,7 @@ out:
 
 FAKE_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, struct ibv_qp_init_attr *ia)
 {
-	NV_COUNT_INT("ibv_query_qp");
+	NV_COUNT_INT(ibv_query_qp);
 	(void)mask;
 	if (!fake_handle_live(qp) || !a || !ia)
 		return EINVAL;
@@ -1046,7 +1046,7 @@ FAKE_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
 
 FAKE_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
-	NV_COUNT_INT("ibv_query_ece");
+	NV_COUNT_INT(ibv_query_ece);
 	if (!fake_handle_live(qp) || !ece)
 		return EINVAL;
 	/* no enhanced connection options: vendor Mellanox, none enabled */
@@ -1057,7 +1057,7 @@ FAKE_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 
 FAKE_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
-	NV_COUNT_INT("ibv_set_ece");
+	NV_COUNT_INT(ibv_set_ece);
 	if (!fake_handle_live(qp) || !ece || ece->comp_mask)
 		return EINVAL;
 	if (qp->state != IBV_QPS_INIT && qp->state != IBV_QPS_RESET)

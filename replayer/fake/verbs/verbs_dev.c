@@ -173,7 +173,7 @@ const struct nv_addr *nv_resolve(const struct ibv_ah_attr *ah, int ethernet)
 /* ---- device list and attributes ----------------------------------------- */
 FAKE_EXPORT struct ibv_device **ibv_get_device_list(int *num)
 {
-	NV_COUNT_PTR("ibv_get_device_list");
+	NV_COUNT_PTR(ibv_get_device_list);
 	struct nv_device *devs;
 	int n = nv_devices(&devs);
 	struct ibv_device **l = calloc((size_t)n + 1, sizeof(*l));

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "fake_common.h"
+#include "nrr_fake_verbs_fault.h"
 
 /* <verbs.h> makes these names macros over inline helpers; the library
  * defines the exported functions behind them */
@@ -32,16 +33,28 @@
 #define NV_MAX_INLINE 256
 
 /* The entry count of the fault switch (NCCLRR_FAULT=ibv_reg_mr:...:ENOMEM):
- * an int-returning verb returns the errno, a pointer one NULL with errno. */
+ * an int-returning verb returns the errno, a pointer one NULL with errno.
+ * @nm is the verb's name as an identifier: it must be described with
+ * `fault` in formats/api/verbs.api (NRR_FAULT_<nm>, generated into
+ * nrr_fake_verbs_fault.h), the list `replay --rerun` gives failures back
+ * for (nrr_fn_fault()); an undeclared one does not build. */
+#define NV_COUNT_DECLARED(nm) \
+	_Static_assert(NRR_FAULT_##nm, #nm " is described with fault in formats/api/verbs.api")
 #define NV_COUNT_INT(nm) \
-	static struct fake_api api_ = { .name = nm }; \
+	NV_COUNT_DECLARED(nm); \
+	static struct fake_api api_ = { .name = #nm }; \
 	do { \
 		int inj_ = fake_enter(&api_); \
 		if (inj_) \
 			return inj_; \
 	} while (0)
 #define NV_COUNT_PTR(nm) \
-	static struct fake_api api_ = { .name = nm }; \
+	NV_COUNT_DECLARED(nm); \
+	NV_COUNT_PTR_NAMED(#nm)
+/* A verb the API description does not have (not traced: no recording
+ * names it), counted under the name @str all the same. */
+#define NV_COUNT_PTR_NAMED(str) \
+	static struct fake_api api_ = { .name = str }; \
 	do { \
 		int inj_ = fake_enter(&api_); \
 		if (inj_) { \

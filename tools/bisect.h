@@ -2,8 +2,8 @@
 /* bisect.h - `ncclrr bisect`: search the environment and topology
  * differences between a good and a bad run for the smallest set that still
  * makes the program fail, by re-running it on the fake cluster. */
-#ifndef NCCLRR_ANALYZER_BISECT_H
-#define NCCLRR_ANALYZER_BISECT_H
+#ifndef NCCLRR_TOOLS_BISECT_H
+#define NCCLRR_TOOLS_BISECT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* bisect.c - `ncclrr bisect`: delta debugging over the environment and
- * topology differences of a good and a bad run (see bisect.h). */
+ * topology differences of a good and a bad run (see bisect.h).
+ *
+ * A caller of the libraries, not of ncclrr's own command line: an attempt
+ * is nrr_cluster_run() with a recording (the launcher), a version try is
+ * nrr_rerun() (the engine), the closing comparison nrr_diff_run() (the
+ * analyzer).  Attempts and reruns still run in a forked child, which calls
+ * the library there: the child is a process group that a timeout or a
+ * signal can end as a whole, its output goes to the attempt's .log, and
+ * the launcher's signal handlers stay out of this process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -15,8 +23,10 @@
 #include <unistd.h>
 
 #include "bisect.h"
-#include "run.h"
+#include "diff.h"
 #include "nrr_launch.h"
+#include "rerun.h"
+#include "run.h"
 #include "rundir.h"
 #include "runinfo.h"
 
@@ -97,7 +107,6 @@ struct attempt {
 
 struct bisect {
 	const struct nrr_bisect_opts *o;
-	char self[PATH_MAX];
 	char workdir[PATH_MAX];
 	const char *topo_good, *topo_bad;   /* cluster files */
 	int nranks;
@@ -197,11 +206,12 @@ static void print_subset(FILE *f, const struct bisect *b, const char *mask)
 		fprintf(f, " (the bad configuration)");
 }
 
-/* Run @argv[0] with @argv, its output into @log, its stdin /dev/null,
+/* Run @job(@arg) in a child process (its own process group), its output
+ * into @log, its stdin /dev/null, its return value its exit status;
  * killed (process group) after @limit s or on SIGINT/SIGTERM.  @return 0
  * with its wait status in *@st (*@killed: the limit killed it), or -1
  * (errno) when it could not be run or we were interrupted. */
-static int run_logged(const char *self, char **argv, const char *log, double limit, int *st, bool *killed)
+static int run_logged(int (*job)(void *), void *arg, const char *log, double limit, int *st, bool *killed)
 {
 	double t0 = now_s();
 	*killed = false;
@@ -220,8 +230,9 @@ static int run_logged(const char *self, char **argv, const char *log, double lim
 			dup2(nul, 0);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
-		execv(self, argv);
-		_exit(127);
+		int rc = job(arg);
+		fflush(NULL);
+		_exit(rc);
 	}
 	if (pid < 0)
 		return -1;
@@ -246,6 +257,23 @@ static int run_logged(const char *self, char **argv, const char *log, double lim
 	}
 }
 
+/* An attempt's job, in the child (run_logged): the cluster run, recorded;
+ * @return its status (NRR_LAUNCH_*), which `ncclrr run` exits with. */
+static int attempt_job(void *arg)
+{
+	const struct nrr_cluster_spec *s = arg;
+	struct nrr_cluster_result *res = calloc(1, sizeof(*res));
+	if (!res) {
+		fprintf(stderr, "ncclrr run: out of memory\n");
+		return NRR_LAUNCH_SETUP;
+	}
+	int rc = nrr_cluster_run(s, res);
+	if (rc == NRR_LAUNCH_SETUP && res->error[0])
+		fprintf(stderr, "ncclrr run: %s\n", res->error);
+	free(res);
+	return rc;
+}
+
 /* Run one attempt: the good configuration with the deltas of @mask.
  * @return 1 fail, 0 pass, -1 could not run (printed). */
 static int attempt(struct bisect *b, const char *mask)
@@ -258,55 +286,29 @@ static int attempt(struct bisect *b, const char *mask)
 		return -1;
 	b->att = na;
 	int no = (int)b->natt + 1;
-	char dir[PATH_MAX + 32], log[PATH_MAX + 32], np[16], to[32];
+	char dir[PATH_MAX + 32], log[PATH_MAX + 32];
 	snprintf(dir, sizeof(dir), "%s/attempt-%02d", b->workdir, no);
 	snprintf(log, sizeof(log), "%s/attempt-%02d.log", b->workdir, no);
-	snprintf(np, sizeof(np), "%d", b->nranks);
-	snprintf(to, sizeof(to), "%g", b->o->timeout_s);
 
+	/* the job `ncclrr record -o DIR -q -- ncclrr run --topo T -np N
+	 * --timeout S [--nccl V] [--env K=V]... [--unset K]... -- PROGRAM`
+	 * runs: the good run's settable environment, the shell's NCCL_*
+	 * it did not have unset, then each delta, good or bad by @mask */
 	const char *topo = b->topo_good;
-	size_t nargs = 18 + 2 * (b->nbase_env + b->nbase_unset + b->nd), k = 0;
-	for (char *const *a = b->o->argv; *a; a++)
-		nargs++;
-	char **argv = calloc(nargs, sizeof(char *));
+	char **env = calloc(b->nbase_env + b->nd + 1, sizeof(char *));
+	char **unset = calloc(b->nbase_unset + b->nd + 1, sizeof(char *));
 	char **owned = calloc(b->nd + 1, sizeof(char *));
-	if (!argv || !owned) {
-		free(argv);
-		free(owned);
-		return -1;
-	}
+	size_t nenv = 0, nunset = 0, nown = 0;
+	int ret = -1;
+	if (!env || !unset || !owned)
+		goto out;
 	for (size_t i = 0; i < b->nd; i++)
 		if (!b->d[i].name && mask[i] == '1')
 			topo = b->d[i].bad;
-	argv[k++] = b->self;
-	argv[k++] = "record";
-	argv[k++] = "-o";
-	argv[k++] = dir;
-	argv[k++] = "-q";
-	argv[k++] = "--";
-	argv[k++] = b->self;
-	argv[k++] = "run";
-	argv[k++] = "--topo";
-	argv[k++] = (char *)topo;
-	if (b->nranks > 0) {
-		argv[k++] = "-np";
-		argv[k++] = np;
-	}
-	argv[k++] = "--timeout";
-	argv[k++] = to;
-	if (b->nccl) {
-		argv[k++] = "--nccl";
-		argv[k++] = (char *)b->nccl;
-	}
-	for (size_t i = 0; i < b->nbase_env; i++) {
-		argv[k++] = "--env";
-		argv[k++] = b->base_env[i];
-	}
-	for (size_t i = 0; i < b->nbase_unset; i++) {
-		argv[k++] = "--unset";
-		argv[k++] = b->base_unset[i];
-	}
-	size_t nown = 0;
+	for (size_t i = 0; i < b->nbase_env; i++)
+		env[nenv++] = b->base_env[i];
+	for (size_t i = 0; i < b->nbase_unset; i++)
+		unset[nunset++] = b->base_unset[i];
 	for (size_t i = 0; i < b->nd; i++) {
 		const struct delta *d = &b->d[i];
 		if (!d->name)
@@ -319,25 +321,35 @@ static int attempt(struct bisect *b, const char *mask)
 				continue;
 			snprintf(kv, len, "%s=%s", d->name, v);
 			owned[nown++] = kv;
-			argv[k++] = "--env";
-			argv[k++] = kv;
+			env[nenv++] = kv;
 		} else {
-			argv[k++] = "--unset";
-			argv[k++] = (char *)d->name;
+			unset[nunset++] = (char *)d->name;
 		}
 	}
-	argv[k++] = "--";
-	for (char *const *a = b->o->argv; *a; a++)
-		argv[k++] = *a;
-	argv[k] = NULL;
+	struct nrr_record_opts rec = { .dir = dir, .warn = stderr };
+	struct nrr_cluster_spec spec = {
+		.topo = topo,
+		.nranks = b->nranks,
+		.timeout_s = b->o->timeout_s,
+		.nccl = b->nccl,
+		.env = env,
+		.n_env = nenv,
+		.unset = unset,
+		.n_unset = nunset,
+		.record = &rec,
+		.argv = b->o->argv,
+		.out = stdout,
+		.err = stderr,
+		.report = stderr,
+	};
 
 	double t0 = now_s();
 	/* `ncclrr run --timeout` ends the ranks; the limit only guards
 	 * against a launcher that does not come back */
 	double limit = b->o->timeout_s + 30;
-	int st = 0, ret = -1;
+	int st = 0;
 	bool killed = false;
-	if (run_logged(b->self, argv, log, limit, &st, &killed) < 0) {
+	if (run_logged(attempt_job, &spec, log, limit, &st, &killed) < 0) {
 		if (!interrupted)
 			fprintf(stderr, "ncclrr bisect: cannot run attempt %d: %s\n", no, strerror(errno));
 		goto out;
@@ -372,7 +384,8 @@ out:
 	for (size_t i = 0; i < nown; i++)
 		free(owned[i]);
 	free(owned);
-	free(argv);
+	free(env);
+	free(unset);
 	return ret;
 }
 
@@ -450,40 +463,30 @@ static void log_line(const char *log, const char *prefix, char *buf, size_t len)
 /* Rerun the bad recording with NCCL @v->version (`ncclrr replay --rerun
  * --nccl`: the recorded answers and environment, another NCCL).  @return
  * 1 every rank ended as recorded, 0 not, -1 the rerun could not say. */
+static int rerun_job(void *arg)
+{
+	return nrr_rerun(arg);
+}
+
 static int nccl_try(struct bisect *b, struct vtry *v)
 {
-	char dir[PATH_MAX + 64], log[PATH_MAX + 64], to[32];
+	char dir[PATH_MAX + 64], log[PATH_MAX + 64];
 	snprintf(dir, sizeof(dir), "%s/nccl-%s", b->workdir, v->version);
 	snprintf(log, sizeof(log), "%s/nccl-%s.log", b->workdir, v->version);
-	snprintf(to, sizeof(to), "%g", b->o->timeout_s);
-	size_t nargs = 16, k = 0;
-	for (char *const *a = b->o->argv; *a; a++)
-		nargs++;
-	char **argv = calloc(nargs, sizeof(char *));
-	if (!argv)
-		return -1;
-	argv[k++] = b->self;
-	argv[k++] = "replay";
-	argv[k++] = "--rerun";
-	argv[k++] = (char *)b->o->bad;
-	argv[k++] = "--nccl";
-	argv[k++] = v->version;
-	argv[k++] = "-o";
-	argv[k++] = dir;
-	if (b->o->timeout_given) {
-		argv[k++] = "--timeout";
-		argv[k++] = to;
-	}
-	argv[k++] = "--";
-	for (char *const *a = b->o->argv; *a; a++)
-		argv[k++] = *a;
+	/* `ncclrr replay --rerun BAD --nccl V -o DIR [--timeout S] -- PROGRAM` */
+	struct nrr_rerun_opts ro = {
+		.dir = b->o->bad,
+		.nccl = v->version,
+		.outdir = dir,
+		.timeout_s = b->o->timeout_given ? b->o->timeout_s : 0,
+		.argv = b->o->argv,
+	};
 	double t0 = now_s();
 	int st = 0;
 	bool killed = false;
 	/* the rerun's own --timeout ends the job (by default twice the
 	 * recording's story plus 15 s); the limit guards a rerun that hangs */
-	int rc = run_logged(b->self, argv, log, (b->o->timeout_given ? b->o->timeout_s : 600) + 60, &st, &killed);
-	free(argv);
+	int rc = run_logged(rerun_job, &ro, log, (b->o->timeout_given ? b->o->timeout_s : 600) + 60, &st, &killed);
 	if (rc < 0) {
 		if (!interrupted)
 			fprintf(stderr, "ncclrr bisect: cannot rerun with NCCL %s: %s\n", v->version, strerror(errno));
@@ -683,23 +686,26 @@ static bool readable(const char *p)
 	return p && access(p, R_OK) == 0;
 }
 
-/* `ncclrr diff [--api API] A C` to our stdout; @return its exit status */
-static int run_diff(const struct bisect *b, const char *a, const char *c, const char *api)
+/* `ncclrr diff [--api API] A C` to our stdout (nrr_diff_run, its
+ * defaults); @return its exit status: 0 same, 1 different, 2 unreadable
+ * (said through the run model's sink, as `ncclrr diff` says it). */
+static int run_diff(const char *a, const char *c, const char *api)
 {
+	struct nrr_diff_opts o = { .context = 3, .window = 128, .api = api };
+	struct nrr_inputs ia, ic;
+	char *pa = (char *)a, *pc = (char *)c;
 	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (api)
-			execl(b->self, b->self, "diff", "--api", api, a, c, (char *)NULL);
-		else
-			execl(b->self, b->self, "diff", a, c, (char *)NULL);
-		_exit(127);
+	if (nrr_inputs_open(&ia, "diff", &pa, 1, NULL))
+		return 2;
+	if (nrr_inputs_open(&ic, "diff", &pc, 1, NULL)) {
+		nrr_inputs_close(&ia);
+		return 2;
 	}
-	int st;
-	if (pid < 0 || waitpid(pid, &st, 0) != pid)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	int r = nrr_diff_run(&o, &ia, &ic, stdout);
+	nrr_inputs_close(&ia);
+	nrr_inputs_close(&ic);
+	fflush(stdout);
+	return r < 0 ? 2 : r;
 }
 
 /* Where the attempts go: --workdir (new or empty), else a temporary
@@ -796,7 +802,7 @@ static int bisect_nccl_only(struct bisect *b, struct vtry *v, int n)
 		printf("\nncclrr diff --api 'socket,connect,accept*,dup*,close,getsockopt' of the reruns with NCCL %s and %s "
 		       "(how the two retry and connect; 'ncclrr diff' of the two directories shows every call):\n",
 		       v[lo].version, v[hi].version);
-		run_diff(b, a, c, "socket,connect,accept*,dup*,close,getsockopt");
+		run_diff(a, c, "socket,connect,accept*,dup*,close,getsockopt");
 		ret = NRR_BISECT_FOUND;
 	} else if (r == 0) {
 		ret = NRR_BISECT_NOFAIL;
@@ -818,12 +824,6 @@ enum nrr_bisect_status nrr_bisect_main(const struct nrr_bisect_opts *o)
 	int ret = NRR_BISECT_ERROR;
 	extern char **environ;
 
-	ssize_t sl = readlink("/proc/self/exe", b.self, sizeof(b.self) - 1);
-	if (sl <= 0) {
-		fprintf(stderr, "ncclrr bisect: cannot find this program (/proc/self/exe): %s\n", strerror(errno));
-		return NRR_BISECT_ERROR;
-	}
-	b.self[sl] = '\0';
 	struct vtry *vers = NULL;
 	int nvers = 0, vlo = -1, vhi = -1;
 	if (o->nccl && (nvers = nccl_versions(o->nccl, &vers)) < 0)
@@ -1076,7 +1076,7 @@ enum nrr_bisect_status nrr_bisect_main(const struct nrr_bisect_opts *o)
 		const struct attempt *lg = &b.att[b.last_pass];
 		printf("\nncclrr diff of attempt %d (the last that passed) against attempt %d (the first that failed "
 		       "with the minimal set):\n", lg->no, first_bad->no);
-		int dr = run_diff(&b, lg->dir, first_bad->dir, NULL);
+		int dr = run_diff(lg->dir, first_bad->dir, NULL);
 		if (dr != 0 && dr != 1)
 			printf("ncclrr bisect: 'ncclrr diff %s %s' exited %d: no diff to show\n", lg->dir,
 			       first_bad->dir, dr);
