@@ -179,7 +179,7 @@ static bool debug(void)
 {
 	if (debug_on < 0) {
 		const char *e = getenv("NCCLRR_DEBUG");
-		debug_on = e && (strstr(e, "verbs") || !strcmp(e, "all") || !strcmp(e, "1"));
+		debug_on = e && (strstr(e, "verbs") || !strcmp(e, "all"));
 	}
 	return debug_on;
 }
