@@ -138,6 +138,9 @@ void nrr_rverbs_cq_made(uint64_t live);
  * generated thunk's, in prototype order) and result @live: the MR keys and
  * GIDs it made go into the remap table. */
 void nrr_rverbs_done(nrr_rcuda *x, const nrr_call *c, const uint64_t *slot, int64_t live);
+/* @return true when a successful @fn puts an entry into the remap table
+ * (what the coordinator sizes the table for). */
+bool nrr_rverbs_publishes(const nrr_fn_schema *fn);
 /* With NCCLRR_DEBUG=verbs: one line on stderr with this process's remap
  * counts (QP numbers and rkeys published, RTR destination QP numbers
  * remapped, and not found in the table). */

@@ -104,6 +104,16 @@ int nrr_rverbs_get_gid(const uint8_t rec_gid[16], uint8_t live_gid[16], int time
 	return e < 0 ? e : vl == 16 ? 0 : -EPROTO;
 }
 
+bool nrr_rverbs_publishes(const nrr_fn_schema *fn)
+{
+	static const char *const fns[] = { "ibv_create_qp", "ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr",
+					   "ibv_query_gid" };
+	for (size_t i = 0; fn && i < sizeof(fns) / sizeof(fns[0]); i++)
+		if (!strcmp(fn->name, fns[i]))
+			return true;
+	return false;
+}
+
 /* ---- devices of this process ----
  * A program opens the entries of ibv_get_device_list's answer, whose
  * addresses the trace does not keep.  Recorded devices are given the live
