@@ -179,7 +179,6 @@ static struct {
 	size_t nobj, cap;
 	struct vgid gid[64];
 	int ngid;
-	bool recorded;   /* a QP of this trace carries its recorded qp_num */
 	unsigned stat[4];  /* QPs, MRs published; RTR destinations remapped, not found */
 } g_v = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -347,7 +346,6 @@ static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		if (qn) {
 			struct vobj o = { .ctx = (uint64_t)(uintptr_t)qp->context, .kind = OBJ_QP,
 					  .rec = (uint32_t)qn->u, .live = qp->qp_num };
-			g_v.recorded = true;
 			obj_made(&o);
 		}
 	}
@@ -418,11 +416,11 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	 * trace's QP numbers of created QPs are not recorded, see README) */
 	if ((mask & IBV_QP_DEST_QPN) && a.ah_attr.is_global) {
 		/* the peer published its QP before it sent the number this
-		 * process was told (replayed sockets keep that order); a short
-		 * wait covers the table's latency, none for traces without
-		 * recorded QP numbers (nobody publishes) */
+		 * process was told, when that socket is replayed live; no wait:
+		 * a 5 s wait for a peer whose message was answered from the
+		 * trace stalled the proxy thread (memlock: replay 16 of 20 hung) */
 		uint32_t lq, rq = a.dest_qp_num;
-		int e = nrr_rverbs_get_qpn(dgid, rq, &lq, g_v.recorded ? 5000 : 0);
+		int e = nrr_rverbs_get_qpn(dgid, rq, &lq, 0);
 		if (e == 0)
 			a.dest_qp_num = lq;
 		pthread_mutex_lock(&g_v.mu);
