@@ -124,8 +124,27 @@ size_t nrr_custom_qp_init_attr(uint8_t *buf, const void *v, long long ret)
 	p = nrr_put_uvar(p, (uint64_t)a->sq_sig_all);
 	return (size_t)(p - buf);
 }
+
+/* "result" lines of verbs.api: numbers of the object a call made */
+uint64_t nrr_res_qp_num(const void *res)
+{
+	return ((const struct ibv_qp *)res)->qp_num;
+}
+
+uint64_t nrr_res_mr_lkey(const void *res)
+{
+	return ((const struct ibv_mr *)res)->lkey;
+}
+
+uint64_t nrr_res_mr_rkey(const void *res)
+{
+	return ((const struct ibv_mr *)res)->rkey;
+}
 #else
 /* Built without verbs headers: the calls are recorded, these args empty. */
+uint64_t nrr_res_qp_num(const void *res) { (void)res; return 0; }
+uint64_t nrr_res_mr_lkey(const void *res) { (void)res; return 0; }
+uint64_t nrr_res_mr_rkey(const void *res) { (void)res; return 0; }
 size_t nrr_custom_send_wr(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
 size_t nrr_custom_recv_wr(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
 size_t nrr_custom_wc(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }

@@ -54,6 +54,7 @@ class Arg:
         self.hflag = None    # create / consume
         self.explicit = False
         self.where = None    # file:line of its description line, if any
+        self.result = None   # C function giving the value from the call's result ("result" lines)
 
     @property
     def is_ptr(self):
@@ -87,6 +88,7 @@ class Fn:
         self.notready = None  # ('ret'|'err', [values]): answers that mean "not ready" besides poll=
         self.transient = None  # ('ret'|'err', [values]): errors that are no failure (replaces conv's)
         self.sem = []         # the semantics' schema tokens (resolve())
+        self.results = []     # [Arg]: values read from the returned object ("result" lines), out fields
         self.id = 0
 
 
@@ -432,7 +434,23 @@ def parse_proto(api, domain, text, where):
     return fn
 
 
+def parse_result_line(api, fn, words, where):
+    """result NAME u|x FUNC: an out field NAME after the parameters, FUNC(the
+    result) at leave (0 for a NULL result); FUNC is C in formats/api/custom.c."""
+    if len(words) != 4 or words[2] not in ('u', 'x') or not re.match(r'^[A-Za-z_]\w*$', words[3]):
+        raise ApiError(f'{where}: expected "result NAME u|x FUNCTION"')
+    if not norm_type(fn.ret_type).endswith('*'):
+        raise ApiError(f'{where}: "result" needs a function returning a pointer ({fn.name} returns {fn.ret_type})')
+    if any(a.name == words[1] for a in fn.args + fn.results):
+        raise ApiError(f'{where}: {fn.name} already has a field "{words[1]}"')
+    a = Arg('uint64_t', words[1])
+    a.dir, a.fmt, a.result, a.explicit, a.where = 'out', words[2], words[3], True, where
+    fn.results.append(a)
+
+
 def parse_arg_line(api, fn, words, where):
+    if words[:1] == ['result']:
+        return parse_result_line(api, fn, words, where)
     if words[:1] == ['skip'] and len(words) != 2 or \
             words[:1] != ['skip'] and (len(words) not in (3, 4) or words[0] not in ('in', 'out', 'inout')):
         raise ApiError(f'{where}: expected "in|out|inout NAME ENCODING [create|consume]" or "skip NAME"')
@@ -600,7 +618,7 @@ def fn_text(fn):
     attrs = (' blocking' if fn.blocking else '') + (' poll' if fn.poll else '') + (' instant' if fn.instant else '')
     attrs += f' sem={",".join(fn.sem)}' if fn.sem else ''
     out = [f'{fn.name} {fn.domain} {ret}{attrs}']
-    for a in fn.args:
+    for a in fn.args + fn.results:
         if a.fmt == 'skip':
             continue
         fmt = SCHEMA_FMT.get(a.fmt, a.fmt)

@@ -25,6 +25,8 @@ def field_value(api, fn, a, when):
     'U'/'S' with value the C expression of the integer (uint64_t/int64_t),
     or wire 'B' with value (ptr, len): the names of the locals the prep
     lines set to the bytes and their full length."""
+    if a.result:   # a "result" line: read from the object the call returned
+        return [], 'U', f'nrr_ret ? (uint64_t){a.result}((const void *)nrr_ret) : 0'
     # the pointee is read at leave, and at enter too for an inout pointer
     out = when == 'leave' or (a.dir == 'inout' and a.is_ptr and WIRE[a.fmt] != 'B')
     val = a.name
@@ -110,7 +112,7 @@ def field_code(api, fn, a, when):
 def recorded_args(fn, when):
     """The args recorded at enter ('in', 'inout') or leave ('out', 'inout')."""
     dirs = ('in', 'inout') if when == 'enter' else ('out', 'inout')
-    return [a for a in fn.args if a.fmt != 'skip' and a.dir in dirs]
+    return [a for a in fn.args if a.fmt != 'skip' and a.dir in dirs] + (fn.results if when == 'leave' else [])
 
 
 def ret_expr(fn):

@@ -895,6 +895,8 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 				if (!strcmp(g->ret_kind, "cq"))
 					nrr_rverbs_cq_made((uint64_t)r);
 			}
+			if (!strcmp(g->domain, "verbs"))
+				nrr_rverbs_done(x, c, slot, r);
 			int ndiv = 0;
 			char first[sizeof(res->why)] = "";
 			for (uint8_t i = 0; i < g->nparams; i++) {

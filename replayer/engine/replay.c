@@ -62,6 +62,7 @@ struct coord {
 	/* IPC handle bytes made by cuIpcGet{Mem,Event}Handle, with their set (nrr_rcuda_ipc_made) */
 	struct { uint8_t key[NRR_XMAP_MAX]; uint8_t len; const char *kind; size_t proc; uint64_t wall; } *ipc;
 	size_t nipc, ipccap;
+	size_t nverbs;     /* calls whose results go into the verbs remap table (nrr_rverbs_publishes) */
 	uint64_t total_units;
 	uint64_t stop;     /* when the job was stopped from outside (nrr_job_stopped_at()) */
 };
@@ -242,6 +243,8 @@ static int scan(struct coord *x, size_t i)
 					x->nipc++;
 				}
 			}
+			if (kind == U_EXEC && !nrr_call_failed(c) && nrr_rverbs_publishes(c->fn))
+				x->nverbs++;
 			if (kind == U_EXEC && !strcmp(c->fn->name, "sendmsg")) {
 				const uint8_t *nm;
 				size_t nl = msg_name(c, &nm);
@@ -1021,7 +1024,7 @@ int nrr_replay(const struct nrr_replay_opts *o)
 		x.pi[i].stopped = nrr_end_by_stop(x.pi[i].end, x.pi[i].end_wall, x.stop);
 	mark_killed(&x);
 	mark_benign(&x);
-	if (nrr_xmap_init(4096 + 4 * (x.naddr + x.nunix + x.nipc)) < 0) {
+	if (nrr_xmap_init(4096 + 4 * (x.naddr + x.nunix + x.nipc + x.nverbs)) < 0) {
 		fprintf(stderr, "ncclrr replay: Cannot map the replay table: %s\n", strerror(errno));
 		goto out;
 	}

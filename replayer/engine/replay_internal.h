@@ -134,5 +134,16 @@ bool nrr_rverbs_owns(const nrr_fn_schema *fn);
 int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res);
 /* rcuda.c: a CQ was made (live), the one ibv_create_qp of this thread takes */
 void nrr_rverbs_cq_made(uint64_t live);
+/* rcuda.c: verbs call @c succeeded as recorded with arguments @slot (the
+ * generated thunk's, in prototype order) and result @live: the MR keys and
+ * GIDs it made go into the remap table. */
+void nrr_rverbs_done(nrr_rcuda *x, const nrr_call *c, const uint64_t *slot, int64_t live);
+/* @return true when a successful @fn puts an entry into the remap table
+ * (what the coordinator sizes the table for). */
+bool nrr_rverbs_publishes(const nrr_fn_schema *fn);
+/* With NCCLRR_DEBUG=verbs: one line on stderr with this process's remap
+ * counts (QP numbers and rkeys published, RTR destination QP numbers
+ * remapped, and not found in the table). */
+void nrr_rverbs_report(void);
 
 #endif

@@ -17,7 +17,9 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ncclrr_config.h"
 #include "replay_internal.h"
@@ -102,6 +104,16 @@ int nrr_rverbs_get_gid(const uint8_t rec_gid[16], uint8_t live_gid[16], int time
 	return e < 0 ? e : vl == 16 ? 0 : -EPROTO;
 }
 
+bool nrr_rverbs_publishes(const nrr_fn_schema *fn)
+{
+	static const char *const fns[] = { "ibv_create_qp", "ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr",
+					   "ibv_query_gid" };
+	for (size_t i = 0; fn && i < sizeof(fns) / sizeof(fns[0]); i++)
+		if (!strcmp(fn->name, fns[i]))
+			return true;
+	return false;
+}
+
 /* ---- devices of this process ----
  * A program opens the entries of ibv_get_device_list's answer, whose
  * addresses the trace does not keep.  Recorded devices are given the live
@@ -139,6 +151,105 @@ uint64_t nrr_rverbs_ibdev(void *verbs_lib, uint64_t rec)
 		live = (uint64_t)(uintptr_t)g_dev.live[i];
 	pthread_mutex_unlock(&g_dev.mu);
 	return live;
+}
+
+/* ---- what this process's verbs calls made, published into the table ----
+ * The tracer records a created QP's qp_num and an MR's lkey/rkey (the
+ * "result" lines of verbs.api).  Each is published under the recorded GID
+ * of the context that made it, which the process learns from its own
+ * ibv_query_gid (recorded output -> live output, also published as the GID
+ * remap): an object made before its context's GID was queried (NCCL's
+ * connect makes the QP, then queries the GID it sends) waits in this list
+ * until then.  A peer then finds the live number under the recorded GID and
+ * number it was told over the (replayed) socket. */
+enum { OBJ_QP, OBJ_MR };
+struct vobj {
+	uint64_t ctx;              /* live struct ibv_context * */
+	int kind;
+	uint32_t rec, live;        /* qp_num or rkey */
+	uint64_t rec_addr, len, live_addr;
+};
+struct vgid {
+	uint64_t ctx;
+	uint8_t rec[16];
+};
+static struct {
+	pthread_mutex_t mu;
+	struct vobj *obj;
+	size_t nobj, cap;
+	struct vgid gid[64];
+	int ngid;
+	unsigned stat[4];  /* QPs, MRs published; RTR destinations remapped, not found */
+} g_v = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static int debug_on = -1;
+
+static bool debug(void)
+{
+	if (debug_on < 0) {
+		const char *e = getenv("NCCLRR_DEBUG");
+		debug_on = e && (strstr(e, "verbs") || !strcmp(e, "all"));
+	}
+	return debug_on;
+}
+
+static void gid_str(char *out, const uint8_t g[16])
+{
+	for (int i = 0; i < 16; i++)
+		sprintf(out + 2 * i, "%02x", g[i]);
+}
+
+/* under g_v.mu */
+static void publish(const struct vobj *o, const uint8_t gid[16])
+{
+	int e = o->kind == OBJ_QP ? nrr_rverbs_put_qpn(gid, o->rec, o->live)
+				  : nrr_rverbs_put_mr(gid, o->rec, o->rec_addr, o->len, o->live, o->live_addr);
+	if (e == 0)
+		g_v.stat[o->kind]++;
+	if (debug()) {
+		char gs[33];
+		gid_str(gs, gid);
+		fprintf(stderr, "ncclrr replay: verbs: pid %d: %s %s 0x%x -> 0x%x under gid %s%s%s\n", (int)getpid(),
+			e ? "cannot publish" : "published", o->kind == OBJ_QP ? "qp_num" : "rkey", o->rec, o->live, gs,
+			e ? ": " : "", e ? strerror(-e) : "");
+	}
+}
+
+static void obj_made(const struct vobj *o)
+{
+	pthread_mutex_lock(&g_v.mu);
+	if (g_v.nobj == g_v.cap) {
+		size_t n = g_v.cap ? 2 * g_v.cap : 64;
+		struct vobj *p = realloc(g_v.obj, n * sizeof(*p));
+		if (p) {
+			g_v.obj = p;
+			g_v.cap = n;
+		}
+	}
+	if (g_v.nobj < g_v.cap)
+		g_v.obj[g_v.nobj++] = *o;
+	for (int i = 0; i < g_v.ngid; i++)
+		if (g_v.gid[i].ctx == o->ctx)
+			publish(o, g_v.gid[i].rec);
+	pthread_mutex_unlock(&g_v.mu);
+}
+
+static void gid_known(uint64_t ctx, const uint8_t rec[16], const uint8_t live[16])
+{
+	nrr_rverbs_put_gid(rec, live);
+	pthread_mutex_lock(&g_v.mu);
+	int i = 0;
+	while (i < g_v.ngid && !(g_v.gid[i].ctx == ctx && !memcmp(g_v.gid[i].rec, rec, 16)))
+		i++;
+	if (i == g_v.ngid && g_v.ngid < (int)(sizeof(g_v.gid) / sizeof(g_v.gid[0]))) {
+		g_v.gid[i].ctx = ctx;
+		memcpy(g_v.gid[i].rec, rec, 16);
+		g_v.ngid++;
+		for (size_t k = 0; k < g_v.nobj; k++)
+			if (g_v.obj[k].ctx == ctx)
+				publish(&g_v.obj[k], rec);
+	}
+	pthread_mutex_unlock(&g_v.mu);
 }
 
 /* ---- QP creation and state changes ----
@@ -229,8 +340,15 @@ static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		    qp ? "a QP" : "NULL", qp ? 0 : errno);
 		return 0;
 	}
-	if (qp)
+	if (qp) {
 		nrr_rcuda_bind(x, "qp", (uint64_t)c->result, (uint64_t)(uintptr_t)qp);
+		const nrr_value *qn = arg(c, "qp_num");   /* traces before it was recorded lack it */
+		if (qn) {
+			struct vobj o = { .ctx = (uint64_t)(uintptr_t)qp->context, .kind = OBJ_QP,
+					  .rec = (uint32_t)qn->u, .live = qp->qp_num };
+			obj_made(&o);
+		}
+	}
 	return 0;
 }
 
@@ -297,9 +415,27 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	 * (a QP number the table does not know is passed as recorded: a
 	 * trace's QP numbers of created QPs are not recorded, see README) */
 	if ((mask & IBV_QP_DEST_QPN) && a.ah_attr.is_global) {
-		uint32_t lq;
-		if (nrr_rverbs_get_qpn(dgid, a.dest_qp_num, &lq, 0) == 0)
+		/* the peer published its QP before it sent the number this
+		 * process was told, when that socket is replayed live; no wait:
+		 * a 5 s wait for a peer whose message was answered from the
+		 * trace stalled the proxy thread (memlock: replay 16 of 20 hung) */
+		uint32_t lq, rq = a.dest_qp_num;
+		int e = nrr_rverbs_get_qpn(dgid, rq, &lq, 0);
+		if (e == 0)
 			a.dest_qp_num = lq;
+		pthread_mutex_lock(&g_v.mu);
+		g_v.stat[e == 0 ? 2 : 3]++;
+		pthread_mutex_unlock(&g_v.mu);
+		if (debug()) {
+			char gs[33];
+			gid_str(gs, dgid);
+			if (e == 0)
+				fprintf(stderr, "ncclrr replay: verbs: pid %d: modify_qp dest_qp_num 0x%x -> 0x%x (remapped, gid %s)\n",
+					(int)getpid(), rq, lq, gs);
+			else
+				fprintf(stderr, "ncclrr replay: verbs: pid %d: modify_qp dest_qp_num 0x%x as recorded (not published, gid %s)\n",
+					(int)getpid(), rq, gs);
+		}
 	}
 	if ((mask & IBV_QP_AV) && a.ah_attr.is_global) {
 		uint8_t lg[16];
@@ -319,6 +455,45 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		say(res, NRR_R_DIVERGED, "result: recorded %" PRId64 " (%s), replayed %d (%s)", c->result,
 		    c->result ? strerror((int)c->result) : "success", r, r ? strerror(r) : "success");
 	return 0;
+}
+
+void nrr_rverbs_done(nrr_rcuda *x, const nrr_call *c, const uint64_t *slot, int64_t live)
+{
+	const char *n = c->fn->name;
+	(void)x;
+	if (!strcmp(n, "ibv_query_gid")) {
+		/* ibv_query_gid(context, port_num, index, gid) */
+		const nrr_value *g = arg(c, "gid");
+		const uint8_t *lg = (const uint8_t *)(uintptr_t)slot[3];
+		if (g && g->len == 16 && lg)
+			gid_known(slot[0], g->p, lg);
+		return;
+	}
+	bool iova = !strcmp(n, "ibv_reg_mr_iova2") || !strcmp(n, "ibv_reg_dmabuf_mr");
+	if (strcmp(n, "ibv_reg_mr") && !iova)
+		return;
+	const nrr_value *rk = arg(c, "rkey"), *ln = arg(c, "length");
+	const nrr_value *ad = arg(c, iova ? "iova" : "addr");
+	const struct ibv_mr *mr = (const struct ibv_mr *)(uintptr_t)live;
+	if (!rk || !ln || !ad || !mr)
+		return;   /* a trace before the keys were recorded */
+	/* the remote address a peer names: the iova of an iova registration
+	 * (ibv_reg_mr_iova2(pd, addr, length, iova, access),
+	 * ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access)), else addr */
+	struct vobj o = { .ctx = (uint64_t)(uintptr_t)mr->context, .kind = OBJ_MR, .rec = (uint32_t)rk->u,
+			  .live = mr->rkey, .rec_addr = ad->u, .len = ln->u,
+			  .live_addr = iova ? slot[3] : (uint64_t)(uintptr_t)mr->addr };
+	obj_made(&o);
+}
+
+void nrr_rverbs_report(void)
+{
+	if (!debug() || !(g_v.nobj || g_v.stat[2] || g_v.stat[3]))
+		return;
+	pthread_mutex_lock(&g_v.mu);
+	fprintf(stderr, "ncclrr replay: verbs: pid %d: remap table: %u qp_num and %u rkey published, %u RTR dest_qp_num "
+			"remapped, %u not found\n", (int)getpid(), g_v.stat[0], g_v.stat[1], g_v.stat[2], g_v.stat[3]);
+	pthread_mutex_unlock(&g_v.mu);
 }
 
 int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
@@ -344,5 +519,17 @@ int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	(void)c;
 	(void)res;
 	return -ENOSYS;
+}
+
+void nrr_rverbs_done(nrr_rcuda *x, const nrr_call *c, const uint64_t *slot, int64_t live)
+{
+	(void)x;
+	(void)c;
+	(void)slot;
+	(void)live;
+}
+
+void nrr_rverbs_report(void)
+{
 }
 #endif

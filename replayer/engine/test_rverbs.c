@@ -3,7 +3,11 @@
  * test_rverbs.c - the verbs remap table (rverbs.c) across processes: a
  * forked process publishes QP numbers, rkeys with their regions and GIDs
  * as a replay worker that owns them would; this one looks them up as the
- * peer that uses them, waiting for values published late.
+ * peer that uses them, waiting for values published late.  A second
+ * owner fills the table the way a replay worker does, from recorded calls
+ * (nrr_rverbs_done): an ibv_reg_mr whose recorded rkey waits until its
+ * context's GID is known from the recorded ibv_query_gid, one after it
+ * that is published at once.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ncclrr_config.h"
 #include "replay_internal.h"
+#if NCCLRR_HAVE_VERBS
+#include <infiniband/verbs.h>
+#endif
 
 static int fails;
 #define CHECK(c, ...)                                                     \
@@ -28,6 +36,49 @@ static int fails;
 static const uint8_t gid_a[16] = { [10] = 0xff, [11] = 0xff, [12] = 10, [15] = 1 };
 static const uint8_t gid_b[16] = { [10] = 0xff, [11] = 0xff, [12] = 10, [15] = 2 };
 static const uint8_t live_b[16] = { 0xfe, 0x80, [15] = 0x42 };
+
+#if NCCLRR_HAVE_VERBS
+static const uint8_t gid_c[16] = { [10] = 0xff, [11] = 0xff, [12] = 10, [15] = 3 };
+static const uint8_t live_c[16] = { 0xfe, 0x80, [15] = 0x43 };
+
+/* the owner of gid_c: replays ibv_reg_mr (twice) and ibv_query_gid as
+ * recorded, with live results, as rcuda.c hands them to rverbs.c */
+static int owner_from_calls(void)
+{
+	static const nrr_arg_schema mr_args[] = {
+		{ .name = "pd" }, { .name = "addr" }, { .name = "length" }, { .name = "access" },
+		{ .name = "lkey", .dir = NRR_DIR_OUT }, { .name = "rkey", .dir = NRR_DIR_OUT },
+	};
+	static const nrr_arg_schema gid_args[] = {
+		{ .name = "context" }, { .name = "port_num" }, { .name = "index" }, { .name = "gid", .dir = NRR_DIR_OUT },
+	};
+	static const nrr_fn_schema reg = { .name = "ibv_reg_mr", .domain = "verbs", .nargs = 6, .args = mr_args };
+	static const nrr_fn_schema qg = { .name = "ibv_query_gid", .domain = "verbs", .nargs = 4, .args = gid_args };
+	struct ibv_context *ctx = (struct ibv_context *)(uintptr_t)0x1000;   /* only compared */
+	struct ibv_mr m1 = { .context = ctx, .addr = (void *)(uintptr_t)0x7c0000000000, .rkey = 0x77 };
+	struct ibv_mr m2 = { .context = ctx, .addr = (void *)(uintptr_t)0x7c0000100000, .rkey = 0x78 };
+	nrr_call c = { .fn = &reg, .present = 0x3f, .done = true };
+	c.args[1].u = 0x7f0000400000;   /* recorded addr, length, lkey, rkey */
+	c.args[2].u = 65536;
+	c.args[4].u = 0x200;
+	c.args[5].u = 0x200;
+	uint64_t slot[NRR_MAX_ARGS] = { 0 };
+	nrr_rverbs_done(NULL, &c, slot, (int64_t)(uintptr_t)&m1);   /* GID not known yet: kept */
+	usleep(400 * 1000);   /* the peer's first look (50 ms) finds nothing */
+	uint8_t live[16];
+	memcpy(live, live_c, 16);
+	nrr_call g = { .fn = &qg, .present = 0xf, .done = true };
+	g.args[3].p = gid_c;
+	g.args[3].len = g.args[3].total = 16;
+	uint64_t gslot[NRR_MAX_ARGS] = { (uint64_t)(uintptr_t)ctx, 1, 1, (uint64_t)(uintptr_t)live };
+	nrr_rverbs_done(NULL, &g, gslot, 0);   /* publishes the first MR and the GID */
+	c.args[1].u = 0x7f0000500000;
+	c.args[2].u = 4096;
+	c.args[5].u = 0x201;
+	nrr_rverbs_done(NULL, &c, slot, (int64_t)(uintptr_t)&m2);   /* at once */
+	return 0;
+}
+#endif
 
 int main(void)
 {
@@ -71,6 +122,24 @@ int main(void)
 	int st = 0;
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "publisher failed: status %d", st);
+#if NCCLRR_HAVE_VERBS
+	pid = fork();
+	if (pid == 0)
+		_exit(owner_from_calls());
+	/* before the owner queried its GID, nothing is published under it */
+	e = nrr_rverbs_remote(gid_c, 0x200, 0x7f0000400000, 8, &rk, &addr, 50);
+	CHECK(e == -ETIMEDOUT, "rkey published before its GID was known: %d", e);
+	e = nrr_rverbs_remote(gid_c, 0x200, 0x7f0000400000 + 16, 8, &rk, &addr, 5000);
+	CHECK(e == 0 && rk == 0x77 && addr == 0x7c0000000000 + 16, "rkey from recorded calls: %d 0x%x 0x%llx", e, rk,
+	      (unsigned long long)addr);
+	e = nrr_rverbs_remote(gid_c, 0x201, 0x7f0000500000, 4096, &rk, &addr, 5000);
+	CHECK(e == 0 && rk == 0x78 && addr == 0x7c0000100000, "second rkey: %d 0x%x", e, rk);
+	e = nrr_rverbs_remote(gid_c, 0x201, 0x7f0000500000, 4097, &rk, &addr, 50);
+	CHECK(e == -ERANGE, "past the recorded region: %d", e);
+	CHECK(nrr_rverbs_get_gid(gid_c, g, 5000) == 0 && !memcmp(g, live_c, 16), "gid from ibv_query_gid");
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "owner from calls failed: status %d", st);
+#endif
 	if (fails)
 		return 1;
 	printf("PASS: verbs remap table\n");

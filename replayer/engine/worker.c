@@ -610,6 +610,7 @@ int nrr_worker_main(struct nrr_rproc *p)
 	atomic_store(&p->st->frontier, UINT64_MAX);
 	atomic_store(&p->st->settled, UINT64_MAX);
 	rnet_close(p->net);
+	nrr_rverbs_report();
 	nrr_report(p, "X %d", div);
 	if (div)
 		return 1;

@@ -3,7 +3,9 @@
 # verbs fabric (traces/nccl_ib/, made by traces/nccl_ib/record.sh):
 # what NCCL printed, replay, diff against the clean IB run, rerun.
 # usage: test_nccl_ib_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
-# CASE: logs | golden | diff | rerun | repeat20 | repeat100
+# CASE: logs | golden | diff | rerun | remap | repeat20 | repeat100
+# remap: the recorded QP numbers and MR keys fill replay's verbs remap
+# table, and every RTR takes its peer's live QP number from it.
 # logs and diff need only the traces (registered, suite nccl). golden,
 # repeat20/repeat100 (each failure replayed 20/100 times) replay clean_ib
 # (golden) and the failures in $replayed, through the verbs replay of
@@ -108,6 +110,36 @@ rerun)
 		fi
 		has "$tmp/$t.re" "${warn[$t]}" "rerun $t"
 	done
+	;;
+remap)
+	# the tracer recorded each created QP's qp_num and each MR's keys, and
+	# the replay of clean_ib (every QP pair connects) filled the remap table
+	# from them: every RTR took its peer's live QP number from the table
+	d=$("$ncclrr" dump "$g/clean_ib" 2>&1)
+	q=$(grep -cE 'ibv_create_qp( resumed>)? ?\(.*qp_num=[0-9]' <<<"$d")
+	# (registrations that failed, NCCL's dma-buf probe among them, made no MR)
+	m=$(grep -E 'ibv_reg(_dmabuf)?_mr(_iova2)?\(.*lkey=[0-9]+, rkey=[0-9]+' <<<"$d" | grep -cv ' = NULL ')
+	[ "$q" -gt 0 ] || fail "dump clean_ib: no ibv_create_qp with qp_num: $(grep -m2 "ibv_create_qp resumed" <<<"$d")"
+	[ "$m" -gt 0 ] || fail "dump clean_ib: no ibv_reg_mr with lkey/rkey: $(grep -m2 ibv_reg_ <<<"$d")"
+	# RTRs with a destination QP number in the trace (attr_mask names IBV_QP_DEST_QPN)
+	rtr=$(grep 'ibv_modify_qp(' <<<"$d" | grep -c 'IBV_QP_DEST_QPN')
+	NCCLRR_DEBUG=verbs "$ncclrr" replay --topo "$topo" --timeout 60 "$g/clean_ib" >"$tmp/remap.out" 2>&1 ||
+		fail "replay clean_ib: exit $?: $(tail -3 "$tmp/remap.out")"
+	# the workers' summary lines, summed: field 3 qp_num, 6 rkey, 9 remapped, 13 not found
+	sum() { awk -v k="$1" 'match($0, /remap table: [0-9]+ qp_num and [0-9]+ rkey published, [0-9]+ RTR dest_qp_num remapped, [0-9]+ not found/) { split(substr($0, RSTART, RLENGTH), w, " "); s += w[k] } END { print s + 0 }' "$tmp/remap.out"; }
+	pq=$(sum 3) pm=$(sum 6) rr=$(sum 9) nf=$(sum 13)
+	echo "trace: $q QPs with qp_num, $m MRs with keys, $rtr RTRs; replay: $pq qp_num and $pm rkey published, $rr remapped, $nf not found"
+	[ "${pq:-0}" -ge "$q" ] || fail "replay published ${pq:-0} qp_num, the trace made $q QPs"
+	[ "${pm:-0}" -ge "$m" ] || fail "replay published ${pm:-0} rkeys, the trace made $m MRs"
+	[ "$rtr" -gt 0 ] && [ "${rr:-0}" -eq "$rtr" ] || fail "replay remapped ${rr:-0} RTR destinations of $rtr"
+	[ "${nf:-0}" -eq 0 ] || fail "$nf RTR destinations not in the table"
+	# and the destinations RTR used are the peers' live QP numbers, as published
+	grep -o 'published qp_num 0x[0-9a-f]* -> 0x[0-9a-f]*' "$tmp/remap.out" | sed 's/.*qp_num //' | sort -u >"$tmp/pub"
+	grep -o 'dest_qp_num 0x[0-9a-f]* -> 0x[0-9a-f]* (remapped' "$tmp/remap.out" |
+		sed 's/dest_qp_num //; s/ (remapped//' | sort -u >"$tmp/used"
+	[ -s "$tmp/used" ] || fail "no remapped RTR line: $(grep -m3 'verbs:' "$tmp/remap.out")"
+	[ -z "$(comm -13 "$tmp/pub" "$tmp/used")" ] ||
+		fail "RTR destinations no peer published: $(comm -13 "$tmp/pub" "$tmp/used" | head -3)"
 	;;
 repeat20 | repeat100)
 	for t in $replayed; do

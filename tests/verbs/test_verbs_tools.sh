@@ -118,6 +118,15 @@ for f in "$tmp"/rec/*.nrt; do "$ncclrr" dump "$f"; done >"$tmp/rec.dump" 2>&1
 for fn in ibv_open_device ibv_reg_mr ibv_create_qp ibv_modify_qp ibv_post_recv ibv_post_send ibv_poll_cq; do
 	must record "$fn(" "$tmp/rec.dump"
 done
+# the created QP's number and the MR's keys (fields of the returned structs):
+# the QP numbers recorded are those the program printed as its own
+rec_qpn=$(grep -oE 'ibv_create_qp.*qp_num=[0-9]+' "$tmp/rec.dump" | sed 's/.*qp_num=//' | sort -n | paste -sd' ')
+log_qpn=$(grep -oE 'local address: .*QPN 0x[0-9a-f]+' "$tmp/rec.log" | sed 's/.*QPN //' |
+	while read -r h; do echo $((h)); done | sort -n | paste -sd' ')
+[ -n "$rec_qpn" ] && [ "$rec_qpn" = "$log_qpn" ]
+check "recorded qp_num ($rec_qpn) = the QPNs ibv_rc_pingpong printed ($log_qpn)" $?
+grep -qE 'ibv_reg_mr\(.*lkey=[0-9]+, rkey=[1-9][0-9]*\) = 0x' "$tmp/rec.dump"
+check "ibv_reg_mr recorded with its lkey and rkey" $?
 n=$(grep -c 'ibv_post_send(' "$tmp/rec.dump")
 [ "$n" -ge 40 ]
 check "ibv_post_send recorded 20 times on each rank (got $n)" $?
