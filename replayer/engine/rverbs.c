@@ -104,14 +104,35 @@ int nrr_rverbs_get_gid(const uint8_t rec_gid[16], uint8_t live_gid[16], int time
 	return e < 0 ? e : vl == 16 ? 0 : -EPROTO;
 }
 
+/* The index of @fn's argument @name, or -1.  A parameter's index is its
+ * place in the prototype (the "result" fields come after them). */
+static int arg_index(const nrr_fn_schema *fn, const char *name)
+{
+	for (uint16_t j = 0; j < fn->nargs; j++)
+		if (!strcmp(fn->args[j].name, name))
+			return j;
+	return -1;
+}
+
+/* What a successful call of @fn puts into the remap table, read from its
+ * schema: the GID ibv_query_gid answers, and the objects whose recorded
+ * numbers verbs.api's "result" lines carry (qp_num of a QP, rkey of an
+ * MR); a trace from before those lines carries none. */
+enum pub { PUB_NONE, PUB_GID, PUB_QP, PUB_MR };
+static enum pub publishes(const nrr_fn_schema *fn)
+{
+	if (!fn || strcmp(fn->domain, "verbs"))
+		return PUB_NONE;
+	if (!strcmp(fn->name, "ibv_query_gid"))
+		return PUB_GID;
+	if (arg_index(fn, "qp_num") >= 0)
+		return PUB_QP;
+	return arg_index(fn, "rkey") >= 0 ? PUB_MR : PUB_NONE;
+}
+
 bool nrr_rverbs_publishes(const nrr_fn_schema *fn)
 {
-	static const char *const fns[] = { "ibv_create_qp", "ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr",
-					   "ibv_query_gid" };
-	for (size_t i = 0; fn && i < sizeof(fns) / sizeof(fns[0]); i++)
-		if (!strcmp(fn->name, fns[i]))
-			return true;
-	return false;
+	return publishes(fn) != PUB_NONE;
 }
 
 /* ---- devices of this process ----
@@ -163,6 +184,7 @@ uint64_t nrr_rverbs_ibdev(void *verbs_lib, uint64_t rec)
  * until then.  A peer then finds the live number under the recorded GID and
  * number it was told over the (replayed) socket. */
 enum { OBJ_QP, OBJ_MR };
+enum stat { ST_QP = OBJ_QP, ST_MR = OBJ_MR, ST_RTR_REMAPPED, ST_RTR_UNKNOWN };   /* published; RTR destinations */
 struct vobj {
 	uint64_t ctx;              /* live struct ibv_context * */
 	int kind;
@@ -179,7 +201,7 @@ static struct {
 	size_t nobj, cap;
 	struct vgid gid[64];
 	int ngid;
-	unsigned stat[4];  /* QPs, MRs published; RTR destinations remapped, not found */
+	unsigned stat[4];  /* by enum stat */
 } g_v = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static int debug_on = -1;
@@ -424,7 +446,7 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		if (e == 0)
 			a.dest_qp_num = lq;
 		pthread_mutex_lock(&g_v.mu);
-		g_v.stat[e == 0 ? 2 : 3]++;
+		g_v.stat[e == 0 ? ST_RTR_REMAPPED : ST_RTR_UNKNOWN]++;
 		pthread_mutex_unlock(&g_v.mu);
 		if (debug()) {
 			char gs[33];
@@ -459,40 +481,46 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 
 void nrr_rverbs_done(nrr_rcuda *x, const nrr_call *c, const uint64_t *slot, int64_t live)
 {
-	const char *n = c->fn->name;
 	(void)x;
-	if (!strcmp(n, "ibv_query_gid")) {
+	switch (publishes(c->fn)) {
+	case PUB_GID: {
 		/* ibv_query_gid(context, port_num, index, gid) */
 		const nrr_value *g = arg(c, "gid");
-		const uint8_t *lg = (const uint8_t *)(uintptr_t)slot[3];
-		if (g && g->len == 16 && lg)
-			gid_known(slot[0], g->p, lg);
+		int ig = arg_index(c->fn, "gid"), ic = arg_index(c->fn, "context");
+		const uint8_t *lg = ig >= 0 ? (const uint8_t *)(uintptr_t)slot[ig] : NULL;
+		if (g && g->len == 16 && lg && ic >= 0)
+			gid_known(slot[ic], g->p, lg);
 		return;
 	}
-	bool iova = !strcmp(n, "ibv_reg_mr_iova2") || !strcmp(n, "ibv_reg_dmabuf_mr");
-	if (strcmp(n, "ibv_reg_mr") && !iova)
+	case PUB_MR: {
+		/* the remote address a peer names: the iova of an iova registration
+		 * (ibv_reg_mr_iova2(pd, addr, length, iova, access),
+		 * ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access)), else addr */
+		int iv = arg_index(c->fn, "iova");
+		const nrr_value *rk = arg(c, "rkey"), *ln = arg(c, "length");
+		const nrr_value *ad = arg(c, iv >= 0 ? "iova" : "addr");
+		const struct ibv_mr *mr = (const struct ibv_mr *)(uintptr_t)live;
+		if (!rk || !ln || !ad || !mr)
+			return;
+		struct vobj o = { .ctx = (uint64_t)(uintptr_t)mr->context, .kind = OBJ_MR, .rec = (uint32_t)rk->u,
+				  .live = mr->rkey, .rec_addr = ad->u, .len = ln->u,
+				  .live_addr = iv >= 0 ? slot[iv] : (uint64_t)(uintptr_t)mr->addr };
+		obj_made(&o);
 		return;
-	const nrr_value *rk = arg(c, "rkey"), *ln = arg(c, "length");
-	const nrr_value *ad = arg(c, iova ? "iova" : "addr");
-	const struct ibv_mr *mr = (const struct ibv_mr *)(uintptr_t)live;
-	if (!rk || !ln || !ad || !mr)
-		return;   /* a trace before the keys were recorded */
-	/* the remote address a peer names: the iova of an iova registration
-	 * (ibv_reg_mr_iova2(pd, addr, length, iova, access),
-	 * ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access)), else addr */
-	struct vobj o = { .ctx = (uint64_t)(uintptr_t)mr->context, .kind = OBJ_MR, .rec = (uint32_t)rk->u,
-			  .live = mr->rkey, .rec_addr = ad->u, .len = ln->u,
-			  .live_addr = iova ? slot[3] : (uint64_t)(uintptr_t)mr->addr };
-	obj_made(&o);
+	}
+	default:   /* a QP publishes in create_qp, which makes it */
+		return;
+	}
 }
 
 void nrr_rverbs_report(void)
 {
-	if (!debug() || !(g_v.nobj || g_v.stat[2] || g_v.stat[3]))
+	if (!debug() || !(g_v.nobj || g_v.stat[ST_RTR_REMAPPED] || g_v.stat[ST_RTR_UNKNOWN]))
 		return;
 	pthread_mutex_lock(&g_v.mu);
 	fprintf(stderr, "ncclrr replay: verbs: pid %d: remap table: %u qp_num and %u rkey published, %u RTR dest_qp_num "
-			"remapped, %u not found\n", (int)getpid(), g_v.stat[0], g_v.stat[1], g_v.stat[2], g_v.stat[3]);
+			"remapped, %u not found\n", (int)getpid(), g_v.stat[ST_QP], g_v.stat[ST_MR], g_v.stat[ST_RTR_REMAPPED],
+		g_v.stat[ST_RTR_UNKNOWN]);
 	pthread_mutex_unlock(&g_v.mu);
 }
 
