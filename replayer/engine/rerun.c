@@ -920,7 +920,8 @@ static bool ended_well(const struct proc *p)
 /*
  * A job that `ncclrr run` stopped at its --timeout (its own trace, the
  * process without a rank, ends "exit 124"): the ranks still running were
- * sent SIGTERM one after the other, and one whose peer died first may see
+ * sent SIGTERM (one after the other by launchers before 2026-11-27, since
+ * then all at once while stopped), and one whose peer died first may see
  * the connection close and exit on its own in between.  How such a rank
  * ended says when the teardown reached it, not what the environment
  * answered.  The teardown starts at the launcher's start + its --timeout
@@ -932,6 +933,13 @@ static bool ended_well(const struct proc *p)
  * process (nrr_cluster_run), so its traces hold no launcher: the rerun
  * gives the teardown's start itself (@x->teardown_wall).
  */
+/* When the teardown of a job started at @start_wall (ns) with a timeout
+ * of @timeout_s counts from: a second before the timeout. */
+static uint64_t teardown_from(uint64_t start_wall, double timeout_s)
+{
+	return start_wall + (uint64_t)(timeout_s * 1e9) - 1000000000ull;
+}
+
 static void mark_teardown(struct run *x)
 {
 	uint64_t first = x->teardown_wall;
@@ -941,7 +949,7 @@ static void mark_teardown(struct run *x)
 	if (!x->launcher && !first)
 		return;
 	if (x->launcher && x->launcher->timeout_s > 0 && x->launcher->start_wall)
-		first = x->launcher->start_wall + (uint64_t)(x->launcher->timeout_s * 1e9) - 1000000000ull;
+		first = teardown_from(x->launcher->start_wall, x->launcher->timeout_s);
 	for (int r = 0; r < x->nranks && !first; r++) {
 		const struct proc *p = x->ranks[r].root;
 		if (p && killed(p->end) && ended_at(p) && (!first || ended_at(p) < first))
@@ -1334,8 +1342,7 @@ static int run_job(const struct nrr_rerun_opts *o, const struct run *rec, const 
 	clock_gettime(CLOCK_REALTIME, &t0);
 	st = nrr_cluster_run(&s, res);
 	if (st == NRR_LAUNCH_TIMEOUT)
-		*teardown = (uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec +
-			    (uint64_t)(s.timeout_s * 1e9) - 1000000000ull;
+		*teardown = teardown_from((uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec, s.timeout_s);
 	if (st == NRR_LAUNCH_SETUP && res->error[0])
 		fprintf(err, "ncclrr run: %s\n", res->error);
 out:
