@@ -225,11 +225,15 @@ struct nrr_writer {
 	 * every dump and at close, see end_meta() */
 	char end_note[96];
 	_Atomic uint32_t end_len;
+	/* dump requests, numbered: dump_req counts the requests made,
+	 * dump_done is the number of the last one a dump began after (a dump
+	 * already under way when a request comes does not answer it: it may
+	 * have written the tail before the request's end note) */
 	_Atomic uint32_t dump_req, dump_done;
 	uint64_t watchdog_ns, watch_last, hang_at;
 	uint64_t sync_ns, sync_last, sync_mark;   /* full mode: provisional tail (sync_tail) */
 	uint64_t active_at;         /* when the records last changed, or a chunk was queued */
-	pthread_mutex_t io_lock;   /* compression thread vs close(); never taken by traced threads */
+	pthread_mutex_t io_lock;   /* compression thread vs close() and add_meta (a traced thread: tracer/core.c holds the ending signals back meanwhile) */
 };
 
 /* initial-exec: this is read twice per traced call, and the general
@@ -674,9 +678,10 @@ static void *compress_main(void *arg)
 				sync_tail(w, true);
 			continue;
 		}
-		if (atomic_exchange(&w->dump_req, 0)) {
+		uint32_t req = atomic_load(&w->dump_req);
+		if (req != atomic_load(&w->dump_done)) {
 			dump(w);
-			atomic_fetch_add(&w->dump_done, 1);
+			atomic_store(&w->dump_done, req);
 			futex_wake(&w->dump_done);
 			continue;
 		}
@@ -1640,18 +1645,25 @@ static int dump(nrr_writer *w)
 	return rc;
 }
 
-int nrr_writer_dump(nrr_writer *w, int timeout_ms)
+/* Ask the compression thread for a dump; @return the request's number */
+static uint32_t request_dump(nrr_writer *w)
 {
-	uint32_t done = atomic_load(&w->dump_done);
-	atomic_store(&w->dump_req, 1);
+	uint32_t ticket = atomic_fetch_add(&w->dump_req, 1) + 1;
 	atomic_fetch_add(&w->qfutex, 1);
 	futex_wake(&w->qfutex);
+	return ticket;
+}
+
+int nrr_writer_dump(nrr_writer *w, int timeout_ms)
+{
+	uint32_t ticket = request_dump(w);
 	for (int waited = 0; waited < timeout_ms; waited += 10) {
-		if (atomic_load(&w->dump_done) != done)
+		uint32_t done = atomic_load(&w->dump_done);
+		if ((int32_t)(done - ticket) >= 0)
 			return 0;
 		futex_wait(&w->dump_done, done, 10000000);
 	}
-	return timeout_ms > 0 && atomic_load(&w->dump_done) == done ? -ETIMEDOUT : 0;
+	return timeout_ms > 0 && (int32_t)(atomic_load(&w->dump_done) - ticket) < 0 ? -ETIMEDOUT : 0;
 }
 
 /* Hang watchdog: a call in flight (or a poll repeating "not ready") and no
@@ -1730,11 +1742,8 @@ int nrr_writer_add_meta(nrr_writer *w, const char *text, size_t len)
 	}
 	bool held = w->pend_len > 0;
 	pthread_mutex_unlock(&w->io_lock);
-	if (held) {
-		atomic_store(&w->dump_req, 1);
-		atomic_fetch_add(&w->qfutex, 1);
-		futex_wake(&w->qfutex);
-	}
+	if (held)
+		request_dump(w);
 	return rc;
 }
 

@@ -92,6 +92,33 @@ static size_t thread_line(char *out, size_t len, long tid, const char *name, siz
 	return (size_t)n;
 }
 
+/* Hold back the signals whose handler writes the trace out (signals.c)
+ * while this thread completes the file or holds the writer's I/O lock: a
+ * handler run here would wait for a dump that needs that lock, 5 s, and
+ * the process would end with neither the end nor what came since the
+ * last tail written.  SIGSEGV, SIGBUS and SIGABRT cannot wait: they come
+ * from this thread's own code, not the tracer's. */
+static void hold_ending_signals(sigset_t *old)
+{
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &stop, old);
+}
+
+/* metadata from a traced thread: the writer compresses it under its I/O
+ * lock (nrr_writer_add_meta) */
+static void add_meta(nrr_writer *w, const char *text, size_t len)
+{
+	sigset_t old;
+	hold_ending_signals(&old);
+	nrr_writer_add_meta(w, text, len);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static void name_thread(nrr_writer *w)
 {
 	int saved = errno;
@@ -101,7 +128,7 @@ static void name_thread(nrr_writer *w)
 			   ? thread_line(line, sizeof(line), (long)syscall(SYS_gettid), name, strnlen(name, 16))
 			   : 0;
 	if (n)
-		nrr_writer_add_meta(w, line, n);
+		add_meta(w, line, n);
 	errno = saved;
 }
 
@@ -236,7 +263,7 @@ void nrr_trace_meta(const char *fmt, ...)
 		if (nrr_trace_begin()) {
 			nrr_writer *w = atomic_load(&g_w);
 			if (w)
-				nrr_writer_add_meta(w, line, (size_t)n);
+				add_meta(w, line, (size_t)n);
 			nrr_trace_end();
 		} else if (nrr_lt_meta && nrr_trace_lttng_begin()) {
 			nrr_lt_meta(line, (size_t)n);
@@ -519,13 +546,8 @@ void nrr_trace_finish(void)
 	/* a SIGTERM now would end the process with the file half written:
 	 * this thread holds it back until the file is complete, and a handler
 	 * running on another thread waits for it (nrr_trace_dump) */
-	sigset_t stop, old;
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGHUP);
-	sigaddset(&stop, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	sigset_t old;
+	hold_ending_signals(&old);
 	atomic_store(&g_finishing, (pid_t)syscall(SYS_gettid));
 	nrr_trace_backend = NRR_BACKEND_OFF;
 	atomic_store(&g_w, NULL);
