@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rnet.c - ncclNet plugin calls (domain "net") replayed against a live
- * ncclNet plugin: ncclrr's own socket transport
- * (libnccl-net-ncclrr-socket.so) unless `ncclrr replay --net-plugin PATH`
- * names another one.  The plugin is loaded only when the trace has net
- * calls; tables v6 .. v11 are accepted.
+ * ncclNet plugin: ncclrr's own transport of the kind recorded (the traced
+ * plugin, metadata env.NCCLRR_NET_PLUGIN, was ncclrr's IB one: its verbs
+ * transport libnccl-net-ncclrr-ib.so over the fake verbs; otherwise its
+ * socket transport libnccl-net-ncclrr-socket.so), unless `ncclrr replay
+ * --net-plugin PATH` names another one.  The plugin is loaded only when
+ * the trace has net calls; tables v6 .. v11 are accepted.
  *
  * What the environment decided comes from the trace: the devices and their
  * properties (the recorded NICs are not this machine's; live device 0 is
@@ -41,7 +43,14 @@
 #include "nccl_net_types.h"
 #include "nrr_launch.h"
 
-#define NET_PLUGIN_FILE "libnccl-net-ncclrr-socket.so"
+/* ncclrr's own transports: the file, where the build tree has it, and
+ * what a user calls it (NCCL_NET_PLUGIN=NAME loads libnccl-net-NAME.so) */
+static const struct transport {
+	const char *name, *file, *build_dir, *what;
+} transports[] = {
+	{ "ncclrr-socket", "libnccl-net-ncclrr-socket.so", "../replayer/transport/socket", "ncclrr's socket net plugin" },
+	{ "ncclrr-ib", "libnccl-net-ncclrr-ib.so", "../replayer/transport/ib", "ncclrr's IB net plugin" },
+};
 #define HMAX NRR_NET_HANDLE_MAXSIZE
 #define MAX_RECVS 8
 
@@ -111,8 +120,23 @@ static void quiet_logger(int level, unsigned long flags, const char *file, int l
 	va_end(ap);
 }
 
-static int find_plugin(const struct nrr_replay_opts *o, char *buf, size_t size, char *err, size_t errlen)
+/* The transport a trace's net calls replay through: the one of ncclrr's
+ * whose name the traced plugin has (a path or NCCL's short name), else the
+ * socket one. */
+static const struct transport *recorded_transport(nrr_reader *r)
 {
+	const char *rec = nrr_reader_meta(r, "env.NCCLRR_NET_PLUGIN");
+	const char *base = rec ? strrchr(rec, '/') : NULL;
+	base = base ? base + 1 : rec;
+	for (size_t i = 0; base && i < sizeof(transports) / sizeof(transports[0]); i++)
+		if (!strcmp(base, transports[i].name) || !strcmp(base, transports[i].file))
+			return &transports[i];
+	return &transports[0];
+}
+
+static int find_plugin(const struct nrr_rproc *p, char *buf, size_t size, char *err, size_t errlen)
+{
+	const struct nrr_replay_opts *o = p->o;
 	if (o->net_plugin && *o->net_plugin) {
 		snprintf(buf, size, "%s", o->net_plugin);
 		return 0;
@@ -124,14 +148,14 @@ static int find_plugin(const struct nrr_replay_opts *o, char *buf, size_t size, 
 		return 0;
 	}
 	/* the build tree (build/cli/ncclrr), then installed (bin/ncclrr, lib*) */
-	static const char *const rel[] = { "../replayer/transport/socket", NRR_PKGLIBDIR, NULL };
+	const struct transport *t = recorded_transport(p->r);
+	const char *const rel[] = { t->build_dir, NRR_PKGLIBDIR, NULL };
 	char dir[4096];
-	int r = nrr_find_near_exe("NCCLRR_NET_PLUGIN_REPLAY", NET_PLUGIN_FILE, rel, "ncclrr's socket net plugin", dir,
-				  sizeof(dir), err, errlen);
+	int r = nrr_find_near_exe("NCCLRR_NET_PLUGIN_REPLAY", t->file, rel, t->what, dir, sizeof(dir), err, errlen);
 	if (r < 0)
 		return r;
-	if ((size_t)snprintf(buf, size, "%s/%s", dir, NET_PLUGIN_FILE) >= size) {
-		snprintf(err, errlen, "net plugin path too long: %s/%s", dir, NET_PLUGIN_FILE);
+	if ((size_t)snprintf(buf, size, "%s/%s", dir, t->file) >= size) {
+		snprintf(err, errlen, "net plugin path too long: %s/%s", dir, t->file);
 		return -ENAMETOOLONG;
 	}
 	return 0;
@@ -156,7 +180,7 @@ int rnet_open(struct rnet **out, struct nrr_rproc *p, char *err, size_t errlen)
 		return -ENOMEM;
 	s->p = p;
 	pthread_mutex_init(&s->mu, NULL);
-	int r = find_plugin(p->o, s->path, sizeof(s->path), err, errlen);
+	int r = find_plugin(p, s->path, sizeof(s->path), err, errlen);
 	if (r < 0) {
 		free(s);
 		return r;
@@ -182,6 +206,10 @@ int rnet_open(struct rnet **out, struct nrr_rproc *p, char *err, size_t errlen)
 		free(s);
 		return -ENOENT;
 	}
+	const char *dbg = getenv("NCCLRR_DEBUG"), *rec = nrr_reader_meta(p->r, "env.NCCLRR_NET_PLUGIN");
+	if (dbg && (strstr(dbg, "net") || !strcmp(dbg, "all")))
+		fprintf(stderr, "ncclrr replay: %s: ncclNet calls through %s (v%d; recorded with %s)\n",
+			p->pi->who, s->path, s->ver, rec && *rec ? rec : "an unnamed plugin");
 	*out = s;
 	return 0;
 }

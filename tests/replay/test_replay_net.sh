@@ -5,7 +5,10 @@
 # against a live plugin: the calls must run (not be answered from the
 # trace), the live plugin's failures must show as divergences, and 20
 # replays must be identical.
-# usage: test_replay_net.sh NCCLRR NET_PINGPONG NET_PLUGIN
+# With TOPO and FAKE_LIBDIR (the IB case): recorded with ncclrr's IB
+# transport between two virtual hosts of TOPO on the fake verbs, replay
+# must pick ncclrr's IB transport by itself and run the calls through it.
+# usage: test_replay_net.sh NCCLRR NET_PINGPONG NET_PLUGIN [TOPO FAKE_LIBDIR]
 set -uo pipefail
 ncclrr=$(realpath "$1")
 pingpong=$(realpath "$2")
@@ -14,6 +17,34 @@ plugin=$(realpath "$3")
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/skip_asan_tracer.sh"
 skip_asan_tracer "$(dirname "$ncclrr")/../tracer/libncclrr-trace.so"
 unset NCCLRR_FAULT NCCLRR_NET_SOCKET_ADDR NCCLRR_NET_PLUGIN_REPLAY NCCL_DEBUG
+
+if [ -n "${4:-}" ]; then
+	topo=$(realpath "$4")
+	# (NCCL_NET_PLUGIN by NCCL's short name, as users give it: the tracer's
+	# wrapper finds libnccl-net-ncclrr-ib.so on LD_LIBRARY_PATH)
+	LD_LIBRARY_PATH=$5:$(dirname "$plugin") NCCLRR_TOPO=$topo NCCLRR_HOST=0 NET_PINGPONG_CHILD_HOST=1 \
+		NCCLRR_VERBS_DIR=$tmp/rdv NCCL_NET_PLUGIN=ncclrr-ib \
+		"$ncclrr" record -q -o "$tmp/t" -- "$pingpong" - >"$tmp/rec.out" 2>&1 ||
+		{ cat "$tmp/rec.out"; echo "FAIL: net_pingpong over ncclrr-ib did not record"; exit 1; }
+	"$ncclrr" dump --meta --api none "$tmp/t" | grep -q '^#   env.NCCLRR_NET_PLUGIN=.*ncclrr-ib' ||
+		fail "the traces do not name the IB plugin"
+	NCCLRR_DEBUG=net "$ncclrr" replay -v --timeout 60 --topo "$topo" "$tmp/t" >"$tmp/r1" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || { cat "$tmp/r1"; fail "replay exit $rc, want 0"; }
+	grep -q "result: the replay matches the recording" "$tmp/r1" || fail "no match"
+	n=$(grep -c 'ncclNet calls through .*/libnccl-net-ncclrr-ib.so' "$tmp/r1")
+	[ "$n" -eq 2 ] || { grep 'ncclNet calls through' "$tmp/r1"; fail "$n of 2 processes replayed through ncclrr's IB transport"; }
+	# the calls ran live: most of each process's, not answered from the trace
+	while read -r done total inj; do
+		[ "$done" -eq "$total" ] || fail "a process replayed $done of $total calls"
+		[ $((done - inj)) -ge 50 ] || fail "a process ran only $((done - inj)) of $done calls live"
+	done < <(sed -n 's/.*(net_pingpong): \([0-9]*\) of \([0-9]*\) calls, \([0-9]*\) answered from the trace.*/\1 \2 \3/p' "$tmp/r1")
+	grep 'ncclNet calls through' "$tmp/r1" | head -1
+	grep -E '^  .*\(net_pingpong\):' "$tmp/r1"
+	[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+	echo PASS
+	exit 0
+fi
 
 NCCL_NET_PLUGIN=$plugin "$ncclrr" record -q -o "$tmp/t" -- "$pingpong" - >"$tmp/rec.out" 2>&1 \
 	|| { cat "$tmp/rec.out"; echo "FAIL: net_pingpong did not record"; exit 1; }
