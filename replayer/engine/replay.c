@@ -338,36 +338,64 @@ static int scan(struct coord *x, size_t i)
  * way); when the trace
  * does not say how its process ended (LTTng), a refused connect is a
  * retry, not the failure. */
+/* qsort order of error indices: same call and result together, by process */
+static int cmp_call_result(const void *a, const void *b, void *errs)
+{
+	const struct perr *e = errs, *x = &e[*(const size_t *)a], *y = &e[*(const size_t *)b];
+	int c = strcmp(x->fn, y->fn);
+	if (!c)
+		c = strcmp(x->res, y->res);
+	return c ? c : (x->proc > y->proc) - (x->proc < y->proc);
+}
+
 static void mark_benign(struct coord *x)
 {
 	bool any_ok = false;
 	for (size_t i = 0; i < x->n; i++)
 		any_ok |= !strcmp(x->pi[i].end, "exit 0");
+	/* per call and result: how many processes had it, whether one of them
+	 * ended well, whether one ran on until a signal ended it (grouped
+	 * once: a job's thousands of refused connects made this quadratic) */
+	size_t *ix = malloc((x->nerr ? x->nerr : 1) * sizeof(*ix));
+	struct grp { size_t have; bool in_ok, in_survivor; } *g = malloc((x->nerr ? x->nerr : 1) * sizeof(*g));
+	if (!ix || !g) {
+		free(ix);
+		free(g);
+		return;   /* (nothing marked benign: every error counts) */
+	}
+	for (size_t a = 0; a < x->nerr; a++)
+		ix[a] = a;
+	qsort_r(ix, x->nerr, sizeof(*ix), cmp_call_result, x->err);
+	for (size_t a = 0; a < x->nerr;) {
+		size_t b = a;
+		struct grp gr = { 0, false, false };
+		for (; b < x->nerr && !strcmp(x->err[ix[b]].fn, x->err[ix[a]].fn) &&
+		       !strcmp(x->err[ix[b]].res, x->err[ix[a]].res); b++) {
+			size_t i = x->err[ix[b]].proc;
+			if (b > a && x->err[ix[b - 1]].proc == i)
+				continue;   /* that process counted once */
+			gr.have++;
+			gr.in_ok |= !strcmp(x->pi[i].end, "exit 0");
+			gr.in_survivor |= strncmp(x->pi[i].end, "exit ", 5) != 0;
+		}
+		for (; a < b; a++)
+			g[ix[a]] = gr;
+	}
 	for (size_t a = 0; a < x->nerr; a++) {
 		struct perr *e = &x->err[a];
 		if ((e->benign = e->api_benign))
 			continue;
-		size_t have = 0;
-		bool in_ok = false, in_survivor = false;
-		for (size_t i = 0; i < x->n; i++) {
-			bool found = false;
-			for (size_t b = 0; b < x->nerr && !found; b++)
-				found = x->err[b].proc == i && !strcmp(x->err[b].fn, e->fn) && !strcmp(x->err[b].res, e->res);
-			if (found) {
-				have++;
-				in_ok |= !strcmp(x->pi[i].end, "exit 0");
-				in_survivor |= strncmp(x->pi[i].end, "exit ", 5) != 0;
-			}
-		}
 		if (!strcmp(x->pi[e->proc].end, "exit 0") || !strcmp(x->pi[e->proc].end, "exec"))
 			e->benign = true;   /* its own process ended well despite it (a fork stub exec'd) */
 		else if (any_ok)
-			e->benign = in_ok;
+			e->benign = g[a].in_ok;
 		else if (!x->pi[e->proc].end[0] && !strcmp(e->fn, "connect") && strstr(e->res, "ECONNREFUSED"))
 			e->benign = true;   /* no end recorded (LTTng): a refused connect is a retry */
 		else
-			e->benign = 2 * have > x->n && in_survivor;
+			e->benign = 2 * g[a].have > x->n && g[a].in_survivor;
 	}
+	free(ix);
+	free(g);
 }
 
 /* Processes killed outright (nrr_no_end_means_killed): say so, it is
