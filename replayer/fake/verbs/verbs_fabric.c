@@ -31,11 +31,36 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #define NV_MAGIC 0x6e727276u /* "nrrv" */
+
+/* The fabric is the NICs' hardware: its own sockets, polls and wake-ups
+ * go to the kernel directly, not through libc, so that a tracer
+ * interposing libc (ncclrr record) sees none of them, as it sees none of
+ * a real HCA's traffic.  (Until 2026-11-27 they were recorded: the
+ * progress thread's polls and the rendezvous sockets inside verbs calls;
+ * traces of that time still hold them, and replay answers them from the
+ * trace.) */
+static int nic_socket(int domain, int type, int proto) { return (int)syscall(SYS_socket, domain, type, proto); }
+static int nic_bind(int fd, const struct sockaddr *a, socklen_t l) { return (int)syscall(SYS_bind, fd, a, l); }
+static int nic_listen(int fd, int backlog) { return (int)syscall(SYS_listen, fd, backlog); }
+static int nic_accept4(int fd, int flags) { return (int)syscall(SYS_accept4, fd, NULL, NULL, flags); }
+static int nic_connect(int fd, const struct sockaddr *a, socklen_t l) { return (int)syscall(SYS_connect, fd, a, l); }
+static ssize_t nic_send(int fd, const void *b, size_t n, int flags) { return syscall(SYS_sendto, fd, b, n, flags, NULL, 0); }
+static ssize_t nic_recv(int fd, void *b, size_t n, int flags) { return syscall(SYS_recvfrom, fd, b, n, flags, NULL, NULL); }
+static ssize_t nic_read(int fd, void *b, size_t n) { return syscall(SYS_read, fd, b, n); }
+static ssize_t nic_write(int fd, const void *b, size_t n) { return syscall(SYS_write, fd, b, n); }
+static int nic_close(int fd) { return (int)syscall(SYS_close, fd); }
+static int nic_eventfd(unsigned init, int flags) { return (int)syscall(SYS_eventfd2, init, flags); }
+static int nic_poll(struct pollfd *p, nfds_t n, int timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+	return (int)syscall(SYS_ppoll, p, n, timeout_ms < 0 ? NULL : &ts, NULL, (size_t)(_NSIG / 8));
+}
 
 enum { PKT_REQ = 1, PKT_RESP = 2 };
 enum { RESP_ACK, RESP_RNR, RESP_REM_ACCESS, RESP_REM_INV, RESP_REM_OP };
@@ -141,14 +166,14 @@ static void fork_child(void)
 	pthread_mutex_init(&nv_lock, NULL);
 	for (struct nv_conn *c = g_conns; c; c = c->next)
 		if (c->fd >= 0)
-			close(c->fd);
+			nic_close(c->fd);
 	g_conns = NULL;
 	for (struct nv_qp *q = nv_qps; q; q = q->next)
 		if (q->lfd >= 0)
-			close(q->lfd);
+			nic_close(q->lfd);
 	nv_qps = NULL;
 	if (g_wake >= 0)
-		close(g_wake);
+		nic_close(g_wake);
 	g_wake = -1;
 	g_next_qpn = 0;
 }
@@ -160,7 +185,7 @@ static int start_thread(void)
 		atfork = 1;
 	if (g_wake >= 0)
 		return 0;
-	g_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	g_wake = nic_eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (g_wake < 0)
 		return errno;
 	pthread_t t;
@@ -178,7 +203,7 @@ static int start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&at);
 	if (rc) {
-		close(g_wake);
+		nic_close(g_wake);
 		g_wake = -1;
 		return rc;
 	}
@@ -201,7 +226,7 @@ int nv_fabric_listen(struct nv_qp *q, uint16_t lid)
 		return rc;
 	if (!g_next_qpn)
 		g_next_qpn = 0x100 + (((uint32_t)getpid() * 2654435761u) >> 12) % 0xf00000;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = nic_socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
 	for (int tries = 0; tries < 65536; tries++) {
@@ -210,11 +235,11 @@ int nv_fabric_listen(struct nv_qp *q, uint16_t lid)
 			g_next_qpn = 0x100;
 		struct sockaddr_un sa;
 		qp_sockaddr(&sa, lid, qpn);
-		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			if (listen(fd, 64) < 0) {
+		if (nic_bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			if (nic_listen(fd, 64) < 0) {
 				rc = errno;
 				unlink(sa.sun_path);
-				close(fd);
+				nic_close(fd);
 				return rc;
 			}
 			q->lfd = fd;
@@ -225,25 +250,25 @@ int nv_fabric_listen(struct nv_qp *q, uint16_t lid)
 		if (errno != EADDRINUSE) {
 			rc = errno;
 			fake_log("libibverbs: cannot bind %s: %m", sa.sun_path);
-			close(fd);
+			nic_close(fd);
 			return rc;
 		}
 	}
-	close(fd);
+	nic_close(fd);
 	return ENOSPC;
 }
 
 void nv_fabric_kick(void)
 {
 	uint64_t one = 1;
-	if (g_wake >= 0 && write(g_wake, &one, sizeof(one)) < 0)
+	if (g_wake >= 0 && nic_write(g_wake, &one, sizeof(one)) < 0)
 		FAKE_DBG("libibverbs: wake: %m");
 }
 
 static void conn_kill(struct nv_conn *c)
 {
 	if (c->fd >= 0)
-		close(c->fd);
+		nic_close(c->fd);
 	c->fd = -1;
 	if (c->qp && c->qp->out == c)
 		c->qp->out = NULL;
@@ -256,7 +281,7 @@ void nv_fabric_close_qp(struct nv_qp *q, int keep_listening)
 		if (c->qp == q)
 			conn_kill(c);
 	if (q->lfd >= 0 && !keep_listening) {
-		close(q->lfd);
+		nic_close(q->lfd);
 		unlink(q->path);
 		q->lfd = -1;
 	}
@@ -269,7 +294,7 @@ static struct nv_conn *conn_new(int fd, struct nv_qp *q, int outgoing)
 {
 	struct nv_conn *c = calloc(1, sizeof(*c));
 	if (!c) {
-		close(fd);
+		nic_close(fd);
 		return NULL;
 	}
 	c->fd = fd;
@@ -283,7 +308,7 @@ static struct nv_conn *conn_new(int fd, struct nv_qp *q, int outgoing)
 static int conn_flush(struct nv_conn *c)
 {
 	while (c->fd >= 0 && c->outoff < c->outlen) {
-		ssize_t n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL);
+		ssize_t n = nic_send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return 0;
@@ -330,14 +355,14 @@ static void conn_send(struct nv_conn *c, const struct nv_pkt *h, const void *pay
 
 static struct nv_conn *conn_open(struct nv_qp *q)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = nic_socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return NULL;
 	struct sockaddr_un sa;
 	qp_sockaddr(&sa, q->peer->lid, q->attr.dest_qp_num);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (nic_connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		FAKE_DBG("libibverbs: QP %u: connect %s: %m", q->qp.qp_num, sa.sun_path);
-		close(fd);
+		nic_close(fd);
 		return NULL;
 	}
 	return conn_new(fd, q, 1);
@@ -590,7 +615,7 @@ static void conn_read(struct nv_conn *c, uint64_t now)
 			conn_kill(c);
 			return;
 		}
-		ssize_t n = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
+		ssize_t n = nic_recv(c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 			gone = 1; /* the peer is gone, after what it sent last */
 			break;
@@ -700,7 +725,7 @@ static void *progress(void *arg)
 			timeout = next <= now ? 0 : (int)((next - now) / 1000000ull) + 1;
 		unsigned epoch = g_epoch;
 		pthread_mutex_unlock(&nv_lock);
-		int r = poll(pfd, n, timeout);
+		int r = nic_poll(pfd, n, timeout);
 		pthread_mutex_lock(&nv_lock);
 		if (r <= 0 || epoch != g_epoch)
 			continue; /* a QP went away meanwhile: its entries may be stale */
@@ -710,11 +735,11 @@ static void *progress(void *arg)
 				continue;
 			if (evs[i].kind == EV_WAKE) {
 				uint64_t v;
-				if (read(g_wake, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				if (nic_read(g_wake, &v, sizeof(v)) < 0 && errno != EAGAIN)
 					FAKE_DBG("libibverbs: wake read: %m");
 			} else if (evs[i].kind == EV_LISTEN) {
 				struct nv_qp *q = evs[i].obj;
-				int fd = accept4(q->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+				int fd = nic_accept4(q->lfd, SOCK_NONBLOCK | SOCK_CLOEXEC);
 				if (fd >= 0)
 					conn_new(fd, q, 0);
 			} else {
