@@ -162,6 +162,30 @@ def split_params(s, where):
     return out
 
 
+def struct_fields(api, tname):
+    """The members of struct type @tname in the order a `c` line of the
+    description declares them (`typedef struct [TAG] { ... } tname;`), as
+    names; a member that is itself a struct or union counts as one. None
+    when no `c` line gives the type a body (an opaque or library type)."""
+    for line in api.c_lines:
+        m = re.match(r'^\s*typedef\s+struct\s*\w*\s*\{(.*)\}\s*' + re.escape(tname) + r'\s*;\s*$', line)
+        if not m:
+            continue
+        names, depth, cur = [], 0, ''
+        for ch in m.group(1):
+            depth += ch == '{'
+            depth -= ch == '}'
+            if depth == 0 and ch in ';,':
+                d = re.sub(r'\[[^]]*\]', '', cur).strip()
+                if d:
+                    names.append(re.search(r'([A-Za-z_]\w*)\s*$', d).group(1))
+                cur = ''
+                continue
+            cur += ch
+        return names
+    return None
+
+
 def parse_since(v, where):
     """since=VERSION: a CUDA version as the driver numbers them (12050 = 12.5)."""
     if not re.match(r'^[1-9]\d{3,4}$', v):

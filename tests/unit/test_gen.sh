@@ -84,6 +84,16 @@ if "$py" "$gen" --out-dir "$tmp/fv" --emit fake-verbs "$types" "$tmp/fv.api" &&
 	[ "$(grep -o 'NRR_FAULT_[a-z_]*' "$tmp/fv/nrr_fake_verbs_fault.h" | tr '\n' ' ')" = 'NRR_FAULT_ibv_z NRR_FAULT_ibv_a ' ] &&
 	[ "$(sed -n '/nrr_fault_fns\[\] = {/,/^};/p' "$tmp/fv/nrr_benign_gen.c" | grep -o '"[a-z_]*"' | tr '\n' ' ')" = '"ibv_a" "ibv_z" "o_f" ' ]
 then pass=$((pass + 1)); else echo "FAIL: fault output: $(cat "$tmp"/fv/* 2>&1)"; fail=$((fail + 1)); fi
+# a struct:TYPE out parameter whose c line gives TYPE a body: its members
+# for the replay's member-by-member compare (--emit replay)
+printf 'c typedef struct { int a, b[3]; struct { int x; } s; void *p; } T_t;\ndomain verbs\nfn int ibv_q(void *q, T_t *t)\n  out t struct:T_t\n' >"$tmp/rp.api"
+mkdir -p "$tmp/rp"
+if "$py" "$gen" --out-dir "$tmp/rp" --emit replay "$types" "$tmp/rp.api" &&
+	[ "$(sed -n '/nrr_rc_f_ibv_q_t\[\] = {/,/^};/p' "$tmp/rp/nrr_replay_gen.c" | grep -o '{ "[a-z]*", offsetof(T_t, [a-z]*)' | tr '\n' ' ')" = \
+		'{ "a", offsetof(T_t, a) { "b", offsetof(T_t, b) { "s", offsetof(T_t, s) { "p", offsetof(T_t, p) ' ] &&
+	grep -q '{ "t", NRR_RC_PTR, 0, 0, (uint32_t)(sizeof(T_t)), nrr_rc_f_ibv_q_t },' "$tmp/rp/nrr_replay_gen.c" &&
+	grep -q '{ "q", NRR_RC_PTR, 0, 0, (uint32_t)(0), NULL },' "$tmp/rp/nrr_replay_gen.c"
+then pass=$((pass + 1)); else echo "FAIL: replay members: $(grep -A8 'ibv_q' "$tmp/rp/nrr_replay_gen.c" 2>&1)"; fail=$((fail + 1)); fi
 printf 'domain d\nfn int f(int a, const char *s, int *o)\n' >"$tmp/ok.api"
 out=$("$py" "$gen" --emit list "$types" "$tmp/ok.api"); rc=$?
 [ $rc -eq 0 ] && grep -q '^d f 3 -$' <<<"$out" && pass=$((pass + 1)) || { echo "FAIL: good description: $out"; fail=$((fail + 1)); }
