@@ -8,6 +8,7 @@
 #define SET NRR_ENV_SETTING
 #define LAU NRR_ENV_LAUNCH
 #define PER NRR_ENV_PER_RUN
+#define RUN NRR_ENV_BY_RUN
 
 const struct nrr_env_var nrr_env_vars[] = {
 	/* families: the libraries' settings, ncclrr's own, Open MPI's, Slurm's */
@@ -20,25 +21,27 @@ const struct nrr_env_var nrr_env_vars[] = {
 	{ "OMPI_COMM_WORLD_", REC | LAU },
 	{ "SLURM_", LAU },
 	/* the rank, in the order the tracer believes them */
-	{ "RANK", REC | LAU | NRR_ENV_RANK },
+	{ "RANK", REC | LAU | RUN | NRR_ENV_RANK },
 	{ "OMPI_COMM_WORLD_RANK", NRR_ENV_RANK },
 	{ "PMIX_RANK", REC | LAU | NRR_ENV_RANK },
 	{ "PMI_RANK", REC | LAU | NRR_ENV_RANK },
 	{ "SLURM_PROCID", REC | NRR_ENV_RANK },
-	{ "NCCLRR_RANK", NRR_ENV_RANK },
+	{ "NCCLRR_RANK", RUN | NRR_ENV_RANK },
 	/* the rank on the host, the host's number */
-	{ "LOCAL_RANK", REC | LAU | NRR_ENV_LOCAL_RANK },
-	{ "NCCLRR_LOCAL_RANK", NRR_ENV_LOCAL_RANK },
+	{ "LOCAL_RANK", REC | LAU | RUN | NRR_ENV_LOCAL_RANK },
+	{ "NCCLRR_LOCAL_RANK", RUN | NRR_ENV_LOCAL_RANK },
 	{ "OMPI_COMM_WORLD_LOCAL_RANK", NRR_ENV_LOCAL_RANK },
 	{ "SLURM_LOCALID", REC | NRR_ENV_LOCAL_RANK },
-	{ "NCCLRR_HOST", NRR_ENV_HOST_INDEX },
+	{ "NCCLRR_HOST", RUN | NRR_ENV_HOST_INDEX },
 	{ "SLURM_NODEID", REC | NRR_ENV_HOST_INDEX },
 	{ "GROUP_RANK", REC | LAU | NRR_ENV_HOST_INDEX },
 	{ "NODE_RANK", REC | LAU | NRR_ENV_HOST_INDEX },
 	/* the rest of a launcher's world */
 	{ "PMI_SIZE", REC | LAU },
-	{ "WORLD_SIZE", REC | LAU },
-	{ "LOCAL_WORLD_SIZE", REC | LAU },
+	{ "WORLD_SIZE", REC | LAU | RUN },
+	{ "LOCAL_WORLD_SIZE", REC | LAU | RUN },
+	{ "NCCLRR_NRANKS", RUN },
+	{ "NCCLRR_LOCAL_SIZE", RUN },
 	{ "SLURM_NTASKS", REC },
 	{ "SLURM_NNODES", REC },
 	{ "SLURM_JOB_ID", REC | PER },
@@ -46,12 +49,12 @@ const struct nrr_env_var nrr_env_vars[] = {
 	{ "TORCHELASTIC_RUN_ID", REC | LAU | PER },
 	{ "MASTER_ADDR", REC | LAU },
 	{ "MASTER_PORT", REC | LAU },
-	{ "LD_LIBRARY_PATH", REC | LAU },
+	{ "LD_LIBRARY_PATH", REC | LAU | RUN },
 	{ "LD_PRELOAD", REC | LAU | PER },
 	/* NCCL's that `ncclrr run` sets for each rank */
-	{ "NCCL_HOSTID", LAU },
-	{ "NCCL_COMM_ID", LAU },
-	{ "NCCL_TOPO_FILE", LAU },
+	{ "NCCL_HOSTID", LAU | RUN },
+	{ "NCCL_COMM_ID", LAU | RUN },
+	{ "NCCL_TOPO_FILE", LAU | RUN },
 	{ "NCCL_TOPO_DUMP_FILE", LAU | PER },
 	{ "NCCL_NET_PLUGIN", LAU },   /* given to record, which wraps it again */
 	/* ncclrr's own that name where this run keeps its files, or how it is
@@ -65,7 +68,7 @@ const struct nrr_env_var nrr_env_vars[] = {
 	{ "NCCLRR_FAKE_LIBDIR", PER },
 	{ "NCCLRR_FAKE_DEBUG", PER },
 	{ "NCCLRR_FAKE_STATS", PER },
-	{ "NCCLRR_TOPO", PER },
+	{ "NCCLRR_TOPO", PER | RUN },
 	{ "NCCLRR_ID_DIR", PER },     /* ncclrr run's private temporary directory */
 	{ "NCCLRR_SYSFS", PER },      /* the host's sysfs view, in that directory */
 	{ "NCCLRR_MEMLOCK_GIVEN", PER }, /* this machine's hard RLIMIT_MEMLOCK */

@@ -26,6 +26,12 @@ enum {
 	NRR_ENV_RANK = 1 << 4,       /* the process's rank */
 	NRR_ENV_LOCAL_RANK = 1 << 5, /* its rank on its host */
 	NRR_ENV_HOST_INDEX = 1 << 6, /* its host's number */
+	NRR_ENV_BY_RUN = 1 << 7,     /* set per rank by `ncclrr run` itself, from
+				      * the placement and its options (a subset
+				      * of NRR_ENV_LAUNCH, which also holds the
+				      * other launchers' and ncclrr's own switches
+				      * such as NCCLRR_FAULT): a re-run under
+				      * ncclrr run (bisect) never passes it on */
 };
 
 /* A name, or a prefix when it ends in '_' (a prefix matches longer names

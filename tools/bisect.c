@@ -24,6 +24,7 @@
 
 #include "bisect.h"
 #include "diff.h"
+#include "nrr_env.h"
 #include "nrr_launch.h"
 #include "rerun.h"
 #include "run.h"
@@ -137,18 +138,12 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Variables `ncclrr run` sets for each rank itself: never passed on. */
+/* Variables `ncclrr run` sets for each rank itself (NRR_ENV_BY_RUN of the
+ * one table, formats/env.c): never passed on. Not every launcher's variable
+ * (NRR_ENV_LAUNCH): NCCLRR_FAULT is one, and a difference in it is searched. */
 static bool set_by_run(const char *name)
 {
-	static const char *const v[] = {
-		"NCCLRR_TOPO", "NCCLRR_HOST", "NCCLRR_RANK", "NCCLRR_NRANKS", "NCCLRR_LOCAL_RANK",
-		"NCCLRR_LOCAL_SIZE", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NCCL_HOSTID",
-		"NCCL_COMM_ID", "NCCL_TOPO_FILE", "LD_LIBRARY_PATH", NULL,
-	};
-	for (size_t i = 0; v[i]; i++)
-		if (strcmp(name, v[i]) == 0)
-			return true;
-	return false;
+	return (nrr_env_flags(name, strlen(name)) & NRR_ENV_BY_RUN) != 0;
 }
 
 /* A value runinfo normalised (or the tracer redacted): cannot be set. */

@@ -8,6 +8,7 @@
  */
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -26,6 +27,37 @@
 #define NRR_MMSG_HEAD 32u
 
 #if NCCLRR_HAVE_VERBS
+/* ibv_query_port's answer is recorded and compared by the layout
+ * formats/api/types.api declares (nrr_ibv_port_attr): rdma-core's, member
+ * by member, or the build stops here */
+#define NRR_SAME_MEMBER(m)                                                                       \
+	_Static_assert(offsetof(nrr_ibv_port_attr, m) == offsetof(struct ibv_port_attr, m) &&   \
+			       sizeof(((nrr_ibv_port_attr *)0)->m) == sizeof(((struct ibv_port_attr *)0)->m), \
+		       "nrr_ibv_port_attr." #m " (formats/api/types.api) differs from struct ibv_port_attr")
+NRR_SAME_MEMBER(state);
+NRR_SAME_MEMBER(max_mtu);
+NRR_SAME_MEMBER(active_mtu);
+NRR_SAME_MEMBER(gid_tbl_len);
+NRR_SAME_MEMBER(port_cap_flags);
+NRR_SAME_MEMBER(max_msg_sz);
+NRR_SAME_MEMBER(bad_pkey_cntr);
+NRR_SAME_MEMBER(qkey_viol_cntr);
+NRR_SAME_MEMBER(pkey_tbl_len);
+NRR_SAME_MEMBER(lid);
+NRR_SAME_MEMBER(sm_lid);
+NRR_SAME_MEMBER(lmc);
+NRR_SAME_MEMBER(max_vl_num);
+NRR_SAME_MEMBER(sm_sl);
+NRR_SAME_MEMBER(subnet_timeout);
+NRR_SAME_MEMBER(init_type_reply);
+NRR_SAME_MEMBER(active_width);
+NRR_SAME_MEMBER(active_speed);
+NRR_SAME_MEMBER(phys_state);
+NRR_SAME_MEMBER(link_layer);
+NRR_SAME_MEMBER(flags);
+NRR_SAME_MEMBER(port_cap_flags2);
+#undef NRR_SAME_MEMBER
+
 size_t nrr_custom_send_wr(uint8_t *buf, const void *v, long long ret)
 {
 	uint8_t *p = buf + 1;

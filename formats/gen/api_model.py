@@ -75,6 +75,7 @@ class Fn:
         self.poll = None  # ('ret', value), ('out', arg, value) or ('err', ERRNO)
         self.versions = None  # e.g. ['6', '10']: interface versions that have it (net)
         self.since = None     # CUDA version whose ABI this symbol is (since=): the fake driver exports it
+        self.fake = False     # the domain's fake library exports it (fake, or since=)
         self.filter = None    # C expression: record only when true (wrappers)
         self.guard = None     # C expression: an errno refuses the call before it runs (wrappers)
         self.before = None    # C expression run before the call is recorded (wrappers)
@@ -93,9 +94,10 @@ class Fn:
 
 
 class Entry:
-    """entry RETTYPE NAME(PARAMS) since=VERSION: an entry point the fake
-    driver exports that the tracer does not describe (no encodings, no
-    semantics: only its prototype and the version of its ABI)."""
+    """entry RETTYPE NAME(PARAMS) [since=VERSION]: an entry point a fake
+    library (the CUDA driver, NVML) exports that the tracer does not
+    describe (no encodings, no semantics: only its prototype and, for the
+    driver, the version of its ABI)."""
     def __init__(self, ret_type, name, args, since, where):
         self.ret_type, self.name, self.args, self.since, self.where = ret_type, name, args, since, where
 
@@ -107,7 +109,7 @@ class Domain:
         self.intret = None
         self.lib = None      # library the wrappers resolve the real symbols in
         self.benign = []     # as Fn.benign, for every function of the domain
-        self.entries = []    # [Entry]: entry points the fake driver serves, not traced ("entry" lines)
+        self.entries = []    # [Entry]: entry points the domain's fake serves, not traced ("entry" lines)
 
 
 class Api:
@@ -158,6 +160,30 @@ def split_params(s, where):
         ctype = re.sub(r'\s*\*\s*', '*', re.sub(r'\s+', ' ', m.group(1)).strip())
         out.append(Arg(ctype, m.group(2)))
     return out
+
+
+def struct_fields(api, tname):
+    """The members of struct type @tname in the order a `c` line of the
+    description declares them (`typedef struct [TAG] { ... } tname;`), as
+    names; a member that is itself a struct or union counts as one. None
+    when no `c` line gives the type a body (an opaque or library type)."""
+    for line in api.c_lines:
+        m = re.match(r'^\s*typedef\s+struct\s*\w*\s*\{(.*)\}\s*' + re.escape(tname) + r'\s*;\s*$', line)
+        if not m:
+            continue
+        names, depth, cur = [], 0, ''
+        for ch in m.group(1):
+            depth += ch == '{'
+            depth -= ch == '}'
+            if depth == 0 and ch in ';,':
+                d = re.sub(r'\[[^]]*\]', '', cur).strip()
+                if d:
+                    names.append(re.search(r'([A-Za-z_]\w*)\s*$', d).group(1))
+                cur = ''
+                continue
+            cur += ch
+        return names
+    return None
 
 
 def parse_since(v, where):
@@ -269,12 +295,12 @@ def parse_files(paths):
             elif kw == 'entry':
                 if domain is None:
                     raise ApiError(f'{where}: entry before any "domain" line')
-                m = re.match(r'^entry\s+(.+?)\b([A-Za-z_]\w*)\s*\(([^()]*)\)\s+since=(\S+)$', line.strip())
+                m = re.match(r'^entry\s+(.+?)\b([A-Za-z_]\w*)\s*\(([^()]*)\)(?:\s+since=(\S+))?$', line.strip())
                 if not m:
-                    raise ApiError(f'{where}: expected "entry RETTYPE NAME(PARAMS) since=VERSION"')
+                    raise ApiError(f'{where}: expected "entry RETTYPE NAME(PARAMS) [since=VERSION]"')
                 ret_type = re.sub(r'\s*\*\s*', '*', re.sub(r'\s+', ' ', m.group(1)).strip())
-                domain.entries.append(Entry(ret_type, m.group(2), split_params(m.group(3), where),
-                                            parse_since(m.group(4), where), where))
+                since = parse_since(m.group(4), where) if m.group(4) is not None else None
+                domain.entries.append(Entry(ret_type, m.group(2), split_params(m.group(3), where), since, where))
             elif kw == 'fn':
                 if domain is None:
                     raise ApiError(f'{where}: fn before any "domain" line')
@@ -398,6 +424,8 @@ def parse_proto(api, domain, text, where):
             fn.hook = True
         elif attr == 'fault':
             fn.fault = True
+        elif attr == 'fake':
+            fn.fake = True
         elif attr.startswith('unread='):
             fn.unread.append(parse_unread(attr[7:], where))
         elif attr.startswith('benign='):
@@ -417,6 +445,7 @@ def parse_proto(api, domain, text, where):
             fn.transient = parse_results(attr[10:], where, 'transient')
         elif attr.startswith('since='):
             fn.since = parse_since(attr[6:], where)
+            fn.fake = True
         elif attr.startswith('versions='):
             m2 = re.match(r'^(\d+)(?:\.\.(\d+))?$', attr[9:])
             if not m2:

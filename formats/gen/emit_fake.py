@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """emit_fake.py - what ncclrr's fake CUDA libraries (replayer/fake/) take
 from the API description: the runtime's error names (cudart-errors) and
-the driver's entry-point table, version script and error names (fake-cuda).
+the driver's entry-point table, version script, error names and entry
+points (fake-cuda), and NVML's version script, error names and entry
+points (fake-nvml).
 """
 from api_model import *  # noqa: F401,F403 (the model and its helpers)
 from emit_c import *  # noqa: F401,F403 (shared C text helpers)
@@ -34,37 +36,95 @@ def emit_fake_verbs(api, outdir):
     write(os.path.join(outdir, 'nrr_fake_verbs_fault.h'), '\n'.join(h))
 
 
-def fake_cuda_entries(api):
-    """[Fn or Entry]: what libcuda.so.1 exports and cuGetProcAddress hands
-    out, from the fn lines with since= and the entry lines of the
-    cuda_driver domain, in the order they are described."""
-    d = api.domains.get('cuda_driver')
+def fake_entries(api, dname, lookup):
+    """[Fn or Entry]: what the fake library of domain @dname exports, from
+    its fn lines with `fake` (or since=) and its entry lines, in the order
+    they are described. @lookup: the library also hands its entry points
+    out by base name and version (the driver's cuGetProcAddress), so each
+    needs since=; a library without such a table (NVML: its callers dlsym
+    every name) refuses since=, which would mean nothing there."""
+    apifile = f'formats/api/{dname}.api'
+    d = api.domains.get(dname)
     if d is None:
-        raise ApiError('domain cuda_driver is not described (formats/api/cuda_driver.api)')
+        raise ApiError(f'domain {dname} is not described ({apifile})')
     seen = {}
     out = []
     for fn in api.fns:
-        if fn.domain == d.name and fn.since is not None:
+        if fn.domain == d.name and fn.fake:
             seen[fn.name] = fn.where
             out.append(fn)
     for e in d.entries:
         if e.name in api.by_name:
+            fix = f'since={e.since}' if e.since is not None else 'fake'
             raise ApiError(f'{e.where}: {e.name} is described by a fn line ({api.by_name[e.name].where}): '
-                           f'give that line since={e.since} instead of an entry line')
+                           f'give that line {fix} instead of an entry line')
         if e.name in seen:
             raise ApiError(f'{e.where}: entry {e.name} repeats the one at {seen[e.name]}')
         seen[e.name] = e.where
         out.append(e)
     for e in out:
-        if e.ret_type != 'CUresult':
-            raise ApiError(f'{e.where}: {e.name} returns {e.ret_type}: a driver entry point returns CUresult')
-    for base in {fn_base(e.name) for e in out}:
-        vers = sorted(e.since for e in out if fn_base(e.name) == base)
-        dup = [v for i, v in enumerate(vers) if i and vers[i - 1] == v]
-        if dup:
-            raise ApiError(f'two variants of {base} claim version {dup[0]}: a lookup could not choose '
-                           f'(formats/api/cuda_driver.api since=)')
+        if lookup and e.since is None:
+            raise ApiError(f'{e.where}: {e.name} has no since=VERSION: cuGetProcAddress hands it out from that '
+                           f'CUDA version on')
+        if not lookup and e.since is not None:
+            raise ApiError(f'{e.where}: {e.name}: since= is the CUDA driver\'s lookup version, and the fake '
+                           f'{dname} has no lookup table: write `fake` on a fn line, nothing on an entry line')
+    if lookup:
+        for base in {fn_base(e.name) for e in out}:
+            vers = sorted(e.since for e in out if fn_base(e.name) == base)
+            dup = [v for i, v in enumerate(vers) if i and vers[i - 1] == v]
+            if dup:
+                raise ApiError(f'two variants of {base} claim version {dup[0]}: a lookup could not choose '
+                               f'({apifile} since=)')
     return out
+
+
+def fake_errors(api, enum, guard, array):
+    """The C text of a fake library's error table: @enum's codes, names and
+    messages (every value needs its message: the library's *ErrorString
+    returns it) as `static const struct { code, name, msg } @array[]`."""
+    e = api.enums.get(enum)
+    if e is None:
+        raise ApiError(f'enum {enum} is not described (formats/api/)')
+    nomsg = [n for n, _ in e.values if n not in e.msgs]
+    if nomsg:
+        raise ApiError(f'{e.where}: enum {enum}: {nomsg[0]} has no message '
+                       f'(write "{nomsg[0]} = VALUE \\"MESSAGE\\"": the fake\'s error string is it)')
+    h = [f'#ifndef {guard}', f'#define {guard}',
+         'static const struct {', '\tint code;', '\tconst char *name;', '\tconst char *msg;',
+         f'}} {array}[] = {{']
+    h += [f'\t{{ {v}, "{n}", "{e.msgs[n]}" }},' for n, v in e.values]
+    return h + ['};']
+
+
+def fake_version_script(gen, what, entries):
+    """A fake library's version script: exactly @entries exported."""
+    m = [gen[:-3], f' * Exported: {what}, nothing else. */', '{', '  global:']
+    m += [f'    {e.name};' for e in entries]
+    return '\n'.join(m + ['  local:', '    *;', '};', ''])
+
+
+def fake_entry_points(gen, lib, types_h, impl, entries, errtype):
+    """(header, source) of a fake library's exported entry points: each is
+    its preamble (FAKE_COUNT: fake_enter's count, log and fault switch,
+    under the base name NCCLRR_FAULT rules name) followed by a call of the
+    hand-written fake_<symbol>() with the same prototype, which the header
+    declares. An entry point that does not return @errtype cannot be made
+    to fail, so it is not counted either: it is the call alone."""
+    guard = f'NRR_FAKE_{lib.upper()}_ENTRY_H'
+    h = [gen, f'#ifndef {guard}', f'#define {guard}', f'#include "{types_h}"', '',
+         '/* the exported entry points (nrr_fake_%s_entry.c), for calls between them */' % lib]
+    h += [f'{e.ret_type} {e.name}({params_c(e) or "void"});' for e in entries]
+    h += ['', f'/* what each does, after the preamble: {impl} */']
+    h += [f'{e.ret_type} fake_{e.name}({params_c(e) or "void"});' for e in entries]
+    h += ['#endif', '']
+    c = [gen, f'#include "nrr_fake_{lib}_entry.h"']
+    for e in entries:
+        c += ['', f'FAKE_EXPORT {e.ret_type} {e.name}({params_c(e) or "void"})', '{']
+        if e.ret_type == errtype:
+            c += [f'\tFAKE_COUNT("{fn_base(e.name)}", {e.ret_type});']
+        c += [f'\treturn fake_{e.name}({args_c(e)});', '}']
+    return '\n'.join(h), '\n'.join(c + [''])
 
 
 def emit_fake_cuda(api, outdir):
@@ -73,46 +133,46 @@ def emit_fake_cuda(api, outdir):
     replayer/fake/cuda_proc.c), libcuda.map (its version script: exactly
     those symbols), nrr_fake_cuda_errors.h (CUresult codes, names and
     messages, for replayer/fake/cuda_errors.c) and the entry points
-    themselves: nrr_fake_cuda_entry.c defines each exported symbol as its
-    preamble (FAKE_COUNT: fake_enter's count, log and fault switch, under
-    the base name NCCLRR_FAULT rules name) followed by a call of the
-    hand-written fake_<symbol>() (replayer/fake/cuda_*.c), which
-    nrr_fake_cuda_entry.h declares with the same prototype."""
-    entries = fake_cuda_entries(api)
+    themselves (fake_entry_points(): nrr_fake_cuda_entry.c/.h over the
+    hand-written fake_<symbol>() of replayer/fake/cuda_*.c)."""
+    entries = fake_entries(api, 'cuda_driver', lookup=True)
+    for e in entries:
+        if e.ret_type != 'CUresult':
+            raise ApiError(f'{e.where}: {e.name} returns {e.ret_type}: a driver entry point returns CUresult')
     gen = '/* Generated by formats/gen/ncclrr_gen.py --emit fake-cuda from formats/api/: do not edit. */'
     t = [gen, '/* T(base name, CUDA version that introduced this ABI, exported symbol). For one',
          ' * base name, a lookup at version V gets the entry with the highest version <= V. */']
     t += [f'T("{fn_base(e.name)}", {e.since}, {e.name})' for e in entries]
     write(os.path.join(outdir, 'nrr_fake_cuda_table.h'), '\n'.join(t + ['']))
-    m = ['/* Generated by formats/gen/ncclrr_gen.py --emit fake-cuda from formats/api/: do not edit.',
-         ' * Exported: the driver API entry points of the lookup table, nothing else. */',
-         '{', '  global:']
-    m += [f'    {e.name};' for e in entries]
-    m += ['  local:', '    *;', '};', '']
-    write(os.path.join(outdir, 'libcuda.map'), '\n'.join(m))
-    e = api.enums.get('CUresult')
-    if e is None:
-        raise ApiError('enum CUresult is not described (formats/api/cuda_driver.api)')
-    nomsg = [n for n, _ in e.values if n not in e.msgs]
-    if nomsg:
-        raise ApiError(f'{e.where}: enum CUresult: {nomsg[0]} has no message '
-                       f'(write "{nomsg[0]} = VALUE \\"MESSAGE\\"": cuGetErrorString returns it)')
-    h = [gen, '#ifndef NRR_FAKE_CUDA_ERRORS_H', '#define NRR_FAKE_CUDA_ERRORS_H',
-         'static const struct {', '\tint code;', '\tconst char *name;', '\tconst char *msg;',
-         '} nrr_cuda_errors[] = {']
-    h += [f'\t{{ {v}, "{n}", "{e.msgs[n]}" }},' for n, v in e.values]
-    h += ['};', '#endif', '']
+    write(os.path.join(outdir, 'libcuda.map'),
+          fake_version_script(gen, 'the driver API entry points of the lookup table', entries))
+    h = [gen] + fake_errors(api, 'CUresult', 'NRR_FAKE_CUDA_ERRORS_H', 'nrr_cuda_errors') + ['#endif', '']
     write(os.path.join(outdir, 'nrr_fake_cuda_errors.h'), '\n'.join(h))
-    h = [gen, '#ifndef NRR_FAKE_CUDA_ENTRY_H', '#define NRR_FAKE_CUDA_ENTRY_H', '#include "fake_cuda.h"', '',
-         '/* the exported entry points (nrr_fake_cuda_entry.c), for calls between them */']
-    h += [f'{e.ret_type} {e.name}({params_c(e) or "void"});' for e in entries]
-    h += ['', '/* what each does, after the preamble: replayer/fake/cuda_*.c */']
-    h += [f'{e.ret_type} fake_{e.name}({params_c(e) or "void"});' for e in entries]
-    h += ['#endif', '']
-    write(os.path.join(outdir, 'nrr_fake_cuda_entry.h'), '\n'.join(h))
-    c = [gen, '#include "nrr_fake_cuda_entry.h"']
-    for e in entries:
-        c += ['', f'FAKE_EXPORT {e.ret_type} {e.name}({params_c(e) or "void"})', '{',
-              f'\tFAKE_COUNT("{fn_base(e.name)}", {e.ret_type});',
-              f'\treturn fake_{e.name}({args_c(e)});', '}']
-    write(os.path.join(outdir, 'nrr_fake_cuda_entry.c'), '\n'.join(c + ['']))
+    eh, ec = fake_entry_points(gen, 'cuda', 'fake_cuda.h', 'replayer/fake/cuda_*.c', entries, 'CUresult')
+    write(os.path.join(outdir, 'nrr_fake_cuda_entry.h'), eh)
+    write(os.path.join(outdir, 'nrr_fake_cuda_entry.c'), ec)
+
+
+def emit_fake_nvml(api, outdir):
+    """The fake NVML's restatements of the API, as emit_fake_cuda's (NVML
+    has no lookup table: NCCL dlsyms each name): libnvidia-ml.map (exactly
+    the fn lines with `fake` and the entry lines of formats/api/nvml.api),
+    nrr_fake_nvml_errors.h (nvmlReturn_t's constants, and its codes, names
+    and messages for nvmlErrorString and the fault switch) and
+    nrr_fake_nvml_entry.c/.h (each entry point's preamble, then the
+    hand-written fake_<symbol>() of replayer/fake/nvml.c)."""
+    entries = fake_entries(api, 'nvml', lookup=False)
+    errtype = api.domains['nvml'].ret.partition(':')[2] if api.domains['nvml'].ret else ''
+    if not errtype:
+        raise ApiError(f'{api.domains["nvml"].where}: domain nvml needs ret=nvml:TABLE (its error type)')
+    gen = '/* Generated by formats/gen/ncclrr_gen.py --emit fake-nvml from formats/api/: do not edit. */'
+    write(os.path.join(outdir, 'libnvidia-ml.map'),
+          fake_version_script(gen, 'the NVML entry points of formats/api/nvml.api (fake, entry lines)', entries))
+    h = [gen] + fake_errors(api, errtype, 'NRR_FAKE_NVML_ERRORS_H', 'nrr_nvml_errors')
+    h += ['', f'/* {errtype}\'s values */', 'enum {']
+    h += [f'\t{n} = {v},' for n, v in api.enums[errtype].values]
+    h += ['};', '#endif', '']
+    write(os.path.join(outdir, 'nrr_fake_nvml_errors.h'), '\n'.join(h))
+    eh, ec = fake_entry_points(gen, 'nvml', 'fake_nvml.h', 'replayer/fake/nvml.c', entries, errtype)
+    write(os.path.join(outdir, 'nrr_fake_nvml_entry.h'), eh)
+    write(os.path.join(outdir, 'nrr_fake_nvml_entry.c'), ec)

@@ -57,12 +57,20 @@ def emit_replay(api, outdir):
          '\tNRR_RC_PTR = 2,      /* a pointer: the slot is the pointer rcuda.c built */',
          '};', '',
          'typedef void (*nrr_rc_fptr)(void);', '',
+         '/* a member of a struct the description lays out (struct:TYPE and a `c` line) */',
+         'typedef struct nrr_rc_field {',
+         '\tconst char *name;',
+         '\tuint32_t off, size;',
+         '} nrr_rc_field;', '',
          'typedef struct nrr_rc_param {',
          '\tconst char *name;',
          '\tuint8_t cls;      /* enum nrr_rc_cls */',
          '\tuint8_t outaddr;  /* an out struct pointer recorded by its address (not its content) */',
          '\tuint8_t custom;   /* recorded through a custom encoder: the bytes are not the pointee */',
          '\tuint32_t size;    /* VALBYTES: sizeof the type; PTR: sizeof the pointee, 0 when void or incomplete */',
+         '\t/* recorded as struct:TYPE with a declared layout: its members in order, ended',
+         '\t * by a NULL name; else NULL */',
+         '\tconst nrr_rc_field *fields;',
          '} nrr_rc_param;', '',
          'typedef struct nrr_rc_fn {',
          '\tconst char *name;',
@@ -80,7 +88,7 @@ def emit_replay(api, outdir):
          '/* sorted by name */',
          'extern const nrr_rc_fn nrr_rc_fns[];', 'extern const size_t nrr_rc_nfns;', '',
          '#endif']
-    c = [gen, '#include "nrr_replay_gen.h"', '',
+    c = [gen, '#include <stddef.h>', '', '#include "nrr_replay_gen.h"', '',
          '#pragma GCC diagnostic ignored "-Wunused-variable"', '']
     complete = complete_types(api)
     fns = sorted((fn for fn in api.fns if fn.domain in REPLAY_DOMAINS), key=lambda f: f.name)
@@ -108,10 +116,17 @@ def emit_replay(api, outdir):
                 if a.dir in ('out', 'inout') and a.fmt == 'x' and stars == 1 and base not in api.scalars:
                     outaddr = 1
             params.append((a, cls, size, outaddr))
+        for a, _, _, _ in params:
+            members = struct_fields(api, a.kind) if a.fmt == 'struct' else None
+            if members:
+                c.append(f'static const nrr_rc_field nrr_rc_f_{fn.name}_{a.name}[] = {{')
+                c += [f'\t{{ "{m}", offsetof({a.kind}, {m}), sizeof((({a.kind} *)0)->{m}) }},' for m in members]
+                c += ['\t{ NULL, 0, 0 },', '};']
         if params:
             c.append(f'static const nrr_rc_param nrr_rc_p_{fn.name}[] = {{')
             for a, cls, size, outaddr in params:
-                c.append(f'\t{{ "{a.name}", {cls}, {outaddr}, {int(a.fmt == "custom")}, (uint32_t)({size}) }},')
+                fields = f'nrr_rc_f_{fn.name}_{a.name}' if a.fmt == 'struct' and struct_fields(api, a.kind) else 'NULL'
+                c.append(f'\t{{ "{a.name}", {cls}, {outaddr}, {int(a.fmt == "custom")}, (uint32_t)({size}), {fields} }},')
             c.append('};')
         if why:
             c.append('')

@@ -17,10 +17,15 @@ one emitter per consumer turns the model into that consumer's code:
                     functions for the replay engine (replayer/engine/rcuda.c)
   --emit cudart-errors  nrr_cudart_errors_gen.h: the cudaError_t codes and
                     names, for ncclrr's CUDA runtime (replayer/fake/)
-  --emit fake-cuda  nrr_fake_cuda_table.h, libcuda.map, nrr_fake_cuda_errors.h:
-                    the fake driver's cuGetProcAddress table (since=, entry
-                    lines), its version script and its CUresult names and
-                    messages (replayer/fake/)
+  --emit fake-cuda  nrr_fake_cuda_table.h, libcuda.map, nrr_fake_cuda_errors.h,
+                    nrr_fake_cuda_entry.h/.c: the fake driver's
+                    cuGetProcAddress table (since=, entry lines), its
+                    version script, its CUresult names and messages and its
+                    entry points' preambles (replayer/fake/)
+  --emit fake-nvml  libnvidia-ml.map, nrr_fake_nvml_errors.h,
+                    nrr_fake_nvml_entry.h/.c: the fake NVML's version
+                    script (fake, entry lines), nvmlReturn_t's names and
+                    messages, and its entry points' preambles
   --emit semantics  nrr_sem_gen.c: each function's call semantics (role=,
                     arg=, notready=, transient=, poll=, conv lines) as
                     its schema's sem= attribute, the fallback for traces
@@ -43,7 +48,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 from api_model import ApiError, parse_files, resolve  # noqa: E402
 from emit_encoders import emit_encoders, emit_list, emit_schema  # noqa: E402
-from emit_fake import emit_cudart_errors, emit_fake_cuda, emit_fake_verbs  # noqa: E402
+from emit_fake import emit_cudart_errors, emit_fake_cuda, emit_fake_nvml, emit_fake_verbs  # noqa: E402
 from emit_lttng import emit_lttng  # noqa: E402
 from emit_replay import emit_replay  # noqa: E402
 from emit_semantics import emit_benign, emit_semantics  # noqa: E402
@@ -51,6 +56,7 @@ from emit_wrappers import emit_wrappers  # noqa: E402
 
 EMITTERS = {'semantics': emit_semantics, 'benign': emit_benign, 'cudart-errors': emit_cudart_errors, 'encoders': emit_encoders, 'list': emit_list, 'schema': emit_schema, 'lttng': emit_lttng,
             'wrappers': emit_wrappers, 'replay': emit_replay, 'fake-cuda': emit_fake_cuda,
+            'fake-nvml': emit_fake_nvml,
             'fake-verbs': emit_fake_verbs}
 
 

@@ -53,9 +53,10 @@ enum sp_what {
 	SP_IPC_PUT,     /* out IPC handle bytes: published (recorded -> live) under kind @arg */
 	SP_IPC_GET,     /* in IPC handle bytes: the live ones another worker published */
 	SP_PTRATTR,     /* cuPointerGetAttribute: data is a pointer/handle for some attributes */
-	SP_CMPHEAD,     /* out struct: only its first @arg bytes are the callee's (the rest is the caller's
-			 * memory, uninitialized: ibv_query_port's exported entry fills the older, shorter
-			 * struct ibv_port_attr) */
+	SP_CMPHEAD,     /* out struct: only its members up to @arg (in the layout the description declares:
+			 * struct:TYPE and its `c` line) are the callee's; the rest is the caller's memory,
+			 * uninitialized: ibv_query_port's exported entry fills the older, shorter
+			 * struct ibv_port_attr */
 	SP_IMAGE,       /* in code image (fatbin, cubin) in the program's memory, not recorded: the
 			 * fake driver keeps the pointer and never reads it, so a page of zeros */
 };
@@ -65,7 +66,7 @@ static const struct special {
 	int what;
 	const char *arg;
 } specials[] = {
-	{ "ibv_query_port", "port_attr", SP_CMPHEAD, "48" },
+	{ "ibv_query_port", "port_attr", SP_CMPHEAD, "flags" },
 	/* the program's buffer registered with the NIC: scratch memory of its
 	 * length when no replayed call made it (NCCL's host FIFOs) */
 	{ "ibv_reg_mr", "addr", SP_HOSTREG, "length" },
@@ -527,6 +528,74 @@ static bool taint_check(nrr_rcuda *x, const nrr_call *c, char *what, size_t wlen
 	return hit;
 }
 
+/* One member's value for a message: an unsigned number for 1, 2, 4 or 8
+ * bytes (little-endian, as recorded), else its first bytes in hex. */
+static const char *member_val(char *buf, size_t n, const uint8_t *p, uint32_t size)
+{
+	if (size == 1 || size == 2 || size == 4 || size == 8) {
+		uint64_t v = 0;
+		for (uint32_t i = size; i-- > 0;)
+			v = v << 8 | p[i];
+		snprintf(buf, n, "%" PRIu64, v);
+		return buf;
+	}
+	size_t o = 0;
+	for (uint32_t i = 0; i < size && i < 16 && o + 3 < n; i++)
+		o += (size_t)snprintf(buf + o, n - o, "%02x", p[i]);
+	if (size > 16 && o + 4 < n)
+		snprintf(buf + o, n - o, "...");
+	return buf;
+}
+
+/* Compare an out struct as recorded (@rec, @reclen bytes) and as replayed
+ * (@live, @livelen) member by member, each at its offset in @fields (the
+ * layout this build's description declares), up to and including @last
+ * (NULL: all of them): bytes between members and after @last are not the
+ * callee's. @return true when equal; else false, res->why naming the member. */
+static bool cmp_members(const char *fn, const char *param, const nrr_rc_field *fields, const char *last, const uint8_t *rec,
+		 size_t reclen, const uint8_t *live, size_t livelen, nrr_rres *res)
+{
+	char rb[64], lb[64];
+	if (!fields) {
+		why(res, "%s out %s: this build's description (formats/api/) gives it no member layout to compare "
+			 "(struct:TYPE and a `c` line declaring TYPE)", fn, param);
+		return false;
+	}
+	for (const nrr_rc_field *f = fields; f->name; f++) {
+		if ((size_t)f->off + f->size > reclen || (size_t)f->off + f->size > livelen) {
+			why(res, "out %s.%s: bytes %u..%u, but the recording holds %zu (a layout other than this "
+				 "build's formats/api/types.api)", param, f->name, f->off, f->off + f->size - 1, reclen);
+			return false;
+		}
+		if (memcmp(rec + f->off, live + f->off, f->size) != 0) {
+			why(res, "out %s.%s: recorded %s, replayed %s", param, f->name,
+			    member_val(rb, sizeof(rb), rec + f->off, f->size),
+			    member_val(lb, sizeof(lb), live + f->off, f->size));
+			return false;
+		}
+		if (last && !strcmp(f->name, last))
+			return true;
+	}
+	if (last) {
+		why(res, "%s out %s: its layout (formats/api/types.api) has no member %s, the last the callee fills "
+			 "(rcuda.c specials)", fn, param, last);
+		return false;
+	}
+	return true;
+}
+
+bool nrr_rcuda_cmp_members(const char *fn, const char *param, const char *last, const uint8_t *rec, size_t reclen,
+			   const uint8_t *live, size_t livelen, nrr_rres *res)
+{
+	size_t idx;
+	const nrr_rc_fn *g = gen_find(fn, &idx);
+	for (size_t i = 0; g && i < g->nparams; i++)
+		if (!strcmp(g->params[i].name, param))
+			return cmp_members(fn, param, g->params[i].fields, last, rec, reclen, live, livelen, res);
+	why(res, "%s out %s: not a parameter this build describes", fn, param);
+	return false;
+}
+
 /* Compare one out value; register what it creates.  @return false on a
  * divergence (why set). */
 static bool check_out(nrr_rcuda *x, const nrr_call *c, const nrr_rc_param *pp, const struct pstate *ps,
@@ -550,18 +619,9 @@ static bool check_out(nrr_rcuda *x, const nrr_call *c, const nrr_rc_param *pp, c
 				   at == 19 || at == 20))
 				return true;
 		}
-		if (ps->sp && ps->sp->what == SP_CMPHEAD) {
-			size_t head = (size_t)strtoul(ps->sp->arg, NULL, 10);
-			size_t n = v->len < head ? v->len : head;
-			if (memcmp(lp, v->p, n) == 0)
-				return true;
-			size_t k = 0;
-			while (k < n && lp[k] == v->p[k])
-				k++;
-			why(res, "out %s: the first %zu of %u bytes differ from byte %zu on (recorded %02x, replayed %02x)",
-			    a->name, n, v->total, k, v->p[k], lp[k]);
-			return false;
-		}
+		if (ps->sp && ps->sp->what == SP_CMPHEAD)
+			return cmp_members(c->fn->name, a->name, pp->fields, ps->sp->arg, v->p, v->len, lp, ps->buflen,
+					   res);
 		if (ln != v->total || memcmp(lp, v->p, v->len < ln ? v->len : ln) != 0) {
 			size_t k = 0;
 			while (k < v->len && k < ln && lp[k] == v->p[k])

@@ -120,6 +120,13 @@ const char *nrr_rcuda_ipc_made(const nrr_fn_schema *fn, const char **param);
  * negative errno for an engine failure (res->why says what). */
 int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res);
 void nrr_rcuda_close(nrr_rcuda *x);
+/* Compare out parameter @param of @fn, a struct this build's description
+ * lays out (struct:TYPE and its `c` line), as recorded (@rec, @reclen bytes)
+ * and as replayed (@live, @livelen): member by member up to and including
+ * @last (NULL: all), the way nrr_rcuda_call() compares ibv_query_port's.
+ * @return true when equal; else false, res->why naming the member. */
+bool nrr_rcuda_cmp_members(const char *fn, const char *param, const char *last, const uint8_t *rec, size_t reclen,
+			   const uint8_t *live, size_t livelen, nrr_rres *res);
 /* For rverbs.c: the live value of recorded handle @rec of @kind (a string
  * literal: "qp", "pd", "cq"), *@known false when no replayed call made it;
  * bind one; the libibverbs loaded (NULL when none). */

@@ -81,9 +81,9 @@ FAKE_HIDDEN int fake_handle_del(const void *p);
 FAKE_HIDDEN int fake_handle_live(const void *p);
 
 /* Every entry point's preamble: count the call, log it, and fail it when the
- * fault switch says so. The CUDA driver's entry points get it from the
- * generated nrr_fake_cuda_entry.c (formats/api/cuda_driver.api); NVML's
- * write it by hand. */
+ * fault switch says so. The CUDA driver's and NVML's entry points get it from
+ * the generated nrr_fake_cuda_entry.c (formats/api/cuda_driver.api) and
+ * nrr_fake_nvml_entry.c (formats/api/nvml.api). */
 #define FAKE_COUNT(nm, errtype) \
 	static struct fake_api api_ = { .name = nm }; \
 	do { \

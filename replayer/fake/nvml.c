@@ -4,6 +4,11 @@
  * (src/misc/nvmlwrap.cc and the topology code), answered from the same
  * virtual host as the fake CUDA driver: devices in the same order, the
  * same bus ids and UUIDs, NVLinks from the <nvlink> elements.
+ *
+ * Each entry point nvmlX is exported by the generated nrr_fake_nvml_entry.c
+ * (formats/api/nvml.api: its prototype, `fake` or an entry line), which runs
+ * the preamble every call shares (FAKE_COUNT: count, log, fault switch) and
+ * then fake_nvmlX() here: these bodies hold only what the call does.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -11,56 +16,15 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "fake_common.h"
+#include "fake_nvml.h"
+#include "nrr_fake_nvml_entry.h"
 
-typedef int nvmlReturn_t;
-enum {
-	NVML_SUCCESS = 0,
-	NVML_ERROR_UNINITIALIZED = 1,
-	NVML_ERROR_INVALID_ARGUMENT = 2,
-	NVML_ERROR_NOT_SUPPORTED = 3,
-	NVML_ERROR_NOT_FOUND = 6,
-	NVML_ERROR_INSUFFICIENT_SIZE = 7,
-	NVML_ERROR_DRIVER_NOT_LOADED = 9,
-	NVML_ERROR_UNKNOWN = 999,
-};
+/* nvmlReturn_t's values, codes, names and messages: enum nvmlReturn_t of
+ * formats/api/nvml.api, the table the traces decode it with
+ * (ncclrr_gen.py --emit fake-nvml) */
+#include "nrr_fake_nvml_errors.h"
 
-static const struct {
-	int code;
-	const char *name, *msg;
-} nvml_errs[] = {
-	{ 0, "NVML_SUCCESS", "Success" },
-	{ 1, "NVML_ERROR_UNINITIALIZED", "Uninitialized" },
-	{ 2, "NVML_ERROR_INVALID_ARGUMENT", "Invalid Argument" },
-	{ 3, "NVML_ERROR_NOT_SUPPORTED", "Not Supported" },
-	{ 4, "NVML_ERROR_NO_PERMISSION", "Insufficient Permissions" },
-	{ 5, "NVML_ERROR_ALREADY_INITIALIZED", "Already Initialized" },
-	{ 6, "NVML_ERROR_NOT_FOUND", "Not Found" },
-	{ 7, "NVML_ERROR_INSUFFICIENT_SIZE", "Insufficient Size" },
-	{ 8, "NVML_ERROR_INSUFFICIENT_POWER", "Insufficient External Power" },
-	{ 9, "NVML_ERROR_DRIVER_NOT_LOADED", "Driver Not Loaded" },
-	{ 10, "NVML_ERROR_TIMEOUT", "Timeout" },
-	{ 11, "NVML_ERROR_IRQ_ISSUE", "Interrupt request issue" },
-	{ 12, "NVML_ERROR_LIBRARY_NOT_FOUND", "NVML Shared Library Not Found" },
-	{ 13, "NVML_ERROR_FUNCTION_NOT_FOUND", "Function Not Found" },
-	{ 14, "NVML_ERROR_CORRUPTED_INFOROM", "Corrupted infoROM" },
-	{ 15, "NVML_ERROR_GPU_IS_LOST", "GPU is lost" },
-	{ 16, "NVML_ERROR_RESET_REQUIRED", "GPU requires restart" },
-	{ 17, "NVML_ERROR_OPERATING_SYSTEM", "The operating system has blocked the request." },
-	{ 18, "NVML_ERROR_LIB_RM_VERSION_MISMATCH", "RM has detected an NVML/RM version mismatch." },
-	{ 19, "NVML_ERROR_IN_USE", "In use by another client" },
-	{ 20, "NVML_ERROR_MEMORY", "Insufficient Memory" },
-	{ 21, "NVML_ERROR_NO_DATA", "No data" },
-	{ 22, "NVML_ERROR_VGPU_ECC_NOT_SUPPORTED", "Not supported with ECC enabled" },
-	{ 23, "NVML_ERROR_INSUFFICIENT_RESOURCES", "Insufficient resources" },
-	{ 24, "NVML_ERROR_FREQ_NOT_SUPPORTED", "Frequency not supported" },
-	{ 25, "NVML_ERROR_ARGUMENT_VERSION_MISMATCH", "Argument version mismatch" },
-	{ 26, "NVML_ERROR_DEPRECATED", "Deprecated" },
-	{ 27, "NVML_ERROR_NOT_READY", "Not ready" },
-	{ 28, "NVML_ERROR_GPU_NOT_FOUND", "GPU not found" },
-	{ 29, "NVML_ERROR_INVALID_STATE", "Invalid state" },
-	{ 999, "NVML_ERROR_UNKNOWN", "Unknown Error" },
-};
+#define NERRS (sizeof(nrr_nvml_errors) / sizeof(nrr_nvml_errors[0]))
 
 const char fake_lib_what[] = "NVML (NVML_ERROR_...)";
 
@@ -71,17 +35,17 @@ int fake_lib_owns(const char *api)
 
 int fake_lib_error_code(const char *name)
 {
-	for (size_t i = 0; i < sizeof(nvml_errs) / sizeof(nvml_errs[0]); i++)
-		if (strcmp(nvml_errs[i].name, name) == 0)
-			return nvml_errs[i].code;
+	for (size_t i = 0; i < NERRS; i++)
+		if (strcmp(nrr_nvml_errors[i].name, name) == 0)
+			return nrr_nvml_errors[i].code;
 	return -1;
 }
 
-FAKE_EXPORT const char *nvmlErrorString(nvmlReturn_t r)
+const char *fake_nvmlErrorString(nvmlReturn_t r)
 {
-	for (size_t i = 0; i < sizeof(nvml_errs) / sizeof(nvml_errs[0]); i++)
-		if (nvml_errs[i].code == r)
-			return nvml_errs[i].msg;
+	for (size_t i = 0; i < NERRS; i++)
+		if (nrr_nvml_errors[i].code == r)
+			return nrr_nvml_errors[i].msg;
 	return "Unknown Error";
 }
 
@@ -91,8 +55,6 @@ struct nvml_dev {
 	int index;
 };
 #define NVML_MAGIC 0x4e52524eu
-
-typedef struct nvml_dev *nvmlDevice_t;
 
 static struct nvml_dev devs[64];
 static int init_count;
@@ -126,27 +88,23 @@ static nvmlReturn_t do_init(void)
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlInit(void)
+nvmlReturn_t fake_nvmlInit(void)
 {
-	FAKE_COUNT("nvmlInit", nvmlReturn_t);
 	return do_init();
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlInit_v2(void)
+nvmlReturn_t fake_nvmlInit_v2(void)
 {
-	FAKE_COUNT("nvmlInit", nvmlReturn_t);
 	return do_init();
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned flags)
+nvmlReturn_t fake_nvmlInitWithFlags(unsigned flags)
 {
-	FAKE_COUNT("nvmlInitWithFlags", nvmlReturn_t);
 	return do_init();
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlShutdown(void)
+nvmlReturn_t fake_nvmlShutdown(void)
 {
-	FAKE_COUNT("nvmlShutdown", nvmlReturn_t);
 	NEED_INIT();
 	init_count--;
 	return NVML_SUCCESS;
@@ -161,15 +119,13 @@ static nvmlReturn_t get_count(unsigned *n)
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned *n)
+nvmlReturn_t fake_nvmlDeviceGetCount(unsigned *n)
 {
-	FAKE_COUNT("nvmlDeviceGetCount", nvmlReturn_t);
 	return get_count(n);
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n)
+nvmlReturn_t fake_nvmlDeviceGetCount_v2(unsigned *n)
 {
-	FAKE_COUNT("nvmlDeviceGetCount", nvmlReturn_t);
 	return get_count(n);
 }
 
@@ -182,15 +138,13 @@ static nvmlReturn_t by_index(unsigned i, nvmlDevice_t *d)
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned i, nvmlDevice_t *d)
+nvmlReturn_t fake_nvmlDeviceGetHandleByIndex(unsigned i, nvmlDevice_t *d)
 {
-	FAKE_COUNT("nvmlDeviceGetHandleByIndex", nvmlReturn_t);
 	return by_index(i, d);
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d)
+nvmlReturn_t fake_nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d)
 {
-	FAKE_COUNT("nvmlDeviceGetHandleByIndex", nvmlReturn_t);
 	return by_index(i, d);
 }
 
@@ -206,15 +160,13 @@ static nvmlReturn_t by_busid(const char *busid, nvmlDevice_t *d)
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *busid, nvmlDevice_t *d)
+nvmlReturn_t fake_nvmlDeviceGetHandleByPciBusId(const char *busid, nvmlDevice_t *d)
 {
-	FAKE_COUNT("nvmlDeviceGetHandleByPciBusId", nvmlReturn_t);
 	return by_busid(busid, d);
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *busid, nvmlDevice_t *d)
+nvmlReturn_t fake_nvmlDeviceGetHandleByPciBusId_v2(const char *busid, nvmlDevice_t *d)
 {
-	FAKE_COUNT("nvmlDeviceGetHandleByPciBusId", nvmlReturn_t);
 	return by_busid(busid, d);
 }
 
@@ -225,9 +177,8 @@ static void uuid_string(const nrr_topo_gpu *g, char *out, size_t len)
 		 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d)
+nvmlReturn_t fake_nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d)
 {
-	FAKE_COUNT("nvmlDeviceGetHandleByUUID", nvmlReturn_t);
 	NEED_INIT();
 	if (!uuid || !d)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -243,9 +194,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_
 	return NVML_ERROR_NOT_FOUND;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned *index)
+nvmlReturn_t fake_nvmlDeviceGetIndex(nvmlDevice_t d, unsigned *index)
 {
-	FAKE_COUNT("nvmlDeviceGetIndex", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!index)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -253,9 +203,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned *index)
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned *minor)
+nvmlReturn_t fake_nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned *minor)
 {
-	FAKE_COUNT("nvmlDeviceGetMinorNumber", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!minor)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -263,9 +212,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned *mino
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned len)
+nvmlReturn_t fake_nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned len)
 {
-	FAKE_COUNT("nvmlDeviceGetUUID", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!uuid)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -277,9 +225,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned 
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned len)
+nvmlReturn_t fake_nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned len)
 {
-	FAKE_COUNT("nvmlDeviceGetName", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!name || len == 0)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -287,22 +234,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned 
 	return NVML_SUCCESS;
 }
 
-/* legacy nvmlPciInfo_t (busId[16] first), what nvmlDeviceGetPciInfo and the
- * un-suffixed NvLink remote query fill */
-typedef struct {
-	char busId[16];
-	unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
-	unsigned reserved[4];
-} nvmlPciInfo_legacy;
-
-/* current nvmlPciInfo_t (_v3): busIdLegacy[16], ..., busId[32] */
-typedef struct {
-	char busIdLegacy[16];
-	unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
-	char busId[32];
-} nvmlPciInfo_v3;
-
-static void fill_pci_legacy(nvmlPciInfo_legacy *p, const char *busid)
+static void fill_pci_legacy(nvmlPciInfo_v1_t *p, const char *busid)
 {
 	unsigned dom = 0, bus = 0, dev = 0, fn = 0;
 	memset(p, 0, sizeof(*p));
@@ -318,9 +250,8 @@ static unsigned pci_devid(const nrr_topo_gpu *g)
 	return ((unsigned)strtoul(g->pci_device_id, NULL, 16) << 16) | 0x10de;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t d, nvmlPciInfo_legacy *p)
+nvmlReturn_t fake_nvmlDeviceGetPciInfo(nvmlDevice_t d, nvmlPciInfo_v1_t *p)
 {
-	FAKE_COUNT("nvmlDeviceGetPciInfo", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!p)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -330,7 +261,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t d, nvmlPciInfo_legacy
 	return NVML_SUCCESS;
 }
 
-static nvmlReturn_t pci_v3(nvmlDevice_t d, nvmlPciInfo_v3 *p)
+static nvmlReturn_t pci_v3(nvmlDevice_t d, nvmlPciInfo_t *p)
 {
 	NEED_DEV(d);
 	if (!p)
@@ -347,21 +278,18 @@ static nvmlReturn_t pci_v3(nvmlDevice_t d, nvmlPciInfo_v3 *p)
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t d, nvmlPciInfo_v3 *p)
+nvmlReturn_t fake_nvmlDeviceGetPciInfo_v2(nvmlDevice_t d, nvmlPciInfo_t *p)
 {
-	FAKE_COUNT("nvmlDeviceGetPciInfo", nvmlReturn_t);
 	return pci_v3(d, p);
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_v3 *p)
+nvmlReturn_t fake_nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *p)
 {
-	FAKE_COUNT("nvmlDeviceGetPciInfo", nvmlReturn_t);
 	return pci_v3(d, p);
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *major, int *minor)
+nvmlReturn_t fake_nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *major, int *minor)
 {
-	FAKE_COUNT("nvmlDeviceGetCudaComputeCapability", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!major || !minor)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -382,9 +310,8 @@ static const nrr_topo_nvlink *link_of(const nrr_topo_gpu *g, unsigned l)
 	return NULL;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, int *active)
+nvmlReturn_t fake_nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, int *active)
 {
-	FAKE_COUNT("nvmlDeviceGetNvLinkState", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!active)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -396,9 +323,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link,
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkVersion(nvmlDevice_t d, unsigned link, unsigned *version)
+nvmlReturn_t fake_nvmlDeviceGetNvLinkVersion(nvmlDevice_t d, unsigned link, unsigned *version)
 {
-	FAKE_COUNT("nvmlDeviceGetNvLinkVersion", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!version)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -408,9 +334,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkVersion(nvmlDevice_t d, unsigned lin
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkCapability(nvmlDevice_t d, unsigned link, int cap, unsigned *result)
+nvmlReturn_t fake_nvmlDeviceGetNvLinkCapability(nvmlDevice_t d, unsigned link, int cap, unsigned *result)
 {
-	FAKE_COUNT("nvmlDeviceGetNvLinkCapability", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!result)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -421,7 +346,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkCapability(nvmlDevice_t d, unsigned 
 	return NVML_SUCCESS;
 }
 
-static nvmlReturn_t remote_pci(nvmlDevice_t d, unsigned link, nvmlPciInfo_legacy *p)
+static nvmlReturn_t remote_pci(nvmlDevice_t d, unsigned link, nvmlPciInfo_v1_t *p)
 {
 	NEED_DEV(d);
 	if (!p)
@@ -433,15 +358,15 @@ static nvmlReturn_t remote_pci(nvmlDevice_t d, unsigned link, nvmlPciInfo_legacy
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo(nvmlDevice_t d, unsigned link, nvmlPciInfo_legacy *p)
+/* described with NVML's current nvmlPciInfo_t (formats/api/nvml.api), but the
+ * un-suffixed entry fills the legacy layout */
+nvmlReturn_t fake_nvmlDeviceGetNvLinkRemotePciInfo(nvmlDevice_t d, unsigned link, nvmlPciInfo_t *p)
 {
-	FAKE_COUNT("nvmlDeviceGetNvLinkRemotePciInfo", nvmlReturn_t);
-	return remote_pci(d, link, p);
+	return remote_pci(d, link, (nvmlPciInfo_v1_t *)p);
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned link, nvmlPciInfo_v3 *p)
+nvmlReturn_t fake_nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned link, nvmlPciInfo_t *p)
 {
-	FAKE_COUNT("nvmlDeviceGetNvLinkRemotePciInfo", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!p)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -459,9 +384,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, uns
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, int index, int *status)
+nvmlReturn_t fake_nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, int index, int *status)
 {
-	FAKE_COUNT("nvmlDeviceGetP2PStatus", nvmlReturn_t);
 	NEED_DEV(a);
 	if (!gpu_of(b) || !status)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -474,27 +398,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, 
 	return NVML_SUCCESS;
 }
 
-typedef union {
-	double dVal;
-	unsigned uiVal;
-	unsigned long ulVal;
-	unsigned long long ullVal;
-	long long sllVal;
-} nvmlValue_t;
-
-typedef struct {
-	unsigned fieldId;
-	unsigned scopeId;
-	long long timestamp;
-	long long latencyUsec;
-	int valueType;
-	nvmlReturn_t nvmlReturn;
-	nvmlValue_t value;
-} nvmlFieldValue_t;
-
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_t *v)
+nvmlReturn_t fake_nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_t *v)
 {
-	FAKE_COUNT("nvmlDeviceGetFieldValues", nvmlReturn_t);
 	NEED_DEV(d);
 	if (n < 0 || (n && !v))
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -551,23 +456,20 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFie
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t d, void *info)
+nvmlReturn_t fake_nvmlDeviceGetGpuFabricInfo(nvmlDevice_t d, void *info)
 {
-	FAKE_COUNT("nvmlDeviceGetGpuFabricInfo", nvmlReturn_t);
 	NEED_DEV(d);
 	return NVML_ERROR_NOT_SUPPORTED; /* no multi-node NVLink */
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t d, void *info)
+nvmlReturn_t fake_nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t d, void *info)
 {
-	FAKE_COUNT("nvmlDeviceGetGpuFabricInfoV", nvmlReturn_t);
 	NEED_DEV(d);
 	return NVML_ERROR_NOT_SUPPORTED;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPlatformInfo(nvmlDevice_t d, void *info)
+nvmlReturn_t fake_nvmlDeviceGetPlatformInfo(nvmlDevice_t d, void *info)
 {
-	FAKE_COUNT("nvmlDeviceGetPlatformInfo", nvmlReturn_t);
 	NEED_DEV(d);
 	return NVML_ERROR_NOT_SUPPORTED;
 }
@@ -576,9 +478,9 @@ typedef struct {
 	unsigned environment, ccFeature, devToolsMode;
 } nvmlConfComputeSystemState_t;
 
-FAKE_EXPORT nvmlReturn_t nvmlSystemGetConfComputeState(nvmlConfComputeSystemState_t *s)
+nvmlReturn_t fake_nvmlSystemGetConfComputeState(void *state)
 {
-	FAKE_COUNT("nvmlSystemGetConfComputeState", nvmlReturn_t);
+	nvmlConfComputeSystemState_t *s = state;
 	NEED_INIT();
 	if (!s)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -590,9 +492,9 @@ typedef struct {
 	unsigned version, environment, ccFeature, devToolsMode, multiGpuMode;
 } nvmlSystemConfComputeSettings_t;
 
-FAKE_EXPORT nvmlReturn_t nvmlSystemGetConfComputeSettings(nvmlSystemConfComputeSettings_t *s)
+nvmlReturn_t fake_nvmlSystemGetConfComputeSettings(void *settings)
 {
-	FAKE_COUNT("nvmlSystemGetConfComputeSettings", nvmlReturn_t);
+	nvmlSystemConfComputeSettings_t *s = settings;
 	NEED_INIT();
 	if (!s)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -629,9 +531,8 @@ static void parse_mask(const char *s, unsigned long *set, unsigned n)
 	}
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t d, unsigned n, unsigned long *set)
+nvmlReturn_t fake_nvmlDeviceGetCpuAffinity(nvmlDevice_t d, unsigned n, unsigned long *set)
 {
-	FAKE_COUNT("nvmlDeviceGetCpuAffinity", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!set || n == 0)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -639,9 +540,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t d, unsigned n, un
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinityWithinScope(nvmlDevice_t d, unsigned n, unsigned long *set, int scope)
+nvmlReturn_t fake_nvmlDeviceGetCpuAffinityWithinScope(nvmlDevice_t d, unsigned n, unsigned long *set, int scope)
 {
-	FAKE_COUNT("nvmlDeviceGetCpuAffinityWithinScope", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!set || n == 0)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -649,9 +549,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinityWithinScope(nvmlDevice_t d, uns
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvmlDevice_t d, unsigned n, unsigned long *set, int scope)
+nvmlReturn_t fake_nvmlDeviceGetMemoryAffinity(nvmlDevice_t d, unsigned n, unsigned long *set, int scope)
 {
-	FAKE_COUNT("nvmlDeviceGetMemoryAffinity", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!set || n == 0)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -662,13 +561,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvmlDevice_t d, unsigned n,
 	return NVML_SUCCESS;
 }
 
-typedef struct {
-	unsigned long long total, free, used;
-} nvmlMemory_t;
-
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
+nvmlReturn_t fake_nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
-	FAKE_COUNT("nvmlDeviceGetMemoryInfo", nvmlReturn_t);
 	NEED_DEV(d);
 	if (!m)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -678,9 +572,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned len)
+nvmlReturn_t fake_nvmlSystemGetDriverVersion(char *v, unsigned len)
 {
-	FAKE_COUNT("nvmlSystemGetDriverVersion", nvmlReturn_t);
 	NEED_INIT();
 	if (!v || len < 8)
 		return NVML_ERROR_INVALID_ARGUMENT;
@@ -688,9 +581,8 @@ FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned len)
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *v, unsigned len)
+nvmlReturn_t fake_nvmlSystemGetNVMLVersion(char *v, unsigned len)
 {
-	FAKE_COUNT("nvmlSystemGetNVMLVersion", nvmlReturn_t);
 	if (!v || len < 8)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	snprintf(v, len, "13.580.00");
@@ -705,14 +597,12 @@ static nvmlReturn_t cuda_version(int *v)
 	return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+nvmlReturn_t fake_nvmlSystemGetCudaDriverVersion(int *v)
 {
-	FAKE_COUNT("nvmlSystemGetCudaDriverVersion", nvmlReturn_t);
 	return cuda_version(v);
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
+nvmlReturn_t fake_nvmlSystemGetCudaDriverVersion_v2(int *v)
 {
-	FAKE_COUNT("nvmlSystemGetCudaDriverVersion", nvmlReturn_t);
 	return cuda_version(v);
 }

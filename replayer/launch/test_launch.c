@@ -86,7 +86,16 @@ static void test_env(void)
 			CHECK((nrr_env_flags(k, strlen(k)) & (NRR_ENV_LAUNCH | NRR_ENV_RECORD)) ==
 				      (NRR_ENV_LAUNCH | NRR_ENV_RECORD),
 			      "%s, which ncclrr run sets, is a recorded launcher's variable in nrr_env.h", k);
+		/* and one that bisect never passes on to the runs it makes: set
+		 * by ncclrr run, or one runinfo does not compare */
+		if (strcmp(k, "NCCL_DEBUG") && strcmp(k, "PATH") && strcmp(k, "NCCL_SOCKET_IFNAME"))
+			CHECK(nrr_env_flags(k, strlen(k)) & (NRR_ENV_BY_RUN | NRR_ENV_PER_RUN),
+			      "%s, which ncclrr run sets, is NRR_ENV_BY_RUN (or PER_RUN) in nrr_env.h", k);
 	}
+	/* the fault switch is a launcher's variable (rerun never gives it
+	 * back) but not one ncclrr run sets: bisect searches it */
+	CHECK((nrr_env_flags("NCCLRR_FAULT", 12) & (NRR_ENV_LAUNCH | NRR_ENV_BY_RUN)) == NRR_ENV_LAUNCH,
+	      "NCCLRR_FAULT: a launcher's variable, not set by ncclrr run");
 	/* the table's rules: a prefix matches longer names only; flags add up */
 	CHECK(nrr_env_flags("NCCL_", 5) == 0 && (nrr_env_flags("NCCL_DEBUG", 10) & NRR_ENV_SETTING),
 	      "prefix NCCL_");
