@@ -51,11 +51,12 @@ struct chrome {
 	size_t ninfl, capinfl;
 };
 
-/* The next event of traceEvents (a line each), written by the caller. */
-static void ev_sep(struct chrome *x)
+/* Open the next event of traceEvents (a line each); nrr_jw_end() closes it. */
+static struct nrr_jw *ev_open(struct chrome *x)
 {
 	x->nevents++;
-	nrr_jw_value(&x->jw);
+	nrr_jw_obj(&x->jw, false);
+	return &x->jw;
 }
 
 static bool reserved(const char *n)
@@ -65,10 +66,10 @@ static bool reserved(const char *n)
 }
 
 /* The args object of a call: each recorded arg formatted as dump does. */
-static void put_args(struct chrome *x, FILE *f, const nrr_call *c, bool failed, const char *benign)
+static void put_args(struct chrome *x, struct nrr_jw *w, const nrr_call *c, bool failed, const char *benign)
 {
-	fputc('{', f);
-	fprintf(f, "\"seq\":%llu", (unsigned long long)c->seq);
+	nrr_jw_obj(w, false);
+	nrr_jw_kuint(w, "seq", c->seq);
 	for (unsigned i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++) {
 		const nrr_arg_schema *a = &c->fn->args[i];
 		if (!(c->present >> i & 1))
@@ -81,38 +82,33 @@ static void put_args(struct chrome *x, FILE *f, const nrr_call *c, bool failed, 
 		if (reserved(a->name)) {
 			char k[96];
 			snprintf(k, sizeof(k), "arg_%s", a->name);
-			fputc(',', f);
-			nrr_json_str(f, k, strlen(k));
+			nrr_jw_key(w, k);
 		} else {
-			fputc(',', f);
-			nrr_json_str(f, a->name, strlen(a->name));
+			nrr_jw_key(w, a->name);
 		}
-		fputc(':', f);
-		nrr_json_str(f, s, len);
+		nrr_jw_strn(w, s, len);
 	}
 	if (c->done && c->fn->ret != NRR_RET_VOID) {
 		size_t len;
 		nrr_sbuf_reset(&x->sb);
 		nrr_format_result(x->sb.f, c);
 		const char *s = nrr_sbuf_str(&x->sb, &len);
-		fputs(",\"result\":", f);
-		nrr_json_str(f, s, len);
+		nrr_jw_key(w, "result");
+		nrr_jw_strn(w, s, len);
 		if (failed) {
-			fputs(",\"error\":", f);
-			nrr_json_str(f, s, len);
+			nrr_jw_key(w, "error");
+			nrr_jw_strn(w, s, len);
 		}
-		if (benign) {
-			fputs(",\"benign\":", f);
-			nrr_json_str(f, benign, strlen(benign));
-		}
+		if (benign)
+			nrr_jw_kstr(w, "benign", benign);
 	}
 	if (c->repeat) {
-		fprintf(f, ",\"repeat\":%llu,\"repeat_us\":", (unsigned long long)c->repeat);
-		nrr_put_us(f, (int64_t)c->repeat_ns);
+		nrr_jw_kuint(w, "repeat", c->repeat);
+		nrr_jw_kus(w, "repeat_us", (int64_t)c->repeat_ns);
 	}
 	if (!c->done)
-		fputs(",\"inflight\":true", f);
-	fputc('}', f);
+		nrr_jw_kbool(w, "inflight", true);
+	nrr_jw_end(w);
 }
 
 static void put_flow(struct chrome *x, const char *name, const struct nrr_sref *from, const struct nrr_sref *to)
@@ -120,12 +116,17 @@ static void put_flow(struct chrome *x, const char *name, const struct nrr_sref *
 	uint64_t id = ++x->flow_id;
 	const struct nrr_sref *r[2] = { from, to };
 	for (int i = 0; i < 2; i++) {
-		ev_sep(x);
-		fprintf(x->f, "{\"ph\":\"%s\",\"id\":%llu,\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"%s\",\"pid\":%ld,\"tid\":%u,\"ts\":",
-			i ? "f" : "s", (unsigned long long)id, name, r[i]->pid, r[i]->tid);
+		struct nrr_jw *w = ev_open(x);
+		nrr_jw_kstr(w, "ph", i ? "f" : "s");
+		nrr_jw_kuint(w, "id", id);
+		nrr_jw_kstr(w, "bp", "e");
+		nrr_jw_kstr(w, "cat", "flow");
+		nrr_jw_kstr(w, "name", name);
+		nrr_jw_kint(w, "pid", r[i]->pid);
+		nrr_jw_kuint(w, "tid", r[i]->tid);
 		/* inside the slice, so that "e" binds to it */
-		nrr_put_us(x->f, r[i]->ts + (int64_t)(r[i]->dur / 2));
-		fputc('}', x->f);
+		nrr_jw_kus(w, "ts", r[i]->ts + (int64_t)(r[i]->dur / 2));
+		nrr_jw_end(w);
 	}
 }
 
@@ -331,9 +332,18 @@ static void thread_meta(struct chrome *x, size_t ri, uint32_t tid)
 		return;
 	nrr_emap_get(&x->m, k.b, k.n, true);
 	const nrr_file_info *fi = nrr_reader_info(x->in->r[ri]);
-	ev_sep(x);
-	fprintf(x->f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%ld,\"tid\":%u,\"args\":{\"name\":\"%s %u\"}}",
-		x->procs[ri].pid, tid, tid == fi->pid ? "main" : "thread", tid);
+	char name[32];
+	snprintf(name, sizeof(name), "%s %u", tid == fi->pid ? "main" : "thread", tid);
+	struct nrr_jw *w = ev_open(x);
+	nrr_jw_kstr(w, "ph", "M");
+	nrr_jw_kstr(w, "name", "thread_name");
+	nrr_jw_kint(w, "pid", x->procs[ri].pid);
+	nrr_jw_kuint(w, "tid", tid);
+	nrr_jw_key(w, "args");
+	nrr_jw_obj(w, false);
+	nrr_jw_kstr(w, "name", name);
+	nrr_jw_end(w);
+	nrr_jw_end(w);
 }
 
 static int64_t rel(struct chrome *x, size_t ri, uint64_t ts)
@@ -344,18 +354,14 @@ static int64_t rel(struct chrome *x, size_t ri, uint64_t ts)
 /* The red instant event of a failure. */
 static void put_error(struct chrome *x, size_t ri, uint32_t tid, int64_t ts, const char *s, size_t len, uint64_t seq)
 {
-	struct nrr_jw *w = &x->jw;
-	x->nevents++;
-	nrr_jw_obj(w, false);
+	struct nrr_jw *w = ev_open(x);
 	nrr_jw_kstr(w, "ph", "i");
 	nrr_jw_kstr(w, "s", "t");
 	nrr_jw_kstr(w, "cat", "error");
 	nrr_jw_kstr(w, "cname", "terrible");
 	nrr_jw_kint(w, "pid", x->procs[ri].pid);
 	nrr_jw_kuint(w, "tid", tid);
-	nrr_jw_key(w, "ts");
-	nrr_jw_value(w);
-	nrr_put_us(x->f, ts);
+	nrr_jw_kus(w, "ts", ts);
 	nrr_jw_key(w, "name");
 	nrr_jw_strn(w, s, len);
 	nrr_jw_key(w, "args");
@@ -380,15 +386,24 @@ static void on_call(void *ctx, size_t ri, const nrr_call *c)
 		while (n && (c->log[n - 1] == '\n' || c->log[n - 1] == '\r'))
 			n--;
 		bool warn = memmem(c->log, n, "WARN", 4) != NULL;
-		ev_sep(x);
-		fprintf(x->f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"log\",%s\"pid\":%ld,\"tid\":%u,\"ts\":",
-			warn ? "\"cname\":\"bad\"," : "", pid, c->tid);
-		nrr_put_us(x->f, key);
-		fputs(",\"name\":", x->f);
-		nrr_json_str(x->f, c->log, n > 80 ? 80 : n);
-		fprintf(x->f, ",\"args\":{\"level\":%u,\"text\":", c->log_level);
-		nrr_json_str(x->f, c->log, n);
-		fputs("}}", x->f);
+		struct nrr_jw *w = ev_open(x);
+		nrr_jw_kstr(w, "ph", "i");
+		nrr_jw_kstr(w, "s", "t");
+		nrr_jw_kstr(w, "cat", "log");
+		if (warn)
+			nrr_jw_kstr(w, "cname", "bad");
+		nrr_jw_kint(w, "pid", pid);
+		nrr_jw_kuint(w, "tid", c->tid);
+		nrr_jw_kus(w, "ts", key);
+		nrr_jw_key(w, "name");
+		nrr_jw_strn(w, c->log, n > 80 ? 80 : n);
+		nrr_jw_key(w, "args");
+		nrr_jw_obj(w, false);
+		nrr_jw_kuint(w, "level", c->log_level);
+		nrr_jw_key(w, "text");
+		nrr_jw_strn(w, c->log, n);
+		nrr_jw_end(w);
+		nrr_jw_end(w);
 		return;
 	}
 	if (c->phase == NRR_PHASE_ENTER || !c->fn)
@@ -409,7 +424,9 @@ static void on_call(void *ctx, size_t ri, const nrr_call *c)
 		FILE *m = open_memstream(&args, &alen);
 		if (!m)
 			return;
-		put_args(x, m, c, false, NULL);
+		struct nrr_jw aw;   /* the same rules as the document's */
+		nrr_jw_init(&aw, m, x->jw.flags);
+		put_args(x, &aw, c, false, NULL);
 		fclose(m);
 		struct inflight *e = &x->infl[x->ninfl++];
 		e->at = self;
@@ -425,20 +442,19 @@ static void on_call(void *ctx, size_t ri, const nrr_call *c)
 	const char *benign = nrr_call_failed(c) ? nrr_call_benign(c) : NULL;
 	bool failed = nrr_call_failed(c) && !benign;
 	x->nbenign += benign != NULL;
-	ev_sep(x);
-	const char *cat = c->fn->domain ? c->fn->domain : "other";
-	fputs("{\"ph\":\"X\",\"cat\":", x->f);
-	nrr_json_str(x->f, cat, strlen(cat));
-	fputs(",\"name\":", x->f);
-	nrr_json_str(x->f, c->fn->name, strlen(c->fn->name));
-	fprintf(x->f, ",%s\"pid\":%ld,\"tid\":%u,\"ts\":",
-		failed ? "\"cname\":\"terrible\"," : benign ? "\"cname\":\"grey\"," : "", pid, c->tid);
-	nrr_put_us(x->f, self.ts);
-	fputs(",\"dur\":", x->f);
-	nrr_put_us(x->f, (int64_t)self.dur);
-	fputs(",\"args\":", x->f);
-	put_args(x, x->f, c, failed, benign);
-	fputc('}', x->f);
+	struct nrr_jw *w = ev_open(x);
+	nrr_jw_kstr(w, "ph", "X");
+	nrr_jw_kstr(w, "cat", c->fn->domain ? c->fn->domain : "other");
+	nrr_jw_kstr(w, "name", c->fn->name);
+	if (failed || benign)
+		nrr_jw_kstr(w, "cname", failed ? "terrible" : "grey");
+	nrr_jw_kint(w, "pid", pid);
+	nrr_jw_kuint(w, "tid", c->tid);
+	nrr_jw_kus(w, "ts", self.ts);
+	nrr_jw_kus(w, "dur", (int64_t)self.dur);
+	nrr_jw_key(w, "args");
+	put_args(x, w, c, failed, benign);
+	nrr_jw_end(w);
 	x->nslices++;
 	if (failed) {
 		size_t len;
@@ -460,23 +476,25 @@ static void on_run(void *ctx, const struct nrr_fold_run *r)
 	if (r->end > x->end)
 		x->end = r->end;
 	thread_meta(x, r->ri, r->tid);
-	ev_sep(x);
-	const char *cat = r->fn->domain ? r->fn->domain : "other";
-	fputs("{\"ph\":\"X\",\"cat\":", x->f);
-	nrr_json_str(x->f, cat, strlen(cat));
-	fputs(",\"name\":", x->f);
-	nrr_json_str(x->f, r->name, strlen(r->name));
-	fprintf(x->f, ",\"cname\":\"%s\",\"pid\":%ld,\"tid\":%u,\"ts\":", r->real ? "terrible" : "grey", pid, r->tid);
-	nrr_put_us(x->f, r->ts);
-	fputs(",\"dur\":", x->f);
-	nrr_put_us(x->f, r->end - r->ts);
-	fprintf(x->f, ",\"args\":{\"folded\":%llu,\"failed\":%llu,\"first_seq\":%llu,\"last_seq\":%llu,\"%s\":",
-		(unsigned long long)r->calls, (unsigned long long)r->failed, (unsigned long long)r->first_seq,
-		(unsigned long long)r->last_seq, r->real ? "error" : "result");
-	nrr_json_str(x->f, r->result, strlen(r->result));
-	fputs(",\"benign\":", x->f);
-	nrr_json_str(x->f, r->rule->why, strlen(r->rule->why));
-	fputs("}}", x->f);
+	struct nrr_jw *w = ev_open(x);
+	nrr_jw_kstr(w, "ph", "X");
+	nrr_jw_kstr(w, "cat", r->fn->domain ? r->fn->domain : "other");
+	nrr_jw_kstr(w, "name", r->name);
+	nrr_jw_kstr(w, "cname", r->real ? "terrible" : "grey");
+	nrr_jw_kint(w, "pid", pid);
+	nrr_jw_kuint(w, "tid", r->tid);
+	nrr_jw_kus(w, "ts", r->ts);
+	nrr_jw_kus(w, "dur", r->end - r->ts);
+	nrr_jw_key(w, "args");
+	nrr_jw_obj(w, false);
+	nrr_jw_kuint(w, "folded", r->calls);
+	nrr_jw_kuint(w, "failed", r->failed);
+	nrr_jw_kuint(w, "first_seq", r->first_seq);
+	nrr_jw_kuint(w, "last_seq", r->last_seq);
+	nrr_jw_kstr(w, r->real ? "error" : "result", r->result);
+	nrr_jw_kstr(w, "benign", r->rule->why);
+	nrr_jw_end(w);
+	nrr_jw_end(w);
 	x->nslices++;
 	x->nfolded += r->calls;
 	if (r->real) {
@@ -495,9 +513,7 @@ static void put_meta(struct chrome *x)
 	nrr_jw_obj(w, false);
 	nrr_jw_kstr(w, "generator", "ncclrr export");
 	nrr_jw_kuint(w, "start_wall_ns", x->in->base_wall);
-	nrr_jw_key(w, "duration_us");
-	nrr_jw_value(w);
-	nrr_put_us(x->f, x->end);
+	nrr_jw_kus(w, "duration_us", x->end);
 	nrr_jw_kuint(w, "processes", x->in->n);
 	nrr_jw_kuint(w, "slices", x->nslices);
 	nrr_jw_kuint(w, "errors", x->nerrors);
@@ -577,13 +593,10 @@ int nrr_export_chrome(struct nrr_inputs *in, const struct nrr_export_opts *o, co
 		nrr_jw_kstr(w, "cname", "yellow");
 		nrr_jw_kint(w, "pid", e->at.pid);
 		nrr_jw_kuint(w, "tid", e->at.tid);
-		nrr_jw_key(w, "ts");
-		nrr_jw_value(w);
-		nrr_put_us(x.f, e->at.ts);
-		nrr_jw_key(w, "dur");
-		nrr_jw_value(w);
-		nrr_put_us(x.f, dur < 0 ? 0 : dur);
+		nrr_jw_kus(w, "ts", e->at.ts);
+		nrr_jw_kus(w, "dur", dur < 0 ? 0 : dur);
 		nrr_jw_key(w, "args");
+		/* rendered by put_args() when the call was read */
 		nrr_jw_raw(w, "%s", e->args ? e->args : "{}");
 		nrr_jw_end(w);
 		x.nslices++;

@@ -79,12 +79,6 @@ const char *nrr_sbuf_str(struct nrr_sbuf *s, size_t *len)
 	return s->buf;
 }
 
-void nrr_put_us(FILE *f, int64_t ns)
-{
-	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-	fprintf(f, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
-}
-
 bool nrr_sock_conn(const nrr_call *c, int64_t *fd, const nrr_value **local, const nrr_value **peer,
 		   bool *isconnect)
 {
