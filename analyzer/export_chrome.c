@@ -111,7 +111,11 @@ static void put_args(struct chrome *x, struct nrr_jw *w, const nrr_call *c, bool
 	nrr_jw_end(w);
 }
 
-static void put_flow(struct chrome *x, const char *name, const struct nrr_sref *from, const struct nrr_sref *to)
+/* The two kinds of flow arrows. */
+enum flow { FLOW_CONNECT, FLOW_IPC };
+static const char *const flow_name[] = { [FLOW_CONNECT] = "connect", [FLOW_IPC] = "cuMem export->import" };
+
+static void put_flow(struct chrome *x, enum flow kind, const struct nrr_sref *from, const struct nrr_sref *to)
 {
 	uint64_t id = ++x->flow_id;
 	const struct nrr_sref *r[2] = { from, to };
@@ -121,7 +125,7 @@ static void put_flow(struct chrome *x, const char *name, const struct nrr_sref *
 		nrr_jw_kuint(w, "id", id);
 		nrr_jw_kstr(w, "bp", "e");
 		nrr_jw_kstr(w, "cat", "flow");
-		nrr_jw_kstr(w, "name", name);
+		nrr_jw_kstr(w, "name", flow_name[kind]);
 		nrr_jw_kint(w, "pid", r[i]->pid);
 		nrr_jw_kuint(w, "tid", r[i]->tid);
 		/* inside the slice, so that "e" binds to it */
@@ -131,7 +135,7 @@ static void put_flow(struct chrome *x, const char *name, const struct nrr_sref *
 }
 
 /* Rendezvous of the two ends of a flow under @k; emits when both known. */
-static void meet(struct chrome *x, const struct nrr_ekey *k, bool src, const struct nrr_sref *r, const char *name)
+static void meet(struct chrome *x, const struct nrr_ekey *k, bool src, const struct nrr_sref *r, enum flow kind)
 {
 	struct nrr_emap_ent *e = nrr_emap_get(&x->m, k->b, k->n, true);
 	if (!e)
@@ -144,8 +148,8 @@ static void meet(struct chrome *x, const struct nrr_ekey *k, bool src, const str
 		e->has_b = true;
 	}
 	if (e->has_a && e->has_b) {
-		put_flow(x, name, &e->a, &e->b);
-		if (!strcmp(name, "connect"))
+		put_flow(x, kind, &e->a, &e->b);
+		if (kind == FLOW_CONNECT)
 			x->nflows_conn++;
 		else
 			x->nflows_ipc++;
@@ -153,7 +157,7 @@ static void meet(struct chrome *x, const struct nrr_ekey *k, bool src, const str
 	}
 }
 
-/* fds passed in a recorded msghdr. */
+/* fds passed in a recorded msghdr (nrr_call_msghdr()). */
 static int msghdr_fds(const nrr_value *v, int64_t *fds, int max)
 {
 	nrr_msghdr_rec m;
@@ -171,10 +175,20 @@ static void sock_key(struct nrr_ekey *k, size_t ri, int64_t fd)
 	nrr_ekey_add(k, &fd, sizeof(fd));
 }
 
+/* The descriptor a call that hands GPU memory out or in as one (role
+ * fd_export / fd_import) works on: its parameter of format fd, which every
+ * trace's schema says (sem= or not). */
+static const nrr_value *gpu_fd(const nrr_call *c)
+{
+	for (unsigned i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++)
+		if (c->fn->args[i].fmt == NRR_FMT_FD)
+			return c->present >> i & 1 ? &c->args[i] : NULL;
+	return NULL;
+}
+
 /* Follow the socket and IPC calls of a completed call for the flows. */
 static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct nrr_sref *self)
 {
-	const char *n = c->fn->name;
 	enum nrr_role role = nrr_call_role(c);
 	struct nrr_ekey k;
 	const nrr_value *v;
@@ -225,10 +239,15 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 			at = l->a;
 		nrr_ekey_init(&k, 'C', 0);
 		nrr_ekey_add(&k, conn, clen);
-		meet(x, &k, isconn, &at, "connect");
+		meet(x, &k, isconn, &at, FLOW_CONNECT);
 	} else if (role == NRR_ROLE_PROXY_REQ) {
-		const nrr_value *t = nrr_call_arg(c, "type", NULL), *fdv = nrr_call_role_arg(c, NRR_ARG_FD);
-		if (!t || !fdv || t->u != 9 /* ncclProxyMsgGetFd */)
+		/* the message type by its symbol in the trace's own enum table
+		 * (NCCL numbers them; proxy.api's ncclProxyMsgType).  "type" by
+		 * name: a field of ncclProxyRequest's own layout, no role */
+		int ti;
+		const nrr_value *t = nrr_call_arg(c, "type", &ti), *fdv = nrr_call_role_arg(c, NRR_ARG_FD);
+		const char *tn = t ? nrr_enum_name(c->fn->args[ti].table, (int64_t)t->u) : NULL;
+		if (!tn || !fdv || strcmp(tn, "ncclProxyMsgGetFd"))
 			return;
 		sock_key(&k, ri, (int64_t)fdv->u);
 		struct nrr_emap_ent *s = nrr_emap_get(&x->m, k.b, k.n, false);
@@ -246,7 +265,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 			g->fd = s->fd;   /* 2: we asked (client), 3: we serve */
 		}
 	} else if (role == NRR_ROLE_FD_EXPORT) {
-		if (nrr_call_failed(c) || !(v = nrr_call_arg(c, "shareableHandle", NULL)))
+		if (nrr_call_failed(c) || !(v = gpu_fd(c)))
 			return;
 		nrr_ekey_init(&k, 'E', ri);
 		int64_t fd = (int64_t)v->u;
@@ -254,9 +273,10 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 		struct nrr_emap_ent *e = nrr_emap_get(&x->m, k.b, k.n, true);
 		if (e)
 			e->a = *self;
-	} else if (!strcmp(n, "sendmsg") || !strcmp(n, "recvmsg")) {
-		bool send = n[0] == 's';
-		if (nrr_call_failed(c) || !(v = nrr_call_arg(c, "msg", NULL)))
+	} else if ((role == NRR_ROLE_SEND || role == NRR_ROLE_RECV) && (v = nrr_call_msghdr(c))) {
+		/* a send or receive that can pass fds: one with a struct msghdr */
+		bool send = role == NRR_ROLE_SEND;
+		if (nrr_call_failed(c))
 			return;
 		int nf = msghdr_fds(v, fds, 16);
 		if (!nf)
@@ -280,7 +300,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 				nrr_ekey_add(&k, &fds[i], sizeof(fds[i]));
 				struct nrr_emap_ent *e = nrr_emap_get(&x->m, k.b, k.n, false);
 				if (e) {
-					meet(x, &tk, true, &e->a, "cuMem export->import");
+					meet(x, &tk, true, &e->a, FLOW_IPC);
 					nrr_emap_del(&x->m, e);
 				}
 			} else {
@@ -295,7 +315,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 			}
 		}
 	} else if (role == NRR_ROLE_FD_IMPORT) {
-		if (!(v = nrr_call_arg(c, "osHandle", NULL)))
+		if (!(v = gpu_fd(c)))
 			return;
 		int64_t fd = (int64_t)v->u;
 		nrr_ekey_init(&k, 'R', ri);
@@ -307,7 +327,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 		memcpy(tk.b, r->conn, r->connlen);
 		tk.n = r->connlen;
 		nrr_emap_del(&x->m, r);
-		meet(x, &tk, false, self, "cuMem export->import");
+		meet(x, &tk, false, self, FLOW_IPC);
 	} else if (role == NRR_ROLE_CLOSE) {
 		if (!(v = nrr_call_role_arg(c, NRR_ARG_FD)))
 			return;

@@ -84,14 +84,13 @@ bool nrr_sock_conn(const nrr_call *c, int64_t *fd, const nrr_value **local, cons
 {
 	if (nrr_call_role(c) != NRR_ROLE_SOCK_INFO)
 		return false;
-	/* sock_role in formats/api/socket.api: connect = 2, accept = 3 */
 	const nrr_value *role = nrr_call_arg(c, "role", NULL), *fdv = nrr_call_arg(c, "fd", NULL);
 	*local = nrr_call_arg(c, "local", NULL);
 	*peer = nrr_call_arg(c, "peer", NULL);
-	if (!role || !fdv || !*local || !*peer || !(*local)->len || !(*peer)->len || (role->u != 2 && role->u != 3))
+	if (!role || !fdv || !*local || !*peer || !(*local)->len || !(*peer)->len || (role->u != NRR_SOCK_CONNECT && role->u != NRR_SOCK_ACCEPT))
 		return false;
 	*fd = (int64_t)fdv->u;
-	*isconnect = role->u == 2;
+	*isconnect = role->u == NRR_SOCK_CONNECT;
 	return true;
 }
 
