@@ -666,7 +666,7 @@ int diff_proc_scan(struct proc *p)
 		if (nrr_call_gpu_side(c))
 			p->gpu[c->stream] = true;
 		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER) && nrole[c->stream] < ROLE_CALLS &&
-		    role_domain(c->fn->domain) && strcmp(c->fn->name, "sock_info") != 0) {
+		    role_domain(c->fn->domain) && nrr_call_role(c) != NRR_ROLE_SOCK_INFO) {
 			p->role[c->stream] = mix(p->role[c->stream] ? p->role[c->stream] : 7, diff_fninfo_of(p, c->fn)->name_h);
 			nrole[c->stream]++;
 		}

@@ -67,8 +67,6 @@ void nrr_sbuf_close(struct nrr_sbuf *s);
 void nrr_sbuf_reset(struct nrr_sbuf *s);
 const char *nrr_sbuf_str(struct nrr_sbuf *s, size_t *len);
 
-/* Signed ns as µs with three decimals ("12.345"). */
-void nrr_put_us(FILE *f, int64_t ns);
 /* The recorded value of the argument named @name, or NULL. */
 const nrr_value *nrr_call_arg(const nrr_call *c, const char *name, int *index);
 /* Whether @c is a sock_info record of a connected socket (role connect or

@@ -51,11 +51,12 @@ struct chrome {
 	size_t ninfl, capinfl;
 };
 
-/* The next event of traceEvents (a line each), written by the caller. */
-static void ev_sep(struct chrome *x)
+/* Open the next event of traceEvents (a line each); nrr_jw_end() closes it. */
+static struct nrr_jw *ev_open(struct chrome *x)
 {
 	x->nevents++;
-	nrr_jw_value(&x->jw);
+	nrr_jw_obj(&x->jw, false);
+	return &x->jw;
 }
 
 static bool reserved(const char *n)
@@ -65,10 +66,10 @@ static bool reserved(const char *n)
 }
 
 /* The args object of a call: each recorded arg formatted as dump does. */
-static void put_args(struct chrome *x, FILE *f, const nrr_call *c, bool failed, const char *benign)
+static void put_args(struct chrome *x, struct nrr_jw *w, const nrr_call *c, bool failed, const char *benign)
 {
-	fputc('{', f);
-	fprintf(f, "\"seq\":%llu", (unsigned long long)c->seq);
+	nrr_jw_obj(w, false);
+	nrr_jw_kuint(w, "seq", c->seq);
 	for (unsigned i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++) {
 		const nrr_arg_schema *a = &c->fn->args[i];
 		if (!(c->present >> i & 1))
@@ -81,56 +82,60 @@ static void put_args(struct chrome *x, FILE *f, const nrr_call *c, bool failed, 
 		if (reserved(a->name)) {
 			char k[96];
 			snprintf(k, sizeof(k), "arg_%s", a->name);
-			fputc(',', f);
-			nrr_json_str(f, k, strlen(k));
+			nrr_jw_key(w, k);
 		} else {
-			fputc(',', f);
-			nrr_json_str(f, a->name, strlen(a->name));
+			nrr_jw_key(w, a->name);
 		}
-		fputc(':', f);
-		nrr_json_str(f, s, len);
+		nrr_jw_strn(w, s, len);
 	}
 	if (c->done && c->fn->ret != NRR_RET_VOID) {
 		size_t len;
 		nrr_sbuf_reset(&x->sb);
 		nrr_format_result(x->sb.f, c);
 		const char *s = nrr_sbuf_str(&x->sb, &len);
-		fputs(",\"result\":", f);
-		nrr_json_str(f, s, len);
+		nrr_jw_key(w, "result");
+		nrr_jw_strn(w, s, len);
 		if (failed) {
-			fputs(",\"error\":", f);
-			nrr_json_str(f, s, len);
+			nrr_jw_key(w, "error");
+			nrr_jw_strn(w, s, len);
 		}
-		if (benign) {
-			fputs(",\"benign\":", f);
-			nrr_json_str(f, benign, strlen(benign));
-		}
+		if (benign)
+			nrr_jw_kstr(w, "benign", benign);
 	}
 	if (c->repeat) {
-		fprintf(f, ",\"repeat\":%llu,\"repeat_us\":", (unsigned long long)c->repeat);
-		nrr_put_us(f, (int64_t)c->repeat_ns);
+		nrr_jw_kuint(w, "repeat", c->repeat);
+		nrr_jw_kus(w, "repeat_us", (int64_t)c->repeat_ns);
 	}
 	if (!c->done)
-		fputs(",\"inflight\":true", f);
-	fputc('}', f);
+		nrr_jw_kbool(w, "inflight", true);
+	nrr_jw_end(w);
 }
 
-static void put_flow(struct chrome *x, const char *name, const struct nrr_sref *from, const struct nrr_sref *to)
+/* The two kinds of flow arrows. */
+enum flow { FLOW_CONNECT, FLOW_IPC };
+static const char *const flow_name[] = { [FLOW_CONNECT] = "connect", [FLOW_IPC] = "cuMem export->import" };
+
+static void put_flow(struct chrome *x, enum flow kind, const struct nrr_sref *from, const struct nrr_sref *to)
 {
 	uint64_t id = ++x->flow_id;
 	const struct nrr_sref *r[2] = { from, to };
 	for (int i = 0; i < 2; i++) {
-		ev_sep(x);
-		fprintf(x->f, "{\"ph\":\"%s\",\"id\":%llu,\"bp\":\"e\",\"cat\":\"flow\",\"name\":\"%s\",\"pid\":%ld,\"tid\":%u,\"ts\":",
-			i ? "f" : "s", (unsigned long long)id, name, r[i]->pid, r[i]->tid);
+		struct nrr_jw *w = ev_open(x);
+		nrr_jw_kstr(w, "ph", i ? "f" : "s");
+		nrr_jw_kuint(w, "id", id);
+		nrr_jw_kstr(w, "bp", "e");
+		nrr_jw_kstr(w, "cat", "flow");
+		nrr_jw_kstr(w, "name", flow_name[kind]);
+		nrr_jw_kint(w, "pid", r[i]->pid);
+		nrr_jw_kuint(w, "tid", r[i]->tid);
 		/* inside the slice, so that "e" binds to it */
-		nrr_put_us(x->f, r[i]->ts + (int64_t)(r[i]->dur / 2));
-		fputc('}', x->f);
+		nrr_jw_kus(w, "ts", r[i]->ts + (int64_t)(r[i]->dur / 2));
+		nrr_jw_end(w);
 	}
 }
 
 /* Rendezvous of the two ends of a flow under @k; emits when both known. */
-static void meet(struct chrome *x, const struct nrr_ekey *k, bool src, const struct nrr_sref *r, const char *name)
+static void meet(struct chrome *x, const struct nrr_ekey *k, bool src, const struct nrr_sref *r, enum flow kind)
 {
 	struct nrr_emap_ent *e = nrr_emap_get(&x->m, k->b, k->n, true);
 	if (!e)
@@ -143,8 +148,8 @@ static void meet(struct chrome *x, const struct nrr_ekey *k, bool src, const str
 		e->has_b = true;
 	}
 	if (e->has_a && e->has_b) {
-		put_flow(x, name, &e->a, &e->b);
-		if (!strcmp(name, "connect"))
+		put_flow(x, kind, &e->a, &e->b);
+		if (kind == FLOW_CONNECT)
 			x->nflows_conn++;
 		else
 			x->nflows_ipc++;
@@ -152,7 +157,7 @@ static void meet(struct chrome *x, const struct nrr_ekey *k, bool src, const str
 	}
 }
 
-/* fds passed in a recorded msghdr. */
+/* fds passed in a recorded msghdr (nrr_call_msghdr()). */
 static int msghdr_fds(const nrr_value *v, int64_t *fds, int max)
 {
 	nrr_msghdr_rec m;
@@ -170,10 +175,20 @@ static void sock_key(struct nrr_ekey *k, size_t ri, int64_t fd)
 	nrr_ekey_add(k, &fd, sizeof(fd));
 }
 
+/* The descriptor a call that hands GPU memory out or in as one (role
+ * fd_export / fd_import) works on: its parameter of format fd, which every
+ * trace's schema says (sem= or not). */
+static const nrr_value *gpu_fd(const nrr_call *c)
+{
+	for (unsigned i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++)
+		if (c->fn->args[i].fmt == NRR_FMT_FD)
+			return c->present >> i & 1 ? &c->args[i] : NULL;
+	return NULL;
+}
+
 /* Follow the socket and IPC calls of a completed call for the flows. */
 static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct nrr_sref *self)
 {
-	const char *n = c->fn->name;
 	enum nrr_role role = nrr_call_role(c);
 	struct nrr_ekey k;
 	const nrr_value *v;
@@ -224,10 +239,15 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 			at = l->a;
 		nrr_ekey_init(&k, 'C', 0);
 		nrr_ekey_add(&k, conn, clen);
-		meet(x, &k, isconn, &at, "connect");
+		meet(x, &k, isconn, &at, FLOW_CONNECT);
 	} else if (role == NRR_ROLE_PROXY_REQ) {
-		const nrr_value *t = nrr_call_arg(c, "type", NULL), *fdv = nrr_call_role_arg(c, NRR_ARG_FD);
-		if (!t || !fdv || t->u != 9 /* ncclProxyMsgGetFd */)
+		/* the message type by its symbol in the trace's own enum table
+		 * (NCCL numbers them; proxy.api's ncclProxyMsgType).  "type" by
+		 * name: a field of ncclProxyRequest's own layout, no role */
+		int ti;
+		const nrr_value *t = nrr_call_arg(c, "type", &ti), *fdv = nrr_call_role_arg(c, NRR_ARG_FD);
+		const char *tn = t ? nrr_enum_name(c->fn->args[ti].table, (int64_t)t->u) : NULL;
+		if (!tn || !fdv || strcmp(tn, "ncclProxyMsgGetFd"))
 			return;
 		sock_key(&k, ri, (int64_t)fdv->u);
 		struct nrr_emap_ent *s = nrr_emap_get(&x->m, k.b, k.n, false);
@@ -245,7 +265,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 			g->fd = s->fd;   /* 2: we asked (client), 3: we serve */
 		}
 	} else if (role == NRR_ROLE_FD_EXPORT) {
-		if (nrr_call_failed(c) || !(v = nrr_call_arg(c, "shareableHandle", NULL)))
+		if (nrr_call_failed(c) || !(v = gpu_fd(c)))
 			return;
 		nrr_ekey_init(&k, 'E', ri);
 		int64_t fd = (int64_t)v->u;
@@ -253,9 +273,10 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 		struct nrr_emap_ent *e = nrr_emap_get(&x->m, k.b, k.n, true);
 		if (e)
 			e->a = *self;
-	} else if (!strcmp(n, "sendmsg") || !strcmp(n, "recvmsg")) {
-		bool send = n[0] == 's';
-		if (nrr_call_failed(c) || !(v = nrr_call_arg(c, "msg", NULL)))
+	} else if ((role == NRR_ROLE_SEND || role == NRR_ROLE_RECV) && (v = nrr_call_msghdr(c))) {
+		/* a send or receive that can pass fds: one with a struct msghdr */
+		bool send = role == NRR_ROLE_SEND;
+		if (nrr_call_failed(c))
 			return;
 		int nf = msghdr_fds(v, fds, 16);
 		if (!nf)
@@ -279,7 +300,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 				nrr_ekey_add(&k, &fds[i], sizeof(fds[i]));
 				struct nrr_emap_ent *e = nrr_emap_get(&x->m, k.b, k.n, false);
 				if (e) {
-					meet(x, &tk, true, &e->a, "cuMem export->import");
+					meet(x, &tk, true, &e->a, FLOW_IPC);
 					nrr_emap_del(&x->m, e);
 				}
 			} else {
@@ -294,7 +315,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 			}
 		}
 	} else if (role == NRR_ROLE_FD_IMPORT) {
-		if (!(v = nrr_call_arg(c, "osHandle", NULL)))
+		if (!(v = gpu_fd(c)))
 			return;
 		int64_t fd = (int64_t)v->u;
 		nrr_ekey_init(&k, 'R', ri);
@@ -306,7 +327,7 @@ static void flows(struct chrome *x, size_t ri, const nrr_call *c, const struct n
 		memcpy(tk.b, r->conn, r->connlen);
 		tk.n = r->connlen;
 		nrr_emap_del(&x->m, r);
-		meet(x, &tk, false, self, "cuMem export->import");
+		meet(x, &tk, false, self, FLOW_IPC);
 	} else if (role == NRR_ROLE_CLOSE) {
 		if (!(v = nrr_call_role_arg(c, NRR_ARG_FD)))
 			return;
@@ -331,9 +352,18 @@ static void thread_meta(struct chrome *x, size_t ri, uint32_t tid)
 		return;
 	nrr_emap_get(&x->m, k.b, k.n, true);
 	const nrr_file_info *fi = nrr_reader_info(x->in->r[ri]);
-	ev_sep(x);
-	fprintf(x->f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%ld,\"tid\":%u,\"args\":{\"name\":\"%s %u\"}}",
-		x->procs[ri].pid, tid, tid == fi->pid ? "main" : "thread", tid);
+	char name[32];
+	snprintf(name, sizeof(name), "%s %u", tid == fi->pid ? "main" : "thread", tid);
+	struct nrr_jw *w = ev_open(x);
+	nrr_jw_kstr(w, "ph", "M");
+	nrr_jw_kstr(w, "name", "thread_name");
+	nrr_jw_kint(w, "pid", x->procs[ri].pid);
+	nrr_jw_kuint(w, "tid", tid);
+	nrr_jw_key(w, "args");
+	nrr_jw_obj(w, false);
+	nrr_jw_kstr(w, "name", name);
+	nrr_jw_end(w);
+	nrr_jw_end(w);
 }
 
 static int64_t rel(struct chrome *x, size_t ri, uint64_t ts)
@@ -344,18 +374,14 @@ static int64_t rel(struct chrome *x, size_t ri, uint64_t ts)
 /* The red instant event of a failure. */
 static void put_error(struct chrome *x, size_t ri, uint32_t tid, int64_t ts, const char *s, size_t len, uint64_t seq)
 {
-	struct nrr_jw *w = &x->jw;
-	x->nevents++;
-	nrr_jw_obj(w, false);
+	struct nrr_jw *w = ev_open(x);
 	nrr_jw_kstr(w, "ph", "i");
 	nrr_jw_kstr(w, "s", "t");
 	nrr_jw_kstr(w, "cat", "error");
 	nrr_jw_kstr(w, "cname", "terrible");
 	nrr_jw_kint(w, "pid", x->procs[ri].pid);
 	nrr_jw_kuint(w, "tid", tid);
-	nrr_jw_key(w, "ts");
-	nrr_jw_value(w);
-	nrr_put_us(x->f, ts);
+	nrr_jw_kus(w, "ts", ts);
 	nrr_jw_key(w, "name");
 	nrr_jw_strn(w, s, len);
 	nrr_jw_key(w, "args");
@@ -380,15 +406,24 @@ static void on_call(void *ctx, size_t ri, const nrr_call *c)
 		while (n && (c->log[n - 1] == '\n' || c->log[n - 1] == '\r'))
 			n--;
 		bool warn = memmem(c->log, n, "WARN", 4) != NULL;
-		ev_sep(x);
-		fprintf(x->f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"log\",%s\"pid\":%ld,\"tid\":%u,\"ts\":",
-			warn ? "\"cname\":\"bad\"," : "", pid, c->tid);
-		nrr_put_us(x->f, key);
-		fputs(",\"name\":", x->f);
-		nrr_json_str(x->f, c->log, n > 80 ? 80 : n);
-		fprintf(x->f, ",\"args\":{\"level\":%u,\"text\":", c->log_level);
-		nrr_json_str(x->f, c->log, n);
-		fputs("}}", x->f);
+		struct nrr_jw *w = ev_open(x);
+		nrr_jw_kstr(w, "ph", "i");
+		nrr_jw_kstr(w, "s", "t");
+		nrr_jw_kstr(w, "cat", "log");
+		if (warn)
+			nrr_jw_kstr(w, "cname", "bad");
+		nrr_jw_kint(w, "pid", pid);
+		nrr_jw_kuint(w, "tid", c->tid);
+		nrr_jw_kus(w, "ts", key);
+		nrr_jw_key(w, "name");
+		nrr_jw_strn(w, c->log, n > 80 ? 80 : n);
+		nrr_jw_key(w, "args");
+		nrr_jw_obj(w, false);
+		nrr_jw_kuint(w, "level", c->log_level);
+		nrr_jw_key(w, "text");
+		nrr_jw_strn(w, c->log, n);
+		nrr_jw_end(w);
+		nrr_jw_end(w);
 		return;
 	}
 	if (c->phase == NRR_PHASE_ENTER || !c->fn)
@@ -409,7 +444,9 @@ static void on_call(void *ctx, size_t ri, const nrr_call *c)
 		FILE *m = open_memstream(&args, &alen);
 		if (!m)
 			return;
-		put_args(x, m, c, false, NULL);
+		struct nrr_jw aw;   /* the same rules as the document's */
+		nrr_jw_init(&aw, m, x->jw.flags);
+		put_args(x, &aw, c, false, NULL);
 		fclose(m);
 		struct inflight *e = &x->infl[x->ninfl++];
 		e->at = self;
@@ -425,20 +462,19 @@ static void on_call(void *ctx, size_t ri, const nrr_call *c)
 	const char *benign = nrr_call_failed(c) ? nrr_call_benign(c) : NULL;
 	bool failed = nrr_call_failed(c) && !benign;
 	x->nbenign += benign != NULL;
-	ev_sep(x);
-	const char *cat = c->fn->domain ? c->fn->domain : "other";
-	fputs("{\"ph\":\"X\",\"cat\":", x->f);
-	nrr_json_str(x->f, cat, strlen(cat));
-	fputs(",\"name\":", x->f);
-	nrr_json_str(x->f, c->fn->name, strlen(c->fn->name));
-	fprintf(x->f, ",%s\"pid\":%ld,\"tid\":%u,\"ts\":",
-		failed ? "\"cname\":\"terrible\"," : benign ? "\"cname\":\"grey\"," : "", pid, c->tid);
-	nrr_put_us(x->f, self.ts);
-	fputs(",\"dur\":", x->f);
-	nrr_put_us(x->f, (int64_t)self.dur);
-	fputs(",\"args\":", x->f);
-	put_args(x, x->f, c, failed, benign);
-	fputc('}', x->f);
+	struct nrr_jw *w = ev_open(x);
+	nrr_jw_kstr(w, "ph", "X");
+	nrr_jw_kstr(w, "cat", c->fn->domain ? c->fn->domain : "other");
+	nrr_jw_kstr(w, "name", c->fn->name);
+	if (failed || benign)
+		nrr_jw_kstr(w, "cname", failed ? "terrible" : "grey");
+	nrr_jw_kint(w, "pid", pid);
+	nrr_jw_kuint(w, "tid", c->tid);
+	nrr_jw_kus(w, "ts", self.ts);
+	nrr_jw_kus(w, "dur", (int64_t)self.dur);
+	nrr_jw_key(w, "args");
+	put_args(x, w, c, failed, benign);
+	nrr_jw_end(w);
 	x->nslices++;
 	if (failed) {
 		size_t len;
@@ -460,23 +496,25 @@ static void on_run(void *ctx, const struct nrr_fold_run *r)
 	if (r->end > x->end)
 		x->end = r->end;
 	thread_meta(x, r->ri, r->tid);
-	ev_sep(x);
-	const char *cat = r->fn->domain ? r->fn->domain : "other";
-	fputs("{\"ph\":\"X\",\"cat\":", x->f);
-	nrr_json_str(x->f, cat, strlen(cat));
-	fputs(",\"name\":", x->f);
-	nrr_json_str(x->f, r->name, strlen(r->name));
-	fprintf(x->f, ",\"cname\":\"%s\",\"pid\":%ld,\"tid\":%u,\"ts\":", r->real ? "terrible" : "grey", pid, r->tid);
-	nrr_put_us(x->f, r->ts);
-	fputs(",\"dur\":", x->f);
-	nrr_put_us(x->f, r->end - r->ts);
-	fprintf(x->f, ",\"args\":{\"folded\":%llu,\"failed\":%llu,\"first_seq\":%llu,\"last_seq\":%llu,\"%s\":",
-		(unsigned long long)r->calls, (unsigned long long)r->failed, (unsigned long long)r->first_seq,
-		(unsigned long long)r->last_seq, r->real ? "error" : "result");
-	nrr_json_str(x->f, r->result, strlen(r->result));
-	fputs(",\"benign\":", x->f);
-	nrr_json_str(x->f, r->rule->why, strlen(r->rule->why));
-	fputs("}}", x->f);
+	struct nrr_jw *w = ev_open(x);
+	nrr_jw_kstr(w, "ph", "X");
+	nrr_jw_kstr(w, "cat", r->fn->domain ? r->fn->domain : "other");
+	nrr_jw_kstr(w, "name", r->name);
+	nrr_jw_kstr(w, "cname", r->real ? "terrible" : "grey");
+	nrr_jw_kint(w, "pid", pid);
+	nrr_jw_kuint(w, "tid", r->tid);
+	nrr_jw_kus(w, "ts", r->ts);
+	nrr_jw_kus(w, "dur", r->end - r->ts);
+	nrr_jw_key(w, "args");
+	nrr_jw_obj(w, false);
+	nrr_jw_kuint(w, "folded", r->calls);
+	nrr_jw_kuint(w, "failed", r->failed);
+	nrr_jw_kuint(w, "first_seq", r->first_seq);
+	nrr_jw_kuint(w, "last_seq", r->last_seq);
+	nrr_jw_kstr(w, r->real ? "error" : "result", r->result);
+	nrr_jw_kstr(w, "benign", r->rule->why);
+	nrr_jw_end(w);
+	nrr_jw_end(w);
 	x->nslices++;
 	x->nfolded += r->calls;
 	if (r->real) {
@@ -495,9 +533,7 @@ static void put_meta(struct chrome *x)
 	nrr_jw_obj(w, false);
 	nrr_jw_kstr(w, "generator", "ncclrr export");
 	nrr_jw_kuint(w, "start_wall_ns", x->in->base_wall);
-	nrr_jw_key(w, "duration_us");
-	nrr_jw_value(w);
-	nrr_put_us(x->f, x->end);
+	nrr_jw_kus(w, "duration_us", x->end);
 	nrr_jw_kuint(w, "processes", x->in->n);
 	nrr_jw_kuint(w, "slices", x->nslices);
 	nrr_jw_kuint(w, "errors", x->nerrors);
@@ -577,13 +613,10 @@ int nrr_export_chrome(struct nrr_inputs *in, const struct nrr_export_opts *o, co
 		nrr_jw_kstr(w, "cname", "yellow");
 		nrr_jw_kint(w, "pid", e->at.pid);
 		nrr_jw_kuint(w, "tid", e->at.tid);
-		nrr_jw_key(w, "ts");
-		nrr_jw_value(w);
-		nrr_put_us(x.f, e->at.ts);
-		nrr_jw_key(w, "dur");
-		nrr_jw_value(w);
-		nrr_put_us(x.f, dur < 0 ? 0 : dur);
+		nrr_jw_kus(w, "ts", e->at.ts);
+		nrr_jw_kus(w, "dur", dur < 0 ? 0 : dur);
 		nrr_jw_key(w, "args");
+		/* rendered by put_args() when the call was read */
 		nrr_jw_raw(w, "%s", e->args ? e->args : "{}");
 		nrr_jw_end(w);
 		x.nslices++;

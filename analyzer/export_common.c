@@ -79,25 +79,18 @@ const char *nrr_sbuf_str(struct nrr_sbuf *s, size_t *len)
 	return s->buf;
 }
 
-void nrr_put_us(FILE *f, int64_t ns)
-{
-	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-	fprintf(f, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
-}
-
 bool nrr_sock_conn(const nrr_call *c, int64_t *fd, const nrr_value **local, const nrr_value **peer,
 		   bool *isconnect)
 {
 	if (nrr_call_role(c) != NRR_ROLE_SOCK_INFO)
 		return false;
-	/* sock_role in formats/api/socket.api: connect = 2, accept = 3 */
 	const nrr_value *role = nrr_call_arg(c, "role", NULL), *fdv = nrr_call_arg(c, "fd", NULL);
 	*local = nrr_call_arg(c, "local", NULL);
 	*peer = nrr_call_arg(c, "peer", NULL);
-	if (!role || !fdv || !*local || !*peer || !(*local)->len || !(*peer)->len || (role->u != 2 && role->u != 3))
+	if (!role || !fdv || !*local || !*peer || !(*local)->len || !(*peer)->len || (role->u != NRR_SOCK_CONNECT && role->u != NRR_SOCK_ACCEPT))
 		return false;
 	*fd = (int64_t)fdv->u;
-	*isconnect = role->u == 2;
+	*isconnect = role->u == NRR_SOCK_CONNECT;
 	return true;
 }
 

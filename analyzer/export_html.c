@@ -176,7 +176,8 @@ struct html {
 	uint64_t nrects;
 	struct owner *owners;
 	size_t nowners, capowners;
-	FILE *detail;           /* JSON array items of the hover details */
+	FILE *detail;           /* the JSON array of the hover details, */
+	struct nrr_jw djw;      /* written by this writer (a line an item) */
 	long ndetail;
 };
 
@@ -584,11 +585,10 @@ static void make_dcall(struct html *h, const nrr_call *c, int64_t ts, int64_t du
  * domain, failed, name, args, result); @return its index. */
 static long put_detail(struct html *h, size_t row, const struct dcall *d)
 {
-	/* (a line each: the items are copied into the data's "calls" array) */
-	struct nrr_jw jw, *w = &jw;
+	/* (a line each: the array is copied in as the data's "calls") */
+	struct nrr_jw *w = &h->djw;
 	if (h->ndetail)
-		fputs(",\n", h->detail);
-	nrr_jw_init(w, h->detail, NRR_JW_COMPACT | NRR_JW_HTML);
+		nrr_jw_break(w);
 	nrr_jw_arr(w, false);
 	nrr_jw_uint(w, row);
 	nrr_jw_uint(w, d->tid);
@@ -1008,13 +1008,22 @@ static void put_table(struct html *h, FILE *f)
 }
 
 /* Item @n of the script's chain array for @e on @row, left open at its
- * warn array, and the line naming the socket peer (@how: what the
- * socket call was to the failure). */
-static void put_link(struct html *h, FILE *f, FILE *cj, size_t n, size_t row, const struct rowerr *e, const char *how)
+ * warn array (the caller closes both), and the line naming the socket
+ * peer (@how: what the socket call was to the failure). */
+static void put_link(struct html *h, FILE *f, struct nrr_jw *cj, size_t n, size_t row, const struct rowerr *e,
+		     const char *how)
 {
 	char t[40];
-	fprintf(cj, "%s{\"row\":%zu,\"t\":%lld,\"c\":%ld,\"peer\":%ld,\"pt\":%lld,\"warn\":[", n ? ",\n" : "", row,
-		(long long)e->t, e->mark, e->peer.len ? e->peer_row : -1, (long long)(e->peer.len ? e->peer_t : e->t));
+	if (n)
+		nrr_jw_break(cj);   /* an item a line */
+	nrr_jw_obj(cj, false);
+	nrr_jw_kuint(cj, "row", row);
+	nrr_jw_kint(cj, "t", e->t);
+	nrr_jw_kint(cj, "c", e->mark);
+	nrr_jw_kint(cj, "peer", e->peer.len ? e->peer_row : -1);
+	nrr_jw_kint(cj, "pt", e->peer.len ? e->peer_t : e->t);
+	nrr_jw_key(cj, "warn");
+	nrr_jw_arr(cj, false);
 	if (!e->peer.len)
 		return;
 	fmt_t(t, sizeof(t), e->peer_t);
@@ -1053,7 +1062,7 @@ static bool lasting(const struct html *h, const struct rowerr *e)
  * listed failures go to @cj too, as the items of the script's chain
  * array (in the order of the list's data-chain indices).
  */
-static void html_diagnosis(FILE *f, FILE *cj, struct nrr_inputs *in, struct html *h,
+static void html_diagnosis(FILE *f, struct nrr_jw *cj, struct nrr_inputs *in, struct html *h,
 			   const struct nrr_html_extra *extra)
 {
 	fputs("<h2>Diagnosis</h2>\n<section class=\"diagnosis\">\n", f);
@@ -1097,15 +1106,17 @@ static void html_diagnosis(FILE *f, FILE *cj, struct nrr_inputs *in, struct html
 			for (int k = 0; k < re->nwarn && shown < 3; k++) {
 				if (re->warn_t[k] >= e[i].next)
 					continue;
-				fprintf(cj, "%s[%lld,", shown ? "," : "", (long long)re->warn_t[k]);
-				nrr_json_str(cj, re->warn[k], strlen(re->warn[k]));
-				fputc(']', cj);
+				nrr_jw_arr(cj, false);
+				nrr_jw_int(cj, re->warn_t[k]);
+				nrr_jw_str(cj, re->warn[k]);
+				nrr_jw_end(cj);
 				shown++;
 				fputs("<div class=\"warn\">", f);
 				escs(f, re->warn[k]);
 				fputs("</div>", f);
 			}
-			fputs("]}", cj);
+			nrr_jw_end(cj);   /* warn */
+			nrr_jw_end(cj);
 			fputs("</li>\n", f);
 		}
 		if (nerr > 30)
@@ -1132,7 +1143,8 @@ static void html_diagnosis(FILE *f, FILE *cj, struct nrr_inputs *in, struct html
 			fputs("</code>", f);
 			if (w->has_wait) {
 				put_link(h, f, cj, nchain++, r, &w->wait, "waits in");
-				fputs("]}", cj);
+				nrr_jw_end(cj);   /* warn: none */
+				nrr_jw_end(cj);
 			}
 			fputs("</li>\n", f);
 		}
@@ -1226,6 +1238,7 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 	struct html h = { .in = in, .nrows = in->n };
 	int ret = 0;
 	FILE *f = NULL, *cj = NULL;
+	struct nrr_jw cjw;      /* the chain array, written to cj */
 	h.procs = nrr_export_procs(in);
 	h.rows = calloc(in->n ? in->n : 1, sizeof(*h.rows));
 	h.row_of = calloc(in->n ? in->n : 1, sizeof(*h.row_of));
@@ -1269,6 +1282,11 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 		ret = -1;
 		goto out;
 	}
+	/* the script's data: JSON whose strings escape '<' (no "</script>") */
+	nrr_jw_init(&h.djw, h.detail, NRR_JW_COMPACT | NRR_JW_HTML);
+	nrr_jw_arr(&h.djw, false);
+	nrr_jw_init(&cjw, cj, NRR_JW_COMPACT | NRR_JW_HTML);
+	nrr_jw_arr(&cjw, false);
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>ncclrr report</title>\n<style>", f);
 	fputs(css, f);
 	fputs("</style></head><body>\n", f);
@@ -1308,10 +1326,9 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 	fputs("</g>\n<g class=\"detail\"></g>\n<g class=\"chain\"></g>\n</g>\n</svg>\n<div id=\"tl-tip\"></div>\n", f);
 	put_rings(&h);
 	put_table(&h, f);
-	html_diagnosis(f, cj, in, &h, extra);
+	html_diagnosis(f, &cjw, in, &h, extra);
 	fputs("<p><small>Written by ncclrr export from ", f);
 	fprintf(f, "%zu trace files.</small></p>\n", in->n);
-	/* the script's data: JSON whose strings escape '<' (no "</script>") */
 	fputs("<script type=\"application/json\" id=\"nrr-data\">", f);
 	struct nrr_jw jw, *w = &jw;
 	nrr_jw_init(w, f, NRR_JW_COMPACT | NRR_JW_HTML);
@@ -1337,20 +1354,18 @@ int nrr_export_html(struct nrr_inputs *in, const char *path, const struct nrr_ht
 		nrr_jw_str(w, h.procs[h.rows[r].reader].name);
 	nrr_jw_end(w);
 	/* the calls and the chain were written (by items) while reading */
+	nrr_jw_end(&h.djw);
+	nrr_jw_end(&cjw);
 	nrr_jw_break(w);
 	nrr_jw_key(w, "calls");
 	nrr_jw_value(w);
-	fputc('[', f);
 	if (copy_layer(f, h.detail))
 		goto werr;
-	fputc(']', f);
 	nrr_jw_break(w);
 	nrr_jw_key(w, "chain");
 	nrr_jw_value(w);
-	fputc('[', f);
 	if (copy_layer(f, cj))
 		goto werr;
-	fputc(']', f);
 	nrr_jw_end(w);
 	fputs("</script>\n<script>", f);
 	fputs(report_js, f);

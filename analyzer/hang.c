@@ -66,7 +66,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 	if (h->root_addr[0]) {
 		for (size_t i = 0; i < h->np && h->root_owner < 0; i++)
 			for (size_t k = 0; k < h->p[i].nsocks; k++)
-				if (h->p[i].socks[k].role == 1 && hang_is_root(h, h->p[i].socks[k].local))
+				if (h->p[i].socks[k].role == NRR_SOCK_LISTEN && hang_is_root(h, h->p[i].socks[k].local))
 					h->root_owner = (int)i;
 	}
 	struct graph g = { 0 };

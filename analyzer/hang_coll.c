@@ -70,6 +70,9 @@ static void on_start(struct nrr_coll_state *s, const nrr_call *c, uint64_t wall,
 
 void nrr_coll_on_event(struct nrr_coll_state *s, const nrr_call *c, uint64_t wall)
 {
+	/* by name: each event has fields of its own (collStart's algo and
+	 * proto, p2pStart's peer, stop's type: profiler.api's layouts), read
+	 * below by their names; a role would not say which */
 	const char *n = c->fn->name;
 	s->seen = true;
 	if (!strcmp(n, "ncclProfiler_collStart")) {

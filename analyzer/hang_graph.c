@@ -79,7 +79,7 @@ static int listener_of(const struct nrr_hang *h, const char *addr)
 {
 	for (size_t i = 0; i < h->np; i++)
 		for (size_t k = 0; k < h->p[i].nsocks; k++)
-			if (h->p[i].socks[k].role == 1 && addr_match(h->p[i].socks[k].local, addr))
+			if (h->p[i].socks[k].role == NRR_SOCK_LISTEN && addr_match(h->p[i].socks[k].local, addr))
 				return (int)i;
 	return -1;
 }
@@ -92,10 +92,10 @@ static int peer_of(const struct nrr_hang *h, size_t self, const struct sockrec *
 	for (size_t i = 0; i < h->np; i++)
 		for (size_t k = 0; k < h->p[i].nsocks; k++) {
 			const struct sockrec *o = &h->p[i].socks[k];
-			if (i != self && o->role != 1 && !strcmp(o->local, s->peer) && !strcmp(o->peer, s->local))
+			if (i != self && o->role != NRR_SOCK_LISTEN && !strcmp(o->local, s->peer) && !strcmp(o->peer, s->local))
 				return (int)i;
 		}
-	if (s->role == 2)
+	if (s->role == NRR_SOCK_CONNECT)
 		return listener_of(h, s->peer);
 	return -1;
 }
@@ -118,15 +118,20 @@ static bool reached_root(const struct nrr_hang *h, size_t i)
 {
 	for (size_t k = 0; k < h->p[i].nsocks; k++) {
 		const struct sockrec *s = &h->p[i].socks[k];
-		if ((s->role == 2 && hang_is_root(h, s->peer)) || (s->role == 1 && hang_is_root(h, s->local)))
+		if ((s->role == NRR_SOCK_CONNECT && hang_is_root(h, s->peer)) || (s->role == NRR_SOCK_LISTEN && hang_is_root(h, s->local)))
 			return true;
 	}
 	return false;
 }
 
-static int add_edge(struct nrr_hang *h, int from, int to, const char *cat, const char *addr, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-static int add_edge(struct nrr_hang *h, int from, int to, const char *cat, const char *addr, const char *fmt, ...)
+/* the reports' word for a socket wait */
+static const char *const wait_word[] = { [W_CONNECT] = "connect", [W_ACCEPT] = "accept", [W_POLL] = "poll",
+					 [W_RECV] = "recv", [W_SEND] = "send", [W_PROXY] = "proxy" };
+
+static int add_edge(struct nrr_hang *h, int from, int to, enum hwait kind, const char *cat, const char *addr,
+		    const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static int add_edge(struct nrr_hang *h, int from, int to, enum hwait kind, const char *cat, const char *addr,
+		    const char *fmt, ...)
 {
 	/* a thread waiting on another thread of its own process (NCCL's main
 	 * thread on its own proxy) is no wait of the process */
@@ -134,13 +139,14 @@ static int add_edge(struct nrr_hang *h, int from, int to, const char *cat, const
 		return 0;
 	h->p[from].waiting = true;
 	for (size_t i = 0; i < h->ne; i++)
-		if (h->e[i].from == from && h->e[i].to == to && !strcmp(h->e[i].cat, cat))
+		if (h->e[i].from == from && h->e[i].to == to && h->e[i].kind == kind && !strcmp(h->e[i].cat, cat))
 			return 0;
 	if (!nrr_grow(&h->e, h->ne, &h->ce, sizeof(*h->e)))
 		return -ENOMEM;
 	struct hedge *e = &h->e[h->ne++];
 	e->from = from;
 	e->to = to;
+	e->kind = (uint8_t)kind;
 	e->cat = cat;
 	snprintf(e->addr, sizeof(e->addr), "%s", addr ? addr : "");
 	va_list ap;
@@ -173,14 +179,16 @@ static bool poll_serves(const struct nrr_hang *h, size_t i, const int *fds, int 
 {
 	for (int j = 0; j < n; j++) {
 		struct sockrec *s = hang_sock_open((struct hproc *)&h->p[i], fds[j]);
-		if (!s || s->role == 1)
+		if (!s || s->role == NRR_SOCK_LISTEN)
 			return true;
 	}
 	return false;
 }
 
-static int edges_accept(struct nrr_hang *h, size_t i, const struct sockrec *l, const char *cat)
+/* @kind: W_ACCEPT, or W_POLL (a poll on the listener) */
+static int edges_accept(struct nrr_hang *h, size_t i, const struct sockrec *l, enum hwait kind)
 {
+	const char *cat = wait_word[kind];
 	if (!hang_is_root(h, l->local) || h->nranks <= 0) {
 		/* NCCL's bootstrap listener: any peer connects to send a
 		 * message; those that ended early never will */
@@ -188,13 +196,13 @@ static int edges_accept(struct nrr_hang *h, size_t i, const struct sockrec *l, c
 		for (size_t k = 0; k < h->np && !rc; k++)
 			if (k != i && h->p[k].rank >= 0 && ended_early(h, k)) {
 				nend++;
-				rc = add_edge(h, (int)i, (int)k, cat, l->local,
+				rc = add_edge(h, (int)i, (int)k, kind, cat, l->local,
 					      "%s at %s: peers connect here to send; %s ended early (%s) and never will", cat,
 					      l->local, h->p[k].label, h->p[k].end_how[0] ? h->p[k].end_how : "no end recorded");
 			}
 		if (rc || nend)
 			return rc;
-		return add_edge(h, (int)i, -1, cat, l->local, "%s: waits for a connection on %s (who should connect is not in the traces)",
+		return add_edge(h, (int)i, -1, kind, cat, l->local, "%s: waits for a connection on %s (who should connect is not in the traces)",
 				cat, l->local);
 	}
 	/* the bootstrap root: every other rank of the job connects once */
@@ -207,34 +215,36 @@ static int edges_accept(struct nrr_hang *h, size_t i, const struct sockrec *l, c
 		if (n >= 0 && (size_t)n < h->np)
 			for (size_t k = 0; k < h->p[n].nsocks && !came; k++) {
 				const struct sockrec *s = &h->p[n].socks[k];
-				came = s->role == 2 && addr_match(l->local, s->peer);
+				came = s->role == NRR_SOCK_CONNECT && addr_match(l->local, s->peer);
 			}
 		if (!came) {
 			nmiss++;
-			rc = add_edge(h, (int)i, n, cat, l->local, "%s at %s (bootstrap root): rank %d never connected", cat,
+			rc = add_edge(h, (int)i, n, kind, cat, l->local, "%s at %s (bootstrap root): rank %d never connected", cat,
 				      l->local, r);
 		}
 	}
 	if (!rc && !nmiss)
-		rc = add_edge(h, (int)i, -1, cat, l->local, "%s at %s (bootstrap root): every rank connected already", cat,
+		rc = add_edge(h, (int)i, -1, kind, cat, l->local, "%s at %s (bootstrap root): every rank connected already", cat,
 			      l->local);
 	return rc;
 }
 
-static int edges_fd(struct nrr_hang *h, size_t i, int fd, const char *cat)
+/* @kind: W_ACCEPT, W_POLL, W_RECV or W_SEND */
+static int edges_fd(struct nrr_hang *h, size_t i, int fd, enum hwait kind)
 {
+	const char *cat = wait_word[kind];
 	struct sockrec *s = hang_sock_open(&h->p[i], fd);
 	if (!s)
-		return add_edge(h, (int)i, -1, cat, NULL, "%s on fd %d (not a socket the trace knows)", cat, fd);
+		return add_edge(h, (int)i, -1, kind, cat, NULL, "%s on fd %d (not a socket the trace knows)", cat, fd);
 	if (s->role == ROLE_PAIR)
 		return 0;   /* its own socketpair: no wait on another process */
-	if (s->role == 1)
-		return edges_accept(h, i, s, !strcmp(cat, "poll") ? "poll" : "accept");
+	if (s->role == NRR_SOCK_LISTEN)
+		return edges_accept(h, i, s, kind == W_POLL ? W_POLL : W_ACCEPT);
 	int to = peer_of(h, i, s);
 	if (to < 0 && hang_is_root(h, s->peer))
 		to = node_of_rank(h, 0);   /* the bootstrap root's owner, traced or not */
 	static const char *const types[] = { "", ", bootstrap", ", proxy", ", NET/Socket", ", NET/IB", ", RAS" };
-	return add_edge(h, (int)i, to, cat, s->peer, "%s on fd %d (%s -> %s%s)%s", cat, fd, s->local, s->peer,
+	return add_edge(h, (int)i, to, kind, cat, s->peer, "%s on fd %d (%s -> %s%s)%s", cat, fd, s->local, s->peer,
 			s->type < 6 ? types[s->type] : "", to < 0 ? ": no traced process owns the peer address" : "");
 }
 
@@ -243,11 +253,17 @@ static int edges_connect(struct nrr_hang *h, size_t i, const char *addr, const c
 	int to = listener_of(h, addr);
 	if (to < 0 && hang_is_root(h, addr))
 		to = node_of_rank(h, 0);   /* rank 0 makes the bootstrap root */
-	return add_edge(h, (int)i, to, "connect", addr, "%s %s%s", what, addr,
+	return add_edge(h, (int)i, to, W_CONNECT, wait_word[W_CONNECT], addr, "%s %s%s", what, addr,
 			to < 0 ? ": no traced process listens there" : "");
 }
 
 static bool killed_outright(const struct nrr_hang *h, const struct hproc *p);
+
+/* the wait of a blocked socket call (F_ACCEPT, F_RECV, F_SEND) */
+static enum hwait wait_of(uint8_t fkind)
+{
+	return fkind == F_RECV ? W_RECV : fkind == F_SEND ? W_SEND : W_ACCEPT;
+}
 
 int hang_build_edges(struct nrr_hang *h)
 {
@@ -266,31 +282,31 @@ int hang_build_edges(struct nrr_hang *h)
 				if (f->kind == F_CONNECT)
 					rc = edges_connect(h, i, f->addr, "connect to");
 				else if (f->kind == F_ACCEPT || f->kind == F_RECV || f->kind == F_SEND)
-					rc = edges_fd(h, i, f->fd, f->cat);
+					rc = edges_fd(h, i, f->fd, wait_of(f->kind));
 				else if (f->kind == F_POLL && !poll_serves(h, i, f->pollfd, f->npoll))
 					for (int j = 0; j < f->npoll && !rc; j++)
-						rc = edges_fd(h, i, f->pollfd[j], "poll");
+						rc = edges_fd(h, i, f->pollfd[j], W_POLL);
 			} else if (st->run_fn) {
 				if (st->run_kind == F_RECV || st->run_kind == F_SEND || st->run_kind == F_ACCEPT)
-					rc = edges_fd(h, i, st->run_fd, st->run_kind == F_RECV ? "recv" : st->run_kind == F_SEND ? "send" : "accept");
+					rc = edges_fd(h, i, st->run_fd, wait_of(st->run_kind));
 				else if (st->run_npoll) {
 					if (!poll_serves(h, i, st->run_pollfd, st->run_npoll))
 						for (int j = 0; j < st->run_npoll && !rc; j++)
-							rc = edges_fd(h, i, st->run_pollfd[j], "poll");
+							rc = edges_fd(h, i, st->run_pollfd[j], W_POLL);
 				} else
-					rc = add_edge(h, (int)i, -1, st->run_fn->name, NULL, "polling %s since %.6f s, %llu times",
+					rc = add_edge(h, (int)i, -1, W_OTHER, st->run_fn->name, NULL, "polling %s since %.6f s, %llu times",
 						      st->run_fn->name, rel(h, st->run_since), (unsigned long long)st->run_n);
 			} else if (st->cr_trailing) {
 				rc = edges_connect(h, i, st->cr_addr, "retrying connect to");
 			} else if (f && f->cat) {
-				rc = add_edge(h, (int)i, -1, f->cat, NULL, "in %s: %s since %.6f s", f->cat,
+				rc = add_edge(h, (int)i, -1, W_OTHER, f->cat, NULL, "in %s: %s since %.6f s", f->cat,
 					      f->text ? f->text : "?", rel(h, f->wall));
 			}
 		}
 		for (size_t k = 0; k < p->npend && !rc; k++) {
 			struct sockrec *s = hang_sock_open(p, p->pend[k].fd);
 			int to = s ? peer_of(h, i, s) : -1;
-			rc = add_edge(h, (int)i, to, "proxy", s ? s->peer : NULL, "an answer to proxy request %s (opId 0x%llx) on fd %d",
+			rc = add_edge(h, (int)i, to, W_PROXY, wait_word[W_PROXY], s ? s->peer : NULL, "an answer to proxy request %s (opId 0x%llx) on fd %d",
 				      p->pend[k].type, (unsigned long long)p->pend[k].opid, p->pend[k].fd);
 		}
 	}
@@ -655,12 +671,12 @@ static char *wait_key(const struct nrr_hang *h, const struct graph *g, const int
 	size_t nt = 0;
 	for (size_t k = g->off[u]; k < g->off[u + 1]; k++) {   /* an unanswered proxy request says most */
 		const struct hedge *e = &h->e[g->adj[k]];
-		if (level[e->to] == level[u] - 1 && (!e0 || (!strcmp(e->cat, "proxy") && strcmp(e0->cat, "proxy"))))
+		if (level[e->to] == level[u] - 1 && (!e0 || (e->kind == W_PROXY && e0->kind != W_PROXY)))
 			e0 = e;
 	}
 	for (size_t k = g->off[u]; k < g->off[u + 1]; k++) {
 		const struct hedge *e = &h->e[g->adj[k]];
-		if (e0 && level[e->to] == level[u] - 1 && !strcmp(e->cat, e0->cat))
+		if (e0 && level[e->to] == level[u] - 1 && e->kind == e0->kind && !strcmp(e->cat, e0->cat))
 			tg[nt++] = e->to;
 	}
 	if (!e0)
@@ -669,13 +685,13 @@ static char *wait_key(const struct nrr_hang *h, const struct graph *g, const int
 	hang_rank_list(h, tg, nt, tl, sizeof(tl));
 	char *key = NULL;
 	int rc;
-	if (!strcmp(e0->cat, "accept") && !hang_is_root(h, e0->addr))   /* each on its own listener */
+	if (e0->kind == W_ACCEPT && !hang_is_root(h, e0->addr))   /* each on its own listener */
 		rc = asprintf(&key, "in accept on their own listener for %s", tl);
-	else if (!strcmp(e0->cat, "accept") || !strcmp(e0->cat, "poll"))
+	else if (e0->kind == W_ACCEPT || e0->kind == W_POLL)
 		rc = asprintf(&key, "in %s at %s for %s", e0->cat, e0->addr, tl);
-	else if (!strcmp(e0->cat, "connect"))
+	else if (e0->kind == W_CONNECT)
 		rc = asprintf(&key, "in connect to %s for %s", e0->addr, tl);
-	else if (!strcmp(e0->cat, "proxy"))
+	else if (e0->kind == W_PROXY)
 		rc = asprintf(&key, "for a proxy answer from %s", tl);
 	else
 		rc = asprintf(&key, "in %s for %s", e0->cat, tl);

@@ -35,8 +35,8 @@ enum fkind {
 	F_SOCKPAIR,  /* socketpair: both ends are this process's (or a child's it forks) */
 };
 
-/* sockrec roles: the tracer's sock_role (1 listen, 2 connect, 3 accept),
- * and one end of a socketpair */
+/* sockrec roles: the tracer's sock_role (enum nrr_sock_role, nrt.h), and
+ * one end of a socketpair */
 #define ROLE_PAIR 100
 
 struct fninfo {
@@ -119,9 +119,14 @@ struct hproc {
 	struct nrr_coll_state coll; /* its collective, from NCCL profiler events */
 };
 
+/* What a wait-for edge waits in: the graph decides by this, never by
+ * the edge's text (W_OTHER: a call with no socket role, cat names it). */
+enum hwait { W_OTHER, W_CONNECT, W_ACCEPT, W_POLL, W_RECV, W_SEND, W_PROXY };
+
 struct hedge {
 	int from, to;          /* node indices; to = -1: nothing the traces show */
-	const char *cat;
+	uint8_t kind;          /* enum hwait */
+	const char *cat;       /* how the reports name it: "accept", a call's name, ... */
 	char addr[ADDR_MAX];   /* accept: the listener; connect: the target */
 	char detail[256];
 };

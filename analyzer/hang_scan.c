@@ -226,7 +226,7 @@ static int on_proxy(struct hproc *p, const nrr_call *c, const struct fninfo *fi,
 		return 0;
 	}
 	struct sockrec *s = hang_sock_open(p, fd);
-	if (!s || s->role != 2)   /* received by this process's proxy: not a wait */
+	if (!s || s->role != NRR_SOCK_CONNECT)   /* received by this process's proxy: not a wait */
 		return 0;
 	if (!nrr_grow(&p->pend, p->npend, &p->cpend, sizeof(*p->pend)))
 		return -ENOMEM;

@@ -194,6 +194,14 @@ void nrr_jw_fixed(struct nrr_jw *w, double v, int prec)
 	fprintf(w->f, "%.*f", prec, v);
 }
 
+void nrr_jw_us(struct nrr_jw *w, int64_t ns)
+{
+	before(w, false);
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+	fprintf(w->f, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000),
+		(unsigned long long)(a % 1000));
+}
+
 void nrr_jw_raw(struct nrr_jw *w, const char *fmt, ...)
 {
 	before(w, false);
@@ -241,4 +249,10 @@ void nrr_jw_kfixed(struct nrr_jw *w, const char *k, double v, int prec)
 {
 	nrr_jw_key(w, k);
 	nrr_jw_fixed(w, v, prec);
+}
+
+void nrr_jw_kus(struct nrr_jw *w, const char *k, int64_t ns)
+{
+	nrr_jw_key(w, k);
+	nrr_jw_us(w, ns);
 }

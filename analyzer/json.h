@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Write @p[0..n) as a JSON string (with quotes): valid UTF-8 is kept;
@@ -65,12 +66,16 @@ void nrr_jw_bool(struct nrr_jw *w, bool v);
 void nrr_jw_null(struct nrr_jw *w);
 /* A number with @prec decimals ("%.*f"). */
 void nrr_jw_fixed(struct nrr_jw *w, double v, int prec);
+/* Signed nanoseconds as microseconds with three decimals, exactly
+ * ("12.345", "-0.001"; no rounding through a double): the times of
+ * export --chrome. */
+void nrr_jw_us(struct nrr_jw *w, int64_t ns);
 /* A value the caller formats itself (printf), already JSON: a number in
  * a unit of its own, a fragment rendered earlier by a writer. */
 void nrr_jw_raw(struct nrr_jw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The separator for a value the caller then writes itself to w->f, already
- * JSON (export --chrome's events, whose arguments are rendered while
- * calls are folded; a time by nrr_put_us()). */
+ * JSON: a fragment another writer wrote to a side file (the HTML report's
+ * "calls" and "chain" arrays, copied in at the end). */
 void nrr_jw_value(struct nrr_jw *w);
 /* The next member of the (inline) container starts a new line: ",\n"
  * instead of ", " (export --chrome's "metadata" after the events). */
@@ -81,5 +86,6 @@ void nrr_jw_kint(struct nrr_jw *w, const char *k, long long v);
 void nrr_jw_kuint(struct nrr_jw *w, const char *k, unsigned long long v);
 void nrr_jw_kbool(struct nrr_jw *w, const char *k, bool v);
 void nrr_jw_kfixed(struct nrr_jw *w, const char *k, double v, int prec);
+void nrr_jw_kus(struct nrr_jw *w, const char *k, int64_t ns);
 
 #endif

@@ -432,11 +432,23 @@ void nrr_out_value(nrr_out *o, const nrr_arg_schema *a, const nrr_value *v)
 	}
 }
 
-/* sendmsg's / recvmsg's `msg` (custom:msghdr): decoded rather than hex. */
+/* sendmsg's / recvmsg's `msg` (custom:msghdr): decoded rather than hex.
+ * By name: the schema says only "bytes", the layout is that of the
+ * encoder these two functions' description names (formats/api/custom.c). */
 static bool is_msghdr(const nrr_fn_schema *fn, const nrr_arg_schema *a)
 {
 	return a->fmt == NRR_FMT_BYTES && a->name_len == 3 && !memcmp(a->name, "msg", 3) && !strcmp(fn->domain, "socket") &&
 	       (!strcmp(fn->name, "sendmsg") || !strcmp(fn->name, "recvmsg"));
+}
+
+const nrr_value *nrr_call_msghdr(const nrr_call *c)
+{
+	if (!c->fn)
+		return NULL;
+	for (unsigned i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++)
+		if (is_msghdr(c->fn, &c->fn->args[i]))
+			return c->present >> i & 1 ? &c->args[i] : NULL;
+	return NULL;
 }
 
 /* {len=N, head=HEX, fds=[…], name=ADDR}: name only when recorded and set. */

@@ -188,6 +188,10 @@ typedef struct nrr_msghdr_rec {
  * recorded end after the fds: has_name is false then.  @return 0, or
  * NRR_ETRUNC / NRR_ECORRUPT. */
 int nrr_msghdr_decode(const nrr_value *v, nrr_msghdr_rec *m);
+/* @return @c's recorded struct msghdr (sendmsg's / recvmsg's custom:msghdr
+ * `msg`, what nrr_msghdr_decode() reads), or NULL: not such a call, or
+ * not recorded. */
+const nrr_value *nrr_call_msghdr(const nrr_call *c);
 
 /* One message of sendmmsg's / recvmmsg's `msgvec` (custom:mmsghdr,
  * formats/api/README.md). */

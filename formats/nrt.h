@@ -168,6 +168,9 @@ enum nrr_argrole {
 	NRR_ARG_ID,          /* the id that pairs a request with its answer */
 	NRR_ARGROLE_N
 };
+/* The `role` field of the tracer's sock_info event: which call named the
+ * socket (enum sock_role of formats/api/socket.api; recorded values). */
+enum nrr_sock_role { NRR_SOCK_LISTEN = 1, NRR_SOCK_CONNECT = 2, NRR_SOCK_ACCEPT = 3 };
 #define NRR_SEM_MAXV 4
 /* answers: results, and errno values of a failure (-1, NULL or a poserr result) */
 typedef struct nrr_result_set {

@@ -56,8 +56,7 @@ bool nrr_caller_is_nccl(const void *addr);
 /* signals.c */
 void nrr_signals_init(bool ring_mode);
 
-/* sock.c: roles of sock_info (enum sock_role of socket.api) */
-enum { NRR_SOCK_LISTEN = 1, NRR_SOCK_CONNECT = 2, NRR_SOCK_ACCEPT = 3 };
+/* sock.c: roles of sock_info are enum nrr_sock_role (nrt.h) */
 void nrr_trace_child_forked(void);
 bool nrr_sock_is(int fd);
 bool nrr_sock_any(const struct pollfd *fds, unsigned long nfds);

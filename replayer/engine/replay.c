@@ -262,10 +262,11 @@ static int scan(struct coord *x, size_t i)
 					role = (int64_t)c->args[ri].u;
 				int li = nrr_arg_index(c, "local"), pe = nrr_arg_index(c, "peer");
 				uint64_t wall = nrr_reader_wall(r, c->ts);
-				if (li >= 0 && (role == 1 || role == 2) &&
-				    (ret = add_addr(x, i, &c->args[li], NULL, role == 1 ? A_LISTEN : A_CONNECT, wall)) < 0)
+				if (li >= 0 && (role == NRR_SOCK_LISTEN || role == NRR_SOCK_CONNECT) &&
+				    (ret = add_addr(x, i, &c->args[li], NULL, role == NRR_SOCK_LISTEN ? A_LISTEN : A_CONNECT,
+						    wall)) < 0)
 					break;
-				if (li >= 0 && pe >= 0 && (role == 2 || role == 3) &&
+				if (li >= 0 && pe >= 0 && (role == NRR_SOCK_CONNECT || role == NRR_SOCK_ACCEPT) &&
 				    (ret = add_addr(x, i, &c->args[li], &c->args[pe], A_CONN, wall)) < 0)
 					break;
 			}

@@ -1016,11 +1016,11 @@ static int r_recv(struct rsock *s, struct rstream *st, size_t k, const char *fdn
 	return 0;
 }
 
-/* The recorded custom:msghdr arg of @c (callfmt's decoder). */
+/* The recorded custom:msghdr arg of @c (callfmt's rule and decoder). */
 static bool parse_msg(const nrr_call *c, nrr_msghdr_rec *m)
 {
-	int i = nrr_arg_index(c, "msg");
-	return i >= 0 && c->args[i].p && nrr_msghdr_decode(&c->args[i], m) == 0;
+	const nrr_value *v = nrr_call_msghdr(c);
+	return v && v->p && nrr_msghdr_decode(v, m) == 0;
 }
 
 size_t msg_name(const nrr_call *c, const uint8_t **name)

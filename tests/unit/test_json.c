@@ -62,7 +62,8 @@ static void doc_pretty(struct nrr_jw *w)
 }
 
 /* export --chrome's shape: compact, a block array of events, a member on a
- * line of its own (nrr_jw_break), a value the caller writes itself. */
+ * line of its own (nrr_jw_break), times in µs, a value the caller writes
+ * itself. */
 static void doc_compact(struct nrr_jw *w)
 {
 	nrr_jw_obj(w, false);
@@ -71,9 +72,19 @@ static void doc_compact(struct nrr_jw *w)
 	nrr_jw_arr(w, true);
 	nrr_jw_obj(w, false);
 	nrr_jw_kstr(w, "name", "</script>");
-	nrr_jw_key(w, "ts");
+	nrr_jw_kus(w, "ts", 1250);
+	nrr_jw_key(w, "at");
 	nrr_jw_value(w);
-	fputs("1.250", w->f);
+	fputs("[]", w->f);
+	nrr_jw_key(w, "us");
+	nrr_jw_arr(w, false);
+	nrr_jw_us(w, 0);
+	nrr_jw_us(w, -1);
+	nrr_jw_us(w, 999);
+	nrr_jw_us(w, -1000000);
+	nrr_jw_us(w, INT64_MIN);
+	nrr_jw_us(w, INT64_MAX);
+	nrr_jw_end(w);
 	nrr_jw_end(w);
 	nrr_jw_raw(w, "{\"args\":%d}", 7);
 	nrr_jw_end(w);
@@ -108,7 +119,8 @@ int main(void)
 		 "  \"edges\": [\n    {\"from\": 0, \"t\": 1.500000, \"ranks\": [1, 18446744073709551615]},\n"
 		 "    {\"from\": -1, \"t\": 1.500000, \"ranks\": [1, 18446744073709551615]}\n  ]\n}");
 	want_doc(doc_compact, NRR_JW_COMPACT | NRR_JW_HTML,
-		 "{\"unit\":\"ns\",\"events\":[\n{\"name\":\"\\u003c/script>\",\"ts\":1.250},\n{\"args\":7}\n],\n"
+		 "{\"unit\":\"ns\",\"events\":[\n{\"name\":\"\\u003c/script>\",\"ts\":1.250,\"at\":[],"
+		 "\"us\":[0.000,-0.001,0.999,-1000.000,-9223372036854775.808,9223372036854775.807]},\n{\"args\":7}\n],\n"
 		 "\"meta\":[null,true]}");
 
 	static const struct { const char *in, *page, *plain; } cases[] = {
