@@ -369,6 +369,34 @@ static void *busy_thread(void *arg)
 	return NULL;
 }
 
+/* A child's writer of @path with tails every @sync_ns (exit 3 if none). */
+static nrr_writer *child_writer(const char *path, uint64_t sync_ns)
+{
+	nrr_writer *w;
+	nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .sync_ns = sync_ns };
+	if (nrr_writer_open(&w, path, &o))
+		_exit(3);
+	return w;
+}
+
+/* Tell the parent the child is ready to be killed, and wait for it. */
+static void ready_then_wait(int ready_fd)
+{
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(4);
+	pause();
+}
+
+/* Run @body in a child killed once it is ready; open what it left. */
+static nrr_reader *open_killed(const char *path, void (*body)(const char *, int, const void *), const char *what)
+{
+	kill_writer(path, body, NULL, 0, what);
+	nrr_reader *r;
+	nrr_diag d;
+	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open the killed writer's trace: %s", d.msg);
+	return r;
+}
+
 static void tail_then_chunks_child(const char *path, int ready_fd, const void *arg)
 {
 	(void)arg;
@@ -391,17 +419,12 @@ static void tail_then_chunks_child(const char *path, int ready_fd, const void *a
 		usleep(1000);
 		nrr_writer_counters(w, NULL, &chunks, NULL);
 	} while (chunks < before + 10);
-	if (write(ready_fd, "r", 1) != 1)
-		_exit(4);
-	pause();
+	ready_then_wait(ready_fd);
 }
 
 static void tail_survives_chunks(const char *path)
 {
-	kill_writer(path, tail_then_chunks_child, NULL, 0, "drained the busy thread");
-	nrr_reader *r;
-	nrr_diag d;
-	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open the killed writer's trace: %s", d.msg);
+	nrr_reader *r = open_killed(path, tail_then_chunks_child, "drained the busy thread");
 	uint64_t mine = 0, busy = 0;
 	for (uint32_t s = 0; s < nrr_reader_info(r)->nstreams; s++) {
 		nrr_cursor *cur;
@@ -435,10 +458,7 @@ static void *idle_thread(void *arg)
 static void idle_child(const char *path, int ready_fd, const void *arg)
 {
 	(void)arg;
-	nrr_writer *w;
-	nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .sync_ns = 60000000000ull };
-	if (nrr_writer_open(&w, path, &o))
-		_exit(3);
+	nrr_writer *w = child_writer(path, 60000000000ull);
 	pthread_t th;
 	if (pthread_create(&th, NULL, idle_thread, w))
 		_exit(4);
@@ -447,17 +467,12 @@ static void idle_child(const char *path, int ready_fd, const void *arg)
 	usleep(100000);
 	if (nrr_writer_dump(w, 30000))
 		_exit(4);
-	if (write(ready_fd, "r", 1) != 1)
-		_exit(4);
-	pause();
+	ready_then_wait(ready_fd);
 }
 
 static void whole_after_idle(const char *path)
 {
-	kill_writer(path, idle_child, NULL, 0, "dumped");
-	nrr_reader *r;
-	nrr_diag d;
-	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open the killed writer's trace: %s", d.msg);
+	nrr_reader *r = open_killed(path, idle_child, "dumped");
 	const char *v = nrr_reader_meta(r, "whole_ts");
 	uint64_t whole = v ? strtoull(v, NULL, 10) : 0, end = nrr_reader_info(r)->end_ts, idle_end = 0, last_end = 0;
 	CHECK(whole >= nrr_reader_info(r)->mono_ns && whole <= end, "whole_ts %llu between the header's clock and end_ts %llu",
@@ -492,10 +507,7 @@ static void whole_after_idle(const char *path)
 static void early_child(const char *path, int ready_fd, const void *arg)
 {
 	(void)arg;
-	nrr_writer *w;
-	nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .sync_ns = 1000000000u };
-	if (nrr_writer_open(&w, path, &o))
-		_exit(3);
+	nrr_writer *w = child_writer(path, 1000000000u);
 	usleep(20000);
 	record_calls(nrr_writer_thread(w), 1, 10, 1);
 	if (write(ready_fd, "r", 1) != 1)
