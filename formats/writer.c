@@ -1546,16 +1546,19 @@ static void snapshot(nrr_writer *w, nrr_tls *t)
 }
 
 /* The end of the trace as the tail's metadata: end_ts (this writer's clock
- * now: the trace covers the process up to here) and, once the process is
- * ending, end=<how> (FORMAT.md "How a trace ended").  Not for converters,
- * whose clock is the source's. */
-static void end_meta(nrr_writer *w)
+ * now: the trace covers the process up to here), whole_ts (@whole: when
+ * the copy of every thread's records began, so each thread's records
+ * before it are in the file; a thread copied later may have more) and,
+ * once the process is ending, end=<how> (FORMAT.md "How a trace ended").
+ * Not for converters, whose clock is the source's. */
+static void end_meta(nrr_writer *w, uint64_t whole)
 {
 	if (w->manual)
 		return;
-	char text[160];
+	char text[200];
 	uint32_t n = atomic_load(&w->end_len);
-	int len = snprintf(text, sizeof(text), "end_ts=%llu\n", (unsigned long long)now_ns(w));
+	int len = snprintf(text, sizeof(text), "end_ts=%llu\nwhole_ts=%llu\n", (unsigned long long)now_ns(w),
+			   (unsigned long long)whole);
 	if (n && n < sizeof(w->end_note) && len > 0)
 		len += snprintf(text + len, sizeof(text) - (size_t)len, "end=%.*s\n", (int)n, w->end_note);
 	if (len > 0 && (size_t)len < sizeof(text))
@@ -1625,10 +1628,14 @@ static int dump(nrr_writer *w)
 	if (!rc && w->ring_max && w->meta_extra_len)
 		rc = emit_chunk(w, NRR_CHUNK_META, NRR_STREAM_NONE, 0, 0, 0, 0, w->meta_extra, w->meta_extra_len);
 	if (!rc) {
+		/* before any thread is copied: what a thread records from now
+		 * on may be missing from its copy (a SIGKILL before the next
+		 * tail loses it), what it recorded before is in */
+		uint64_t whole = now_ns(w);
 		for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
 			if (!t->dead)
 				snapshot(w, t);
-		end_meta(w);
+		end_meta(w, whole);
 		rc = write_index(w);
 	}
 	if (!rc)

@@ -170,6 +170,19 @@ bool nrr_replay_threads_ok(nrr_reader *r, FILE *err)
 	return false;
 }
 
+/* The meta whole_ts of @r's last tail, or 0 (none, or not a time of this
+ * trace: before its header's clock or after its end_ts). */
+static uint64_t whole_ts(nrr_reader *r)
+{
+	const char *v = nrr_reader_meta(r, "whole_ts");
+	const nrr_file_info *fi = nrr_reader_info(r);
+	char *e;
+	unsigned long long t = v ? strtoull(v, &e, 10) : 0;
+	if (!v || e == v || *e || t < fi->mono_ns || !fi->end_ts || t > fi->end_ts)
+		return 0;
+	return t;
+}
+
 static int scan(struct coord *x, size_t i)
 {
 	nrr_reader *r = x->o->readers[i];
@@ -313,6 +326,15 @@ static int scan(struct coord *x, size_t i)
 		if (done && open < done && done < whole)
 			whole = done;
 	}
+	/* the tracer's last tail copied every thread from whole_ts on
+	 * (FORMAT.md "How a trace ended"): a thread that was running then
+	 * had made no traced call since its last return, what it did after
+	 * whole_ts is what is lost.  (Older files, or a file killed while
+	 * writing a tail, do not say: a running thread is whole only until
+	 * its last return, all that is known.) */
+	uint64_t tail = whole_ts(r);
+	if (whole != UINT64_MAX && tail > whole)
+		whole = tail;
 	uint64_t end = fi->end_ts > last ? fi->end_ts : last;
 	pi->end_wall = nrr_reader_wall(r, end ? end : 0);
 	pi->whole_wall = whole != UINT64_MAX ? nrr_reader_wall(r, whole) : pi->end_wall;

@@ -3,10 +3,10 @@
 # verbs fabric (traces/nccl_ib/, made by traces/nccl_ib/record.sh):
 # what NCCL printed, replay, diff against the clean IB run, rerun.
 # usage: test_nccl_ib_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
-# CASE: logs | golden | diff | rerun | remap | repeat20 | repeat100
+# CASE: logs | golden | diff | hang | rerun | remap | repeat20 | repeat100
 # remap: the recorded QP numbers and MR keys fill replay's verbs remap
 # table, and every RTR takes its peer's live QP number from it.
-# logs and diff need only the traces (registered, suite nccl). golden,
+# logs, diff and hang need only the traces (registered, suite nccl). golden,
 # repeat20/repeat100 (each failure replayed 20/100 times) replay clean_ib
 # (golden) and the failures in $replayed, through the verbs replay of
 # replayer/engine/rverbs.c. rerun (real init_allreduce again with the
@@ -25,11 +25,17 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 unset NCCLRR_FAULT NCCL_DEBUG
-failures="gid_index memlock retry_exc"
-replayed="gid_index memlock retry_exc"
-# replayed 20 times in repeat100 (suite slow) instead of in repeat20: its
-# proxies' polling (208k ibv_poll_cq) makes one replay about 8 s
-slow_repeat="retry_exc"
+failures="gid_index memlock retry_exc killed"
+replayed="gid_index memlock retry_exc killed"
+# replayed 20 times in repeat100 (suite slow) instead of in repeat20: their
+# proxies' polling (208k / 299k ibv_poll_cq) makes one replay 8 to 25 s
+slow_repeat="retry_exc killed"
+# rerun: killed is not rerun. Its trace stops at its last tail, before
+# the allocation it was killed at; the rerun kills rank 3 at its last
+# counted call in the trace (a bootstrap connect at the end of init),
+# a second earlier than the recording, and rank 2 then ran until the
+# rerun's timeout (7 of 8 ranks reproduced, measured once)
+rerun="gid_index memlock retry_exc"
 has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(head -c 3000 "$1")"; }
 
 # what NCCL printed on the failing rank, the net_ib.cc / transport lines, as
@@ -38,14 +44,15 @@ declare -A warn=(
 	[gid_index]="misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error Network is unreachable errno 101"
 	[memlock]="misc/ibvwrap.cc:153 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory"
 	[retry_exc]="transport/net_ib.cc:1984 NCCL WARN NET/IB: Got completion from peer"
+	[killed]="transport/net_ib.cc:1984 NCCL WARN NET/IB: Got completion from peer"
 )
 # and on the same line (the peer's address and port vary): completion
 # error 12, IBV_WC_RETRY_EXC_ERR, of the RDMA WRITE (opcode 1) of the CTS
-declare -A warn2=([retry_exc]="with status=12 opcode=1 ")
+declare -A warn2=([retry_exc]="with status=12 opcode=1 " [killed]="with status=12 opcode=1 ")
 # the rank that prints it: for gid_index rank 3, a peer of rank 4 (its RTR
 # to rank 4's GID 0 fails); for memlock rank 4 itself; for retry_exc rank
 # 4, the NET receiver of rank 3, which died
-declare -A rank=([gid_index]=3 [memlock]=4 [retry_exc]=4)
+declare -A rank=([gid_index]=3 [memlock]=4 [retry_exc]=4 [killed]=4)
 # what the rerun must say beyond "rank R: reproduced:" (retry_exc: rank 4
 # reproduced its end after rank 3's, with the same completion error)
 declare -A rerun_says=(
@@ -58,6 +65,7 @@ declare -A failing=(
 	[gid_index]="rank 3 thread 4, failure only in B: ibv_modify_qp = ENETUNREACH (Network is unreachable)"
 	[memlock]="rank 4 thread 4, failure only in B: ibv_reg_mr = NULL ENOMEM"
 	[retry_exc]="rank 3 thread 1, failure only in B: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY (2)"
+	[killed]="rank 3, abnormal end only in B: killed (its trace stops, no end recorded: SIGKILL"
 )
 
 case $case_ in
@@ -91,12 +99,21 @@ diff)
 	done
 	has "$tmp/gid_index.diff" "env.NCCL_IB_GID_INDEX (rank 4): A '1', B '0'" config
 	has "$tmp/retry_exc.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:CUDA_ERROR_OUT_OF_MEMORY'" config
+	has "$tmp/killed.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:SIGKILL'" config
+	;;
+hang)
+	# no one waits at the end; the first abnormal end is rank 3's death
+	"$ncclrr" hang "$g/killed" >"$tmp/killed.hang" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || fail "hang killed: exit $rc, want 0 (no hang): $(head -3 "$tmp/killed.hang")"
+	has "$tmp/killed.hang" "No hang: no traced process waits at the end of its trace." hang
+	has "$tmp/killed.hang" "First abnormal end: rank 3 died: its trace stops at" hang
 	;;
 rerun)
 	# real NCCL again with the recorded answers: the rank fails the same way
 	# and prints the same lines
 	. "$root/tests/integration/nccl_common.sh"
-	for t in $failures; do
+	for t in $rerun; do
 		# shellcheck disable=SC2086 # the recorded workload's options, split
 		"$ncclrr" replay --rerun "$g/$t" --topo "$topo" -o "$tmp/re-$t" -- "$wl/init_allreduce" ${wl_args[$t]:-} \
 			>"$tmp/$t.re" 2>&1

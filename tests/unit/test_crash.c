@@ -369,6 +369,34 @@ static void *busy_thread(void *arg)
 	return NULL;
 }
 
+/* A child's writer of @path with tails every @sync_ns (exit 3 if none). */
+static nrr_writer *child_writer(const char *path, uint64_t sync_ns)
+{
+	nrr_writer *w;
+	nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .sync_ns = sync_ns };
+	if (nrr_writer_open(&w, path, &o))
+		_exit(3);
+	return w;
+}
+
+/* Tell the parent the child is ready to be killed, and wait for it. */
+static void ready_then_wait(int ready_fd)
+{
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(4);
+	pause();
+}
+
+/* Run @body in a child killed once it is ready; open what it left. */
+static nrr_reader *open_killed(const char *path, void (*body)(const char *, int, const void *), const char *what)
+{
+	kill_writer(path, body, NULL, 0, what);
+	nrr_reader *r;
+	nrr_diag d;
+	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open the killed writer's trace: %s", d.msg);
+	return r;
+}
+
 static void tail_then_chunks_child(const char *path, int ready_fd, const void *arg)
 {
 	(void)arg;
@@ -391,17 +419,12 @@ static void tail_then_chunks_child(const char *path, int ready_fd, const void *a
 		usleep(1000);
 		nrr_writer_counters(w, NULL, &chunks, NULL);
 	} while (chunks < before + 10);
-	if (write(ready_fd, "r", 1) != 1)
-		_exit(4);
-	pause();
+	ready_then_wait(ready_fd);
 }
 
 static void tail_survives_chunks(const char *path)
 {
-	kill_writer(path, tail_then_chunks_child, NULL, 0, "drained the busy thread");
-	nrr_reader *r;
-	nrr_diag d;
-	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open the killed writer's trace: %s", d.msg);
+	nrr_reader *r = open_killed(path, tail_then_chunks_child, "drained the busy thread");
 	uint64_t mine = 0, busy = 0;
 	for (uint32_t s = 0; s < nrr_reader_info(r)->nstreams; s++) {
 		nrr_cursor *cur;
@@ -420,6 +443,63 @@ static void tail_survives_chunks(const char *path)
 	nrr_reader_close(r);
 }
 
+/* A thread that went idle long before the last tail (NCCL's proxy
+ * progress thread waits on a condition variable after its cudaSetDevice)
+ * is whole until the tail's whole_ts, not only until its last return:
+ * the tail copied every thread from then on (issue 15: replay cut a rank
+ * killed after init at that thread's last call, 4 s before its end, and
+ * its peers waited for ever). */
+static void *idle_thread(void *arg)
+{
+	record_calls(nrr_writer_thread(arg), 2000001, 5, 1);
+	return NULL;
+}
+
+static void idle_child(const char *path, int ready_fd, const void *arg)
+{
+	(void)arg;
+	nrr_writer *w = child_writer(path, 60000000000ull);
+	pthread_t th;
+	if (pthread_create(&th, NULL, idle_thread, w))
+		_exit(4);
+	usleep(100000);   /* the idle thread is done and stays (not joined: alive) */
+	record_calls(nrr_writer_thread(w), 1, 10, 1);
+	usleep(100000);
+	if (nrr_writer_dump(w, 30000))
+		_exit(4);
+	ready_then_wait(ready_fd);
+}
+
+static void whole_after_idle(const char *path)
+{
+	nrr_reader *r = open_killed(path, idle_child, "dumped");
+	const char *v = nrr_reader_meta(r, "whole_ts");
+	uint64_t whole = v ? strtoull(v, NULL, 10) : 0, end = nrr_reader_info(r)->end_ts, idle_end = 0, last_end = 0;
+	CHECK(whole >= nrr_reader_info(r)->mono_ns && whole <= end, "whole_ts %llu between the header's clock and end_ts %llu",
+	      (unsigned long long)whole, (unsigned long long)end);
+	uint64_t n = 0;
+	for (uint32_t s = 0; s < nrr_reader_info(r)->nstreams; s++) {
+		nrr_cursor *cur;
+		CHECK_FATAL(nrr_cursor_open(&cur, r, s) == 0, "cursor");
+		const nrr_call *call;
+		while (nrr_cursor_next(cur, &call) == 0) {
+			n++;
+			uint64_t e = call->ts + call->dur;
+			if (call->args[0].u > 2000000 && e > idle_end)
+				idle_end = e;
+			if (e > last_end)
+				last_end = e;
+		}
+		nrr_cursor_close(cur);
+	}
+	CHECK(n == 15, "%llu of 15 calls in the file", (unsigned long long)n);
+	/* the idle thread stopped 0.2 s before the tail, the main thread 0.1 s */
+	CHECK(idle_end && whole >= idle_end + 150000000ull && whole >= last_end + 50000000ull,
+	      "whole_ts %llu is the tail's time, not a thread's last return (idle thread %llu, last %llu)",
+	      (unsigned long long)whole, (unsigned long long)idle_end, (unsigned long long)last_end);
+	nrr_reader_close(r);
+}
+
 /* A process killed in its first second, as mpirun's SIGKILL finds a rank
  * that was slow to start: its calls are in the file.  The first periodic
  * tail used to come a second after the writer opened, whatever came
@@ -427,10 +507,7 @@ static void tail_survives_chunks(const char *path)
 static void early_child(const char *path, int ready_fd, const void *arg)
 {
 	(void)arg;
-	nrr_writer *w;
-	nrr_writer_opts o = { .schema = schema, .schema_len = sizeof(schema) - 1, .sync_ns = 1000000000u };
-	if (nrr_writer_open(&w, path, &o))
-		_exit(3);
+	nrr_writer *w = child_writer(path, 1000000000u);
 	usleep(20000);
 	record_calls(nrr_writer_thread(w), 1, 10, 1);
 	if (write(ready_fd, "r", 1) != 1)
@@ -493,6 +570,7 @@ int main(void)
 	for (int i = 0; i < 5; i++)
 		tail_survives_chunks(path);
 	killed_early(path);
+	whole_after_idle(path);
 	end_before_start(path);
 	for (unsigned us = 0; us < 30000; us += 1500)
 		snapshot_while_folding(path, us);

@@ -67,11 +67,17 @@ run_one() {
 	# same lines, but its trace does not replay: see README.)
 	retry_exc) rec retry_exc 40 --env 'NCCLRR_FAULT=cuMemAlloc:rank=3:nth=1:CUDA_ERROR_OUT_OF_MEMORY' \
 		--env NCCLRR_VERBS_MIN_TIMEOUT_MS=50 -- "$wl" --pause 1 --watch 2.5 ;;
+	# the same run with rank 3 killed outright instead (SIGKILL at that
+	# first allocation, 1 s after its init): no end in its trace, which
+	# replays up to its last tail's whole_ts (replayer/README.md); rank 4
+	# prints the same completion errors
+	killed) rec killed 40 --env 'NCCLRR_FAULT=cuMemAlloc:rank=3:nth=1:SIGKILL' \
+		--env NCCLRR_VERBS_MIN_TIMEOUT_MS=50 -- "$wl" --pause 1 --watch 2.5 ;;
 	esac
 	rm -f "$here/$n/nccl-topo.xml"
 	"$ncclrr" replay --topo "$topo" "$here/$n" | "$here/../replay/normalize.sh" >"$here/$n.expected" || true
 	echo "$n: $(du -sh "$here/$n" | cut -f1), $(grep -c . "$here/$n.log") lines of output"
 }
-for n in clean_ib gid_index memlock retry_exc; do
+for n in clean_ib gid_index memlock retry_exc killed; do
 	run_one "$n"
 done
