@@ -26,7 +26,9 @@ enum { NRR_SEL_RANK = 0x1000, NRR_SEL_API, NRR_SEL_ERRORS, NRR_SEL_FROM, NRR_SEL
 #define NRR_SELECT_USAGE \
 	"  --rank R[,R...]    only the processes of these ranks (metadata 'rank')\n" \
 	"  --api GLOB[,GLOB]  only calls whose name matches a glob (e.g. 'cuMem*')\n" \
-	"  --errors           only calls that failed (by their return convention)\n" \
+	"  --errors           only calls that failed (by their return convention, or\n" \
+	"                     an entry they returned with an error status: an\n" \
+	"                     ibv_poll_cq completion other than IBV_WC_SUCCESS)\n" \
 	"  --from T           only calls at or after T seconds\n" \
 	"  --to T             only calls before T seconds\n" \
 	"  --around-failure S only calls within S seconds of the first failure that\n" \

@@ -144,6 +144,29 @@ static bool matches(const nrr_result_set *s, const nrr_call *c, bool error)
 	return in_set(s->ret, s->nret, c->result) || (error && call_errno(c, &err) && in_set(s->err, s->nerr, err));
 }
 
+unsigned nrr_call_entry_errors(const nrr_call *c, unsigned *first, int64_t *status)
+{
+	const nrr_fn_schema *fn = c->fn;
+	int a = fn ? fn->fail_arg : -1;
+	if (c->kind != NRR_CALL || !c->done || a < 0 || a >= NRR_MAX_ARGS || !(c->present >> a & 1) ||
+	    !c->args[a].p || !c->args[a].len)
+		return 0;
+	const uint8_t *p = c->args[a].p, *end = p + c->args[a].len;
+	unsigned n = *p++, bad = 0;
+	for (unsigned i = 0; i < n; i++) {
+		for (unsigned k = 0; k < fn->fail_nfields; k++) {
+			uint64_t v;
+			if (nrr_get_uvar(&p, end, &v))
+				return bad;   /* a cut record: the entries read so far */
+			if (k == fn->fail_field && v && !bad++) {
+				*first = i;
+				*status = (int64_t)v;
+			}
+		}
+	}
+	return bad;
+}
+
 enum nrr_call_class nrr_call_class(const nrr_call *c)
 {
 	if (c->kind != NRR_CALL || !c->done || !c->fn)
@@ -156,7 +179,9 @@ enum nrr_call_class nrr_call_class(const nrr_call *c)
 		return NRR_CLASS_NOT_READY;
 	if (matches(&fn->transient, c, error))
 		return NRR_CLASS_TRANSIENT;
-	return error ? NRR_CLASS_FAILED : NRR_CLASS_OK;
+	unsigned i;
+	int64_t st;
+	return error || nrr_call_entry_errors(c, &i, &st) ? NRR_CLASS_FAILED : NRR_CLASS_OK;
 }
 
 bool nrr_call_failed(const nrr_call *c)
@@ -600,6 +625,28 @@ void nrr_out_result(nrr_out *o, const nrr_call *c)
 	default:
 		nrr_out_i64(o, c->result);
 		break;
+	}
+	unsigned i, nbad;
+	int64_t st;
+	if ((nbad = nrr_call_entry_errors(c, &i, &st))) {
+		/* " [wc[0] IBV_WC_RETRY_EXC_ERR (12), +3 failed]" */
+		const nrr_fn_schema *fn = c->fn;
+		const char *sym = nrr_enum_name(fn->fail_table, st);
+		nrr_out_write(o, " [", 2);
+		nrr_out_puts(o, fn->args[fn->fail_arg].name);
+		nrr_out_putc(o, '[');
+		nrr_out_u64(o, i);
+		nrr_out_write(o, "] ", 2);
+		nrr_out_puts(o, sym ? sym : "status");
+		nrr_out_write(o, " (", 2);
+		nrr_out_i64(o, st);
+		nrr_out_putc(o, ')');
+		if (nbad > 1) {
+			nrr_out_write(o, ", +", 3);
+			nrr_out_u64(o, nbad - 1);
+			nrr_out_write(o, " failed", 7);
+		}
+		nrr_out_putc(o, ']');
 	}
 }
 

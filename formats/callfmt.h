@@ -20,7 +20,17 @@ bool nrr_name_match(const char *globs, const char *name);
  * an error under its return convention; OK otherwise, and for what is
  * not a finished call. */
 enum nrr_call_class { NRR_CLASS_OK, NRR_CLASS_NOT_READY, NRR_CLASS_TRANSIENT, NRR_CLASS_FAILED };
+/* A call whose result is no error but that returned entries with an error
+ * status (its function's failed= parameter: ibv_poll_cq's completions) is
+ * FAILED too. */
 enum nrr_call_class nrr_call_class(const nrr_call *c);
+
+/* The entries of @c's failed= parameter (nrr_fn_schema.fail_arg: a count
+ * byte, then fail_nfields uvars each) whose status field is not 0.
+ * @return how many (0: none, or @c's function has no such parameter),
+ * with the first one's index in @first and its status in @status (named
+ * by fn->fail_table). */
+unsigned nrr_call_entry_errors(const nrr_call *c, unsigned *first, int64_t *status);
 
 /* @return what @c's function does (enum nrr_role, formats/nrt.h). */
 static inline enum nrr_role nrr_call_role(const nrr_call *c)
@@ -162,7 +172,8 @@ void nrr_out_call(nrr_out *o, const nrr_call *c, int64_t t_ns, const char *who, 
 void nrr_format_args(FILE *f, const nrr_call *c);
 /* Write one value of arg @i of @c. */
 void nrr_format_value(FILE *f, const nrr_arg_schema *a, const nrr_value *v);
-/* Write the result of @c: "CUDA_ERROR_INVALID_VALUE (1)", "-1 ECONNREFUSED", … */
+/* Write the result of @c: "CUDA_ERROR_INVALID_VALUE (1)", "-1 ECONNREFUSED",
+ * "4 [wc[0] IBV_WC_RETRY_EXC_ERR (12), +3 failed]" (nrr_call_entry_errors()), … */
 void nrr_format_result(FILE *f, const nrr_call *c);
 /* Write a duration: "850ns", "3.1us", "12.0ms", "1.25s". */
 void nrr_format_dur(FILE *f, uint64_t ns);

@@ -198,6 +198,12 @@ typedef struct nrr_fn_schema {
 	nrr_result_set notready, transient;
 	int8_t notready_arg; /* notready when this out parameter... (-1: none) */
 	int64_t notready_out; /* ...reads this value */
+	/* failed when an entry this out parameter records (a count byte, then
+	 * fail_nfields uvars each) has field fail_field != 0 (ibv_poll_cq's wc
+	 * status); fail_table names the values (-1: none) */
+	int8_t fail_arg;
+	uint8_t fail_field, fail_nfields;
+	const nrr_enum_schema *fail_table;
 } nrr_fn_schema;
 
 typedef struct nrr_schema nrr_schema;

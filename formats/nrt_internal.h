@@ -38,6 +38,7 @@ typedef struct nrr_chunk_header {
 typedef struct nrr_sem_builtin {
 	const char *name;
 	const char *sem;
+	const nrr_enum_schema *table;   /* the table its failed: item names, or NULL */
 } nrr_sem_builtin;
 extern const nrr_sem_builtin nrr_sem_builtin_fns[];
 extern const size_t nrr_sem_builtin_nfns;

@@ -188,11 +188,61 @@ static bool sem_values(const char *p, const char *end, int64_t *v, uint8_t *n)
 	return *n > 0;
 }
 
+/* Where a failed: item's table is looked up: the schema's own tables,
+ * else the built-in one of the function of that name (a trace written
+ * before failed= does not carry it). */
+struct sem_tables {
+	const nrr_schema *s;
+	struct enum_index *names;
+	const nrr_enum_schema *builtin;
+};
+
+/* "failed:out:ARG:FIELD/NFIELDS:TABLE" from @c1 (its first ':') to @end.
+ * @return false when it is malformed, or (@strict) names no out bytes
+ * parameter of @fn. */
+static bool sem_failed(nrr_fn_schema *fn, const char *c1, const char *end, bool strict, const struct sem_tables *t)
+{
+	const char *q = c1 + 1;
+	if ((size_t)(end - q) < 4 || memcmp(q, "out:", 4))
+		return false;
+	q += 4;
+	const char *c = memchr(q, ':', (size_t)(end - q));
+	if (!c)
+		return false;
+	int a = arg_named(fn, q, (size_t)(c - q));
+	char *e;
+	errno = 0;
+	unsigned long field = strtoul(c + 1, &e, 10), nfields = 0;
+	if (e == c + 1 || *e != '/' || e >= end)
+		return false;
+	const char *f = e + 1;
+	nfields = strtoul(f, &e, 10);
+	if (e == f || e >= end || *e != ':' || errno || field >= nfields || nfields > 16 || e + 1 >= end)
+		return false;
+	char tname[128];
+	size_t tl = (size_t)(end - e - 1);
+	if (tl >= sizeof(tname))
+		return false;
+	memcpy(tname, e + 1, tl);
+	tname[tl] = 0;
+	bool bytes = a >= 0 && fn->args[a].fmt == NRR_FMT_BYTES && (fn->args[a].dir & NRR_DIR_OUT);
+	if (!bytes)
+		return !strict;   /* the built-in item of a function recorded otherwise: none */
+	fn->fail_arg = (int8_t)a;
+	fn->fail_field = (uint8_t)field;
+	fn->fail_nfields = (uint8_t)nfields;
+	fn->fail_table = find_enum(t->s, t->names, tname, NULL);
+	if (!fn->fail_table && t->builtin && !strcmp(t->builtin->name, tname))
+		fn->fail_table = t->builtin;
+	return true;
+}
+
 /* Apply the sem= text @sem (FORMAT.md "Call semantics") to @fn, whose
  * args are known.  @strict (the trace's own): a parameter it names must
  * exist.  Items of kinds this reader does not know are skipped (a later
  * version's).  @return NULL, or the item that is wrong. */
-static const char *sem_apply(nrr_fn_schema *fn, const char *sem, bool strict, size_t *badlen)
+static const char *sem_apply(nrr_fn_schema *fn, const char *sem, bool strict, const struct sem_tables *t,
+			     size_t *badlen)
 {
 	const char *p = sem;
 	while (*p) {
@@ -234,6 +284,8 @@ static const char *sem_apply(nrr_fn_schema *fn, const char *sem, bool strict, si
 			} else {
 				ok = false;
 			}
+		} else if (klen == 6 && !memcmp(p, "failed", 6)) {
+			ok = c1 && sem_failed(fn, c1, end, strict, t);
 		}
 		if (!ok) {
 			*badlen = (size_t)(end - p);
@@ -251,28 +303,44 @@ static int sem_cmp(const void *k, const void *e)
 
 /* Each function's semantics: its sem= attribute, else the built-in
  * description of the function of that name, else of its return
- * convention (a trace written before sem= existed). */
-static int sem_resolve(nrr_schema *s, const unsigned *fnline, nrr_diag *d)
+ * convention (a trace written before sem= existed).  A sem= without a
+ * failed: item (written before failed= existed) takes the built-in one
+ * of the function of that name, when the trace records its parameter as
+ * bytes: the entries' layout is the same since they were first recorded
+ * (FORMAT.md "Call semantics"). */
+static int sem_resolve(nrr_schema *s, struct enum_index *names, const unsigned *fnline, nrr_diag *d)
 {
 	for (uint32_t i = 0; i < s->nfns; i++) {
 		nrr_fn_schema *fn = &s->fns[i];
 		memset(fn->arg, -1, sizeof(fn->arg));
 		fn->notready_arg = -1;
+		fn->fail_arg = -1;
 		bool own = fn->sem != NULL;
+		const nrr_sem_builtin *b = bsearch(fn->name, nrr_sem_builtin_fns, nrr_sem_builtin_nfns, sizeof(*b), sem_cmp);
+		struct sem_tables t = { s, names, b ? b->table : NULL };
 		if (!own) {
-			const nrr_sem_builtin *b = bsearch(fn->name, nrr_sem_builtin_fns, nrr_sem_builtin_nfns,
-							   sizeof(*b), sem_cmp);
-			for (size_t k = 0; !b && k < nrr_sem_builtin_nconvs; k++)
+			const nrr_sem_builtin *cb = b;
+			for (size_t k = 0; !cb && k < nrr_sem_builtin_nconvs; k++)
 				if (!strcmp(nrr_sem_builtin_convs[k].name, rets[fn->ret]))
-					b = &nrr_sem_builtin_convs[k];
-			fn->sem = b ? b->sem : NULL;
+					cb = &nrr_sem_builtin_convs[k];
+			fn->sem = cb ? cb->sem : NULL;
 		}
 		size_t blen = 0;
-		const char *bad = fn->sem ? sem_apply(fn, fn->sem, own, &blen) : NULL;
+		const char *bad = fn->sem ? sem_apply(fn, fn->sem, own, &t, &blen) : NULL;
 		if (bad && own)
 			return fail(d, fnline[i], "%s: bad call semantics item '%.*s' in sem= (FORMAT.md \"Call semantics\"); "
 				    "the trace's schema is damaged or from a newer writer: re-record it or update ncclrr",
 				    fn->name, (int)(blen > 80 ? 80 : blen), bad);
+		const char *item = own && fn->fail_arg < 0 && b ? strstr(b->sem, "failed:") : NULL;
+		if (item && (item == b->sem || item[-1] == ',')) {
+			char one[256];
+			size_t n = strcspn(item, ",");
+			if (n < sizeof(one)) {
+				memcpy(one, item, n);
+				one[n] = 0;
+				(void)sem_apply(fn, one, false, &t, &blen);
+			}
+		}
 	}
 	return 0;
 }
@@ -495,7 +563,7 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 		rc = fail(d, lineno, "missing 'end' (schema truncated)");
 		goto error;
 	}
-	if ((rc = sem_resolve(s, fnline, d)))
+	if ((rc = sem_resolve(s, &names, fnline, d)))
 		goto error;
 	free(fnline);
 	free(names.slot);

@@ -55,6 +55,7 @@ class Arg:
         self.explicit = False
         self.where = None    # file:line of its description line, if any
         self.result = None   # C function giving the value from the call's result ("result" lines)
+        self.failed = None   # (FIELD, NFIELDS, TABLE): failed=FIELD/NFIELDS:TABLE, an entry's error status
 
     @property
     def is_ptr(self):
@@ -480,9 +481,12 @@ def parse_result_line(api, fn, words, where):
 def parse_arg_line(api, fn, words, where):
     if words[:1] == ['result']:
         return parse_result_line(api, fn, words, where)
+    failed = [w for w in words[3:] if w.startswith('failed=')]
+    words = [w for w in words if not w.startswith('failed=')] if words[:1] != ['skip'] else words
     if words[:1] == ['skip'] and len(words) != 2 or \
             words[:1] != ['skip'] and (len(words) not in (3, 4) or words[0] not in ('in', 'out', 'inout')):
-        raise ApiError(f'{where}: expected "in|out|inout NAME ENCODING [create|consume]" or "skip NAME"')
+        raise ApiError(f'{where}: expected "in|out|inout NAME ENCODING [create|consume] [failed=FIELD/NFIELDS:TABLE]" '
+                       'or "skip NAME"')
     arg = next((a for a in fn.args if a.name == words[1]), None)
     if arg is None:
         raise ApiError(f'{where}: {fn.name} has no parameter "{words[1]}"')
@@ -495,10 +499,26 @@ def parse_arg_line(api, fn, words, where):
         return
     arg.dir = words[0]
     arg.fmt, arg.kind = parse_fmt(words[2], where)
+    if failed:
+        arg.failed = parse_failed(failed, arg, where)
     if len(words) == 4:
         if words[3] not in ('create', 'consume'):
             raise ApiError(f'{where}: unknown flag "{words[3]}"')
         arg.hflag = words[3]
+
+
+def parse_failed(words, arg, where):
+    """failed=FIELD/NFIELDS:TABLE on an out parameter recorded as a list of
+    entries (a count byte, then NFIELDS unsigned LEB128 values each, as
+    custom:wc): an entry whose field FIELD (from 0) is not 0 makes the call
+    failed; TABLE names those values."""
+    m = re.fullmatch(r'failed=(\d+)/(\d+):([A-Za-z_]\w*)', words[0])
+    if len(words) > 1 or not m or not int(m.group(1)) < int(m.group(2)) <= 16:
+        raise ApiError(f'{where}: failed wants "failed=FIELD/NFIELDS:TABLE" (FIELD < NFIELDS <= 16), once')
+    if arg.dir != 'out' or SCHEMA_FMT.get(arg.fmt, arg.fmt) != 'bytes':
+        raise ApiError(f'{where}: failed= is for an out parameter recorded as bytes (custom:NAME), '
+                       f'not {arg.dir} {arg.fmt}')
+    return (int(m.group(1)), int(m.group(2)), m.group(3))
 
 
 def default_arg(api, fn, arg):
@@ -620,6 +640,14 @@ def sem_tokens(api, fn):
     tr = fn.transient or conv.get('transient')
     if tr:
         out.append(f'transient:{tr[0]}:{"|".join(result_values(api, fn, *tr))}')
+    failed = [a for a in fn.args if a.failed]
+    if len(failed) > 1:
+        raise ApiError(f'{fn.where}: {fn.name}: failed= on more than one parameter')
+    for a in failed:
+        field, nfields, table = a.failed
+        if table not in api.enums:
+            raise ApiError(f'{a.where}: {fn.name}: failed=: unknown enum {table}')
+        out.append(f'failed:out:{a.name}:{field}/{nfields}:{table}')
     return out
 
 
@@ -662,6 +690,7 @@ def fn_enums(api, fn):
     names = list(api.enums)
     used = [fn.ret_table] if fn.ret_table else []
     used += [a.kind for a in fn.args if a.fmt in ('enum', 'flags')]
+    used += [a.failed[2] for a in fn.args if a.failed]
     return sorted({names.index(n) for n in used})
 
 

@@ -63,10 +63,21 @@ def emit_semantics(api, outdir):
     c += [f'\t[NRR_ARG_{r.upper()}] = "{r}",' for r in ARG_ROLES]
     c += ['};', f'_Static_assert(NRR_ROLE_N == {len(ROLES)} && NRR_ARGROLE_N == {len(ARG_ROLES)}, '
           '"enum nrr_role / nrr_argrole (formats/nrt.h) and ROLES / ARG_ROLES (formats/gen/ncclrr_gen.py) differ");', '',
-          '/* sorted by name (strcmp) */', 'const nrr_sem_builtin nrr_sem_builtin_fns[] = {']
+          '/* the tables failed= names (an entry\'s status), for a trace whose',
+          ' * schema does not carry them (written before failed= existed) */']
+    tables = sorted({a.failed[2] for fn in api.fns for a in fn.args if a.failed})
+    for t in tables:
+        e = api.enums[t]
+        c.append(f'static const int64_t tv_{t}[] = {{ {", ".join(str(v) for _, v in e.values)} }};')
+        names = ', '.join('"' + n + '"' for n, _ in e.values)
+        c.append(f'static const char *const tn_{t}[] = {{ {names} }};')
+        c.append(f'static const nrr_enum_schema t_{t} = {{ "{t}", {len(e.values)}, tv_{t}, tn_{t}, '
+                 f'{"true" if e.flags else "false"} }};')
+    c += ['', '/* sorted by name (strcmp) */', 'const nrr_sem_builtin nrr_sem_builtin_fns[] = {']
     for fn in sorted(api.fns, key=lambda f: f.name.encode()):
         if fn.sem:
-            c.append(f'\t{{ "{fn.name}", "{",".join(fn.sem)}" }},')
+            t = next((a.failed[2] for a in fn.args if a.failed), None)
+            c.append(f'\t{{ "{fn.name}", "{",".join(fn.sem)}", {f"&t_{t}" if t else "NULL"} }},')
     c += ['};', 'const size_t nrr_sem_builtin_nfns = sizeof(nrr_sem_builtin_fns) / sizeof(nrr_sem_builtin_fns[0]);',
           '', '/* by return convention (conv lines), for a function this build does not describe */',
           'const nrr_sem_builtin nrr_sem_builtin_convs[] = {']
@@ -74,6 +85,6 @@ def emit_semantics(api, outdir):
         probe = Fn('-', 'int', f'conv {conv}', [], '-')
         probe.ret = conv
         toks = sem_tokens(api, probe)
-        c.append(f'\t{{ "{conv}", "{",".join(toks)}" }},')
+        c.append(f'\t{{ "{conv}", "{",".join(toks)}", NULL }},')
     c += ['};', 'const size_t nrr_sem_builtin_nconvs = sizeof(nrr_sem_builtin_convs) / sizeof(nrr_sem_builtin_convs[0]);', '']
     write(os.path.join(outdir, 'nrr_sem_gen.c'), '\n'.join(c))

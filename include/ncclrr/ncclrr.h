@@ -180,7 +180,9 @@ NCCLRR_API int64_t ncclrr_call_result(const ncclrr_call *c);
 /*! @return : errno after the call returned (meaningful for libc calls). */
 NCCLRR_API uint32_t ncclrr_call_errno(const ncclrr_call *c);
 /*! @return : 1 if the call returned an error by its API's convention
- *            (CUDA_SUCCESS != result, -1 from a socket call, ...), else 0. */
+ *            (CUDA_SUCCESS != result, -1 from a socket call, ...) or
+ *            returned an entry with an error status (an ibv_poll_cq
+ *            completion other than IBV_WC_SUCCESS), else 0. */
 NCCLRR_API int ncclrr_call_failed(const ncclrr_call *c);
 
 /*! @return : the number of arguments the function's schema declares (0 for

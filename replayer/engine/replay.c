@@ -41,6 +41,7 @@ struct perr {
 	bool retry;        /* a "retry" one (a connect refused) not yet retried */
 	bool benign;
 	bool reached, injected;   /* this replay */
+	bool entries;      /* failed by the entries it returned (nrr_call_entry_errors(): a poll's completions) */
 };
 
 struct addrset { uint8_t (*k)[24]; uint8_t *kl; size_t n, cap, capl; };
@@ -301,6 +302,9 @@ static int scan(struct coord *x, size_t i)
 				e->wall = nrr_reader_wall(r, c->ts + c->dur);
 				snprintf(e->fn, sizeof(e->fn), "%s", c->fn->name);
 				nrr_result_text(c, e->res, sizeof(e->res));
+				unsigned at;
+				int64_t st;
+				e->entries = nrr_call_entry_errors(c, &at, &st) > 0;
 				const nrr_benign_rule *rule = nrr_call_benign_rule(c);
 				/* a refused connect is benign once it was retried (below) */
 				e->api_benign = rule && strcmp(rule->kind, "retry") != 0;
@@ -823,14 +827,19 @@ static int cmp_wall(const void *a, const void *b)
 
 /* One failed process's chain: "cuMemImportFromShareableHandle = CUDA_ERROR_INVALID_VALUE (1) (#202) -> exit 1".
  * A run of the same answer (a connect retried while a peer is gone) is one
- * entry "(#a..#b, N times)".  An entry is never cut: when the chain does
+ * entry "(#a..#b, N times)", and so is a run of calls failed by the entries
+ * they returned, shown by the first (ibv_poll_cq: the completion with
+ * IBV_WC_RETRY_EXC_ERR, then the flushed ones): "(#a..#b, N calls with
+ * failed entries)".  An entry is never cut: when the chain does
  * not fit, the first entries and the last one (the NCCL call that passed
  * the failure on) are kept, those between counted ("… N more"), and the
  * end always closes it. */
 static int chain_entry(const struct perr *e, const struct perr *last, size_t n, bool show_reached, char *ent, size_t len)
 {
 	char seqs[64];
-	if (n > 1)
+	if (n > 1 && e->entries)
+		snprintf(seqs, sizeof(seqs), "#%" PRIu64 "..#%" PRIu64 ", %zu calls with failed entries", e->seq, last->seq, n);
+	else if (n > 1)
 		snprintf(seqs, sizeof(seqs), "#%" PRIu64 "..#%" PRIu64 ", %zu times", e->seq, last->seq, n);
 	else
 		snprintf(seqs, sizeof(seqs), "#%" PRIu64, e->seq);
@@ -854,7 +863,9 @@ static void chain_text(struct coord *x, size_t p, bool show_reached, char *buf, 
 			const struct perr *f = &x->err[c];
 			if (f->proc != p || f->benign)
 				continue;
-			if (strcmp(f->fn, e->fn) || strcmp(f->res, e->res))
+			/* (polls returning failed completions, flushed ones after
+			 * the first error: one entry, named by the first) */
+			if (strcmp(f->fn, e->fn) || (strcmp(f->res, e->res) && !(e->entries && f->entries)))
 				break;
 			r.last = c;
 			r.n++;

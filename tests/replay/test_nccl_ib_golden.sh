@@ -100,6 +100,11 @@ diff)
 	has "$tmp/gid_index.diff" "env.NCCL_IB_GID_INDEX (rank 4): A '1', B '0'" config
 	has "$tmp/retry_exc.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:CUDA_ERROR_OUT_OF_MEMORY'" config
 	has "$tmp/killed.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:SIGKILL'" config
+	# and rank 4's failure: the poll that returned the RDMA WRITE's
+	# completion error 12 (failed= on ibv_poll_cq's wc, formats/api/verbs.api)
+	grep -A1 '^  first failure only in B, thread 7 (tid 31864)' "$tmp/retry_exc.diff" | grep -F '#8430 ibv_poll_cq(' |
+		grep -qF '= 4 [wc[0] IBV_WC_RETRY_EXC_ERR (12), +3 failed]' ||
+		fail "diff clean_ib retry_exc: rank 4's poll with IBV_WC_RETRY_EXC_ERR is not named: $(grep -A1 'tid 31864' "$tmp/retry_exc.diff" | head -3)"
 	;;
 hang)
 	# no one waits at the end; the first abnormal end is rank 3's death

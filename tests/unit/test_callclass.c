@@ -12,10 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ncclrr_config.h"
 #include "nrr_api_gen.h"
 #include "callfmt.h"
 #include "nrt_internal.h"
 #include "../lib/check.h"
+#if NCCLRR_HAVE_VERBS
+#include <infiniband/verbs.h>
+#endif
 
 static const nrr_fn_schema *fn_of(const nrr_schema *s, const char *name)
 {
@@ -50,6 +54,69 @@ static int arg_idx(const nrr_fn_schema *fn, const char *name)
 		if (!strcmp(fn->args[i].name, name))
 			return i;
 	return -1;
+}
+
+/* ibv_poll_cq's wc as custom:wc records it: a count, then 6 fields a
+ * completion (wr_id, status, opcode, byte_len, imm_data, qp_num) */
+static size_t wc_bytes(uint8_t *b, const unsigned *status, unsigned n)
+{
+	uint8_t *p = b + 1;
+	b[0] = (uint8_t)n;
+	for (unsigned i = 0; i < n; i++) {
+		p = nrr_put_uvar(p, 1000 + i);
+		p = nrr_put_uvar(p, status[i]);
+		p = nrr_put_uvar(p, 1);
+		p = nrr_put_uvar(p, 0);
+		p = nrr_put_uvar(p, 0);
+		p = nrr_put_uvar(p, 0x29be91);
+	}
+	return (size_t)(p - b);
+}
+
+/* a poll of @fn returning @n completions of these statuses: its class,
+ * and its result as printed into @text */
+static enum nrr_call_class poll_cls(const nrr_fn_schema *fn, const unsigned *status, unsigned n, char *text, size_t len)
+{
+	uint8_t b[NRR_CUSTOM_MAX];
+	int w = arg_idx(fn, "wc");
+	CHECK_FATAL(w >= 0, "ibv_poll_cq has wc");
+	nrr_call c = call_of(fn, n, 0);
+	c.present = 1u << w;
+	c.args[w].p = b;
+	c.args[w].len = c.args[w].total = (uint32_t)wc_bytes(b, status, n);
+	FILE *f = fmemopen(text, len, "w");
+	nrr_format_result(f, &c);
+	fclose(f);
+	return nrr_call_class(&c);
+}
+
+/* a completion with an error status fails the poll that returned it
+ * (failed= on ibv_poll_cq's wc), named by its status */
+static void check_poll_cq(const nrr_schema *s, const char *what)
+{
+	const nrr_fn_schema *fn = fn_of(s, "ibv_poll_cq");
+	char text[160];
+	CHECK(fn->fail_arg == arg_idx(fn, "wc") && fn->fail_field == 1 && fn->fail_nfields == 6 && fn->fail_table &&
+	      !strcmp(fn->fail_table->name, "ibv_wc_status"), "%s: ibv_poll_cq's failed=", what);
+	static const unsigned ok[] = { 0, 0 }, retry[] = { 12, 5, 5, 5 }, late[] = { 0, 0, 13 };
+	CHECK(poll_cls(fn, ok, 0, text, sizeof(text)) == NRR_CLASS_NOT_READY && !strcmp(text, "0"), "%s: empty poll: %s", what, text);
+	CHECK(poll_cls(fn, ok, 2, text, sizeof(text)) == NRR_CLASS_OK && !strcmp(text, "2"), "%s: 2 good: %s", what, text);
+	CHECK(poll_cls(fn, retry, 1, text, sizeof(text)) == NRR_CLASS_FAILED &&
+	      !strcmp(text, "1 [wc[0] IBV_WC_RETRY_EXC_ERR (12)]"), "%s: status 12: %s", what, text);
+	CHECK(poll_cls(fn, retry, 4, text, sizeof(text)) == NRR_CLASS_FAILED &&
+	      !strcmp(text, "4 [wc[0] IBV_WC_RETRY_EXC_ERR (12), +3 failed]"), "%s: 12 and flushes: %s", what, text);
+	CHECK(poll_cls(fn, late, 3, text, sizeof(text)) == NRR_CLASS_FAILED &&
+	      !strcmp(text, "3 [wc[2] IBV_WC_RNR_RETRY_EXC_ERR (13)]"), "%s: the third: %s", what, text);
+	/* a record cut inside an entry: what was read of it */
+	uint8_t b[64];
+	nrr_call c = call_of(fn, 3, 0);
+	int w = arg_idx(fn, "wc");
+	c.present = 1u << w;
+	c.args[w].p = b;
+	c.args[w].len = (uint32_t)wc_bytes(b, late, 3) - 8;
+	CHECK(nrr_call_class(&c) == NRR_CLASS_OK, "%s: cut before the failed entry's status", what);
+	c.present = 0;
+	CHECK(nrr_call_class(&c) == NRR_CLASS_OK, "%s: wc not recorded", what);
 }
 
 /* the classes and roles the description declares, checked on @s */
@@ -149,6 +216,7 @@ static void check_semantics(const nrr_schema *s, const char *what)
 	CHECK(nrr_fn_arg(pr, NRR_ARG_ID) == arg_idx(pr, "opId"), "%s: the proxy answer's id", what);
 	const nrr_fn_schema *sp = fn_of(s, "socketpair");
 	CHECK(nrr_fn_arg(sp, NRR_ARG_FDS) == arg_idx(sp, "sv"), "%s: socketpair's pair", what);
+	check_poll_cq(s, what);
 }
 
 /* the semantics fields of two descriptions of one function agree */
@@ -157,7 +225,9 @@ static bool same_sem(const nrr_fn_schema *a, const nrr_fn_schema *b)
 	return a->role == b->role && !memcmp(a->arg, b->arg, sizeof(a->arg)) &&
 	       !memcmp(&a->notready, &b->notready, sizeof(a->notready)) &&
 	       !memcmp(&a->transient, &b->transient, sizeof(a->transient)) && a->notready_arg == b->notready_arg &&
-	       a->notready_out == b->notready_out;
+	       a->notready_out == b->notready_out && a->fail_arg == b->fail_arg && a->fail_field == b->fail_field &&
+	       a->fail_nfields == b->fail_nfields && !a->fail_table == !b->fail_table &&
+	       (!a->fail_table || !strcmp(a->fail_table->name, b->fail_table->name));
 }
 
 /* @text without its " sem=..." attributes: a schema as written before them */
@@ -242,6 +312,72 @@ int main(int argc, char **argv)
 	CHECK(nrr_call_class(&c) == NRR_CLASS_FAILED, "no built-in transient beside the trace's own");
 	nrr_schema_free(o);
 
+	/* a trace whose sem= was written before failed= (traces/nccl_ib):
+	 * the built-in failed: item and table, as its wc is recorded the same */
+	static const char pre_failed[] = "ncclrr-schema 1\nfn 1 ibv_poll_cq verbs int blocking poll "
+					 "sem=role:cq_poll,notready:ret:0\na in cq handle:cq\na in num_entries i\n"
+					 "a out wc bytes\nend\n";
+	CHECK_FATAL(!nrr_schema_parse(&o, pre_failed, strlen(pre_failed), &d), "sem= before failed=: %s", d.msg);
+	check_poll_cq(o, "sem= before failed=");
+	nrr_schema_free(o);
+	/* ...but not when it records wc otherwise: no failed: then */
+	static const char wc_addr[] = "ncclrr-schema 1\nfn 1 ibv_poll_cq verbs int sem=role:cq_poll\na out wc x\nend\n";
+	CHECK_FATAL(!nrr_schema_parse(&o, wc_addr, strlen(wc_addr), &d), "wc as an address: %s", d.msg);
+	CHECK(nrr_schema_fn(o, 1)->fail_arg == -1, "wc as an address: no failed=");
+	nrr_schema_free(o);
+	/* a trace's own failed: item, its table from the trace */
+	static const char own_failed[] = "ncclrr-schema 1\nenum st\nv 0 OK\nv 7 BAD\n"
+					 "fn 1 poll_things verbs int sem=failed:out:ents:0/2:st\na out ents bytes\nend\n";
+	CHECK_FATAL(!nrr_schema_parse(&o, own_failed, strlen(own_failed), &d), "own failed: %s", d.msg);
+	f = nrr_schema_fn(o, 1);
+	CHECK(f->fail_arg == 0 && f->fail_field == 0 && f->fail_nfields == 2 && f->fail_table &&
+	      !strcmp(f->fail_table->name, "st"), "own failed: item");
+	uint8_t eb[8] = { 2, 0, 5, 7, 6 }, *ep = eb;
+	c = call_of(f, 2, 0);
+	c.present = 1;
+	c.args[0].p = ep;
+	c.args[0].len = 5;
+	char text[80];
+	FILE *tf = fmemopen(text, sizeof(text), "w");
+	nrr_format_result(tf, &c);
+	fclose(tf);
+	CHECK(nrr_call_class(&c) == NRR_CLASS_FAILED && !strcmp(text, "2 [ents[1] BAD (7)]"), "own failed: %s", text);
+	nrr_schema_free(o);
+	static const char *const bad_failed[] = { "failed:out:cq:1/6:ibv_wc_status", "failed:out:wc:6/6:ibv_wc_status",
+						  "failed:in:wc:1/6:ibv_wc_status", "failed:out:wc:1/6:", "failed:out:wc:1",
+						  "failed:out:nosuch:1/6:ibv_wc_status", "failed:out:wc:1/17:t" };
+	for (size_t i = 0; i < sizeof(bad_failed) / sizeof(bad_failed[0]); i++) {
+		char t[400];
+		snprintf(t, sizeof(t), "ncclrr-schema 1\nfn 1 ibv_poll_cq verbs int sem=%s\na in cq handle:cq\n"
+			 "a out wc bytes\nend\n", bad_failed[i]);
+		int rc = nrr_schema_parse(&o, t, strlen(t), &d);
+		CHECK(rc == NRR_ESCHEMA && strstr(d.msg, "line 2") && strstr(d.msg, bad_failed[i]), "bad %s: rc %d: %s",
+		      bad_failed[i], rc, d.msg);
+		if (!rc)
+			nrr_schema_free(o);
+	}
+#if NCCLRR_HAVE_VERBS
+	/* the tracer's encoder and failed=1/6 agree */
+	{
+		struct ibv_wc wc[2];
+		uint8_t wb[NRR_CUSTOM_MAX];
+		memset(wc, 0, sizeof(wc));
+		wc[1].status = IBV_WC_RETRY_EXC_ERR;
+		wc[1].wr_id = 77;
+		wc[1].opcode = IBV_WC_RDMA_WRITE;
+		const nrr_fn_schema *pf = fn_of(s, "ibv_poll_cq");
+		int w = arg_idx(pf, "wc");
+		c = call_of(pf, 2, 0);
+		c.present = 1u << w;
+		c.args[w].p = wb;
+		c.args[w].len = (uint32_t)nrr_custom_wc(wb, wc, 2);
+		unsigned at = 9;
+		int64_t st = 0;
+		CHECK(nrr_call_entry_errors(&c, &at, &st) == 1 && at == 1 && st == IBV_WC_RETRY_EXC_ERR,
+		      "nrr_custom_wc: entry %u status %lld", at, (long long)st);
+	}
+#endif
+
 	/* bad sem= text: an error naming the line, the function, the item */
 	static const char *const bad[] = { "notready:ret:x", "notready:ret:", "arg:fd:nosuch", "notready:out:nosuch:0",
 					   "transient:maybe:4", "role", "notready:ret:1|2|3|4|5" };
@@ -273,6 +409,36 @@ int main(int argc, char **argv)
 		CHECK(n > 10 && nsem == n, "%s: %u of %u functions as described", argv[1], nsem, n);
 		const nrr_fn_schema *cn = nrr_schema_fn_by_name(rs, "connect");
 		CHECK(cn && cn->role == NRR_ROLE_CONNECT && nrr_fn_arg(cn, NRR_ARG_FD) == 0, "old trace's connect");
+		nrr_reader_close(r);
+	}
+	/* a golden trace recorded before failed= (rank 4 of
+	 * traces/nccl_ib/retry_exc): its first failed poll is the one whose
+	 * completion carries IBV_WC_RETRY_EXC_ERR, and no poll before it fails */
+	if (argc > 2) {
+		nrr_reader *r = NULL;
+		CHECK_FATAL(!nrr_reader_open(&r, argv[2], &d), "%s: %s", argv[2], d.msg);
+		uint64_t first = 0, npoll = 0, nfailed = 0;
+		char ftext[160] = "";
+		for (uint32_t st = 0; st < nrr_reader_info(r)->nstreams; st++) {
+			nrr_cursor *cur;
+			const nrr_call *call;
+			CHECK_FATAL(!nrr_cursor_open(&cur, r, st), "cursor %u", st);
+			while (nrr_cursor_next(cur, &call) == 0) {
+				if (call->kind != NRR_CALL || !call->done || strcmp(call->fn->name, "ibv_poll_cq"))
+					continue;
+				npoll++;
+				if (nrr_call_failed(call) && !nfailed++) {
+					first = call->seq;
+					FILE *tf2 = fmemopen(ftext, sizeof(ftext), "w");
+					nrr_format_result(tf2, call);
+					fclose(tf2);
+				}
+			}
+			nrr_cursor_close(cur);
+		}
+		CHECK(npoll > 1000 && nfailed == 8 && first == 8430 && !strcmp(ftext, "4 [wc[0] IBV_WC_RETRY_EXC_ERR (12), +3 failed]"),
+		      "%s: %llu polls, %llu failed, first #%llu = %s", argv[2], (unsigned long long)npoll,
+		      (unsigned long long)nfailed, (unsigned long long)first, ftext);
 		nrr_reader_close(r);
 	}
 	nrr_schema_free(s);

@@ -130,6 +130,13 @@ check "ibv_reg_mr recorded with its lkey and rkey" $?
 n=$(grep -c 'ibv_post_send(' "$tmp/rec.dump")
 [ "$n" -ge 40 ]
 check "ibv_post_send recorded 20 times on each rank (got $n)" $?
+# its polls found completions, all with IBV_WC_SUCCESS: none is a failed call
+# (failed= on ibv_poll_cq's wc fails only a poll returning an error status)
+n=$(grep -cE 'ibv_poll_cq\(.*\) = [1-9][0-9]* ' "$tmp/rec.dump")
+[ "$n" -ge 20 ] && ! grep -q 'ibv_poll_cq(.*\[wc\[' "$tmp/rec.dump"
+check "ibv_poll_cq recorded with completions ($n) and no error status" $?
+[ -z "$("$ncclrr" dump --errors --api ibv_poll_cq "$tmp/rec" 2>&1)" ]
+check "no ibv_poll_cq of a clean ibv_rc_pingpong is a failure" $?
 
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]
