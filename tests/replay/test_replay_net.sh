@@ -28,6 +28,10 @@ if [ -n "${4:-}" ]; then
 		{ cat "$tmp/rec.out"; echo "FAIL: net_pingpong over ncclrr-ib did not record"; exit 1; }
 	"$ncclrr" dump --meta --api none "$tmp/t" | grep -q '^#   env.NCCLRR_NET_PLUGIN=.*ncclrr-ib' ||
 		fail "the traces do not name the IB plugin"
+	# the fake fabric is the NIC: none of its own sockets (its rendezvous
+	# under NCCLRR_VERBS_DIR) is in the trace
+	n=$("$ncclrr" dump "$tmp/t" | grep -c "$tmp/rdv/")
+	[ "$n" -eq 0 ] || fail "$n calls of the fake fabric's own in the trace: $("$ncclrr" dump "$tmp/t" | grep -m1 "$tmp/rdv/")"
 	NCCLRR_DEBUG=net "$ncclrr" replay -v --timeout 60 --topo "$topo" "$tmp/t" >"$tmp/r1" 2>&1
 	rc=$?
 	[ $rc -eq 0 ] || { cat "$tmp/r1"; fail "replay exit $rc, want 0"; }
