@@ -195,6 +195,24 @@ const char *nrr_call_benign(const nrr_call *c)
 	return r ? r->why : NULL;
 }
 
+/* true when @c satisfies @r's parameter condition (benign=...:PARAM=N):
+ * the trace's schema has a parameter of that name recorded as a number at
+ * enter, and the call recorded N.  Looked up by name, so an older trace
+ * whose layout differs, or one that did not record it, is not matched. */
+static bool benign_arg_holds(const nrr_benign_rule *r, const nrr_call *c)
+{
+	if (!r->arg)
+		return true;
+	for (uint16_t i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++) {
+		const nrr_arg_schema *a = &c->fn->args[i];
+		if (strcmp(a->name, r->arg))
+			continue;
+		return a->dir != NRR_DIR_OUT && a->wire != NRR_WIRE_B && (c->present >> i & 1) &&
+		       (int64_t)c->args[i].u == r->arg_v;
+	}
+	return false;
+}
+
 const nrr_benign_rule *nrr_call_benign_rule(const nrr_call *c)
 {
 	if (!nrr_call_failed(c))
@@ -205,7 +223,7 @@ const nrr_benign_rule *nrr_call_benign_rule(const nrr_call *c)
 		const nrr_benign_rule *r = &nrr_benign_rules[i];
 		if (r->fn ? strcmp(r->fn, c->fn->name) != 0 : !c->fn->domain || strcmp(r->domain, c->fn->domain) != 0)
 			continue;
-		if (r->err && !has_err)
+		if ((r->err && !has_err) || !benign_arg_holds(r, c))
 			continue;
 		for (unsigned k = 0; k < r->n; k++)
 			if (r->v[k] == (r->err ? err : c->result))

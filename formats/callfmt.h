@@ -68,6 +68,11 @@ typedef struct nrr_benign_rule {
 	const char *why;       /* "port probing: ...", printed by diff and hang */
 	uint8_t n;
 	int64_t v[8];
+	/* benign=...:PARAM=N: only when the call's recorded PARAM (a number
+	 * recorded at enter, found by name in the trace's schema) is N; NULL:
+	 * any call */
+	const char *arg;
+	int64_t arg_v;
 } nrr_benign_rule;
 extern const nrr_benign_rule nrr_benign_rules[];
 extern const size_t nrr_benign_nrules;

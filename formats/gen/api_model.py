@@ -84,7 +84,7 @@ class Fn:
         self.hook = False     # wrapper written by hand (tracer/), not generated
         self.fault = False    # the fake's fault switch counts it by name and can make it fail (fault)
         self.unread = []      # [(PARAM, WHEN, [values])]: PARAM is not read when WHEN has one of the values
-        self.benign = []      # [(why, 'ret'|'err', [values])]: failures a healthy run has too
+        self.benign = []      # [(why, 'ret'|'err', [values], (PARAM, N) or None)]: failures a healthy run has too
         self.role = None      # what the call does (ROLES): connect, recv, proxy_req, ...
         self.argroles = []    # [(ROLE, PARAM)]: which parameter is the fd, the address, ...
         self.notready = None  # ('ret'|'err', [values]): answers that mean "not ready" besides poll=
@@ -326,15 +326,28 @@ BENIGN_WHY = {
 }
 
 
-def parse_benign(v, where):
+def parse_benign(v, where, fn=None):
+    """benign=WHY:ret|err:V1|V2[:PARAM=N]: the optional PARAM=N (only on a
+    function) makes the rule hold only for calls whose recorded PARAM is
+    the number N (NCCL's dma-buf probe: ibv_reg_dmabuf_mr of fd -1)."""
     parts = v.split(':')
-    if len(parts) != 3 or parts[0] not in BENIGN_WHY or parts[1] not in ('ret', 'err') or not parts[2]:
-        raise ApiError(f'{where}: benign wants "benign=WHY:ret:V1|V2" or "benign=WHY:err:E1|E2" '
-                       f'with WHY one of {", ".join(sorted(BENIGN_WHY))}')
+    if len(parts) not in (3, 4) or parts[0] not in BENIGN_WHY or parts[1] not in ('ret', 'err') or not parts[2]:
+        raise ApiError(f'{where}: benign wants "benign=WHY:ret:V1|V2" or "benign=WHY:err:E1|E2", optionally '
+                       f'followed by ":PARAM=N", with WHY one of {", ".join(sorted(BENIGN_WHY))}')
     vals = parts[2].split('|')
     if parts[1] == 'err' and not all(re.fullmatch(r'E[A-Z0-9]+', x) for x in vals):
         raise ApiError(f'{where}: benign=...:err: wants errno names (EADDRINUSE|...)')
-    return (parts[0], parts[1], vals)
+    cond = None
+    if len(parts) == 4:
+        m = re.fullmatch(r'([A-Za-z_]\w*)=(-?[0-9]+)', parts[3])
+        if not m:
+            raise ApiError(f'{where}: benign=...:PARAM=N wants a parameter name and a number (fd=-1), '
+                           f'got "{parts[3]}"')
+        if fn is None:
+            raise ApiError(f'{where}: benign=...:{parts[3]}: a parameter condition is for a function, '
+                           f'not a domain')
+        cond = (m.group(1), int(m.group(2)))
+    return (parts[0], parts[1], vals, cond)
 
 
 # unread=PARAM:WHEN:V1|V2: the call does not read PARAM when parameter WHEN
@@ -430,7 +443,7 @@ def parse_proto(api, domain, text, where):
         elif attr.startswith('unread='):
             fn.unread.append(parse_unread(attr[7:], where))
         elif attr.startswith('benign='):
-            fn.benign.append(parse_benign(attr[7:], where))
+            fn.benign.append(parse_benign(attr[7:], where, fn))
         elif attr.startswith('role='):
             if attr[5:] not in ROLES[1:]:
                 raise ApiError(f'{where}: role wants one of {", ".join(ROLES[1:])}')
@@ -619,6 +632,12 @@ def sem_tokens(api, fn):
         if not any(a.name == pname and a.fmt != 'skip' for a in fn.args):
             raise ApiError(f'{fn.where}: {fn.name}: arg={r}:{pname} names no recorded parameter')
         out.append(f'arg:{r}:{pname}')
+    for rule in fn.benign:
+        cond = rule[3]
+        if cond and not any(a.name == cond[0] and a.fmt in ('i', 'u', 'fd', 'enum', 'x', 'bool') and
+                            a.dir in ('in', 'inout') for a in fn.args):
+            raise ApiError(f'{fn.where}: {fn.name}: benign=...:{cond[0]}={cond[1]} names no parameter '
+                           f'recorded as a number at enter')
     for pname, when, _ in fn.unread:
         for p in (pname, when):
             if not any(a.name == p and a.fmt != 'skip' for a in fn.args):

@@ -17,7 +17,7 @@ def emit_benign(api, outdir):
          'const nrr_benign_rule nrr_benign_rules[] = {']
 
     def row(fn_name, dom, rule, owner):
-        why, kind, vals = rule
+        why, kind, vals, cond = rule
         if len(vals) > 8:
             raise ApiError(f'{owner.where}: benign: at most 8 values')
         if kind == 'ret':
@@ -26,8 +26,9 @@ def emit_benign(api, outdir):
             nums = vals
         fn_c = f'"{fn_name}"' if fn_name else 'NULL'
         dom_c = f'"{dom}"' if dom else 'NULL'
+        cond_c = f'"{cond[0]}", {cond[1]}' if cond else 'NULL, 0'
         return (f'\t{{ {fn_c}, {dom_c}, {"true" if kind == "err" else "false"}, "{why}", "{BENIGN_WHY[why]}", '
-                f'{len(nums)}, {{ {", ".join(nums)} }} }},')
+                f'{len(nums)}, {{ {", ".join(nums)} }}, {cond_c} }},')
     for fn in api.fns:
         for rule in fn.benign:
             c.append(row(fn.name, None, rule, fn))

@@ -205,22 +205,12 @@ static int verbs_errno(const nrr_call *c)
 }
 
 /* A verbs failure that answers what the machine has, as
- * capability_answer() does for CUDA and NVML: no verbs device (the
- * benign= rule of formats/api/verbs.api: ENOSYS, ENODEV), or NCCL's
- * dma-buf probe, ibv_reg_dmabuf_mr of fd -1, whose EOPNOTSUPP says "no
- * dma-buf" and whose EINVAL/EBADF says "dma-buf, but not this fd". */
+ * capability_answer() does for CUDA and NVML: a benign= rule of
+ * formats/api/verbs.api (no verbs device: ENOSYS, ENODEV; NCCL's dma-buf
+ * probe, ibv_reg_dmabuf_mr of fd -1). */
 static bool verbs_capability(const nrr_call *c)
 {
-	if (strcmp(c->fn->domain, "verbs"))
-		return false;
-	if (nrr_call_benign(c))
-		return true;
-	if (strcmp(c->fn->name, "ibv_reg_dmabuf_mr"))
-		return false;
-	for (uint16_t i = 0; i < c->fn->nargs; i++)
-		if (!strcmp(c->fn->args[i].name, "fd") && (c->present >> i & 1))
-			return (int32_t)c->args[i].u == -1;
-	return false;
+	return !strcmp(c->fn->domain, "verbs") && nrr_call_benign(c);
 }
 
 /* An answer about what the machine has rather than a failure of the job:

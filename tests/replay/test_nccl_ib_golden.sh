@@ -107,12 +107,26 @@ diff)
 		fail "diff clean_ib retry_exc: rank 4's poll with IBV_WC_RETRY_EXC_ERR is not named: $(grep -A1 'tid 31864' "$tmp/retry_exc.diff" | head -3)"
 	;;
 hang)
-	# no one waits at the end; the first abnormal end is rank 3's death
+	# no one waits at the end; the first abnormal end is rank 3's death, and
+	# each rank's first failure is the injected one or what followed it
 	"$ncclrr" hang "$g/killed" >"$tmp/killed.hang" 2>&1
 	rc=$?
 	[ $rc -eq 0 ] || fail "hang killed: exit $rc, want 0 (no hang): $(head -3 "$tmp/killed.hang")"
 	has "$tmp/killed.hang" "No hang: no traced process waits at the end of its trace." hang
 	has "$tmp/killed.hang" "First abnormal end: rank 3 died: its trace stops at" hang
+	# NCCL's dma-buf probe (ibv_reg_dmabuf_mr of fd -1, EINVAL on every
+	# rank) is benign (formats/api/verbs.api): never a rank's first failure
+	! grep -qF 'first failure was ibv_reg_dmabuf_mr' "$tmp/killed.hang" ||
+		fail "hang killed: NCCL's dma-buf probe named as rank 3's first failure"
+	"$ncclrr" hang "$g/retry_exc" >"$tmp/retry_exc.hang" 2>&1
+	has "$tmp/retry_exc.hang" "First abnormal end: rank 3 ended (exit 1) at 8.715140 s, the first rank to end abnormally: its first failure was cuMemAlloc_v2(dptr=NULL, bytesize=4194304) = CUDA_ERROR_OUT_OF_MEMORY (2)" hang
+	for t in gid_index memlock; do
+		"$ncclrr" hang "$g/$t" >"$tmp/$t.hang" 2>&1
+		! grep -qF 'first failure was ibv_reg_dmabuf_mr' "$tmp/$t.hang" ||
+			fail "hang $t: NCCL's dma-buf probe named as a rank's first failure"
+	done
+	has "$tmp/gid_index.hang" "rank 3 ended (exit 1) at 3.332756 s while others wait on it: its first failure was ibv_modify_qp(" hang
+	has "$tmp/memlock.hang" "rank 4 ended (exit 1) at 4.120990 s while others wait on it: its first failure was ibv_reg_mr(" hang
 	;;
 rerun)
 	# real NCCL again with the recorded answers: the rank fails the same way
