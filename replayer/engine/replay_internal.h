@@ -153,4 +153,8 @@ bool nrr_rverbs_publishes(const nrr_fn_schema *fn);
  * remapped, and not found in the table). */
 void nrr_rverbs_report(void);
 
+/* Is NCCLRR_DEBUG on for @topic ("verbs", "net"): it names the topic, or
+ * is "all" (man ncclrr-replay, ENVIRONMENT). */
+bool nrr_debug_topic(const char *topic);
+
 #endif

@@ -206,8 +206,8 @@ int rnet_open(struct rnet **out, struct nrr_rproc *p, char *err, size_t errlen)
 		free(s);
 		return -ENOENT;
 	}
-	const char *dbg = getenv("NCCLRR_DEBUG"), *rec = nrr_reader_meta(p->r, "env.NCCLRR_NET_PLUGIN");
-	if (dbg && (strstr(dbg, "net") || !strcmp(dbg, "all")))
+	const char *rec = nrr_reader_meta(p->r, "env.NCCLRR_NET_PLUGIN");
+	if (nrr_debug_topic("net"))
 		fprintf(stderr, "ncclrr replay: %s: ncclNet calls through %s (v%d; recorded with %s)\n",
 			p->pi->who, s->path, s->ver, rec && *rec ? rec : "an unnamed plugin");
 	*out = s;

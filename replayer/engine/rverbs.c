@@ -204,14 +204,18 @@ static struct {
 	unsigned stat[4];  /* by enum stat */
 } g_v = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
+bool nrr_debug_topic(const char *topic)
+{
+	const char *e = getenv("NCCLRR_DEBUG");
+	return e && (strstr(e, topic) || !strcmp(e, "all"));
+}
+
 static int debug_on = -1;
 
 static bool debug(void)
 {
-	if (debug_on < 0) {
-		const char *e = getenv("NCCLRR_DEBUG");
-		debug_on = e && (strstr(e, "verbs") || !strcmp(e, "all"));
-	}
+	if (debug_on < 0)
+		debug_on = nrr_debug_topic("verbs");
 	return debug_on;
 }
 
