@@ -92,12 +92,14 @@ static size_t thread_line(char *out, size_t len, long tid, const char *name, siz
 	return (size_t)n;
 }
 
-/* Hold back the signals whose handler writes the trace out (signals.c)
- * while this thread completes the file or holds the writer's I/O lock: a
- * handler run here would wait for a dump that needs that lock, 5 s, and
- * the process would end with neither the end nor what came since the
- * last tail written.  SIGSEGV, SIGBUS and SIGABRT cannot wait: they come
- * from this thread's own code, not the tracer's. */
+/* Hold back the signals sent to end the process (SIGTERM, whose handler
+ * writes the trace out: signals.c; SIGINT, SIGHUP; SIGUSR1, a dump in
+ * ring mode) while this thread completes the file or holds the writer's
+ * I/O lock: ending here would leave the file half written, and a handler
+ * run here would wait 5 s for a dump that needs that lock, the process
+ * then ending with neither the end nor what came since the last tail.
+ * SIGSEGV, SIGBUS and SIGABRT cannot wait: they come from this thread's
+ * own code, not the tracer's. */
 static void hold_ending_signals(sigset_t *old)
 {
 	sigset_t stop;

@@ -354,6 +354,16 @@ static int scan(struct coord *x, size_t i)
 	return 0;
 }
 
+/* qsort order of error indices: same call and result together, by process */
+static int cmp_call_result(const void *a, const void *b, void *errs)
+{
+	const struct perr *e = errs, *x = &e[*(const size_t *)a], *y = &e[*(const size_t *)b];
+	int c = strcmp(x->fn, y->fn);
+	if (!c)
+		c = strcmp(x->res, y->res);
+	return c ? c : (x->proc > y->proc) - (x->proc < y->proc);
+}
+
 /* An error is part of the failure unless the API description says a
  * healthy run has it too (port probing, an optional device absent, a
  * connect refused while the peer is not listening yet: nrr_call_benign(),
@@ -365,16 +375,6 @@ static int scan(struct coord *x, size_t i)
  * way); when the trace
  * does not say how its process ended (LTTng), a refused connect is a
  * retry, not the failure. */
-/* qsort order of error indices: same call and result together, by process */
-static int cmp_call_result(const void *a, const void *b, void *errs)
-{
-	const struct perr *e = errs, *x = &e[*(const size_t *)a], *y = &e[*(const size_t *)b];
-	int c = strcmp(x->fn, y->fn);
-	if (!c)
-		c = strcmp(x->res, y->res);
-	return c ? c : (x->proc > y->proc) - (x->proc < y->proc);
-}
-
 static void mark_benign(struct coord *x)
 {
 	bool any_ok = false;
