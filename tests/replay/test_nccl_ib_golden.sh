@@ -97,6 +97,11 @@ diff)
 		grep '^Earliest across ranks:' "$tmp/$t.diff" | grep -qF -- "${failing[$t]}" ||
 			fail "diff clean_ib $t: headline does not name '${failing[$t]}': $(grep -E '^Earliest' "$tmp/$t.diff")"
 	done
+	# clean_ib's schema has ibv_reg_*mr's lkey/rkey results, memlock's
+	# (older) not: a field one side lacks is no divergence, so NCCL's
+	# dma-buf probe (the same call on both) is not a rank's first
+	grep -E '^rank [0-9]+ thread' "$tmp/memlock.diff" | grep -F 'ibv_reg_dmabuf_mr' &&
+		fail "diff clean_ib memlock: a field only clean_ib's schema has made the dma-buf probe a first divergence"
 	has "$tmp/gid_index.diff" "env.NCCL_IB_GID_INDEX (rank 4): A '1', B '0'" config
 	has "$tmp/retry_exc.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:CUDA_ERROR_OUT_OF_MEMORY'" config
 	has "$tmp/killed.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:SIGKILL'" config
