@@ -254,6 +254,20 @@ struct fninfo *diff_fninfo_of(struct proc *p, const nrr_fn_schema *fn)
 }
 
 
+/* @return false when @c returned an error under its return convention:
+ * the callee wrote none of its out parameters, and what the tracer read
+ * there is the caller's memory (NCCL's uninitialized capResult of every
+ * NVML_ERROR_NOT_SUPPORTED nvmlDeviceGetNvLinkCapability).  A call
+ * failed only by the entries it returned (ibv_poll_cq's completions)
+ * wrote them. */
+bool diff_outs_written(const nrr_call *c)
+{
+	unsigned first;
+	int64_t status;
+	return !(c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_RESUME) || !nrr_call_failed(c) ||
+	       nrr_call_entry_errors(c, &first, &status);
+}
+
 /* @return true and fill @t when @c is compared at all. */
 static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
 {
@@ -272,6 +286,7 @@ static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
 	if (!fi)
 		return false;
 	uint64_t h = mix(fi->name_h, complete ? 2 : c->phase == NRR_PHASE_ENTER ? 1 : 3);
+	bool outs = diff_outs_written(c);
 	uint16_t n = 0;   /* the parameters both schemas have, in order */
 	for (uint16_t i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++) {
 		const nrr_arg_schema *a = &c->fn->args[i];
@@ -280,7 +295,7 @@ static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
 		n++;
 		if (!(c->present & (1u << i)))
 			continue;
-		if (!complete && a->dir == NRR_DIR_OUT)
+		if ((!complete || !outs) && a->dir == NRR_DIR_OUT)
 			continue;
 		if (nrr_call_arg_unread(c, i))
 			continue;

@@ -174,5 +174,6 @@ uint64_t diff_when_of(const struct divg *d);
 struct fninfo *diff_fninfo_of(struct proc *p, const nrr_fn_schema *fn);
 uint64_t diff_hash_arg(uint64_t h, uint8_t cls, const nrr_arg_schema *a, const nrr_value *v);
 uint64_t diff_hash_result(uint64_t h, const struct fninfo *fi, const nrr_call *c);
+bool diff_outs_written(const nrr_call *c);
 
 #endif

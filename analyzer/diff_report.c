@@ -119,7 +119,7 @@ static char *what_differs(struct pair *pr)
 				bool pa = a->present & (1u << i), pb = b->present & (1u << k);
 				bool open = a->phase == NRR_PHASE_ENTER || a->phase == NRR_PHASE_INFLIGHT ||
 					    b->phase == NRR_PHASE_ENTER || b->phase == NRR_PHASE_INFLIGHT;
-				if (open && a->fn->args[i].dir == NRR_DIR_OUT)
+				if ((open || !diff_outs_written(a) || !diff_outs_written(b)) && a->fn->args[i].dir == NRR_DIR_OUT)
 					continue;
 				if (!pa && !pb)
 					continue;

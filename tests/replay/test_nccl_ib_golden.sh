@@ -97,6 +97,14 @@ diff)
 		grep '^Earliest across ranks:' "$tmp/$t.diff" | grep -qF -- "${failing[$t]}" ||
 			fail "diff clean_ib $t: headline does not name '${failing[$t]}': $(grep -E '^Earliest' "$tmp/$t.diff")"
 	done
+	# a call that returned an error wrote no out parameter: NCCL's
+	# uninitialized capResult of each NOT_SUPPORTED
+	# nvmlDeviceGetNvLinkCapability is no divergence (it was every rank's
+	# first in all four)
+	for t in $failures; do
+		grep -E '^rank [0-9]+ thread' "$tmp/$t.diff" | grep -F '(capResult differs)' &&
+			fail "diff clean_ib $t: an out value of a failed call made a first divergence"
+	done
 	# clean_ib's schema has ibv_reg_*mr's lkey/rkey results, memlock's
 	# (older) not: a field one side lacks is no divergence, so NCCL's
 	# dma-buf probe (the same call on both) is not a rank's first
