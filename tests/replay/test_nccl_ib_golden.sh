@@ -3,7 +3,10 @@
 # verbs fabric (traces/nccl_ib/, made by traces/nccl_ib/record.sh):
 # what NCCL printed, replay, diff against the clean IB run, rerun.
 # usage: test_nccl_ib_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
-# CASE: logs | golden | diff | hang | rerun | remap | repeat20 | repeat100
+# CASE: logs | golden | diff | hang | rerun | remap | ibdev | repeat20 | repeat100
+# ibdev: replay --rerun sees that clean_ib's processes opened a NIC
+# (role=dev_open on ibv_open_device, formats/api/verbs.api), a socket-only
+# recording's not (then it sets NCCL_IB_DISABLE=1); the program rerun is true.
 # remap: the recorded QP numbers and MR keys fill replay's verbs remap
 # table, and every RTR takes its peer's live QP number from it.
 # logs, diff and hang need only the traces (registered, suite nccl). golden,
@@ -69,6 +72,17 @@ declare -A failing=(
 )
 
 case $case_ in
+ibdev)
+	note='no process of the recording opened an IB device'
+	"$ncclrr" replay --rerun "$g/clean_ib" --timeout 10 -o "$tmp/ib" -- /bin/true >"$tmp/ib.out" 2>&1
+	grep -q 'ranks exited 0' "$tmp/ib.out" || fail "rerun of clean_ib with true did not run: $(tail -3 "$tmp/ib.out")"
+	grep -qF "$note" "$tmp/ib.out" && fail "rerun of clean_ib: its ibv_open_device calls were not seen: $(grep -F "$note" "$tmp/ib.out")"
+	"$ncclrr" replay --rerun "$root/traces/nccl/clean" --topo "$root/topo/2node_16gpu.xml" --timeout 10 -o "$tmp/sock" \
+		-- /bin/true >"$tmp/sock.out" 2>&1
+	grep -q 'ranks exited 0' "$tmp/sock.out" || fail "rerun of traces/nccl/clean with true did not run: $(tail -3 "$tmp/sock.out")"
+	grep -qF "$note" "$tmp/sock.out" || fail "rerun of a socket-only recording: no '$note'"
+	grep -q 'NCCL_IB_DISABLE=1' "$tmp/sock.out" || fail "rerun of a socket-only recording does not set NCCL_IB_DISABLE=1"
+	;;
 logs)
 	# the recorded failure is NCCL's, on the rank in the table, and every rank of the clean
 	# run completed its AllReduce over NET/IB
