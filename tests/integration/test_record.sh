@@ -369,6 +369,11 @@ nvmllegacy)
 		fail "the legacy call's pci is not recorded as 52 bytes: $(grep ' nvmlDeviceGetNvLinkRemotePciInfo(' "$tmp/d" | head -1)"
 	grep ' nvmlDeviceGetNvLinkRemotePciInfo_v2(' "$tmp/d" | grep -q 'pci=[0-9a-f]*…(68 bytes))' ||
 		fail "the _v2 call's pci is not recorded as 68 bytes: $(grep ' nvmlDeviceGetNvLinkRemotePciInfo_v2(' "$tmp/d")"
+	# and the replay calls the legacy entry with a 52-byte struct and
+	# compares what it fills with the recording
+	"$ncclrr" replay --topo "$NCCLRR_TOPO" "$tmp/t" >"$tmp/replay" 2>&1 ||
+		fail "replay exited $?: $(tail -3 "$tmp/replay")"
+	grep -qx 'result: the replay matches the recording' "$tmp/replay" || fail "replay: $(tail -3 "$tmp/replay")"
 	echo "nvmllegacy: $(grep -c . "$tmp/plain") lines equal traced and untraced; legacy pci recorded as 52 bytes, _v2 as 68"
 	;;
 oldnccl)
