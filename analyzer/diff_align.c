@@ -221,6 +221,24 @@ uint64_t diff_hash_result(uint64_t h, const struct fninfo *fi, const nrr_call *c
 	}
 }
 
+/* Which of @fn's parameters the same function of @peer's schema lacks
+ * (by name): a trace of an older build has fewer fields (ibv_reg_mr's
+ * lkey/rkey results), and a field only one side records says nothing
+ * about the call.  A function @peer does not describe keeps them all. */
+static uint32_t own_params(const nrr_fn_schema *fn, const struct proc *peer)
+{
+	const nrr_fn_schema *o = nrr_schema_fn_by_name(nrr_reader_schema(peer->r), fn->name);
+	uint32_t own = 0;
+	for (uint16_t i = 0; o && i < fn->nargs && i < NRR_MAX_ARGS; i++) {
+		bool there = false;
+		for (uint16_t k = 0; k < o->nargs && !there; k++)
+			there = strcmp(fn->args[i].name, o->args[k].name) == 0;
+		if (!there)
+			own |= 1u << i;
+	}
+	return own;
+}
+
 struct fninfo *diff_fninfo_of(struct proc *p, const nrr_fn_schema *fn)
 {
 	if (fn->id > p->nfns)
@@ -228,9 +246,27 @@ struct fninfo *diff_fninfo_of(struct proc *p, const nrr_fn_schema *fn)
 	struct fninfo *fi = &p->fi[fn->id];
 	if (!fi->ready)
 		fninfo_init(fi, fn);
+	if (!fi->own_ready && p->peer) {
+		fi->own = own_params(fn, p->peer);
+		fi->own_ready = true;
+	}
 	return fi;
 }
 
+
+/* @return false when @c returned an error under its return convention:
+ * the callee wrote none of its out parameters, and what the tracer read
+ * there is the caller's memory (NCCL's uninitialized capResult of every
+ * NVML_ERROR_NOT_SUPPORTED nvmlDeviceGetNvLinkCapability).  A call
+ * failed only by the entries it returned (ibv_poll_cq's completions)
+ * wrote them. */
+bool diff_outs_written(const nrr_call *c)
+{
+	unsigned first;
+	int64_t status;
+	return !(c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_RESUME) || !nrr_call_failed(c) ||
+	       nrr_call_entry_errors(c, &first, &status);
+}
 
 /* @return true and fill @t when @c is compared at all. */
 static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
@@ -250,15 +286,20 @@ static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
 	if (!fi)
 		return false;
 	uint64_t h = mix(fi->name_h, complete ? 2 : c->phase == NRR_PHASE_ENTER ? 1 : 3);
+	bool outs = diff_outs_written(c);
+	uint16_t n = 0;   /* the parameters both schemas have, in order */
 	for (uint16_t i = 0; i < c->fn->nargs && i < NRR_MAX_ARGS; i++) {
 		const nrr_arg_schema *a = &c->fn->args[i];
+		if (fi->own & (1u << i))
+			continue;
+		n++;
 		if (!(c->present & (1u << i)))
 			continue;
-		if (!complete && a->dir == NRR_DIR_OUT)
+		if ((!complete || !outs) && a->dir == NRR_DIR_OUT)
 			continue;
 		if (nrr_call_arg_unread(c, i))
 			continue;
-		h = diff_hash_arg(mix(h, i), fi->cls[i], a, &c->args[i]);
+		h = diff_hash_arg(mix(h, n - 1), fi->cls[i], a, &c->args[i]);
 	}
 	if (complete)
 		h = diff_hash_result(h, fi, c);
@@ -911,6 +952,8 @@ int diff_compare_pair(struct ctx *x, struct pair *pr)
 		pr->d.t_a = pr->d.t_b = first_wall(p) - p->in->base_wall;
 		return 0;
 	}
+	pr->a->peer = pr->b;
+	pr->b->peer = pr->a;
 	int prc = pair_threads(pr);
 	if (prc)
 		return prc;

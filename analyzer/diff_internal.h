@@ -33,8 +33,13 @@ enum cls {
 struct fninfo {
 	bool ready;
 	bool data;      /* has a byte buffer: an errno-style result is a count */
+	bool own_ready; /* own is set (the process is paired) */
 	uint64_t name_h;
 	uint8_t cls[NRR_MAX_ARGS];
+	/* bit i: parameter i is one the paired process's schema does not have
+	 * for this function (an older trace lacks fields a newer build
+	 * records): not part of the call's identity */
+	uint32_t own;
 };
 
 struct proc {
@@ -46,6 +51,7 @@ struct proc {
 	long rank;          /* for sorting; LONG_MAX without one */
 	struct fninfo *fi;
 	uint32_t nfns;
+	struct proc *peer;  /* the process of the other run it is compared with, or NULL */
 	uint32_t *streams;  /* stream indices in order of first call */
 	uint32_t nstreams;
 	uint64_t *role;     /* per stream index: its name, else a hash of its first calls (see proc_scan) */
@@ -168,5 +174,6 @@ uint64_t diff_when_of(const struct divg *d);
 struct fninfo *diff_fninfo_of(struct proc *p, const nrr_fn_schema *fn);
 uint64_t diff_hash_arg(uint64_t h, uint8_t cls, const nrr_arg_schema *a, const nrr_value *v);
 uint64_t diff_hash_result(uint64_t h, const struct fninfo *fi, const nrr_call *c);
+bool diff_outs_written(const nrr_call *c);
 
 #endif

@@ -106,16 +106,25 @@ static char *what_differs(struct pair *pr)
 				fputs("nesting", f);
 				sep = ", ";
 			}
-			for (uint16_t i = 0; fa && fb && i < a->fn->nargs && i < b->fn->nargs && i < NRR_MAX_ARGS; i++) {
-				bool pa = a->present & (1u << i), pb = b->present & (1u << i);
+			/* the parameters both schemas have, paired in order (the
+			 * call's identity, tokenize()) */
+			for (uint16_t i = 0, nk = 0; fa && fb && i < a->fn->nargs && i < NRR_MAX_ARGS; i++) {
+				if (fa->own & (1u << i))
+					continue;
+				while (nk < b->fn->nargs && nk < NRR_MAX_ARGS && (fb->own & (1u << nk)))
+					nk++;
+				if (nk >= b->fn->nargs || nk >= NRR_MAX_ARGS)
+					break;
+				uint16_t k = nk++;
+				bool pa = a->present & (1u << i), pb = b->present & (1u << k);
 				bool open = a->phase == NRR_PHASE_ENTER || a->phase == NRR_PHASE_INFLIGHT ||
 					    b->phase == NRR_PHASE_ENTER || b->phase == NRR_PHASE_INFLIGHT;
-				if (open && a->fn->args[i].dir == NRR_DIR_OUT)
+				if ((open || !diff_outs_written(a) || !diff_outs_written(b)) && a->fn->args[i].dir == NRR_DIR_OUT)
 					continue;
 				if (!pa && !pb)
 					continue;
 				uint64_t ha = pa ? diff_hash_arg(1, fa->cls[i], &a->fn->args[i], &a->args[i]) : 0;
-				uint64_t hb = pb ? diff_hash_arg(1, fb->cls[i], &b->fn->args[i], &b->args[i]) : 0;
+				uint64_t hb = pb ? diff_hash_arg(1, fb->cls[k], &b->fn->args[k], &b->args[k]) : 0;
 				if (ha != hb) {
 					fprintf(f, "%s%s", sep, a->fn->args[i].name);
 					sep = ", ";

@@ -158,6 +158,7 @@ enum nrr_role {
 	NRR_ROLE_SYNC,       /* waits for (or asks about) GPU work: stream, event, device */
 	NRR_ROLE_FD_EXPORT,  /* hands GPU memory out as a file descriptor */
 	NRR_ROLE_FD_IMPORT,  /* maps GPU memory from a file descriptor */
+	NRR_ROLE_DEV_OPEN,   /* opens a device (a NIC: ibv_open_device) */
 	NRR_ROLE_N
 };
 enum nrr_argrole {

@@ -301,13 +301,36 @@ static int sem_cmp(const void *k, const void *e)
 	return strcmp(k, ((const nrr_sem_builtin *)e)->name);
 }
 
+/* The item of @sem that starts with @key ("failed:"), or NULL. */
+static const char *sem_item(const char *sem, const char *key)
+{
+	for (const char *p = sem; p && (p = strstr(p, key)); p++)
+		if (p == sem || p[-1] == ',')
+			return p;
+	return NULL;
+}
+
+/* Apply the one item @item of the built-in sem= (up to its ','). */
+static void sem_apply_item(nrr_fn_schema *fn, const char *item, const struct sem_tables *t)
+{
+	char one[256];
+	size_t blen = 0, n = strcspn(item, ",");
+	if (n < sizeof(one)) {
+		memcpy(one, item, n);
+		one[n] = 0;
+		(void)sem_apply(fn, one, false, t, &blen);
+	}
+}
+
 /* Each function's semantics: its sem= attribute, else the built-in
  * description of the function of that name, else of its return
  * convention (a trace written before sem= existed).  A sem= without a
  * failed: item (written before failed= existed) takes the built-in one
  * of the function of that name, when the trace records its parameter as
- * bytes: the entries' layout is the same since they were first recorded
- * (FORMAT.md "Call semantics"). */
+ * bytes: the entries' layout is the same since they were first recorded.
+ * A sem= without a role: item takes the built-in role (dev_open came
+ * after sem=): what a call does depends on no layout (FORMAT.md "Call
+ * semantics"). */
 static int sem_resolve(nrr_schema *s, struct enum_index *names, const unsigned *fnline, nrr_diag *d)
 {
 	for (uint32_t i = 0; i < s->nfns; i++) {
@@ -331,16 +354,12 @@ static int sem_resolve(nrr_schema *s, struct enum_index *names, const unsigned *
 			return fail(d, fnline[i], "%s: bad call semantics item '%.*s' in sem= (FORMAT.md \"Call semantics\"); "
 				    "the trace's schema is damaged or from a newer writer: re-record it or update ncclrr",
 				    fn->name, (int)(blen > 80 ? 80 : blen), bad);
-		const char *item = own && fn->fail_arg < 0 && b ? strstr(b->sem, "failed:") : NULL;
-		if (item && (item == b->sem || item[-1] == ',')) {
-			char one[256];
-			size_t n = strcspn(item, ",");
-			if (n < sizeof(one)) {
-				memcpy(one, item, n);
-				one[n] = 0;
-				(void)sem_apply(fn, one, false, &t, &blen);
-			}
-		}
+		const char *item = own && fn->fail_arg < 0 && b ? sem_item(b->sem, "failed:") : NULL;
+		if (item)
+			sem_apply_item(fn, item, &t);
+		item = own && b && !sem_item(fn->sem, "role:") ? sem_item(b->sem, "role:") : NULL;
+		if (item)
+			sem_apply_item(fn, item, &t);
 	}
 	return 0;
 }

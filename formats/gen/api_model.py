@@ -366,7 +366,7 @@ def parse_unread(v, where):
 # role=ROLE: what a call does, for the tools that follow connections,
 # waits and proxy RPCs (nrr_call_role(), formats/callfmt.h: same order)
 ROLES = ['none', 'connect', 'accept', 'send', 'recv', 'poll', 'close', 'sock_setup', 'sock_pair', 'sock_info',
-         'proxy_req', 'proxy_resp', 'cq_poll', 'net_test', 'sync', 'fd_export', 'fd_import']
+         'proxy_req', 'proxy_resp', 'cq_poll', 'net_test', 'sync', 'fd_export', 'fd_import', 'dev_open']
 # arg=ROLE:PARAM: what a parameter is (nrr_fn_arg(), same order)
 ARG_ROLES = ['fd', 'addr', 'fds', 'payload', 'id']
 

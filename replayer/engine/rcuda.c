@@ -622,6 +622,12 @@ static bool check_out(nrr_rcuda *x, const nrr_call *c, const nrr_rc_param *pp, c
 		if (ps->sp && ps->sp->what == SP_CMPHEAD)
 			return cmp_members(c->fn->name, a->name, pp->fields, ps->sp->arg, v->p, v->len, lp, ps->buflen,
 					   res);
+		/* recorded longer than this build lays the struct out: an older
+		 * tracer read past the caller's struct (the legacy 52-byte
+		 * nvmlPciInfo_v1_t of nvmlDeviceGetNvLinkRemotePciInfo was
+		 * recorded as 68): compare the members the callee fills */
+		if (pp->fields && pp->size && v->total > pp->size)
+			return cmp_members(c->fn->name, a->name, pp->fields, NULL, v->p, v->len, lp, ps->buflen, res);
 		if (ln != v->total || memcmp(lp, v->p, v->len < ln ? v->len : ln) != 0) {
 			size_t k = 0;
 			while (k < v->len && k < ln && lp[k] == v->p[k])

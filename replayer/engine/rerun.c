@@ -99,7 +99,7 @@ struct rule {
 
 struct proc {
 	char *path;
-	bool ib_dev;          /* opened an IB device (ibv_open_device answered one) */
+	bool ib_dev;          /* opened an IB device (a role=dev_open call answered one) */
 	int rank;              /* -1: not a rank (the launcher, a helper) */
 	long pid, ppid;
 	char host[64];         /* meta host (masked in NCCL's lines) */
@@ -664,7 +664,7 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 		bool fa = faultable(c->fn);
 		/* (a call that contains others is recorded as ENTER and RESUME) */
 		if ((c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_RESUME) && c->result &&
-		    !strcmp(c->fn->name, "ibv_open_device"))
+		    nrr_call_role(c) == NRR_ROLE_DEV_OPEN)
 			p->ib_dev = true;
 		uint64_t k = 0;
 		long me = -1;   /* this call's nested entry */

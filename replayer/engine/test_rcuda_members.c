@@ -7,6 +7,7 @@
  * port_cap_flags2 and padding) and a trace whose struct is longer do not
  * matter; a differing member is named with both values; a recording too
  * short for the layout, or a member the layout lacks, is said as such.
+ * NVML's legacy nvmlPciInfo_v1_t recorded as 68 bytes compares by its 52.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -69,5 +70,27 @@ int main(void)
 				     (const uint8_t *)&live, sizeof(live), &res) &&
 		      strstr(res.why, "no member layout"),
 	      "a parameter without a layout (%s)", res.why);
+
+	/* NVML's legacy nvmlPciInfo_v1_t (52 bytes) of the un-suffixed
+	 * nvmlDeviceGetNvLinkRemotePciInfo, recorded as 68 by a tracer that
+	 * took it for nvmlPciInfo_t: the 16 bytes after it are the caller's
+	 * memory and not compared (rcuda.c check_out), a member is */
+	uint8_t rec68[68], live68[68];
+	nvmlPciInfo_v1_t pci;
+	memset(&pci, 0, sizeof(pci));
+	snprintf(pci.busId, sizeof(pci.busId), "0000:ff:00.0");
+	memset(rec68, 0xa5, sizeof(rec68));
+	memcpy(rec68, &pci, sizeof(pci));
+	memset(live68, 0, sizeof(live68));
+	memcpy(live68, &pci, sizeof(pci));
+	memset(&res, 0, sizeof(res));
+	CHECK(nrr_rcuda_cmp_members("nvmlDeviceGetNvLinkRemotePciInfo", "pci", NULL, rec68, sizeof(rec68), live68,
+				    sizeof(pci), &res),
+	      "legacy nvmlPciInfo recorded as 68 bytes (%s)", res.why);
+	live68[offsetof(nvmlPciInfo_v1_t, domain)] = 1;
+	CHECK(!nrr_rcuda_cmp_members("nvmlDeviceGetNvLinkRemotePciInfo", "pci", NULL, rec68, sizeof(rec68), live68,
+				     sizeof(pci), &res) &&
+		      strstr(res.why, "out pci.domain: recorded 0, replayed 1"),
+	      "legacy nvmlPciInfo: a differing member (%s)", res.why);
 	return check_done("rcuda_members");
 }

@@ -358,11 +358,10 @@ static nvmlReturn_t remote_pci(nvmlDevice_t d, unsigned link, nvmlPciInfo_v1_t *
 	return NVML_SUCCESS;
 }
 
-/* described with NVML's current nvmlPciInfo_t (formats/api/nvml.api), but the
- * un-suffixed entry fills the legacy layout */
-nvmlReturn_t fake_nvmlDeviceGetNvLinkRemotePciInfo(nvmlDevice_t d, unsigned link, nvmlPciInfo_t *p)
+/* the un-suffixed entry fills the legacy layout */
+nvmlReturn_t fake_nvmlDeviceGetNvLinkRemotePciInfo(nvmlDevice_t d, unsigned link, nvmlPciInfo_v1_t *p)
 {
-	return remote_pci(d, link, (nvmlPciInfo_v1_t *)p);
+	return remote_pci(d, link, p);
 }
 
 nvmlReturn_t fake_nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned link, nvmlPciInfo_t *p)

@@ -165,7 +165,7 @@ align)
 	"$GEN" "$T/c" "$T/d" 4 300 late || fail "gen_trace"
 	run_diff 1 "$T/c" "$T/d"
 	grep -q '^Calls: 1 of 4 processes diverge' "$T/out" || fail "not exactly one diverging rank"
-	grep -q '^rank 2 thread 1 .*: call #[0-9]* in A, #[0-9]* in B: cuMemImportFromShareableHandle (handle, result differs)' \
+	grep -q '^rank 2 thread 1 .*: call #[0-9]* in A, #[0-9]* in B: cuMemImportFromShareableHandle (result differs)' \
 		"$T/out" || fail "rank 2's late failure is not the divergence"
 	;;
 mpi)

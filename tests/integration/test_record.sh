@@ -2,7 +2,7 @@
 # `ncclrr record` on real components: the fake CUDA driver and NVML, real
 # libibverbs, real sockets and, where found, the real NCCL.
 # usage: test_record.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR FORKER
-# CASE: counts | same | fault | proxy | kill | killearly | sigterm | ring | watchdog | fork | dlerror | secrets | nodir | diskfull | net | lttng | oldnccl
+# CASE: counts | same | fault | proxy | kill | killearly | sigterm | ring | watchdog | fork | dlerror | secrets | nodir | diskfull | net | lttng | oldnccl | nvmllegacy
 set -uo pipefail
 case_=$1
 ncclrr=$(realpath "$2")
@@ -349,6 +349,32 @@ proxy)
 	f=$(file_of_rank 3 "$tmp/t")
 	"$ncclrr" dump --errors "$f" | grep -c 'ncclProxyResponse(.*= ncclInternalError (3)' >/dev/null || fail "rank 3's own trace lacks the failed answer"
 	echo "proxy: $(grep -c ncclProxyRequest "$tmp/d") requests, $(grep -c ncclProxyResponse "$tmp/d") answers; $(head -1 "$tmp/e")"
+	;;
+nvmllegacy)
+	# the un-suffixed nvmlDeviceGetNvLinkRemotePciInfo fills NVML's legacy
+	# 52-byte nvmlPciInfo: traced, only those 52 bytes are read (the next
+	# page is PROT_NONE) and nothing past them is written; the program
+	# prints what it prints untraced
+	prog=$(dirname "$forker")/nvml_legacy
+	[ -n "${NCCLRR_FAKE_LIBDIR:-}" ] || fail "NCCLRR_FAKE_LIBDIR is not set (meson test sets it)"
+	export LD_LIBRARY_PATH=$NCCLRR_FAKE_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCLRR_TOPO=$root/topo/1node_8gpu.xml
+	"$prog" >"$tmp/plain" 2>&1 || fail "nvml_legacy exited $? untraced: $(cat "$tmp/plain")"
+	(cd "$tmp" && "$ncclrr" record -q -o t -- "$prog" >traced 2>&1) || fail "nvml_legacy exited $? traced: $(cat "$tmp/traced")"
+	grep -q '^legacy at the guard page: rc 0 busId 0000:ff:00.0$' "$tmp/plain" || fail "untraced: $(cat "$tmp/plain")"
+	diff "$tmp/plain" "$tmp/traced" || fail "the program's output differs traced (+) from untraced (-)"
+	"$ncclrr" dump "$tmp"/t/*.nrt >"$tmp/d" 2>&1
+	n=$(grep -c ' nvmlDeviceGetNvLinkRemotePciInfo(' "$tmp/d")
+	[ "$n" -eq 2 ] || fail "$n legacy calls recorded, want 2: the traced run proves nothing"
+	grep ' nvmlDeviceGetNvLinkRemotePciInfo(' "$tmp/d" | grep -vq 'pci=[0-9a-f]*…(52 bytes))' &&
+		fail "the legacy call's pci is not recorded as 52 bytes: $(grep ' nvmlDeviceGetNvLinkRemotePciInfo(' "$tmp/d" | head -1)"
+	grep ' nvmlDeviceGetNvLinkRemotePciInfo_v2(' "$tmp/d" | grep -q 'pci=[0-9a-f]*…(68 bytes))' ||
+		fail "the _v2 call's pci is not recorded as 68 bytes: $(grep ' nvmlDeviceGetNvLinkRemotePciInfo_v2(' "$tmp/d")"
+	# and the replay calls the legacy entry with a 52-byte struct and
+	# compares what it fills with the recording
+	"$ncclrr" replay --topo "$NCCLRR_TOPO" "$tmp/t" >"$tmp/replay" 2>&1 ||
+		fail "replay exited $?: $(tail -3 "$tmp/replay")"
+	grep -qx 'result: the replay matches the recording' "$tmp/replay" || fail "replay: $(tail -3 "$tmp/replay")"
+	echo "nvmllegacy: $(grep -c . "$tmp/plain") lines equal traced and untraced; legacy pci recorded as 52 bytes, _v2 as 68"
 	;;
 oldnccl)
 	# an NCCL whose proxy RPC framing the tracer does not decode (2.18.6,

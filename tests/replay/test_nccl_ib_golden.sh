@@ -3,7 +3,10 @@
 # verbs fabric (traces/nccl_ib/, made by traces/nccl_ib/record.sh):
 # what NCCL printed, replay, diff against the clean IB run, rerun.
 # usage: test_nccl_ib_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
-# CASE: logs | golden | diff | hang | rerun | remap | repeat20 | repeat100
+# CASE: logs | golden | diff | hang | rerun | remap | ibdev | repeat20 | repeat100
+# ibdev: replay --rerun sees that clean_ib's processes opened a NIC
+# (role=dev_open on ibv_open_device, formats/api/verbs.api), a socket-only
+# recording's not (then it sets NCCL_IB_DISABLE=1); the program rerun is true.
 # remap: the recorded QP numbers and MR keys fill replay's verbs remap
 # table, and every RTR takes its peer's live QP number from it.
 # logs, diff and hang need only the traces (registered, suite nccl). golden,
@@ -69,6 +72,17 @@ declare -A failing=(
 )
 
 case $case_ in
+ibdev)
+	note='no process of the recording opened an IB device'
+	"$ncclrr" replay --rerun "$g/clean_ib" --timeout 10 -o "$tmp/ib" -- /bin/true >"$tmp/ib.out" 2>&1
+	grep -q 'ranks exited 0' "$tmp/ib.out" || fail "rerun of clean_ib with true did not run: $(tail -3 "$tmp/ib.out")"
+	grep -qF "$note" "$tmp/ib.out" && fail "rerun of clean_ib: its ibv_open_device calls were not seen: $(grep -F "$note" "$tmp/ib.out")"
+	"$ncclrr" replay --rerun "$root/traces/nccl/clean" --topo "$root/topo/2node_16gpu.xml" --timeout 10 -o "$tmp/sock" \
+		-- /bin/true >"$tmp/sock.out" 2>&1
+	grep -q 'ranks exited 0' "$tmp/sock.out" || fail "rerun of traces/nccl/clean with true did not run: $(tail -3 "$tmp/sock.out")"
+	grep -qF "$note" "$tmp/sock.out" || fail "rerun of a socket-only recording: no '$note'"
+	grep -q 'NCCL_IB_DISABLE=1' "$tmp/sock.out" || fail "rerun of a socket-only recording does not set NCCL_IB_DISABLE=1"
+	;;
 logs)
 	# the recorded failure is NCCL's, on the rank in the table, and every rank of the clean
 	# run completed its AllReduce over NET/IB
@@ -97,6 +111,19 @@ diff)
 		grep '^Earliest across ranks:' "$tmp/$t.diff" | grep -qF -- "${failing[$t]}" ||
 			fail "diff clean_ib $t: headline does not name '${failing[$t]}': $(grep -E '^Earliest' "$tmp/$t.diff")"
 	done
+	# a call that returned an error wrote no out parameter: NCCL's
+	# uninitialized capResult of each NOT_SUPPORTED
+	# nvmlDeviceGetNvLinkCapability is no divergence (it was every rank's
+	# first in all four)
+	for t in $failures; do
+		grep -E '^rank [0-9]+ thread' "$tmp/$t.diff" | grep -F '(capResult differs)' &&
+			fail "diff clean_ib $t: an out value of a failed call made a first divergence"
+	done
+	# clean_ib's schema has ibv_reg_*mr's lkey/rkey results, memlock's
+	# (older) not: a field one side lacks is no divergence, so NCCL's
+	# dma-buf probe (the same call on both) is not a rank's first
+	grep -E '^rank [0-9]+ thread' "$tmp/memlock.diff" | grep -F 'ibv_reg_dmabuf_mr' &&
+		fail "diff clean_ib memlock: a field only clean_ib's schema has made the dma-buf probe a first divergence"
 	has "$tmp/gid_index.diff" "env.NCCL_IB_GID_INDEX (rank 4): A '1', B '0'" config
 	has "$tmp/retry_exc.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:CUDA_ERROR_OUT_OF_MEMORY'" config
 	has "$tmp/killed.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:SIGKILL'" config

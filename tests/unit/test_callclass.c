@@ -145,6 +145,8 @@ static void check_semantics(const nrr_schema *s, const char *what)
 	CHECK(cls(s, "ibv_modify_qp", EINVAL, 0) == NRR_CLASS_FAILED, "%s: poserr EINVAL", what);
 	CHECK(cls(s, "ibv_reg_mr", 0, EAGAIN) == NRR_CLASS_FAILED, "%s: NULL with EAGAIN fails (ptr)", what);
 	CHECK(cls(s, "ibv_query_gid", -1, EINTR) == NRR_CLASS_TRANSIENT, "%s: errno verbs EINTR", what);
+	/* replay --rerun asks whether a process opened a NIC by this role */
+	CHECK(fn_of(s, "ibv_open_device")->role == NRR_ROLE_DEV_OPEN, "%s: ibv_open_device role=dev_open", what);
 
 	/* a not-ready out value: ncclNet_test's done == 0 */
 	const nrr_fn_schema *t = fn_of(s, "ncclNet_test");
@@ -340,6 +342,18 @@ int main(int argc, char **argv)
 	CHECK(nrr_call_class(&c) == NRR_CLASS_FAILED, "no built-in transient beside the trace's own");
 	nrr_schema_free(o);
 
+	/* a sem= written before the function had a role (dev_open came
+	 * after sem=): the built-in role, beside the trace's own items */
+	CHECK_FATAL(!parse_err("fn 1 ibv_open_device verbs ptr sem=transient:err:4", &d, &o), "sem= without role: %s", d.msg);
+	f = nrr_schema_fn(o, 1);
+	c = call_of(f, 0, EINTR);
+	CHECK(f->role == NRR_ROLE_DEV_OPEN && nrr_call_class(&c) == NRR_CLASS_TRANSIENT, "sem= without role: built-in role");
+	nrr_schema_free(o);
+	/* ...and a role this reader does not know stays none */
+	CHECK_FATAL(!parse_err("fn 1 ibv_open_device verbs ptr sem=role:teleport", &d, &o), "unknown role: %s", d.msg);
+	CHECK(nrr_schema_fn(o, 1)->role == NRR_ROLE_NONE, "a later version's role is not replaced");
+	nrr_schema_free(o);
+
 	/* a trace whose sem= was written before failed= (traces/nccl_ib):
 	 * the built-in failed: item and table, as its wc is recorded the same */
 	static const char pre_failed[] = "ncclrr-schema 1\nfn 1 ibv_poll_cq verbs int blocking poll "
@@ -476,6 +490,9 @@ int main(int argc, char **argv)
 		 * recorded before benign=...:fd=-1: benign by the build's rule */
 		CHECK(nprobe >= 1 && nprobe_benign == nprobe, "%s: %llu of %llu failed ibv_reg_dmabuf_mr benign (the probe)",
 		      argv[2], (unsigned long long)nprobe_benign, (unsigned long long)nprobe);
+		/* recorded before role=dev_open: its ibv_open_device has it */
+		const nrr_fn_schema *od = nrr_schema_fn_by_name(nrr_reader_schema(r), "ibv_open_device");
+		CHECK(od && od->role == NRR_ROLE_DEV_OPEN, "%s: ibv_open_device role=dev_open", argv[2]);
 		nrr_reader_close(r);
 	}
 	nrr_schema_free(s);
