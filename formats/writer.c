@@ -563,8 +563,9 @@ static int schema_flush(nrr_writer *w);
  * process that only writes such chunks (a program making a few calls)
  * never creates a compression context nor runs zstd's code: that was
  * about 15 of the tracer's 95 page faults in such a process (16 us each
- * on a 2-core VM). */
-#define RAW_BELOW 2048
+ * on a 2-core VM).  8 KiB: the schema of a few functions with their enum
+ * tables (CUresult's alone is 3 KiB) stays under it. */
+#define RAW_BELOW 8192
 
 /* The zstd context, made at the first chunk worth compressing. */
 static ZSTD_CCtx *cctx(nrr_writer *w)
@@ -748,10 +749,20 @@ static bool work(nrr_writer *w)
 
 /* Once stopped, the thread does nothing more: whoever stopped it drains
  * and writes the last tail (close_impl), without waiting for this thread
- * to wake up. */
+ * to wake up.  It first sleeps FIRST_WORK_NS unless a buffer comes: the
+ * file is readable from open on, a process that ends sooner completes it
+ * at exit, and a first tail at once (the first change is written without
+ * waiting sync_ns) cost every short-lived process a dump, a zstd context
+ * and a malloc arena for this thread: 26 of its page faults.  A process
+ * killed later than that has its first calls in the file as before. */
+#define FIRST_WORK_NS 100000000u
+
 static void *compress_main(void *arg)
 {
 	nrr_writer *w = arg;
+	uint32_t first = atomic_load(&w->qfutex);
+	if (!atomic_load(&w->queue))
+		futex_wait(&w->qfutex, first, FIRST_WORK_NS);
 	for (;;) {
 		uint32_t seen = atomic_load(&w->qfutex);
 		pthread_mutex_lock(&w->work_lock);
