@@ -291,6 +291,10 @@ typedef struct nrr_writer_opts {
 	unsigned file_mode;
 } nrr_writer_opts;
 
+/* Note the clock now: the TSC calibration of the writers opened later
+ * measures from here (at least 100 us), instead of spinning 100 us at
+ * open.  Call it early (the tracer: when it is loaded). */
+void nrr_writer_clock_mark(void);
 /* Create @path (O_EXCL|O_CLOEXEC) and start the compression thread.
  * @opts may be NULL for defaults.  @return 0 or negative errno. */
 int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *opts);
@@ -335,6 +339,10 @@ nrr_tls *nrr_writer_thread(nrr_writer *w);
  * the record functions with it (converters writing many threads' streams;
  * pair with manual_clock).  Written at close. NULL on failure. */
 nrr_tls *nrr_writer_stream(nrr_writer *w, uint32_t tid);
+/* The threads with a live stream (they recorded and have not exited),
+ * newest first: skips @skip of them and puts the ids of up to @max more
+ * into @tids.  No allocation.  @return how many there are past @skip. */
+size_t nrr_writer_threads(nrr_writer *w, size_t skip, uint32_t *tids, size_t max);
 /* Monotonic time in ns as the writer timestamps it. */
 uint64_t nrr_writer_now(const nrr_writer *w);
 /* Bytes written so far and chunks dropped because of I/O errors. */

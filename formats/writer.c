@@ -172,6 +172,12 @@ struct nrr_writer {
 	_Atomic size_t pool_bytes;  /* buffers allocated by all threads */
 	size_t max_buffered;
 	_Atomic bool stop;
+	/* held by the compression thread while it works (not while it
+	 * sleeps); nrr_writer_finish takes it and does the last work itself,
+	 * so that an exiting process does not wait for that thread to be
+	 * woken and scheduled (the thread, once stopped, does nothing more) */
+	pthread_mutex_t work_lock;
+	nrr_tls *closer;            /* the stream of the thread finishing the file */
 	pthread_t thread;
 	bool thread_started;
 	_Atomic(nrr_tls *) threads;
@@ -330,13 +336,35 @@ uint64_t nrr_writer_now(const nrr_writer *w)
 	return now_ns(w);
 }
 
-/* TSC ticks to ns: a first estimate over 100 us at open (every traced
- * process pays it, so it is short), refined by the compression thread over
- * the time since open (refine_clock). */
+/* A clock reading taken before any writer opens (nrr_writer_clock_mark):
+ * the start of the first calibration baseline. */
+static _Atomic uint64_t g_mark_ns, g_mark_tsc;
+
+void nrr_writer_clock_mark(void)
+{
+#ifdef HAVE_RDTSC
+	uint64_t t = mono_ns(), c = __rdtsc();
+	atomic_store_explicit(&g_mark_tsc, c, memory_order_relaxed);
+	atomic_store_explicit(&g_mark_ns, t, memory_order_release);
+#endif
+}
+
+/* TSC ticks to ns: a first estimate over at least 100 us at open, refined
+ * by the compression thread over the time since open (refine_clock).  The
+ * baseline starts at the mark when there is one (the tracer sets it when
+ * it is loaded), so a process whose first traced call comes 100 us or
+ * more after that does not wait here at all; before, every traced
+ * process spun for 100 us. */
 static void calibrate(nrr_writer *w)
 {
 #ifdef HAVE_RDTSC
 	uint64_t t0 = mono_ns(), c0 = __rdtsc(), t1, c1;
+	uint64_t mt = atomic_load_explicit(&g_mark_ns, memory_order_acquire);
+	uint64_t mc = atomic_load_explicit(&g_mark_tsc, memory_order_relaxed);
+	if (mt && mt < t0 && mc && mc < c0) {
+		t0 = mt;
+		c0 = mc;
+	}
 	do {
 		t1 = mono_ns();
 		c1 = __rdtsc();
@@ -530,6 +558,25 @@ static int ring_push(nrr_writer *w, const nrr_chunk_header *ch, const uint8_t *h
 
 static int schema_flush(nrr_writer *w);
 
+/* Chunks smaller than this are stored raw (FORMAT.md: chunk flags bit 0
+ * clear).  zstd saves little on them (a frame costs 13-17 bytes), and a
+ * process that only writes such chunks (a program making a few calls)
+ * never creates a compression context nor runs zstd's code: that was
+ * about 15 of the tracer's 95 page faults in such a process (16 us each
+ * on a 2-core VM).  8 KiB: the schema of a few functions with their enum
+ * tables (CUresult's alone is 3 KiB) stays under it. */
+#define RAW_BELOW 8192
+
+/* The zstd context, made at the first chunk worth compressing. */
+static ZSTD_CCtx *cctx(nrr_writer *w)
+{
+	if (!w->zc && (w->zc = ZSTD_createCCtx())) {
+		ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, w->fast ? -5 : w->level);
+		ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
+	}
+	return w->zc;
+}
+
 /* Compress @raw into a chunk of @type and append it; @return 0 or -errno. */
 static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid,
 		      uint64_t first_seq, uint64_t first_ts, uint32_t nrec,
@@ -544,29 +591,37 @@ static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid
 		if (rc)
 			return rc;
 	}
-	size_t bound = ZSTD_compressBound(len);
-	if (bound > w->zcap) {
-		uint8_t *z = realloc(w->zbuf, bound);
-		if (!z)
+	const uint8_t *pay = raw;
+	size_t zn = len;
+	bool zstd = len >= RAW_BELOW;
+	if (zstd) {
+		size_t bound = ZSTD_compressBound(len);
+		if (bound > w->zcap) {
+			uint8_t *z = realloc(w->zbuf, bound);
+			if (!z)
+				return -ENOMEM;
+			w->zbuf = z;
+			w->zcap = bound;
+		}
+		if (!cctx(w))
 			return -ENOMEM;
-		w->zbuf = z;
-		w->zcap = bound;
-	}
-	size_t zn = ZSTD_compress2(w->zc, w->zbuf, w->zcap, raw, len);
-	if (ZSTD_isError(zn)) {
-		fprintf(stderr, "ncclrr: Failed to compress a trace chunk: file=%s: %s\n", w->path, ZSTD_getErrorName(zn));
-		return NRR_EZSTD;
+		zn = ZSTD_compress2(w->zc, w->zbuf, w->zcap, raw, len);
+		if (ZSTD_isError(zn)) {
+			fprintf(stderr, "ncclrr: Failed to compress a trace chunk: file=%s: %s\n", w->path, ZSTD_getErrorName(zn));
+			return NRR_EZSTD;
+		}
+		pay = w->zbuf;
 	}
 	uint8_t h[NRR_CHUNK_HEADER_SIZE];
 	nrr_chunk_header ch = {
-		.type = type, .flags = NRR_CHUNK_F_ZSTD, .stream = stream, .tid = tid,
+		.type = type, .flags = zstd ? NRR_CHUNK_F_ZSTD : 0, .stream = stream, .tid = tid,
 		.first_seq = first_seq, .first_ts = first_ts,
 		.payload_size = (uint32_t)zn, .raw_size = (uint32_t)len, .nrecords = nrec,
-		.payload_crc = nrr_crc32c(0, w->zbuf, zn),
+		.payload_crc = nrr_crc32c(0, pay, zn),
 	};
 	nrr_chunk_header_pack(&ch, h);
 	if (type == NRR_CHUNK_DATA && w->ring_max && !w->dumping)
-		return ring_push(w, &ch, h, w->zbuf, zn);
+		return ring_push(w, &ch, h, pay, zn);
 	/* data chunks, and the metadata and schema added after the first, are
 	 * indexed */
 	bool indexed = type == NRR_CHUNK_DATA || ((type == NRR_CHUNK_META || type == NRR_CHUNK_SCHEMA) && w->base_off);
@@ -587,7 +642,7 @@ static int emit_chunk(nrr_writer *w, uint8_t type, uint32_t stream, uint32_t tid
 	}
 	int rc = write_all(w, h, sizeof(h));
 	if (!rc)
-		rc = write_all(w, w->zbuf, zn);
+		rc = write_all(w, pay, zn);
 	if (!rc) {
 		atomic_fetch_add(&w->chunks, 1);
 		if (indexed)
@@ -618,7 +673,8 @@ static void drain(nrr_writer *w)
 	if (w->adapt && behind != w->fast) {
 		pthread_mutex_lock(&w->io_lock);   /* (metadata is compressed on other threads) */
 		w->fast = behind;
-		ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, behind ? -5 : w->level);
+		if (w->zc)
+			ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, behind ? -5 : w->level);
 		pthread_mutex_unlock(&w->io_lock);
 	}
 	while (fifo) {
@@ -663,38 +719,61 @@ static uint64_t idle_wait_ns(nrr_writer *w)
 	return w->watchdog_ns && wd < slow ? wd : slow;
 }
 
+/* One round of the compression thread's work, under work_lock; @return
+ * true to go again at once, false to sleep. */
+static bool work(nrr_writer *w)
+{
+	if (atomic_load(&w->queue)) {
+		w->active_at = now_ns(w);
+		drain(w);
+		/* without periodic tails (sync_ns 0) a tail on disk came
+		 * from a dump: what follows it goes out with the next one */
+		if (w->pend_len && (!w->sync_ns || w->pend_len >= PEND_MAX(w)))
+			sync_tail(w, true);
+		return true;
+	}
+	uint32_t req = atomic_load(&w->dump_req);
+	if (req != atomic_load(&w->dump_done)) {
+		dump(w);
+		atomic_store(&w->dump_done, req);
+		futex_wake(&w->dump_done);
+		return true;
+	}
+	if (w->watchdog_ns)
+		watchdog(w);
+	if (w->sync_ns || w->pend_len)
+		sync_tail(w, !w->sync_ns);
+	refine_clock(w);
+	return false;
+}
+
+/* Once stopped, the thread does nothing more: whoever stopped it drains
+ * and writes the last tail (close_impl), without waiting for this thread
+ * to wake up.  It first sleeps FIRST_WORK_NS unless a buffer comes: the
+ * file is readable from open on, a process that ends sooner completes it
+ * at exit, and a first tail at once (the first change is written without
+ * waiting sync_ns) cost every short-lived process a dump, a zstd context
+ * and a malloc arena for this thread: 26 of its page faults.  A process
+ * killed later than that has its first calls in the file as before. */
+#define FIRST_WORK_NS 100000000u
+
 static void *compress_main(void *arg)
 {
 	nrr_writer *w = arg;
-	w->active_at = now_ns(w);
+	uint32_t first = atomic_load(&w->qfutex);
+	if (!atomic_load(&w->queue))
+		futex_wait(&w->qfutex, first, FIRST_WORK_NS);
 	for (;;) {
 		uint32_t seen = atomic_load(&w->qfutex);
-		if (atomic_load(&w->queue)) {
-			w->active_at = now_ns(w);
-			drain(w);
-			/* without periodic tails (sync_ns 0) a tail on disk came
-			 * from a dump: what follows it goes out with the next one */
-			if (w->pend_len && (!w->sync_ns || w->pend_len >= PEND_MAX(w)))
-				sync_tail(w, true);
-			continue;
-		}
-		uint32_t req = atomic_load(&w->dump_req);
-		if (req != atomic_load(&w->dump_done)) {
-			dump(w);
-			atomic_store(&w->dump_done, req);
-			futex_wake(&w->dump_done);
-			continue;
-		}
-		if (w->watchdog_ns)
-			watchdog(w);
-		if (w->sync_ns || w->pend_len)
-			sync_tail(w, !w->sync_ns);
-		refine_clock(w);
-		if (atomic_load(&w->stop))
+		pthread_mutex_lock(&w->work_lock);
+		bool stop = atomic_load(&w->stop);
+		bool again = !stop && work(w);
+		pthread_mutex_unlock(&w->work_lock);
+		if (stop)
 			break;
-		futex_wait(&w->qfutex, seen, idle_wait_ns(w));
+		if (!again)
+			futex_wait(&w->qfutex, seen, idle_wait_ns(w));
 	}
-	drain(w);
 	return NULL;
 }
 
@@ -791,7 +870,8 @@ static void queue_buf(nrr_writer *w, struct wbuf *b)
 	} while (!atomic_compare_exchange_weak_explicit(&w->queue, &head, b,
 						       memory_order_release, memory_order_relaxed));
 	atomic_fetch_add(&w->qfutex, 1);
-	futex_wake(&w->qfutex);
+	if (!atomic_load_explicit(&w->stop, memory_order_relaxed))   /* stopped: the closer drains */
+		futex_wake(&w->qfutex);
 }
 
 static struct wbuf *new_buf(nrr_tls *t)
@@ -842,6 +922,10 @@ static void switch_buf(nrr_tls *t)
 	queue_buf(w, b);
 	struct wbuf *n;
 	while (!(n = take_buf(t))) {
+		if (t == w->closer) {   /* finishing the file: this thread drains */
+			drain(w);
+			continue;
+		}
 		uint32_t seen = atomic_load(&w->freefutex);
 		if ((n = take_buf(t)))
 			break;
@@ -1359,6 +1443,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	w->watchdog_ns = o.watchdog_ns;
 	w->sync_ns = o.ring_bytes ? 0 : o.sync_ns;
 	pthread_mutex_init(&w->io_lock, NULL);
+	pthread_mutex_init(&w->work_lock, NULL);
 	bool unnamed;
 	int low = create_unnamed(path, o.file_mode ? (mode_t)o.file_mode : 0600, &unnamed);
 	if (low < 0) {
@@ -1371,13 +1456,10 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 		w->fd = low;   /* no free number up there: the low one serves */
 	else
 		sys_close(low);
-	w->zc = ZSTD_createCCtx();
-	if (!w->zc || (o.schema_parts && schema_setup(w, o.schema_parts))) {
+	if (o.schema_parts && schema_setup(w, o.schema_parts)) {   /* (zstd: cctx(), at the first big chunk) */
 		rc = -ENOMEM;
 		goto error;
 	}
-	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, w->level);
-	ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1);
 	if (pthread_key_create(&w->key, tls_exit)) {
 		rc = -EAGAIN;
 		goto error;
@@ -1416,6 +1498,7 @@ int nrr_writer_open(nrr_writer **out, const char *path, const nrr_writer_opts *o
 	unnamed = false;
 	w->base_off = w->off;
 	w->warned = false;
+	w->active_at = now_ns(w);
 	/* the compression thread takes no signal: a handler that asks it for a
 	 * dump (the tracer's) must never run on it */
 	sigset_t all, old;
@@ -1759,16 +1842,24 @@ static int close_impl(nrr_writer *w, bool free_all)
 	if (!w)
 		return 0;
 	nrr_tls *self = tls_cache.w == w ? tls_cache.t : NULL;
+	/* The compression thread ends what it is doing and stops; this thread
+	 * does the rest (exit: no waiting for that thread to wake up) */
+	pthread_mutex_lock(&w->work_lock);
+	atomic_store(&w->stop, true);
+	w->closer = self;
 	if (self) {
 		nrr_tls_flush(self);
 		self->dead = true;
 	}
-	atomic_store(&w->stop, true);
-	atomic_fetch_add(&w->qfutex, 1);
-	futex_wake(&w->qfutex);
-	if (w->thread_started)
+	int rc = dump(w);   /* the last tail (after a drain): what every live thread holds */
+	pthread_mutex_unlock(&w->work_lock);
+	if (free_all && w->thread_started) {
+		atomic_fetch_add(&w->qfutex, 1);
+		futex_wake(&w->qfutex);
 		pthread_join(w->thread, NULL);
-	int rc = dump(w);   /* the last tail: what every live thread holds */
+	} else if (w->thread_started) {
+		pthread_detach(w->thread);   /* it ends at its next wakeup, or with the process */
+	}
 	if (w->io_errors && !rc)
 		rc = -EIO;
 	if (sys_close(w->fd) && !rc)
@@ -1797,6 +1888,7 @@ static int close_impl(nrr_writer *w, bool free_all)
 	free(w->meta_extra);
 	schema_free(w);
 	pthread_mutex_destroy(&w->io_lock);
+	pthread_mutex_destroy(&w->work_lock);
 	free(w);
 	return rc;
 }
@@ -1832,6 +1924,19 @@ void nrr_writer_abandon(nrr_writer *w)
 {
 	if (w && w->fd >= 0)
 		sys_close(w->fd);
+}
+
+size_t nrr_writer_threads(nrr_writer *w, size_t skip, uint32_t *tids, size_t max)
+{
+	size_t n = 0;
+	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all) {
+		if (t->dead)
+			continue;
+		if (n >= skip && n - skip < max)
+			tids[n - skip] = t->tid;
+		n++;
+	}
+	return n > skip ? n - skip : 0;
 }
 
 void nrr_writer_counters(const nrr_writer *w, uint64_t *bytes, uint64_t *chunks, uint64_t *io_errors)

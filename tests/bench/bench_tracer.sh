@@ -7,7 +7,8 @@
 #  1b. the cost of one rdtsc and one clock_gettime, and the overhead net
 #     of the one clock read of an instant call;
 #  1c. the fixed cost per process: a program that makes one driver call,
-#     200 processes untraced and traced, medians of 3 alternating rounds;
+#     200 processes untraced, with an empty library preloaded (the floor)
+#     and traced, medians of 5 alternating rounds: wall, CPU, page faults;
 #  2. the conn_setup job on 2node_16gpu (16 ranks: driver discovery, cuMem,
 #     bootstrap, proxy ring, NCCL's own start-up as far as it runs here)
 #     with and without `ncclrr record`, alternating, best of ROUNDS;
@@ -75,16 +76,28 @@ clk=$("$bench" clock)
 echo "  rdtsc $(echo "$clk" | field rdtsc_ns) ns, clock_gettime $(echo "$clk" | field clock_gettime_ns) ns"
 printf '  native overhead net of one rdtsc: %.1f ns/call (target <= 25)\n' "$(echo "$n - $b - $(echo "$clk" | field rdtsc_ns)" | bc -l)"
 
-echo "== fixed cost per process: one driver call (cuDriverGetVersion), 200 processes, median of 3 alternating rounds"
-for i in 1 2 3; do
-	LD_LIBRARY_PATH=$fake "$bench" spawn 200 | field median_ms >>"$tmp/fix_u"
+echo "== fixed cost per process: one driver call (cuDriverGetVersion), 200 processes, median of 5 alternating rounds"
+echo "   (per process: wall, CPU of all its threads, page faults; 'empty': an empty library preloaded, the floor"
+echo "   of preloading anything)"
+empty=$build/tests/bench/libnrr-bench-empty.so
+for i in 1 2 3 4 5; do
+	LD_LIBRARY_PATH=$fake "$bench" spawn 200 >>"$tmp/fix_u"
+	[ -e "$empty" ] && LD_LIBRARY_PATH=$fake "$bench" spawn 200 "$empty" "$tmp/none" >>"$tmp/fix_e"
 	rm -rf "$tmp/one"; mkdir -p "$tmp/one"
-	LD_LIBRARY_PATH=$fake "$bench" spawn 200 "$tlib" "$tmp/one" | field median_ms >>"$tmp/fix_t"
+	LD_LIBRARY_PATH=$fake "$bench" spawn 200 "$tlib" "$tmp/one" >>"$tmp/fix_t"
 done
-med() { sort -g "$1" | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
-fu=$(med "$tmp/fix_u") ft=$(med "$tmp/fix_t")
-printf '  untraced %.3f ms  traced %.3f ms  fixed cost %.3f ms/process (target < 0.5), one-call trace %d bytes\n' \
-	"$fu" "$ft" "$(echo "$ft - $fu" | bc -l)" "$(ls -S "$tmp"/one/*.nrt | head -1 | xargs stat -c %s)"
+med() { field "$2" <"$1" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+for k in median_ms cpu_ms faults; do
+	eval "u_$k=\$(med \"\$tmp/fix_u\" $k) t_$k=\$(med \"\$tmp/fix_t\" $k)"
+	[ -s "$tmp/fix_e" ] && eval "e_$k=\$(med \"\$tmp/fix_e\" $k)"
+done
+printf '  untraced %.3f ms (CPU %.3f ms, %d faults)  traced %.3f ms (CPU %.3f ms, %d faults)\n' \
+	"$u_median_ms" "$u_cpu_ms" "$u_faults" "$t_median_ms" "$t_cpu_ms" "$t_faults"
+printf '  fixed cost %.3f ms/process (target < 0.5: ratio %.2f), CPU %+.3f ms, %+d page faults; one-call trace %d bytes\n' \
+	"$(echo "$t_median_ms - $u_median_ms" | bc -l)" "$(echo "($t_median_ms - $u_median_ms) / 0.5" | bc -l)" \
+	"$(echo "$t_cpu_ms - $u_cpu_ms" | bc -l)" "$((t_faults - u_faults))" "$(ls -S "$tmp"/one/*.nrt | head -1 | xargs stat -c %s)"
+[ -s "$tmp/fix_e" ] && printf '  empty library preloaded: %+.3f ms, CPU %+.3f ms, %+d page faults (the floor of preloading a library)\n' \
+	"$(echo "$e_median_ms - $u_median_ms" | bc -l)" "$(echo "$e_cpu_ms - $u_cpu_ms" | bc -l)" "$((e_faults - u_faults))"
 
 echo "== job: conn_setup on 2node_16gpu (16 ranks on $(nproc) cores), best of $rounds, alternating"
 job() { "$ncclrr" run --topo "$root/topo/2node_16gpu.xml" --timeout 120 -- "$wl" >/dev/null 2>&1; }
