@@ -139,6 +139,11 @@ void *nrr_rcuda_verbs_lib(nrr_rcuda *x);
  * nrr_rverbs_call() once rcuda.c decided the call runs live. */
 bool nrr_rverbs_owns(const nrr_fn_schema *fn);
 int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res);
+/* Does data-path call @c (ibv_post_send, ibv_post_recv, ibv_poll_cq) run
+ * live through nrr_rverbs_call(): a post that succeeded as recorded; a poll
+ * of a CQ that a live post made live.  A recorded failure of a live CQ's
+ * poll is reproduced, not answered from the trace. */
+bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c);
 /* rcuda.c: a CQ was made (live), the one ibv_create_qp of this thread takes */
 void nrr_rverbs_cq_made(uint64_t live);
 /* rcuda.c: verbs call @c succeeded as recorded with arguments @slot (the
