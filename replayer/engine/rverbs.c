@@ -900,8 +900,13 @@ bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c)
 		return false;
 	pthread_mutex_lock(&g_d.mu);
 	bool on = false;
-	for (int i = 0; i < g_d.ncq && !on; i++)
-		on = g_d.cq[i].live == live && g_d.cq[i].state == CQ_LIVE;
+	for (int i = 0; i < g_d.ncq; i++)
+		if (g_d.cq[i].live == live) {
+			on = g_d.cq[i].state == CQ_LIVE;
+			/* rcuda.c answers it from the trace, as before the data path ran */
+			g_d.stat[D_POLL_TRACE] += g_d.cq[i].state == CQ_TRACE;
+			break;
+		}
 	pthread_mutex_unlock(&g_d.mu);
 	return on;
 }

@@ -7,10 +7,17 @@
 # none answered from the trace), and the replay matches. Replayed without
 # its peer (--ranks 0), rank 0's first poll that recorded a completion
 # must diverge: its peer never sends, so nothing completes live.
-# usage: test_verbs_replay_data.sh NCCLRR SOURCE_ROOT   (NCCLRR_FAKE_LIBDIR set by meson)
+# rdma_write.c (an RDMA WRITE WITH IMM into the peer's registered buffer,
+# NCCL's NET/IB data path) replays its write live through the peer's
+# published (rkey, address); recorded with the peer's MR deregistered
+# first, its IBV_WC_REM_ACCESS_ERR is reproduced live, not answered from
+# the trace; replayed without the peer (--ranks 1), no rkey is published
+# and the write is answered from the trace, counted.
+# usage: test_verbs_replay_data.sh NCCLRR SOURCE_ROOT RDMA_WRITE   (NCCLRR_FAKE_LIBDIR set by meson)
 set -uo pipefail
 ncclrr=$(realpath "$1")
 root=$2
+rdma_write=$(realpath "$3")
 command -v ibv_rc_pingpong >/dev/null ||
 	{ echo "SKIP: ibv_rc_pingpong not found (Debian package ibverbs-utils; scripts/setup.sh installs it)"; exit 77; }
 . "$root/tests/lib/check.sh"
@@ -62,6 +69,38 @@ check "replay of rank 0 alone fails" $((! $?))
 must alone 'ibv_poll_cq' "$tmp/alone"
 must alone 'diverged' "$tmp/alone"
 must alone 'did not complete within 10 s' "$tmp/alone"
+
+# ---- RDMA WRITE WITH IMM: the remote (address, rkey) remapped live
+run_w() { # NAME ARGS...
+	PP_PORT=$(free_port)
+	"$ncclrr" record -q -o "$tmp/$1" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- "$rdma_write" "$PP_PORT" \
+		"${@:2}" >"$tmp/$1.log" 2>&1
+}
+run_w w
+check "rdma_write recorded, exits 0" $?
+must w 'rank 0: received 4096 bytes, immediate 0x1234abcd: ok' "$tmp/w.log"
+NCCLRR_DEBUG=verbs "$ncclrr" replay "$tmp/w" >"$tmp/w.replay" 2>&1
+check "replay of rdma_write exits 0" $?
+must w.replay '^result: the replay matches the recording$' "$tmp/w.replay"
+n=$(grep -cE 'data path: 1 posts live, 0 answered from the trace; 1 completions live, 0 polls' "$tmp/w.replay")
+[ "$n" = 2 ]
+check "both ranks post and complete live (the write and the receive its immediate consumed; got $n)" $?
+
+# the peer's MR deregistered before the write: the recorded completion error
+# is reproduced by the fake fabric, live
+run_w wd dereg
+check "rdma_write dereg recorded, fails" $((! $?))
+must wd 'rank 1: write completed: remote access error (10)' "$tmp/wd.log"
+NCCLRR_DEBUG=verbs "$ncclrr" replay "$tmp/wd" >"$tmp/wd.replay" 2>&1
+must wd.replay '^result: the replay matches the recording: failure reproduced' "$tmp/wd.replay"
+must wd.replay 'rank 1: ibv_poll_cq = 1 \[wc\[0\] IBV_WC_REM_ACCESS_ERR (10)\] (#[0-9]*, reproduced)' "$tmp/wd.replay"
+
+# without the peer nothing publishes its rkey: the write is answered from the
+# trace after the 2 s bound, counted and said, and so is its CQ's poll
+NCCLRR_DEBUG=verbs "$ncclrr" replay --ranks 1 "$tmp/w" >"$tmp/w1.replay" 2>&1
+must w1.replay '^result: the replay matches the recording$' "$tmp/w1.replay"
+must w1.replay 'data path: 0 posts live, 1 answered from the trace; 0 completions live, [1-9][0-9]* polls answered from the trace' "$tmp/w1.replay"
+must w1.replay 'answered from the trace: ibv_post_send: work request 0 (wr_id 0x2a): remote 0x[0-9a-f]*+4096 rkey 0x[0-9a-f]*: the peer published no such rkey within 2 s' "$tmp/w1.replay"
 
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]
