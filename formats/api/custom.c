@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "callfmt.h"
 #include "ncclrr_config.h"
 #include "nrr_api_gen.h"
 #if NCCLRR_HAVE_VERBS
@@ -65,8 +66,6 @@ NRR_SAME_MEMBER(port_cap_flags2);
  * than NRR_SGE_WRS requests, more than NRR_SGE_MAX sges in one, or no room
  * left): a reader that finds no trailer knows the lists were not kept.
  * @next, @sg, @nsge: offsets of those members in ibv_send_wr/ibv_recv_wr. */
-#define NRR_SGE_WRS 8
-#define NRR_SGE_MAX 4
 static uint8_t *put_sges(const uint8_t *buf, uint8_t *p, const void *v, size_t next, size_t sg, size_t nsge)
 {
 	size_t need = NRR_VAR_MAX;

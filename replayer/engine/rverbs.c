@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "callfmt.h"
 #include "ncclrr_config.h"
 #include "replay_internal.h"
 #if NCCLRR_HAVE_VERBS
@@ -306,13 +307,19 @@ static const nrr_value *arg(const nrr_call *c, const char *name)
 	return NULL;
 }
 
+static void vsay(nrr_rres *res, int status, const char *f, va_list ap) __attribute__((format(printf, 3, 0)));
+static void vsay(nrr_rres *res, int status, const char *f, va_list ap)
+{
+	res->status = status;
+	vsnprintf(res->why, sizeof(res->why), f, ap);
+}
+
 static void say(nrr_rres *res, int status, const char *f, ...) __attribute__((format(printf, 3, 4)));
 static void say(nrr_rres *res, int status, const char *f, ...)
 {
 	va_list ap;
-	res->status = status;
 	va_start(ap, f);
-	vsnprintf(res->why, sizeof(res->why), f, ap);
+	vsay(res, status, f, ap);
 	va_end(ap);
 }
 
@@ -600,15 +607,14 @@ static bool local_mr(uint64_t ctx, uint32_t lkey, struct vobj *out)
 	return ok;
 }
 
-/* the call is answered from the trace: counted, said once per process
- * (and each time with NCCLRR_DEBUG=verbs) */
+/* the call (@which: 0 a post, 1 a poll) is answered from the trace:
+ * counted; the first reason of each kind said with NCCLRR_DEBUG=verbs */
 static int from_trace(nrr_rres *res, int which, const char *f, ...) __attribute__((format(printf, 3, 4)));
 static int from_trace(nrr_rres *res, int which, const char *f, ...)
 {
 	va_list ap;
-	res->status = NRR_R_UNSUPPORTED;
 	va_start(ap, f);
-	vsnprintf(res->why, sizeof(res->why), f, ap);
+	vsay(res, NRR_R_UNSUPPORTED, f, ap);
 	va_end(ap);
 	pthread_mutex_lock(&g_d.mu);
 	g_d.stat[which ? D_POLL_TRACE : D_POST_TRACE]++;
@@ -641,8 +647,7 @@ static const char *map_sge(const struct ibv_qp *qp, uint64_t addr, uint64_t len,
 	return NULL;
 }
 
-#define NRR_WR_MAX 16
-#define NRR_SGE_MAX 4
+#define NRR_WR_MAX 16   /* custom:recv_wr keeps up to 16 requests */
 static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 {
 	const char *fname = c->fn->name;

@@ -25,25 +25,12 @@ unset RANK WORLD_SIZE OMPI_COMM_WORLD_RANK SLURM_PROCID LOCAL_RANK NCCLRR_DEBUG
 topo=$root/topo/2node_8gpu_pcie.xml
 must() { grep -q -- "$2" "$3"; check "$1: '$2' in $3" $?; }
 
-cat >"$tmp/pp.sh" <<'E'
-#!/bin/bash
-# rank 0 serves; rank 1 connects, again while the server is not listening yet
-if [ "$NCCLRR_RANK" = 0 ]; then exec ibv_rc_pingpong -p "$PP_PORT" "$@"; fi
-for i in $(seq 300); do
-	out=$(ibv_rc_pingpong -p "$PP_PORT" "$@" 127.0.0.1 2>&1)
-	rc=$?
-	grep -q "^Couldn't connect" <<<"$out" || { echo "$out"; exit $rc; }
-	sleep 0.2
-done
-echo "$out"
-exit 1
-E
-chmod +x "$tmp/pp.sh"
+ppsh=$root/tests/verbs/rc_pingpong.sh
 
 # -g 0: a GRH, so each side publishes its QP and MR under its GID (the remap
 # table's key; IB without a GRH publishes nothing and its posts go from the trace)
 PP_PORT=$(free_port) "$ncclrr" record -q -o "$tmp/rec" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- \
-	"$tmp/pp.sh" -d mlx5_0 -g 0 -n 50 >"$tmp/rec.log" 2>&1
+	"$ppsh" -d mlx5_0 -g 0 -n 50 >"$tmp/rec.log" 2>&1
 check "ncclrr record of ibv_rc_pingpong -g 0 -n 50 exits 0" $?
 
 # ---- the whole recording: every post and completion live
