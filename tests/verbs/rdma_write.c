@@ -6,9 +6,10 @@
  * into it; they exchange QP number, PSN, GID (index 0, a GRH) and the
  * buffer's address and rkey over TCP on 127.0.0.1:PORT.
  *
- * usage: rdma_write PORT [dereg]
+ * usage: rdma_write PORT [dereg|oob]
  *   dereg: rank 0 deregisters its buffer before it tells rank 1 to write,
- *   so rank 1's completion is IBV_WC_REM_ACCESS_ERR and it exits 1.
+ *   so rank 1's completion is IBV_WC_REM_ACCESS_ERR and it exits 1;
+ *   oob: rank 1 writes half past the end of rank 0's buffer: the same error.
  * Rank 0 exits 0 once rank 1 says it is done; rank 1 exits 0 when its write
  * completed with IBV_WC_SUCCESS (and rank 0 saw the data and immediate).
  */
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
 	const char *r = getenv("NCCLRR_RANK");
 	if (argc < 2 || !r)
 		return die("usage: rdma_write PORT [dereg], under ncclrr run (NCCLRR_RANK)");
-	int rank = atoi(r), dereg = argc > 2 && !strcmp(argv[2], "dereg");
+	int rank = atoi(r), dereg = argc > 2 && !strcmp(argv[2], "dereg"), oob = argc > 2 && !strcmp(argv[2], "oob");
 	struct ibv_device **dl = ibv_get_device_list(NULL);
 	if (!dl || !dl[0])
 		return die("no RDMA device");
@@ -157,7 +158,7 @@ int main(int argc, char **argv)
 		if (dereg && ibv_dereg_mr(mr))
 			return die("ibv_dereg_mr failed");
 		xfer(s, &go, 1, 1);
-		if (!dereg) {
+		if (!dereg && !oob) {
 			struct ibv_wc wc = poll1(cq);
 			int ok = wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
 				 wc.imm_data == htonl(IMM) && wc.byte_len == LEN && buf[0] == 'w' && buf[LEN - 1] == 'w';
@@ -178,7 +179,7 @@ int main(int argc, char **argv)
 	struct ibv_sge sge = { (uint64_t)(uintptr_t)src, LEN, smr->lkey };
 	struct ibv_send_wr sw = { .wr_id = 42, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
 				  .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(IMM) }, *sbad;
-	sw.wr.rdma.remote_addr = peer.addr;
+	sw.wr.rdma.remote_addr = peer.addr + (oob ? LEN / 2 : 0);
 	sw.wr.rdma.rkey = peer.rkey;
 	if (ibv_post_send(qp, &sw, &sbad))
 		return die("ibv_post_send failed");

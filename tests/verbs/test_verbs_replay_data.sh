@@ -12,7 +12,8 @@
 # published (rkey, address); recorded with the peer's MR deregistered
 # first, its IBV_WC_REM_ACCESS_ERR is reproduced live, not answered from
 # the trace; replayed without the peer (--ranks 1), no rkey is published
-# and the write is answered from the trace, counted.
+# and the write is answered from the trace, counted. Written past the end of
+# the peer's region (oob), the write is refused live: reproduced too.
 # usage: test_verbs_replay_data.sh NCCLRR SOURCE_ROOT RDMA_WRITE   (NCCLRR_FAKE_LIBDIR set by meson)
 set -uo pipefail
 ncclrr=$(realpath "$1")
@@ -81,6 +82,15 @@ must wd 'rank 1: write completed: remote access error (10)' "$tmp/wd.log"
 NCCLRR_DEBUG=verbs "$ncclrr" replay "$tmp/wd" >"$tmp/wd.replay" 2>&1
 must wd.replay '^result: the replay matches the recording: failure reproduced' "$tmp/wd.replay"
 must wd.replay 'rank 1: ibv_poll_cq = 1 \[wc\[0\] IBV_WC_REM_ACCESS_ERR (10)\] (#[0-9]*, reproduced)' "$tmp/wd.replay"
+
+# a write half past the end of the peer's region: posted live outside the
+# live region, refused by the fabric as it was when recorded
+run_w wo oob
+check "rdma_write oob recorded, fails" $((! $?))
+must wo 'rank 1: write completed: remote access error (10)' "$tmp/wo.log"
+NCCLRR_DEBUG=verbs "$ncclrr" replay "$tmp/wo" >"$tmp/wo.replay" 2>&1
+must wo.replay '^result: the replay matches the recording: failure reproduced' "$tmp/wo.replay"
+must wo.replay 'rank 1: ibv_poll_cq = 1 \[wc\[0\] IBV_WC_REM_ACCESS_ERR (10)\] (#[0-9]*, reproduced)' "$tmp/wo.replay"
 
 # without the peer nothing publishes its rkey: the write is answered from the
 # trace after the 2 s bound, counted and said, and so is its CQ's poll
