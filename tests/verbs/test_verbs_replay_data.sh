@@ -74,23 +74,17 @@ n=$(grep -cE 'data path: 1 posts live, 0 answered from the trace; 1 completions 
 [ "$n" = 2 ]
 check "both ranks post and complete live (the write and the receive its immediate consumed; got $n)" $?
 
-# the peer's MR deregistered before the write: the recorded completion error
-# is reproduced by the fake fabric, live
-run_w wd dereg
-check "rdma_write dereg recorded, fails" $((! $?))
-must wd 'rank 1: write completed: remote access error (10)' "$tmp/wd.log"
-NCCLRR_DEBUG=verbs "$ncclrr" replay "$tmp/wd" >"$tmp/wd.replay" 2>&1
-must wd.replay '^result: the replay matches the recording: failure reproduced' "$tmp/wd.replay"
-must wd.replay 'rank 1: ibv_poll_cq = 1 \[wc\[0\] IBV_WC_REM_ACCESS_ERR (10)\] (#[0-9]*, reproduced)' "$tmp/wd.replay"
-
-# a write half past the end of the peer's region: posted live outside the
-# live region, refused by the fabric as it was when recorded
-run_w wo oob
-check "rdma_write oob recorded, fails" $((! $?))
-must wo 'rank 1: write completed: remote access error (10)' "$tmp/wo.log"
-NCCLRR_DEBUG=verbs "$ncclrr" replay "$tmp/wo" >"$tmp/wo.replay" 2>&1
-must wo.replay '^result: the replay matches the recording: failure reproduced' "$tmp/wo.replay"
-must wo.replay 'rank 1: ibv_poll_cq = 1 \[wc\[0\] IBV_WC_REM_ACCESS_ERR (10)\] (#[0-9]*, reproduced)' "$tmp/wo.replay"
+# the peer's MR deregistered before the write (dereg), or a write half past
+# the end of the peer's region (oob, posted live outside the live region):
+# the recorded completion error is reproduced by the fake fabric, live
+for m in dereg oob; do
+	run_w "w$m" $m
+	check "rdma_write $m recorded, fails" $((! $?))
+	must "w$m" 'rank 1: write completed: remote access error (10)' "$tmp/w$m.log"
+	NCCLRR_DEBUG=verbs "$ncclrr" replay "$tmp/w$m" >"$tmp/w$m.replay" 2>&1
+	must "w$m.replay" '^result: the replay matches the recording: failure reproduced' "$tmp/w$m.replay"
+	must "w$m.replay" 'rank 1: ibv_poll_cq = 1 \[wc\[0\] IBV_WC_REM_ACCESS_ERR (10)\] (#[0-9]*, reproduced)' "$tmp/w$m.replay"
+done
 
 # without the peer nothing publishes its rkey: the write is answered from the
 # trace after the 2 s bound, counted and said, and so is its CQ's poll
