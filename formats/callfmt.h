@@ -226,4 +226,11 @@ typedef struct nrr_mmsg_rec {
  * NRR_ETRUNC / NRR_ECORRUPT. */
 int nrr_mmsg_decode(const nrr_value *v, nrr_mmsg_rec *m, int max);
 
+/* The sge trailer of custom:send_wr / custom:recv_wr (formats/api/README.md)
+ * is written only for chains of at most NRR_SGE_WRS work requests with at
+ * most NRR_SGE_MAX sges each: the writer (formats/api/custom.c) and the
+ * replayer (replayer/engine/rverbs.c) read these bounds here. */
+#define NRR_SGE_WRS 8
+#define NRR_SGE_MAX 4
+
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "callfmt.h"
 #include "ncclrr_config.h"
 #include "nrr_api_gen.h"
 #if NCCLRR_HAVE_VERBS
@@ -58,6 +59,39 @@ NRR_SAME_MEMBER(flags);
 NRR_SAME_MEMBER(port_cap_flags2);
 #undef NRR_SAME_MEMBER
 
+/* The scatter/gather lists of a work request chain, after its requests
+ * (what replay needs to post them again: formats/api/README.md, "sge
+ * trailer"): the chain's length, then per request its sge count and each
+ * sge's addr, length, lkey.  Written whole or not at all (a chain longer
+ * than NRR_SGE_WRS requests, more than NRR_SGE_MAX sges in one, or no room
+ * left): a reader that finds no trailer knows the lists were not kept.
+ * @next, @sg, @nsge: offsets of those members in ibv_send_wr/ibv_recv_wr. */
+static uint8_t *put_sges(const uint8_t *buf, uint8_t *p, const void *v, size_t next, size_t sg, size_t nsge)
+{
+	size_t need = NRR_VAR_MAX;
+	unsigned n = 0;
+	for (const uint8_t *w = v; w; w = *(const uint8_t *const *)(w + next), n++) {
+		int k = *(const int *)(w + nsge);
+		if (n >= NRR_SGE_WRS || k < 0 || k > NRR_SGE_MAX || (k && !*(const struct ibv_sge *const *)(w + sg)))
+			return p;
+		need += NRR_VAR_MAX + (size_t)k * 3 * NRR_VAR_MAX;
+	}
+	if (!ROOM(p, buf, need))
+		return p;
+	p = nrr_put_uvar(p, n);
+	for (const uint8_t *w = v; w; w = *(const uint8_t *const *)(w + next)) {
+		int k = *(const int *)(w + nsge);
+		const struct ibv_sge *s = *(const struct ibv_sge *const *)(w + sg);
+		p = nrr_put_uvar(p, (uint64_t)k);
+		for (int i = 0; i < k; i++) {
+			p = nrr_put_uvar(p, s[i].addr);
+			p = nrr_put_uvar(p, s[i].length);
+			p = nrr_put_uvar(p, s[i].lkey);
+		}
+	}
+	return p;
+}
+
 size_t nrr_custom_send_wr(uint8_t *buf, const void *v, long long ret)
 {
 	uint8_t *p = buf + 1;
@@ -77,6 +111,8 @@ size_t nrr_custom_send_wr(uint8_t *buf, const void *v, long long ret)
 		p = nrr_put_uvar(p, wr->wr.rdma.rkey);
 	}
 	buf[0] = (uint8_t)n;
+	p = put_sges(buf, p, v, offsetof(struct ibv_send_wr, next), offsetof(struct ibv_send_wr, sg_list),
+		     offsetof(struct ibv_send_wr, num_sge));
 	return (size_t)(p - buf);
 }
 
@@ -94,6 +130,8 @@ size_t nrr_custom_recv_wr(uint8_t *buf, const void *v, long long ret)
 		p = nrr_put_uvar(p, len);
 	}
 	buf[0] = (uint8_t)n;
+	p = put_sges(buf, p, v, offsetof(struct ibv_recv_wr, next), offsetof(struct ibv_recv_wr, sg_list),
+		     offsetof(struct ibv_recv_wr, num_sge));
 	return (size_t)(p - buf);
 }
 

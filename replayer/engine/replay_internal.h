@@ -76,8 +76,10 @@ int nrr_xmap_get(const char *kind, const void *key, size_t klen, void *val, size
  * Keys: the recorded GID of the owning port and the recorded number.
  * Getters wait up to @timeout_ms for the owner to publish.
  * @return 0, -ETIMEDOUT (never published), -ERANGE (nrr_rverbs_remote: the
- * recorded access lies outside the recorded region), -EPROTO, or an
- * nrr_xmap_put() error. */
+ * recorded access lies outside the recorded region; the live rkey and the
+ * address at the same offset from the live base are still set, so that a
+ * replayed access fails on the live HCA as it did when recorded), -EPROTO,
+ * or an nrr_xmap_put() error. */
 int nrr_rverbs_put_qpn(const uint8_t rec_gid[16], uint32_t rec_qpn, uint32_t live_qpn);
 int nrr_rverbs_get_qpn(const uint8_t rec_gid[16], uint32_t rec_qpn, uint32_t *live_qpn, int timeout_ms);
 int nrr_rverbs_put_mr(const uint8_t rec_gid[16], uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
@@ -139,6 +141,11 @@ void *nrr_rcuda_verbs_lib(nrr_rcuda *x);
  * nrr_rverbs_call() once rcuda.c decided the call runs live. */
 bool nrr_rverbs_owns(const nrr_fn_schema *fn);
 int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res);
+/* Does data-path call @c (ibv_post_send, ibv_post_recv, ibv_poll_cq) run
+ * live through nrr_rverbs_call(): a post that succeeded as recorded; a poll
+ * of a CQ that a live post made live.  A recorded failure of a live CQ's
+ * poll is reproduced, not answered from the trace. */
+bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c);
 /* rcuda.c: a CQ was made (live), the one ibv_create_qp of this thread takes */
 void nrr_rverbs_cq_made(uint64_t live);
 /* rcuda.c: verbs call @c succeeded as recorded with arguments @slot (the

@@ -19,8 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "callfmt.h"
 #include "ncclrr_config.h"
 #include "replay_internal.h"
 #if NCCLRR_HAVE_VERBS
@@ -84,11 +86,11 @@ int nrr_rverbs_remote(const uint8_t rec_gid[16], uint32_t rec_rkey, uint64_t rec
 		return e;
 	if (vl != sizeof(v))
 		return -EPROTO;
+	*live_rkey = v.live_rkey;
+	*live_addr = v.live_addr + (rec_addr - v.rec_addr);   /* wraps below the base: still outside */
 	/* the access must lie inside the region, as the HCA checks it */
 	if (rec_addr < v.rec_addr || len > v.len || rec_addr - v.rec_addr > v.len - len)
 		return -ERANGE;
-	*live_rkey = v.live_rkey;
-	*live_addr = v.live_addr + (rec_addr - v.rec_addr);
 	return 0;
 }
 
@@ -190,6 +192,8 @@ struct vobj {
 	int kind;
 	uint32_t rec, live;        /* qp_num or rkey */
 	uint64_t rec_addr, len, live_addr;
+	uint32_t rec_lkey, live_lkey;   /* an MR's: the local sges of a replayed post */
+	bool has_lkey;                  /* traces before lkey was recorded lack it */
 };
 struct vgid {
 	uint64_t ctx;
@@ -303,13 +307,19 @@ static const nrr_value *arg(const nrr_call *c, const char *name)
 	return NULL;
 }
 
+static void vsay(nrr_rres *res, int status, const char *f, va_list ap) __attribute__((format(printf, 3, 0)));
+static void vsay(nrr_rres *res, int status, const char *f, va_list ap)
+{
+	res->status = status;
+	vsnprintf(res->why, sizeof(res->why), f, ap);
+}
+
 static void say(nrr_rres *res, int status, const char *f, ...) __attribute__((format(printf, 3, 4)));
 static void say(nrr_rres *res, int status, const char *f, ...)
 {
 	va_list ap;
-	res->status = status;
 	va_start(ap, f);
-	vsnprintf(res->why, sizeof(res->why), f, ap);
+	vsay(res, status, f, ap);
 	va_end(ap);
 }
 
@@ -377,6 +387,8 @@ static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	}
 	return 0;
 }
+
+static void qp_peer(uint64_t live_qp, const uint8_t rec_dgid[16]);
 
 static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 {
@@ -475,12 +487,434 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		return 0;
 	}
 	int r = fn((struct ibv_qp *)(uintptr_t)live_qp, &a, mask);
+	if (r == 0 && (mask & IBV_QP_AV) && f[8])
+		qp_peer(live_qp, dgid);
 	res->result = r;
 	res->status = NRR_R_MATCH;
 	if (r != c->result)
 		say(res, NRR_R_DIVERGED, "result: recorded %" PRId64 " (%s), replayed %d (%s)", c->result,
 		    c->result ? strerror((int)c->result) : "success", r, r ? strerror(r) : "success");
 	return 0;
+}
+
+/* ---- the data path: ibv_post_send, ibv_post_recv, ibv_poll_cq ----
+ * Work requests are rebuilt from what custom:send_wr / custom:recv_wr
+ * recorded (formats/api/README.md): wr_id, opcode, flags and immediate as
+ * recorded; each local sge through the MR its recorded lkey names (live
+ * lkey, live address at the same offset in the region); an RDMA WRITE/READ's
+ * (remote address, rkey) through the table the peer published under the
+ * GID this QP's RTR named.  What the trace does not keep (an older trace
+ * without the sge trailer, an MR registered before lkeys were recorded, a
+ * peer that published nothing) is answered from the trace, counted, and
+ * the QP's CQs then answer their polls from the trace too: a completion of
+ * a request that was not posted live never comes.
+ *
+ * A CQ polls live once a request was posted live on one of its QPs; its
+ * live completions are queued, and each replayed poll takes as many as it
+ * recorded (waiting up to POLL_WAIT_MS for them), matched by wr_id. */
+#define POLL_WAIT_MS 10000   /* bound of a poll's wait: above the fake fabric's scaled retry timeouts */
+#define REMOTE_WAIT_MS 2000  /* bound of a post's wait for the peer's MR (published at its ibv_reg_mr) */
+#define MAX_DCQ 256
+#define MAX_DQP 1024
+enum cqstate { CQ_UNKNOWN, CQ_LIVE, CQ_TRACE };
+enum dstat { D_POST_LIVE, D_POST_TRACE, D_WC_LIVE, D_POLL_TRACE, D_N };
+struct dcq {
+	uint64_t live;
+	enum cqstate state;
+	struct ibv_wc *q;
+	size_t n, cap;
+};
+static struct {
+	pthread_mutex_t mu;
+	struct dcq cq[MAX_DCQ];
+	int ncq;
+	struct { uint64_t qp; uint8_t dgid[16]; } qp[MAX_DQP];
+	int nqp;
+	unsigned stat[D_N];
+	bool said[2];   /* first fallback reason said (posts, polls) */
+} g_d = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* under g_d.mu; NULL when the table is full */
+static struct dcq *dcq_of(uint64_t live)
+{
+	for (int i = 0; i < g_d.ncq; i++)
+		if (g_d.cq[i].live == live)
+			return &g_d.cq[i];
+	if (g_d.ncq == MAX_DCQ)
+		return NULL;
+	struct dcq *d = &g_d.cq[g_d.ncq++];
+	memset(d, 0, sizeof(*d));
+	d->live = live;
+	return d;
+}
+
+static void qp_peer(uint64_t live_qp, const uint8_t rec_dgid[16])
+{
+	pthread_mutex_lock(&g_d.mu);
+	int i = 0;
+	while (i < g_d.nqp && g_d.qp[i].qp != live_qp)
+		i++;
+	if (i < MAX_DQP) {
+		g_d.qp[i].qp = live_qp;
+		memcpy(g_d.qp[i].dgid, rec_dgid, 16);
+		if (i == g_d.nqp)
+			g_d.nqp++;
+	}
+	pthread_mutex_unlock(&g_d.mu);
+}
+
+static bool qp_dgid(uint64_t live_qp, uint8_t dgid[16])
+{
+	bool ok = false;
+	pthread_mutex_lock(&g_d.mu);
+	for (int i = 0; i < g_d.nqp && !ok; i++)
+		if (g_d.qp[i].qp == live_qp) {
+			memcpy(dgid, g_d.qp[i].dgid, 16);
+			ok = true;
+		}
+	pthread_mutex_unlock(&g_d.mu);
+	return ok;
+}
+
+/* The CQs of @qp poll live (@live) or from the trace from now on: one
+ * request answered from the trace makes them answer from the trace for
+ * good (its completion will never come) */
+static void qp_cqs(const struct ibv_qp *qp, bool live)
+{
+	pthread_mutex_lock(&g_d.mu);
+	const struct ibv_cq *cqs[2] = { qp->send_cq, qp->recv_cq };
+	for (int i = 0; i < 2; i++) {
+		struct dcq *d = cqs[i] ? dcq_of((uint64_t)(uintptr_t)cqs[i]) : NULL;
+		if (d && (d->state == CQ_UNKNOWN || !live))
+			d->state = live ? CQ_LIVE : CQ_TRACE;
+	}
+	pthread_mutex_unlock(&g_d.mu);
+}
+
+/* The local MR of context @ctx whose recorded lkey is @lkey, the newest one
+ * (lkeys are reused after ibv_dereg_mr). */
+static bool local_mr(uint64_t ctx, uint32_t lkey, struct vobj *out)
+{
+	bool ok = false;
+	pthread_mutex_lock(&g_v.mu);
+	for (size_t k = g_v.nobj; k-- > 0 && !ok;)
+		if (g_v.obj[k].kind == OBJ_MR && g_v.obj[k].has_lkey && g_v.obj[k].rec_lkey == lkey &&
+		    g_v.obj[k].ctx == ctx) {
+			*out = g_v.obj[k];
+			ok = true;
+		}
+	pthread_mutex_unlock(&g_v.mu);
+	return ok;
+}
+
+/* the call (@which: 0 a post, 1 a poll) is answered from the trace:
+ * counted; the first reason of each kind said with NCCLRR_DEBUG=verbs */
+static int from_trace(nrr_rres *res, int which, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static int from_trace(nrr_rres *res, int which, const char *f, ...)
+{
+	va_list ap;
+	va_start(ap, f);
+	vsay(res, NRR_R_UNSUPPORTED, f, ap);
+	va_end(ap);
+	pthread_mutex_lock(&g_d.mu);
+	g_d.stat[which ? D_POLL_TRACE : D_POST_TRACE]++;
+	bool first = !g_d.said[which];
+	g_d.said[which] = true;
+	pthread_mutex_unlock(&g_d.mu);
+	if (debug() && first)
+		fprintf(stderr, "ncclrr replay: verbs: pid %d: data path answered from the trace: %s\n", (int)getpid(),
+			res->why);
+	return 0;
+}
+
+/* One local sge, recorded (addr, length, lkey) -> live. */
+static const char *map_sge(const struct ibv_qp *qp, uint64_t addr, uint64_t len, uint64_t lkey, struct ibv_sge *out,
+			   char *buf, size_t blen)
+{
+	struct vobj mr;
+	if (!local_mr((uint64_t)(uintptr_t)qp->context, (uint32_t)lkey, &mr)) {
+		snprintf(buf, blen, "sge lkey 0x%" PRIx64 ": no replayed ibv_reg_mr recorded that lkey", lkey);
+		return buf;
+	}
+	if (addr < mr.rec_addr || len > mr.len || addr - mr.rec_addr > mr.len - len) {
+		snprintf(buf, blen, "sge 0x%" PRIx64 "+%" PRIu64 " lies outside its MR (lkey 0x%" PRIx64 ", 0x%" PRIx64
+				    "+%" PRIu64 ")", addr, len, lkey, mr.rec_addr, mr.len);
+		return buf;
+	}
+	out->addr = mr.live_addr + (addr - mr.rec_addr);
+	out->length = (uint32_t)len;
+	out->lkey = mr.live_lkey;
+	return NULL;
+}
+
+#define NRR_WR_MAX 16   /* custom:recv_wr keeps up to 16 requests */
+static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
+{
+	const char *fname = c->fn->name;
+	const nrr_value *qa = arg(c, "qp"), *wa = arg(c, "wr");
+	if (!qa || !wa || !wa->len)
+		return from_trace(res, 0, "%s: work requests not recorded", fname);
+	bool known;
+	struct ibv_qp *qp = (struct ibv_qp *)(uintptr_t)nrr_rcuda_handle(x, "qp", qa->u, &known);
+	if (!known || !qp)
+		return from_trace(res, 0, "%s: recorded qp 0x%" PRIx64 " was made by no replayed call", fname, qa->u);
+	const uint8_t *p = wa->p, *end = wa->p + wa->len;
+	unsigned n = *p++;
+	int nf = send ? 8 : 3;
+	uint64_t f[NRR_WR_MAX][8];
+	bool ok = n <= NRR_WR_MAX;
+	for (unsigned i = 0; i < n && ok; i++)
+		for (int k = 0; k < nf && ok; k++)
+			ok = nrr_get_uvar(&p, end, &f[i][k]) == 0;
+	uint64_t chain = 0;
+	if (!ok || p == end || nrr_get_uvar(&p, end, &chain) < 0) {
+		qp_cqs(qp, false);
+		return from_trace(res, 0, "%s: the trace keeps no scatter/gather list (recorded by a tracer before the "
+					  "sge trailer of custom:%s)", fname, send ? "send_wr" : "recv_wr");
+	}
+	if (chain != n || n == 0) {
+		qp_cqs(qp, false);
+		return from_trace(res, 0, "%s: a chain of %" PRIu64 " work requests, %u recorded", fname, chain, n);
+	}
+	struct ibv_send_wr sw[NRR_WR_MAX];
+	struct ibv_recv_wr rw[NRR_WR_MAX];
+	struct ibv_sge sg[NRR_WR_MAX][NRR_SGE_MAX];
+	static uint8_t inl[4096];   /* inline data: its bytes are not recorded */
+	memset(sw, 0, sizeof(sw));
+	memset(rw, 0, sizeof(rw));
+	char why[200];
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t k = 0, tot = 0;
+		if (nrr_get_uvar(&p, end, &k) < 0 || k > NRR_SGE_MAX) {
+			qp_cqs(qp, false);
+			return from_trace(res, 0, "%s: work request %u: sge list cut short", fname, i);
+		}
+		bool inline_ = send && (f[i][2] & IBV_SEND_INLINE);
+		for (uint64_t j = 0; j < k; j++) {
+			uint64_t a, l, lk;
+			if (nrr_get_uvar(&p, end, &a) < 0 || nrr_get_uvar(&p, end, &l) < 0 || nrr_get_uvar(&p, end, &lk) < 0) {
+				qp_cqs(qp, false);
+				return from_trace(res, 0, "%s: work request %u: sge list cut short", fname, i);
+			}
+			tot += l;
+			const char *e = NULL;
+			if (inline_)
+				sg[i][j] = (struct ibv_sge){ (uint64_t)(uintptr_t)inl, (uint32_t)l, 0 };
+			else if (l || lk)
+				e = map_sge(qp, a, l, lk, &sg[i][j], why, sizeof(why));
+			else
+				sg[i][j] = (struct ibv_sge){ 0, 0, 0 };
+			if (inline_ && tot > sizeof(inl))
+				e = "inline data longer than 4096 bytes";
+			if (e) {
+				qp_cqs(qp, false);
+				return from_trace(res, 0, "%s: work request %u (wr_id 0x%" PRIx64 "): %s", fname, i, f[i][0], e);
+			}
+		}
+		if (!send) {
+			rw[i] = (struct ibv_recv_wr){ .wr_id = f[i][0], .next = i + 1 < n ? &rw[i + 1] : NULL,
+						      .sg_list = sg[i], .num_sge = (int)k };
+			continue;
+		}
+		sw[i] = (struct ibv_send_wr){ .wr_id = f[i][0], .next = i + 1 < n ? &sw[i + 1] : NULL, .sg_list = sg[i],
+					      .num_sge = (int)k, .opcode = (enum ibv_wr_opcode)f[i][1],
+					      .send_flags = (unsigned)f[i][2], .imm_data = (uint32_t)f[i][3] };
+		if (f[i][1] == IBV_WR_RDMA_WRITE || f[i][1] == IBV_WR_RDMA_WRITE_WITH_IMM || f[i][1] == IBV_WR_RDMA_READ) {
+			uint8_t dgid[16];
+			uint32_t lr;
+			uint64_t la;
+			int e = -ENOENT;
+			if (qp_dgid((uint64_t)(uintptr_t)qp, dgid))
+				e = nrr_rverbs_remote(dgid, (uint32_t)f[i][7], f[i][6], tot, &lr, &la, REMOTE_WAIT_MS);
+			/* outside the peer's region: posted so, the fabric refuses it
+			 * (IBV_WC_REM_ACCESS_ERR) as the recorded HCA did */
+			if (e < 0 && e != -ERANGE) {
+				qp_cqs(qp, false);
+				return from_trace(res, 0, "%s: work request %u (wr_id 0x%" PRIx64 "): remote 0x%" PRIx64 "+%" PRIu64
+							  " rkey 0x%" PRIx64 ": %s", fname, i, f[i][0], f[i][6], tot, f[i][7],
+						  e == -ENOENT ? "the QP's RTR named no peer GID (no GRH)"
+						  : "the peer published no such rkey within 2 s");
+			}
+			sw[i].wr.rdma.remote_addr = la;
+			sw[i].wr.rdma.rkey = lr;
+		}
+	}
+	int r;
+	if (send) {
+		struct ibv_send_wr *bad = NULL;
+		r = ibv_post_send(qp, sw, &bad);
+	} else {
+		struct ibv_recv_wr *bad = NULL;
+		r = ibv_post_recv(qp, rw, &bad);
+	}
+	qp_cqs(qp, r == 0);
+	pthread_mutex_lock(&g_d.mu);
+	g_d.stat[D_POST_LIVE] += r == 0 ? n : 0;
+	pthread_mutex_unlock(&g_d.mu);
+	res->result = r;
+	res->status = NRR_R_MATCH;
+	if (r != c->result)
+		say(res, NRR_R_DIVERGED, "result: recorded %" PRId64 " (%s), replayed %d (%s)", c->result,
+		    c->result ? strerror((int)c->result) : "success", r, r ? strerror(r) : "success");
+	return 0;
+}
+
+/* a status's name from the trace's schema (verbs.api's enum ibv_wc_status) */
+static const nrr_enum_schema *g_wc_table;
+static const char *wc_status(uint64_t st)
+{
+	const char *s = g_wc_table ? nrr_enum_name(g_wc_table, (int64_t)st) : NULL;
+	return s ? s : "?";
+}
+
+/* Take the live completions of @d queued so far from its CQ. Under g_d.mu. */
+static void drain(struct dcq *d)
+{
+	struct ibv_wc wc[16];
+	int k;
+	while ((k = ibv_poll_cq((struct ibv_cq *)(uintptr_t)d->live, 16, wc)) > 0) {
+		if (d->n + (size_t)k > d->cap) {
+			size_t m = d->cap ? 2 * d->cap : 64;
+			while (m < d->n + (size_t)k)
+				m *= 2;
+			struct ibv_wc *q = realloc(d->q, m * sizeof(*q));
+			if (!q)
+				return;
+			d->q = q;
+			d->cap = m;
+		}
+		memcpy(d->q + d->n, wc, (size_t)k * sizeof(*wc));
+		d->n += (size_t)k;
+	}
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+/* Replay a poll of a live CQ: as many completions as it recorded, in the
+ * order recorded, each the first queued one with its recorded wr_id. */
+static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
+{
+	const nrr_value *ca = arg(c, "cq"), *wa = arg(c, "wc");
+	bool known;
+	uint64_t live = ca ? nrr_rcuda_handle(x, "cq", ca->u, &known) : 0;
+	enum { F = 6 };
+	uint64_t rec[16][F];
+	unsigned m = 0;
+	if (wa && wa->len) {
+		const uint8_t *p = wa->p, *end = wa->p + wa->len;
+		m = *p++;
+		for (unsigned i = 0; i < m && i < 16; i++)
+			for (int k = 0; k < F; k++)
+				if (nrr_get_uvar(&p, end, &rec[i][k]) < 0)
+					m = i;   /* cut: compare what is whole */
+		if (m > 16)
+			m = 16;
+	}
+	int64_t want = c->result;
+	g_wc_table = c->fn->fail_table;
+	if (!live || want < 0 || (want > 0 && !wa))
+		return from_trace(res, 1, "ibv_poll_cq: %s", !live ? "CQ not replayed" : want < 0 ? "recorded an error"
+										   : "completions not recorded");
+	uint64_t deadline = now_ms() + POLL_WAIT_MS;
+	struct ibv_wc got[64];
+	int64_t ngot = 0;
+	pthread_mutex_lock(&g_d.mu);
+	struct dcq *d = dcq_of(live);
+	for (;;) {
+		if (d)
+			drain(d);
+		if (!d || want == 0)
+			break;
+		/* take what is there, in recorded order */
+		while (ngot < want && ngot < 64) {
+			size_t j = 0;
+			if (ngot < (int64_t)m)
+				while (j < d->n && d->q[j].wr_id != rec[ngot][0])
+					j++;
+			if (j >= d->n)
+				break;
+			got[ngot++] = d->q[j];
+			memmove(d->q + j, d->q + j + 1, (d->n - j - 1) * sizeof(*d->q));
+			d->n--;
+		}
+		if (ngot == want || ngot == 64 || now_ms() >= deadline)
+			break;
+		pthread_mutex_unlock(&g_d.mu);
+		struct timespec ts = { 0, 200000 };
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&g_d.mu);
+	}
+	g_d.stat[D_WC_LIVE] += (unsigned)ngot;
+	size_t queued = d ? d->n : 0;
+	pthread_mutex_unlock(&g_d.mu);
+	res->result = want;
+	res->status = NRR_R_MATCH;
+	if (!d)
+		return from_trace(res, 1, "ibv_poll_cq: more than %d CQs", MAX_DCQ);
+	if (ngot < want && ngot < 64) {
+		if (ngot < (int64_t)m)
+			say(res, NRR_R_DIVERGED, "wc[%" PRId64 "] of %" PRId64 " (wr_id 0x%" PRIx64 ", recorded %s (%" PRIu64
+						 ")) did not complete within %d s (%zu other live completions queued)",
+			    ngot, want, rec[ngot][0], wc_status(rec[ngot][1]), rec[ngot][1], POLL_WAIT_MS / 1000, queued);
+		else
+			say(res, NRR_R_DIVERGED, "wc[%" PRId64 "] of %" PRId64 " did not complete within %d s", ngot, want,
+			    POLL_WAIT_MS / 1000);
+		res->result = ngot;
+		return 0;
+	}
+	for (int64_t i = 0; i < ngot && i < (int64_t)m; i++) {
+		const struct ibv_wc *w = &got[i];
+		const uint64_t *r = rec[i];
+		if ((uint64_t)w->status != r[1]) {
+			say(res, NRR_R_DIVERGED, "wc[%" PRId64 "] (wr_id 0x%" PRIx64 "): status recorded %s (%" PRIu64
+						 "), replayed %s (%d)", i, r[0], wc_status(r[1]), r[1], wc_status(w->status),
+			    (int)w->status);
+			return 0;
+		}
+		if (w->status != IBV_WC_SUCCESS)   /* opcode and length are undefined in an error completion */
+			continue;
+		if ((uint64_t)w->opcode != r[2]) {
+			say(res, NRR_R_DIVERGED, "wc[%" PRId64 "] (wr_id 0x%" PRIx64 "): opcode recorded %" PRIu64 ", replayed %d",
+			    i, r[0], r[2], (int)w->opcode);
+			return 0;
+		}
+		if (((w->opcode & IBV_WC_RECV) || w->opcode == IBV_WC_RDMA_READ) && (uint64_t)w->byte_len != r[3]) {
+			say(res, NRR_R_DIVERGED, "wc[%" PRId64 "] (wr_id 0x%" PRIx64 "): byte_len recorded %" PRIu64 ", replayed %u",
+			    i, r[0], r[3], w->byte_len);
+			return 0;
+		}
+	}
+	return 0;
+}
+
+bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c)
+{
+	const char *n = c->fn->name;
+	if (!strcmp(n, "ibv_post_send") || !strcmp(n, "ibv_post_recv"))
+		return c->result == 0;   /* a post that failed is replayed as before (injected with --inject errors) */
+	if (strcmp(n, "ibv_poll_cq"))
+		return false;
+	const nrr_value *ca = arg(c, "cq");
+	bool known;
+	uint64_t live = ca ? nrr_rcuda_handle(x, "cq", ca->u, &known) : 0;
+	if (!live)
+		return false;
+	pthread_mutex_lock(&g_d.mu);
+	bool on = false;
+	for (int i = 0; i < g_d.ncq; i++)
+		if (g_d.cq[i].live == live) {
+			on = g_d.cq[i].state == CQ_LIVE;
+			/* rcuda.c answers it from the trace, as before the data path ran */
+			g_d.stat[D_POLL_TRACE] += g_d.cq[i].state == CQ_TRACE;
+			break;
+		}
+	pthread_mutex_unlock(&g_d.mu);
+	return on;
 }
 
 void nrr_rverbs_done(nrr_rcuda *x, const nrr_call *c, const uint64_t *slot, int64_t live)
@@ -501,14 +935,15 @@ void nrr_rverbs_done(nrr_rcuda *x, const nrr_call *c, const uint64_t *slot, int6
 		 * (ibv_reg_mr_iova2(pd, addr, length, iova, access),
 		 * ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access)), else addr */
 		int iv = arg_index(c->fn, "iova");
-		const nrr_value *rk = arg(c, "rkey"), *ln = arg(c, "length");
+		const nrr_value *rk = arg(c, "rkey"), *ln = arg(c, "length"), *lk = arg(c, "lkey");
 		const nrr_value *ad = arg(c, iv >= 0 ? "iova" : "addr");
 		const struct ibv_mr *mr = (const struct ibv_mr *)(uintptr_t)live;
 		if (!rk || !ln || !ad || !mr)
 			return;
 		struct vobj o = { .ctx = (uint64_t)(uintptr_t)mr->context, .kind = OBJ_MR, .rec = (uint32_t)rk->u,
 				  .live = mr->rkey, .rec_addr = ad->u, .len = ln->u,
-				  .live_addr = iv >= 0 ? slot[iv] : (uint64_t)(uintptr_t)mr->addr };
+				  .live_addr = iv >= 0 ? slot[iv] : (uint64_t)(uintptr_t)mr->addr,
+				  .rec_lkey = lk ? (uint32_t)lk->u : 0, .live_lkey = mr->lkey, .has_lkey = lk != NULL };
 		obj_made(&o);
 		return;
 	}
@@ -519,6 +954,14 @@ void nrr_rverbs_done(nrr_rcuda *x, const nrr_call *c, const uint64_t *slot, int6
 
 void nrr_rverbs_report(void)
 {
+	pthread_mutex_lock(&g_d.mu);
+	unsigned d[D_N];
+	memcpy(d, g_d.stat, sizeof(d));
+	pthread_mutex_unlock(&g_d.mu);
+	if (debug() && (d[D_POST_LIVE] || d[D_POST_TRACE] || d[D_WC_LIVE] || d[D_POLL_TRACE]))
+		fprintf(stderr, "ncclrr replay: verbs: pid %d: data path: %u posts live, %u answered from the trace; "
+				"%u completions live, %u polls answered from the trace\n", (int)getpid(), d[D_POST_LIVE],
+			d[D_POST_TRACE], d[D_WC_LIVE], d[D_POLL_TRACE]);
 	if (!debug() || !(g_v.nobj || g_v.stat[ST_RTR_REMAPPED] || g_v.stat[ST_RTR_UNKNOWN]))
 		return;
 	pthread_mutex_lock(&g_v.mu);
@@ -536,9 +979,20 @@ int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	}
 	if (!strcmp(c->fn->name, "ibv_create_qp"))
 		return create_qp(x, c, res);
+	if (!strcmp(c->fn->name, "ibv_post_send") || !strcmp(c->fn->name, "ibv_post_recv"))
+		return post(x, c, res, !strcmp(c->fn->name, "ibv_post_send"));
+	if (!strcmp(c->fn->name, "ibv_poll_cq"))
+		return poll_cq(x, c, res);
 	return modify_qp(x, c, res);
 }
 #else
+bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c)
+{
+	(void)x;
+	(void)c;
+	return false;
+}
+
 bool nrr_rverbs_owns(const nrr_fn_schema *fn)
 {
 	(void)fn;

@@ -109,6 +109,9 @@ int main(void)
 	CHECK(e == 0 && addr == 0x7e0000002000, "whole region: %d", e);
 	e = nrr_rverbs_remote(gid_a, 0x5a000100, 0x7f0000001000 + 131072 - 4, 8, &rk, &addr, 5000);
 	CHECK(e == -ERANGE, "past the end: %d, want -ERANGE", e);
+	/* still mapped, so that the live HCA refuses the access as the recorded one did */
+	CHECK(rk == 0x5a000300 && addr == 0x7e0000002000 + 131072 - 4, "past the end maps to 0x%x 0x%llx", rk,
+	      (unsigned long long)addr);
 	e = nrr_rverbs_remote(gid_a, 0x5a000100, 0x7f0000000ff8, 8, &rk, &addr, 5000);
 	CHECK(e == -ERANGE, "before the start: %d, want -ERANGE", e);
 	e = nrr_rverbs_remote(gid_b, 0x5a000100, 0x7f0000009000, 16, &rk, &addr, 5000);

@@ -42,25 +42,11 @@ must devinfo '^\[0\] 			port_lid:		1$' "$tmp/devinfo"
 must devinfo '^\[1\] 			port_lid:		34$' "$tmp/devinfo"
 
 # ---- ibv_rc_pingpong, server on host 0, client on host 1
-cat >"$tmp/pp.sh" <<'E'
-#!/bin/bash
-# rank 0 serves; rank 1 connects, again while the server is not listening yet
-# (up to 60 s: at a load of 35 on 2 cores, 10 s was not enough)
-if [ "$NCCLRR_RANK" = 0 ]; then exec ibv_rc_pingpong -p "$PP_PORT" "$@"; fi
-for i in $(seq 300); do
-	out=$(ibv_rc_pingpong -p "$PP_PORT" "$@" 127.0.0.1 2>&1)
-	rc=$?
-	grep -q "^Couldn't connect" <<<"$out" || { echo "$out"; exit $rc; }
-	sleep 0.2
-done
-echo "$out"
-exit 1
-E
-chmod +x "$tmp/pp.sh"
+ppsh=$root/tests/verbs/rc_pingpong.sh
 pp() { # NAME TOPO ARGS...
 	local name=$1 t=$2
 	shift 2
-	PP_PORT=$(free_port) run "$t" "$tmp/pp.sh" "$@" >"$tmp/$name" 2>&1
+	PP_PORT=$(free_port) run "$t" "$ppsh" "$@" >"$tmp/$name" 2>&1
 }
 pp pp_plain "$topo" -d mlx5_0 -n 200
 check "ibv_rc_pingpong exits 0" $?
@@ -112,7 +98,7 @@ must fault "^\[1\] Couldn't register MR" "$tmp/fault"
 
 # ---- the tracer records the verbs calls, the data path included
 PP_PORT=$(free_port) "$ncclrr" record -q -o "$tmp/rec" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- \
-	"$tmp/pp.sh" -d mlx5_0 -n 20 >"$tmp/rec.log" 2>&1
+	"$ppsh" -d mlx5_0 -n 20 >"$tmp/rec.log" 2>&1
 check "ncclrr record of ibv_rc_pingpong exits 0" $?
 for f in "$tmp"/rec/*.nrt; do "$ncclrr" dump "$f"; done >"$tmp/rec.dump" 2>&1
 for fn in ibv_open_device ibv_reg_mr ibv_create_qp ibv_modify_qp ibv_post_recv ibv_post_send ibv_poll_cq; do

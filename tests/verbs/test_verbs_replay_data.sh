@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The verbs data path replayed live (replayer/engine/rverbs.c): an unmodified
+# ibv_rc_pingpong recorded across the two virtual hosts of
+# topo/2node_8gpu_pcie.xml replays its ibv_post_recv/ibv_post_send on the
+# live QPs of the fake fabric and its ibv_poll_cq on the live CQs
+# (NCCLRR_DEBUG=verbs counts them per worker: posts and completions live,
+# none answered from the trace), and the replay matches. Replayed without
+# its peer (--ranks 0), rank 0's first poll that recorded a completion
+# must diverge: its peer never sends, so nothing completes live.
+# rdma_write.c (an RDMA WRITE WITH IMM into the peer's registered buffer,
+# NCCL's NET/IB data path) replays its write live through the peer's
+# published (rkey, address); recorded with the peer's MR deregistered
+# first, its IBV_WC_REM_ACCESS_ERR is reproduced live, not answered from
+# the trace; replayed without the peer (--ranks 1), no rkey is published
+# and the write is answered from the trace, counted. Written past the end of
+# the peer's region (oob), the write is refused live: reproduced too.
+# usage: test_verbs_replay_data.sh NCCLRR SOURCE_ROOT RDMA_WRITE   (NCCLRR_FAKE_LIBDIR set by meson)
+set -uo pipefail
+ncclrr=$(realpath "$1")
+root=$2
+rdma_write=$(realpath "$3")
+command -v ibv_rc_pingpong >/dev/null ||
+	{ echo "SKIP: ibv_rc_pingpong not found (Debian package ibverbs-utils; scripts/setup.sh installs it)"; exit 77; }
+. "$root/tests/lib/check.sh"
+unset RANK WORLD_SIZE OMPI_COMM_WORLD_RANK SLURM_PROCID LOCAL_RANK NCCLRR_DEBUG
+topo=$root/topo/2node_8gpu_pcie.xml
+must() { grep -q -- "$2" "$3"; check "$1: '$2' in $3" $?; }
+
+ppsh=$root/tests/verbs/rc_pingpong.sh
+
+# -g 0: a GRH, so each side publishes its QP and MR under its GID (the remap
+# table's key; IB without a GRH publishes nothing and its posts go from the trace)
+PP_PORT=$(free_port) "$ncclrr" record -q -o "$tmp/rec" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- \
+	"$ppsh" -d mlx5_0 -g 0 -n 50 >"$tmp/rec.log" 2>&1
+check "ncclrr record of ibv_rc_pingpong -g 0 -n 50 exits 0" $?
+
+# ---- the whole recording: every post and completion live
+NCCLRR_DEBUG=verbs "$ncclrr" replay --topo "$topo" "$tmp/rec" >"$tmp/replay" 2>&1
+check "replay of ibv_rc_pingpong exits 0" $?
+must replay '^result: the replay matches the recording' "$tmp/replay"
+grep 'data path:' "$tmp/replay"
+# two workers (the pingpong processes), each: N posts live (N > 0), none
+# from the trace, M completions live (M > 0), no poll from the trace
+n=$(grep -cE 'data path: [1-9][0-9]* posts live, 0 answered from the trace; [1-9][0-9]* completions live, 0 polls answered' "$tmp/replay")
+[ "$n" -ge 2 ]
+check "two workers post and complete live, nothing of the data path from the trace (got $n)" $?
+# rc_pingpong -n 50: each side posts 50 sends and its receives, polls 100 completions
+posts=$(grep -oE 'data path: [0-9]+ posts live' "$tmp/replay" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+wcs=$(grep -oE '[0-9]+ completions live' "$tmp/replay" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+[ "${posts:-0}" -ge 200 ] && [ "${wcs:-0}" -ge 200 ]
+check "at least 200 posts and 200 completions live in all (got ${posts:-0} and ${wcs:-0})" $?
+
+# ---- without the peer: the first poll that recorded a completion diverges
+# (a SEND the peer never makes cannot complete a receive live)
+NCCLRR_DEBUG=verbs "$ncclrr" replay --topo "$topo" --ranks 0 "$tmp/rec" >"$tmp/alone" 2>&1
+check "replay of rank 0 alone fails" $((! $?))
+must alone 'ibv_poll_cq' "$tmp/alone"
+must alone 'diverged' "$tmp/alone"
+must alone 'did not complete within 10 s' "$tmp/alone"
+
+# ---- RDMA WRITE WITH IMM: the remote (address, rkey) remapped live
+run_w() { # NAME ARGS...
+	PP_PORT=$(free_port)
+	"$ncclrr" record -q -o "$tmp/$1" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- "$rdma_write" "$PP_PORT" \
+		"${@:2}" >"$tmp/$1.log" 2>&1
+}
+run_w w
+check "rdma_write recorded, exits 0" $?
+must w 'rank 0: received 4096 bytes, immediate 0x1234abcd: ok' "$tmp/w.log"
+NCCLRR_DEBUG=verbs "$ncclrr" replay "$tmp/w" >"$tmp/w.replay" 2>&1
+check "replay of rdma_write exits 0" $?
+must w.replay '^result: the replay matches the recording$' "$tmp/w.replay"
+n=$(grep -cE 'data path: 1 posts live, 0 answered from the trace; 1 completions live, 0 polls' "$tmp/w.replay")
+[ "$n" = 2 ]
+check "both ranks post and complete live (the write and the receive its immediate consumed; got $n)" $?
+
+# the peer's MR deregistered before the write (dereg), or a write half past
+# the end of the peer's region (oob, posted live outside the live region):
+# the recorded completion error is reproduced by the fake fabric, live
+for m in dereg oob; do
+	run_w "w$m" $m
+	check "rdma_write $m recorded, fails" $((! $?))
+	must "w$m" 'rank 1: write completed: remote access error (10)' "$tmp/w$m.log"
+	NCCLRR_DEBUG=verbs "$ncclrr" replay "$tmp/w$m" >"$tmp/w$m.replay" 2>&1
+	must "w$m.replay" '^result: the replay matches the recording: failure reproduced' "$tmp/w$m.replay"
+	must "w$m.replay" 'rank 1: ibv_poll_cq = 1 \[wc\[0\] IBV_WC_REM_ACCESS_ERR (10)\] (#[0-9]*, reproduced)' "$tmp/w$m.replay"
+done
+
+# without the peer nothing publishes its rkey: the write is answered from the
+# trace after the 2 s bound, counted and said, and so is its CQ's poll
+NCCLRR_DEBUG=verbs "$ncclrr" replay --ranks 1 "$tmp/w" >"$tmp/w1.replay" 2>&1
+must w1.replay '^result: the replay matches the recording$' "$tmp/w1.replay"
+must w1.replay 'data path: 0 posts live, 1 answered from the trace; 0 completions live, [1-9][0-9]* polls answered from the trace' "$tmp/w1.replay"
+must w1.replay 'answered from the trace: ibv_post_send: work request 0 (wr_id 0x2a): remote 0x[0-9a-f]*+4096 rkey 0x[0-9a-f]*: the peer published no such rkey within 2 s' "$tmp/w1.replay"
+
+echo "$pass passed, $fails failed"
+[ "$fails" -eq 0 ]
