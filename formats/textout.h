@@ -44,13 +44,37 @@ int nrr_out_flush(nrr_out *o);
 /* What does not fit the buffer's rest (flushes first) */
 void nrr_out_write_slow(nrr_out *o, const void *p, size_t len);
 
+/* @len (<= 32) bytes from @s to @d by fixed-size moves that overlap
+ * instead of a call to libc's memcpy: most of dump's copies are names of
+ * a few to 30 bytes, and the calls were 4.5 % of its time. */
+static inline void nrr_out_copy_short(char *d, const char *s, size_t len)
+{
+	if (len >= 16) {
+		memcpy(d, s, 16);
+		memcpy(d + len - 16, s + len - 16, 16);
+	} else if (len >= 8) {
+		memcpy(d, s, 8);
+		memcpy(d + len - 8, s + len - 8, 8);
+	} else if (len >= 4) {
+		memcpy(d, s, 4);
+		memcpy(d + len - 4, s + len - 4, 4);
+	} else if (len) {
+		d[0] = s[0];
+		d[len / 2] = s[len / 2];
+		d[len - 1] = s[len - 1];
+	}
+}
+
 static inline void nrr_out_write(nrr_out *o, const void *p, size_t len)
 {
 	if (len > o->cap - o->n) {
 		nrr_out_write_slow(o, p, len);
 		return;
 	}
-	memcpy(o->buf + o->n, p, len);
+	if (!__builtin_constant_p(len) && len <= 32)
+		nrr_out_copy_short(o->buf + o->n, p, len);
+	else
+		memcpy(o->buf + o->n, p, len);
 	o->n += len;
 }
 
