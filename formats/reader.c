@@ -1075,29 +1075,38 @@ static int cycle_begin(nrr_cursor *c)
  * third of this function, mispredicted as directions alternate). */
 static int decode_args(nrr_cursor *c, nrr_call *call, uint32_t mask)
 {
+	/* the read position in a local, not c->p: a stored value (v->p is of
+	 * c->p's type) may alias c->p, which then went through memory between
+	 * every two varints */
 	const nrr_fn_schema *fn = call->fn;
+	const uint8_t *p = c->p, *end = c->end;
 	for (; mask; mask &= mask - 1) {
 		unsigned a = (unsigned)__builtin_ctz(mask);
 		const nrr_arg_schema *as = &fn->args[a];
 		nrr_value *v = &call->args[a];
 		uint64_t u;
-		if (nrr_get_uvar(&c->p, c->end, &u))
+		if (nrr_get_uvar(&p, end, &u)) {
+			c->p = p;
 			return corrupt(c, "truncated argument");
+		}
 		if (as->wire == NRR_WIRE_S) {
 			v->u = (u >> 1) ^ -(u & 1);
 		} else if (as->wire == NRR_WIRE_B) {
 			uint64_t stored;
-			if (nrr_get_uvar(&c->p, c->end, &stored) || stored > u || stored > (uint64_t)(c->end - c->p))
+			if (nrr_get_uvar(&p, end, &stored) || stored > u || stored > (uint64_t)(end - p)) {
+				c->p = p;
 				return corrupt(c, "byte argument longer than its chunk");
+			}
 			v->total = u > UINT32_MAX ? UINT32_MAX : (uint32_t)u;
 			v->len = (uint32_t)stored;
-			v->p = c->p;
-			c->p += stored;
+			v->p = p;
+			p += stored;
 		} else {
 			v->u = u;
 		}
 		call->present |= 1u << a;
 	}
+	c->p = p;
 	return 0;
 }
 
