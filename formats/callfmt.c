@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -557,14 +558,65 @@ static inline void put_name(nrr_out *o, const char *name, uint16_t len)
 		nrr_out_puts(o, name);
 }
 
-void nrr_out_args(nrr_out *o, const nrr_call *c)
+/* ", name=" (no comma before the first) and, for the formats that are one
+ * number, its value, through one local pointer.  @return whether the value
+ * was written too. */
+static bool put_arg_fast(nrr_out *o, const nrr_arg_schema *a, unsigned i, const nrr_value *v, bool present)
 {
-	for (unsigned i = 0; i < c->fn->nargs; i++) {
-		const nrr_arg_schema *a = &c->fn->args[i];
+	size_t need = (size_t)a->name_len + 3 + 24;
+	if (a->name_len == UINT16_MAX || need > o->cap) {
 		if (i)
 			nrr_out_write(o, ", ", 2);
 		put_name(o, a->name, a->name_len);
 		nrr_out_putc(o, '=');
+		return false;
+	}
+	char *d0 = nrr_out_room(o, need), *d = d0;
+	if (i) {
+		d[0] = ',';
+		d[1] = ' ';
+		d += 2;
+	}
+	d = nrr_put_mem(d, a->name, a->name_len);
+	*d++ = '=';
+	bool done = present;
+	if (present) {
+		switch (a->fmt) {
+		case NRR_FMT_U:
+			d = nrr_put_u64(d, v->u);
+			break;
+		case NRR_FMT_I:
+			d = nrr_put_i64(d, (int64_t)v->u);
+			break;
+		case NRR_FMT_FD:
+			memcpy(d, "fd:", 3);
+			d = nrr_put_i64(d + 3, (int64_t)v->u);
+			break;
+		case NRR_FMT_HANDLE:
+		case NRR_FMT_X:
+			if (v->u) {
+				memcpy(d, "0x", 2);
+				d = nrr_put_hex(d + 2, v->u);
+			} else {
+				memcpy(d, "NULL", 4);
+				d += 4;
+			}
+			break;
+		default:
+			done = false;
+			break;
+		}
+	}
+	o->n += (size_t)(d - d0);
+	return done;
+}
+
+void nrr_out_args(nrr_out *o, const nrr_call *c)
+{
+	for (unsigned i = 0; i < c->fn->nargs; i++) {
+		const nrr_arg_schema *a = &c->fn->args[i];
+		if (put_arg_fast(o, a, i, &c->args[i], c->present >> i & 1))
+			continue;
 		if ((c->present >> i & 1) && is_msghdr(c->fn, a))
 			put_msghdr(o, a, &c->args[i]);
 		else if ((c->present >> i & 1) && a->fmt == NRR_FMT_BYTES && a->name_len == 6 && !memcmp(a->name, "msgvec", 6) &&
@@ -577,9 +629,41 @@ void nrr_out_args(nrr_out *o, const nrr_call *c)
 	}
 }
 
+/* The names and texts of the errnos below ERR_TABLE_N with their lengths,
+ * looked up once: a polling recv's "-1 EAGAIN (Resource temporarily
+ * unavailable)" is a good part of a trace, and two glibc calls and a byte
+ * scan per line were 3 % of dump. */
+#define ERR_TABLE_N 256
+static struct errent { const char *name, *desc; uint16_t name_len, desc_len; } err_table[ERR_TABLE_N];
+static pthread_once_t err_once = PTHREAD_ONCE_INIT;
+
+static void err_table_init(void)
+{
+	for (int e = 0; e < ERR_TABLE_N; e++) {
+		struct errent *x = &err_table[e];
+		x->name = strerrorname_np(e);
+		x->desc = strerrordesc_np(e);
+		x->name_len = x->name ? (uint16_t)strlen(x->name) : 0;
+		x->desc_len = x->desc ? (uint16_t)strlen(x->desc) : 0;
+	}
+}
+
+static const struct errent *err_ent(int e)
+{
+	if (e < 0 || e >= ERR_TABLE_N)
+		return NULL;
+	pthread_once(&err_once, err_table_init);
+	return &err_table[e];
+}
+
 static void put_errname(nrr_out *o, int e, const char *none)
 {
-	const char *n = strerrorname_np(e);
+	const struct errent *x = err_ent(e);
+	if (x && x->name) {
+		nrr_out_write(o, x->name, x->name_len);
+		return;
+	}
+	const char *n = x ? NULL : strerrorname_np(e);
 	nrr_out_puts(o, n ? n : none);
 }
 
@@ -587,9 +671,12 @@ static void put_errname(nrr_out *o, int e, const char *none)
  * lock per call; the tools never set a locale, so the texts are the same) */
 static void put_errdesc(nrr_out *o, int e)
 {
-	const char *d = strerrordesc_np(e);
+	const struct errent *x = err_ent(e);
+	const char *d = x ? x->desc : strerrordesc_np(e);
 	nrr_out_write(o, " (", 2);
-	if (d)
+	if (x && d)
+		nrr_out_write(o, d, x->desc_len);
+	else if (d)
 		nrr_out_puts(o, d);
 	else
 		nrr_out_puts(o, strerror(e));
@@ -668,9 +755,35 @@ void nrr_out_result(nrr_out *o, const nrr_call *c)
 	}
 }
 
-void nrr_out_dur(nrr_out *o, uint64_t ns)
+/* nrr_out_dur()'s text at @d (at most 32 bytes) for @ns below 2^53 */
+static inline char *put_dur(char *d, uint64_t ns)
 {
 	if (ns < 1000) {
+		d = nrr_put_u64(d, ns);
+		memcpy(d, "ns", 2);
+		return d + 2;
+	}
+	if (ns < 1000000) {
+		d = nrr_put_fixed(d, (int64_t)ns, 3, 1);
+		memcpy(d, "us", 2);
+		return d + 2;
+	}
+	if (ns < 1000000000) {
+		d = nrr_put_fixed(d, (int64_t)ns, 6, 1);
+		memcpy(d, "ms", 2);
+		return d + 2;
+	}
+	d = nrr_put_fixed(d, (int64_t)ns, 9, 2);
+	*d++ = 's';
+	return d;
+}
+
+void nrr_out_dur(nrr_out *o, uint64_t ns)
+{
+	if (ns < 1ull << 53 && o->cap >= 32) {
+		char *d = nrr_out_room(o, 32);
+		o->n += (size_t)(put_dur(d, ns) - d);
+	} else if (ns < 1000) {
 		nrr_out_u64(o, ns);
 		nrr_out_write(o, "ns", 2);
 	} else if (ns < 1000000) {
@@ -691,14 +804,44 @@ static void put_indent(nrr_out *o, unsigned depth)
 		nrr_out_write(o, "  ", 2);
 }
 
+/* "TIME WHO #SEQ INDENT" of a call's line (no "#SEQ " for a log's) through
+ * one local pointer.  @return false when it does not fit the buffer or
+ * the time takes printf (nothing written then). */
+static bool put_head_fast(nrr_out *o, const nrr_call *c, int64_t t_ns, const char *who, size_t wholen)
+{
+	size_t need = 28 + 1 + wholen + 1 + 22 + 2 * (size_t)c->depth;
+	if (need > o->cap || !nrr_fixed_fast(t_ns, 9, 6))
+		return false;
+	char *d0 = nrr_out_room(o, need), *d = d0;
+	d = nrr_put_fixed(d, t_ns, 9, 6);
+	*d++ = ' ';
+	d = nrr_put_mem(d, who, wholen);
+	*d++ = ' ';
+	if (c->kind != NRR_CALL_LOG) {
+		*d++ = '#';
+		d = nrr_put_u64(d, c->seq);
+		*d++ = ' ';
+	}
+	for (unsigned i = 0; i < c->depth; i++) {
+		d[0] = d[1] = ' ';
+		d += 2;
+	}
+	o->n += (size_t)(d - d0);
+	return true;
+}
+
 void nrr_out_call(nrr_out *o, const nrr_call *c, int64_t t_ns, const char *who, size_t wholen)
 {
-	nrr_out_fixed(o, t_ns, 9, 6);
-	nrr_out_putc(o, ' ');
-	nrr_out_write(o, who, wholen);
-	nrr_out_putc(o, ' ');
+	bool head = put_head_fast(o, c, t_ns, who, wholen);
+	if (!head) {
+		nrr_out_fixed(o, t_ns, 9, 6);
+		nrr_out_putc(o, ' ');
+		nrr_out_write(o, who, wholen);
+		nrr_out_putc(o, ' ');
+	}
 	if (c->kind == NRR_CALL_LOG) {
-		put_indent(o, c->depth);
+		if (!head)
+			put_indent(o, c->depth);
 		nrr_out_write(o, "log[", 4);
 		nrr_out_u64(o, c->log_level);
 		nrr_out_write(o, "] ", 2);
@@ -708,10 +851,12 @@ void nrr_out_call(nrr_out *o, const nrr_call *c, int64_t t_ns, const char *who, 
 		nrr_out_write(o, c->log, n);
 		return;
 	}
-	nrr_out_putc(o, '#');
-	nrr_out_u64(o, c->seq);
-	nrr_out_putc(o, ' ');
-	put_indent(o, c->depth);
+	if (!head) {
+		nrr_out_putc(o, '#');
+		nrr_out_u64(o, c->seq);
+		nrr_out_putc(o, ' ');
+		put_indent(o, c->depth);
+	}
 	switch (c->phase) {
 	case NRR_PHASE_ENTER:
 		put_name(o, c->fn->name, c->fn->name_len);

@@ -205,6 +205,10 @@ typedef struct nrr_fn_schema {
 	int8_t fail_arg;
 	uint8_t fail_field, fail_nfields;
 	const nrr_enum_schema *fail_table;
+	/* bit i: args[i] is encoded at enter (in, inout) / at leave (out,
+	 * inout): the reader decodes a record's args by these, without a
+	 * test of each parameter's direction */
+	uint32_t in_mask, out_mask;
 } nrr_fn_schema;
 
 typedef struct nrr_schema nrr_schema;

@@ -568,11 +568,15 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 					goto error;
 				}
 			}
-			cur_fn->nargs++;
-			if (a->dir & NRR_DIR_IN)
+			if (a->dir & NRR_DIR_IN) {
 				cur_fn->nin++;
-			if (a->dir & NRR_DIR_OUT)
+				cur_fn->in_mask |= 1u << cur_fn->nargs;
+			}
+			if (a->dir & NRR_DIR_OUT) {
 				cur_fn->nout++;
+				cur_fn->out_mask |= 1u << cur_fn->nargs;
+			}
+			cur_fn->nargs++;
 		} else {
 			rc = fail(d, lineno, "unknown line '%s'", tok[0]);
 			goto error;

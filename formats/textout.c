@@ -59,13 +59,8 @@ static const char hexdig[] = "0123456789abcdef";
 
 void nrr_out_hex(nrr_out *o, uint64_t v)
 {
-	size_t n = 1;
-	for (uint64_t x = v; x >= 16; x >>= 4)
-		n++;
 	char *d = nrr_out_room(o, 16);
-	for (size_t i = n; i--; v >>= 4)
-		d[i] = hexdig[v & 15];
-	o->n += n;
+	o->n += (size_t)(nrr_put_hex(d, v) - d);
 }
 
 void nrr_out_hexbytes(nrr_out *o, const uint8_t *p, size_t n)
