@@ -205,6 +205,15 @@ typedef struct nrr_fn_schema {
 	int8_t fail_arg;
 	uint8_t fail_field, fail_nfields;
 	const nrr_enum_schema *fail_table;
+	/* numbers each run chooses anew (QP numbers, memory keys: runid:
+	 * items): the parameters that are one (bit i: args[i]), and in the
+	 * bytes parameter runid_arg (-1: none) the fields runid_fields (bit k:
+	 * field k) of a plain run of uvars (runid_nfields 0) or of each entry
+	 * of runid_nfields uvars after a count byte */
+	uint32_t runid;
+	int8_t runid_arg;
+	uint8_t runid_nfields;
+	uint16_t runid_fields;
 } nrr_fn_schema;
 
 typedef struct nrr_schema nrr_schema;
