@@ -119,6 +119,14 @@ diff)
 		grep -E '^rank [0-9]+ thread' "$tmp/$t.diff" | grep -F '(capResult differs)' &&
 			fail "diff clean_ib $t: an out value of a failed call made a first divergence"
 	done
+	# QP numbers, memory keys and iovas are each run's own (runid in
+	# formats/api/verbs.api; the older traces take it by name): none is a
+	# rank's first divergence, neither as a parameter nor as a field of a
+	# custom-encoded struct (dest_qp_num in ibv_modify_qp's attr)
+	for t in $failures; do
+		grep -E '^rank [0-9]+ thread' "$tmp/$t.diff" | grep -E '\((qp_num|lkey|rkey|iova|attr|wc|wr) differs\)' &&
+			fail "diff clean_ib $t: a per-run QP number or key made a first divergence"
+	done
 	# clean_ib's schema has ibv_reg_*mr's lkey/rkey results, memlock's
 	# (older) not: a field one side lacks is no divergence, so NCCL's
 	# dma-buf probe (the same call on both) is not a rank's first
