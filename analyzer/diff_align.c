@@ -178,18 +178,60 @@ static void fninfo_init(struct fninfo *fi, const nrr_fn_schema *fn)
 		default:
 			break;
 		}
+		/* numbers each run chooses anew, as the description says
+		 * (runid: QP numbers, memory keys) */
+		if (i < 32 && (fn->runid >> i & 1))
+			c = CL_ID;
+		else if (i == fn->runid_arg && c == CL_BYTES)
+			c = CL_IDFIELDS;
 		fi->cls[i] = c;
 	}
 	fi->ready = true;
 }
 
-uint64_t diff_hash_arg(uint64_t h, uint8_t cls, const nrr_arg_schema *a, const nrr_value *v)
+static uint64_t hash_id(uint64_t h, uint64_t u, bool is_signed)
+{
+	int64_t s = is_signed ? (int64_t)u : 0;
+	return mix(h, u == 0 ? 0 : s < 0 ? 2 : 1);
+}
+
+/* The uvars of @v (a plain run, or a count byte then entries of
+ * fn->runid_nfields), the fields fn->runid_fields as ids; what follows the
+ * last such field (qp_attr's raw dgid) and a cut value as bytes. */
+static uint64_t hash_idfields(uint64_t h, const nrr_fn_schema *fn, const nrr_value *v)
+{
+	const uint8_t *p = v->p, *end = v->p + v->len;
+	unsigned per = fn->runid_nfields, last = 0, n = 1;
+	for (unsigned k = 0; k < 16; k++)
+		if (fn->runid_fields >> k & 1)
+			last = k;
+	h = mix(h, v->total);
+	if (per) {
+		if (p >= end)
+			return h;
+		n = *p++;
+		h = mix(h, n);
+	} else {
+		per = last + 1;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		for (unsigned k = 0; k < per; k++) {
+			uint64_t u;
+			if (nrr_get_uvar(&p, end, &u))
+				return hash_bytes(h, p, (size_t)(end - p));
+			h = fn->runid_fields >> k & 1 ? hash_id(h, u, false) : mix(h, u);
+		}
+	}
+	return hash_bytes(h, p, (size_t)(end - p));
+}
+
+uint64_t diff_hash_arg(uint64_t h, uint8_t cls, const nrr_fn_schema *fn, const nrr_arg_schema *a, const nrr_value *v)
 {
 	switch (cls) {
-	case CL_ID: {
-		int64_t s = a->wire == NRR_WIRE_S ? (int64_t)v->u : 0;
-		return mix(h, v->u == 0 ? 0 : s < 0 ? 2 : 1);
-	}
+	case CL_ID:
+		return hash_id(h, v->u, a->wire == NRR_WIRE_S);
+	case CL_IDFIELDS:
+		return hash_idfields(h, fn, v);
 	case CL_STR:
 		return hash_str(mix(h, v->total), v->p, v->len);
 	case CL_LEN:
@@ -299,7 +341,7 @@ static bool tokenize(struct proc *p, const nrr_call *c, struct tok *t)
 			continue;
 		if (nrr_call_arg_unread(c, i))
 			continue;
-		h = diff_hash_arg(mix(h, n - 1), fi->cls[i], a, &c->args[i]);
+		h = diff_hash_arg(mix(h, n - 1), fi->cls[i], c->fn, a, &c->args[i]);
 	}
 	if (complete)
 		h = diff_hash_result(h, fi, c);

@@ -28,6 +28,9 @@ enum cls {
 	CL_LEN,    /* bytes: length only (payloads, random ids) */
 	CL_BYTES,  /* bytes: length and content */
 	CL_SADDR,  /* socket address without its port */
+	CL_IDFIELDS, /* bytes of uvars, some of them numbers each run chooses
+		      * anew (fn->runid_fields: a QP number in a struct): those
+		      * as CL_ID, the rest as recorded */
 };
 
 struct fninfo {
@@ -172,7 +175,7 @@ int diff_compare_pair(struct ctx *x, struct pair *pr);
 void diff_meaningful(struct pair *pr);
 uint64_t diff_when_of(const struct divg *d);
 struct fninfo *diff_fninfo_of(struct proc *p, const nrr_fn_schema *fn);
-uint64_t diff_hash_arg(uint64_t h, uint8_t cls, const nrr_arg_schema *a, const nrr_value *v);
+uint64_t diff_hash_arg(uint64_t h, uint8_t cls, const nrr_fn_schema *fn, const nrr_arg_schema *a, const nrr_value *v);
 uint64_t diff_hash_result(uint64_t h, const struct fninfo *fi, const nrr_call *c);
 bool diff_outs_written(const nrr_call *c);
 

@@ -123,8 +123,8 @@ static char *what_differs(struct pair *pr)
 					continue;
 				if (!pa && !pb)
 					continue;
-				uint64_t ha = pa ? diff_hash_arg(1, fa->cls[i], &a->fn->args[i], &a->args[i]) : 0;
-				uint64_t hb = pb ? diff_hash_arg(1, fb->cls[k], &b->fn->args[k], &b->args[k]) : 0;
+				uint64_t ha = pa ? diff_hash_arg(1, fa->cls[i], a->fn, &a->fn->args[i], &a->args[i]) : 0;
+				uint64_t hb = pb ? diff_hash_arg(1, fb->cls[k], b->fn, &b->fn->args[k], &b->args[k]) : 0;
 				if (ha != hb) {
 					fprintf(f, "%s%s", sep, a->fn->args[i].name);
 					sep = ", ";

@@ -209,6 +209,15 @@ typedef struct nrr_fn_schema {
 	 * inout): the reader decodes a record's args by these, without a
 	 * test of each parameter's direction */
 	uint32_t in_mask, out_mask;
+	/* numbers each run chooses anew (QP numbers, memory keys: runid:
+	 * items): the parameters that are one (bit i: args[i]), and in the
+	 * bytes parameter runid_arg (-1: none) the fields runid_fields (bit k:
+	 * field k) of a plain run of uvars (runid_nfields 0) or of each entry
+	 * of runid_nfields uvars after a count byte */
+	uint32_t runid;
+	int8_t runid_arg;
+	uint8_t runid_nfields;
+	uint16_t runid_fields;
 } nrr_fn_schema;
 
 typedef struct nrr_schema nrr_schema;

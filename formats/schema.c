@@ -237,6 +237,57 @@ static bool sem_failed(nrr_fn_schema *fn, const char *c1, const char *end, bool 
 	return true;
 }
 
+/* "runid:ARG" or "runid:ARG:F|F[/NFIELDS]" from @c1 (its first ':') to
+ * @end: a number, or fields of a bytes value of uvars, that each run
+ * chooses anew.  @return false when it is malformed, or (@strict) names no
+ * parameter recorded so. */
+static bool sem_runid(nrr_fn_schema *fn, const char *c1, const char *end, bool strict)
+{
+	const char *q = c1 + 1;
+	const char *c = memchr(q, ':', (size_t)(end - q));
+	int a = arg_named(fn, q, c ? (size_t)(c - q) : (size_t)(end - q));
+	if (a >= NRR_MAX_ARGS || a >= 32)
+		a = -1;
+	uint8_t fmt = a >= 0 ? fn->args[a].fmt : 0;
+	if (!c) {
+		if (a >= 0 && (fmt == NRR_FMT_U || fmt == NRR_FMT_X || fmt == NRR_FMT_I)) {
+			fn->runid |= 1u << a;
+			return true;
+		}
+		return !strict;
+	}
+	uint16_t fields = 0;
+	unsigned long nfields = 0;
+	const char *f = c + 1;
+	for (;;) {
+		char *e;
+		errno = 0;
+		unsigned long v = strtoul(f, &e, 10);
+		if (e == f || errno || v >= 16)
+			return false;
+		fields |= (uint16_t)(1u << v);
+		if (e < end && *e == '|') {
+			f = e + 1;
+			continue;
+		}
+		if (e < end && *e == '/') {
+			f = e + 1;
+			nfields = strtoul(f, &e, 10);
+			if (e == f || nfields > 16 || nfields == 0 || fields >> nfields)
+				return false;
+		}
+		if (e != end)
+			return false;
+		break;
+	}
+	if (a < 0 || fmt != NRR_FMT_BYTES || (fn->runid_arg >= 0 && fn->runid_arg != a))
+		return !strict;   /* the built-in item of a function recorded otherwise: none */
+	fn->runid_arg = (int8_t)a;
+	fn->runid_nfields = (uint8_t)nfields;
+	fn->runid_fields |= fields;
+	return true;
+}
+
 /* Apply the sem= text @sem (FORMAT.md "Call semantics") to @fn, whose
  * args are known.  @strict (the trace's own): a parameter it names must
  * exist.  Items of kinds this reader does not know are skipped (a later
@@ -286,6 +337,8 @@ static const char *sem_apply(nrr_fn_schema *fn, const char *sem, bool strict, co
 			}
 		} else if (klen == 6 && !memcmp(p, "failed", 6)) {
 			ok = c1 && sem_failed(fn, c1, end, strict, t);
+		} else if (klen == 5 && !memcmp(p, "runid", 5)) {
+			ok = c1 && end > c1 + 1 && sem_runid(fn, c1, end, strict);
 		}
 		if (!ok) {
 			*badlen = (size_t)(end - p);
@@ -330,7 +383,7 @@ static void sem_apply_item(nrr_fn_schema *fn, const char *item, const struct sem
  * bytes: the entries' layout is the same since they were first recorded.
  * A sem= without a role: item takes the built-in role (dev_open came
  * after sem=): what a call does depends on no layout (FORMAT.md "Call
- * semantics"). */
+ * semantics").  One without runid: items takes the built-in ones. */
 static int sem_resolve(nrr_schema *s, struct enum_index *names, const unsigned *fnline, nrr_diag *d)
 {
 	for (uint32_t i = 0; i < s->nfns; i++) {
@@ -338,6 +391,10 @@ static int sem_resolve(nrr_schema *s, struct enum_index *names, const unsigned *
 		memset(fn->arg, -1, sizeof(fn->arg));
 		fn->notready_arg = -1;
 		fn->fail_arg = -1;
+		fn->runid = 0;
+		fn->runid_arg = -1;
+		fn->runid_nfields = 0;
+		fn->runid_fields = 0;
 		bool own = fn->sem != NULL;
 		const nrr_sem_builtin *b = bsearch(fn->name, nrr_sem_builtin_fns, nrr_sem_builtin_nfns, sizeof(*b), sem_cmp);
 		struct sem_tables t = { s, names, b ? b->table : NULL };
@@ -359,6 +416,12 @@ static int sem_resolve(nrr_schema *s, struct enum_index *names, const unsigned *
 			sem_apply_item(fn, item, &t);
 		item = own && b && !sem_item(fn->sem, "role:") ? sem_item(b->sem, "role:") : NULL;
 		if (item)
+			sem_apply_item(fn, item, &t);
+		/* a sem= without runid: items (written before they existed, as
+		 * traces/nccl_ib/): the built-in ones, where the trace records
+		 * the parameter the same way (a number; bytes of uvars) */
+		for (item = own && b && !sem_item(fn->sem, "runid:") ? sem_item(b->sem, "runid:") : NULL; item;
+		     item = sem_item(item + 1, "runid:"))
 			sem_apply_item(fn, item, &t);
 	}
 	return 0;

@@ -56,6 +56,7 @@ class Arg:
         self.where = None    # file:line of its description line, if any
         self.result = None   # C function giving the value from the call's result ("result" lines)
         self.failed = None   # (FIELD, NFIELDS, TABLE): failed=FIELD/NFIELDS:TABLE, an entry's error status
+        self.runid = None    # runid[=FIELDS]: a number each run chooses anew; FIELDS ('1', '5/6'): which of its uvars
 
     @property
     def is_ptr(self):
@@ -480,14 +481,18 @@ def parse_proto(api, domain, text, where):
 def parse_result_line(api, fn, words, where):
     """result NAME u|x FUNC: an out field NAME after the parameters, FUNC(the
     result) at leave (0 for a NULL result); FUNC is C in formats/api/custom.c."""
+    runid = words[4:] == ['runid']
+    if runid:
+        words = words[:4]
     if len(words) != 4 or words[2] not in ('u', 'x') or not re.match(r'^[A-Za-z_]\w*$', words[3]):
-        raise ApiError(f'{where}: expected "result NAME u|x FUNCTION"')
+        raise ApiError(f'{where}: expected "result NAME u|x FUNCTION [runid]"')
     if not norm_type(fn.ret_type).endswith('*'):
         raise ApiError(f'{where}: "result" needs a function returning a pointer ({fn.name} returns {fn.ret_type})')
     if any(a.name == words[1] for a in fn.args + fn.results):
         raise ApiError(f'{where}: {fn.name} already has a field "{words[1]}"')
     a = Arg('uint64_t', words[1])
     a.dir, a.fmt, a.result, a.explicit, a.where = 'out', words[2], words[3], True, where
+    a.runid = '' if runid else None
     fn.results.append(a)
 
 
@@ -495,11 +500,12 @@ def parse_arg_line(api, fn, words, where):
     if words[:1] == ['result']:
         return parse_result_line(api, fn, words, where)
     failed = [w for w in words[3:] if w.startswith('failed=')]
-    words = [w for w in words if not w.startswith('failed=')] if words[:1] != ['skip'] else words
+    runid = [w for w in words[3:] if w == 'runid' or w.startswith('runid=')]
+    words = [w for w in words if not w.startswith('failed=') and w not in runid] if words[:1] != ['skip'] else words
     if words[:1] == ['skip'] and len(words) != 2 or \
             words[:1] != ['skip'] and (len(words) not in (3, 4) or words[0] not in ('in', 'out', 'inout')):
-        raise ApiError(f'{where}: expected "in|out|inout NAME ENCODING [create|consume] [failed=FIELD/NFIELDS:TABLE]" '
-                       'or "skip NAME"')
+        raise ApiError(f'{where}: expected "in|out|inout NAME ENCODING [create|consume] [failed=FIELD/NFIELDS:TABLE] '
+                       '[runid[=FIELDS]]" or "skip NAME"')
     arg = next((a for a in fn.args if a.name == words[1]), None)
     if arg is None:
         raise ApiError(f'{where}: {fn.name} has no parameter "{words[1]}"')
@@ -514,6 +520,8 @@ def parse_arg_line(api, fn, words, where):
     arg.fmt, arg.kind = parse_fmt(words[2], where)
     if failed:
         arg.failed = parse_failed(failed, arg, where)
+    if runid:
+        arg.runid = parse_runid(runid, arg, where)
     if len(words) == 4:
         if words[3] not in ('create', 'consume'):
             raise ApiError(f'{where}: unknown flag "{words[3]}"')
@@ -532,6 +540,21 @@ def parse_failed(words, arg, where):
         raise ApiError(f'{where}: failed= is for an out parameter recorded as bytes (custom:NAME), '
                        f'not {arg.dir} {arg.fmt}')
     return (int(m.group(1)), int(m.group(2)), m.group(3))
+
+
+def parse_runid(words, arg, where):
+    """runid (a number recorded as u/x) or runid=F|F[/NFIELDS] (fields of a
+    bytes value of uvars: a plain run, or entries of NFIELDS after a count
+    byte, as custom:wc): numbers each run chooses anew (QP numbers, keys),
+    which ncclrr diff compares as it compares handles."""
+    m = re.fullmatch(r'runid(?:=(\d+(?:\|\d+)*)(?:/(\d+))?)?', words[0])
+    bytes_ = SCHEMA_FMT.get(arg.fmt, arg.fmt) == 'bytes'
+    fields = [int(f) for f in m.group(1).split('|')] if m and m.group(1) else []
+    limit = int(m.group(2)) if m and m.group(2) else 16
+    if len(words) > 1 or not m or bytes_ != bool(fields) or any(f >= limit for f in fields) or limit > 16:
+        raise ApiError(f'{where}: runid wants "runid" on a number, or "runid=F|F[/NFIELDS]" (fields < NFIELDS <= 16) '
+                       f'on a bytes value of uvars (custom:NAME), once')
+    return m.group(1) + (f'/{m.group(2)}' if m.group(2) else '') if fields else ''
 
 
 def default_arg(api, fn, arg):
@@ -667,6 +690,11 @@ def sem_tokens(api, fn):
         if table not in api.enums:
             raise ApiError(f'{a.where}: {fn.name}: failed=: unknown enum {table}')
         out.append(f'failed:out:{a.name}:{field}/{nfields}:{table}')
+    runid = [a for a in fn.args + fn.results if a.runid is not None and a.fmt != 'skip']
+    if len([a for a in runid if a.runid]) > 1:
+        raise ApiError(f'{fn.where}: {fn.name}: runid=FIELDS on more than one parameter')
+    for a in runid:
+        out.append(f'runid:{a.name}' + (f':{a.runid}' if a.runid else ''))
     return out
 
 

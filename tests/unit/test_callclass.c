@@ -229,7 +229,37 @@ static bool same_sem(const nrr_fn_schema *a, const nrr_fn_schema *b)
 	       !memcmp(&a->transient, &b->transient, sizeof(a->transient)) && a->notready_arg == b->notready_arg &&
 	       a->notready_out == b->notready_out && a->fail_arg == b->fail_arg && a->fail_field == b->fail_field &&
 	       a->fail_nfields == b->fail_nfields && !a->fail_table == !b->fail_table &&
-	       (!a->fail_table || !strcmp(a->fail_table->name, b->fail_table->name));
+	       (!a->fail_table || !strcmp(a->fail_table->name, b->fail_table->name)) && a->runid == b->runid &&
+	       a->runid_arg == b->runid_arg && a->runid_nfields == b->runid_nfields && a->runid_fields == b->runid_fields;
+}
+
+/* bit of @fn's parameter @name, 0 when the schema lacks it (a trace
+ * recorded before ibv_create_qp's qp_num, ibv_reg_mr's keys) */
+static uint32_t arg_bit(const nrr_fn_schema *fn, const char *name)
+{
+	int i = arg_idx(fn, name);
+	return i >= 0 ? 1u << i : 0;
+}
+
+/* the numbers each run chooses anew (runid): QP numbers and memory keys,
+ * as parameters and as fields of custom-encoded structs */
+static void check_runid(const nrr_schema *s, const char *what)
+{
+	const nrr_fn_schema *f = fn_of(s, "ibv_create_qp");
+	CHECK(f->runid == arg_bit(f, "qp_num") && f->runid_arg == -1, "%s: ibv_create_qp runid qp_num", what);
+	f = fn_of(s, "ibv_reg_mr");
+	CHECK(f->runid == (arg_bit(f, "lkey") | arg_bit(f, "rkey")), "%s: ibv_reg_mr runid lkey, rkey", what);
+	f = fn_of(s, "ibv_modify_qp");
+	CHECK(f->runid == 0 && f->runid_arg == arg_idx(f, "attr") && f->runid_nfields == 0 && f->runid_fields == 1u << 1,
+	      "%s: ibv_modify_qp runid attr field 1 (dest_qp_num)", what);
+	f = fn_of(s, "ibv_poll_cq");
+	CHECK(f->runid_arg == arg_idx(f, "wc") && f->runid_nfields == 6 && f->runid_fields == 1u << 5,
+	      "%s: ibv_poll_cq runid wc field 5 of 6 (qp_num)", what);
+	f = fn_of(s, "ibv_post_send");
+	CHECK(f->runid_arg == arg_idx(f, "wr") && f->runid_nfields == 8 && f->runid_fields == (1u << 6 | 1u << 7),
+	      "%s: ibv_post_send runid wr fields 6, 7 of 8 (remote_addr, rkey)", what);
+	f = fn_of(s, "ibv_query_gid");
+	CHECK(f->runid == 0 && f->runid_arg == -1, "%s: no runid where none is declared", what);
 }
 
 /* @text without its " sem=..." attributes: a schema as written before them */
@@ -298,6 +328,8 @@ int main(int argc, char **argv)
 	CHECK_FATAL(!nrr_schema_parse(&s, nrr_builtin_schema, nrr_builtin_schema_len, &d), "built-in schema: %s", d.msg);
 	check_semantics(s, "built-in");
 	check_dmabuf_probe(s, "built-in");
+	check_runid(s, "built-in");
+	CHECK(fn_of(s, "ibv_create_qp")->runid && fn_of(s, "ibv_reg_mr")->runid, "built-in: qp_num, lkey, rkey recorded");
 
 	/* every function's semantics come with its schema lines */
 	uint32_t with = 0;
@@ -313,6 +345,7 @@ int main(int argc, char **argv)
 	CHECK_FATAL(!nrr_schema_parse(&o, old, olen, &d), "old-style schema: %s", d.msg);
 	check_semantics(o, "without sem=");
 	check_dmabuf_probe(o, "without sem=");
+	check_runid(o, "without sem=");
 	uint32_t same = 0;
 	for (uint32_t i = 1; i <= nrr_schema_nfns(s); i++)
 		same += same_sem(nrr_schema_fn(s, i), nrr_schema_fn(o, i));
@@ -340,6 +373,25 @@ int main(int argc, char **argv)
 	CHECK(nrr_call_class(&c) == NRR_CLASS_NOT_READY, "own notready");
 	c.err = EAGAIN;
 	CHECK(nrr_call_class(&c) == NRR_CLASS_FAILED, "no built-in transient beside the trace's own");
+	nrr_schema_free(o);
+
+	/* runid: items: the trace's own, a bad one named, and a field of a
+	 * parameter recorded otherwise is none in the built-in fallback */
+	CHECK_FATAL(!parse_err("fn 1 ibv_modify_qp verbs poserr sem=runid:attr:1|3\na in qp handle:qp\n"
+			       "a in attr bytes\na in attr_mask u", &d, &o), "own runid: %s", d.msg);
+	f = nrr_schema_fn(o, 1);
+	CHECK(f->runid_arg == 1 && f->runid_fields == 0xa && f->runid_nfields == 0, "own runid:attr:1|3");
+	nrr_schema_free(o);
+	CHECK(parse_err("fn 1 ibv_modify_qp verbs poserr sem=runid:attr:x\na in attr bytes", &d, &o) &&
+	      strstr(d.msg, "runid:attr:x"), "a bad runid item is named: %s", d.msg);
+	CHECK(parse_err("fn 1 ibv_modify_qp verbs poserr sem=runid:attr:3/2\na in attr bytes", &d, &o),
+	      "a runid field beyond its entry is an error");
+	CHECK(parse_err("fn 1 ibv_modify_qp verbs poserr sem=runid:attr\na in attr bytes", &d, &o),
+	      "runid on bytes without fields is an error");
+	CHECK_FATAL(!parse_err("fn 1 ibv_modify_qp verbs poserr sem=transient:err:11\na in attr x", &d, &o),
+		    "old runid: %s", d.msg);
+	CHECK(nrr_schema_fn(o, 1)->runid_arg == -1 && nrr_schema_fn(o, 1)->runid == 0,
+	      "a parameter recorded otherwise takes no built-in runid fields");
 	nrr_schema_free(o);
 
 	/* a sem= written before the function had a role (dev_open came
@@ -493,6 +545,8 @@ int main(int argc, char **argv)
 		/* recorded before role=dev_open: its ibv_open_device has it */
 		const nrr_fn_schema *od = nrr_schema_fn_by_name(nrr_reader_schema(r), "ibv_open_device");
 		CHECK(od && od->role == NRR_ROLE_DEV_OPEN, "%s: ibv_open_device role=dev_open", argv[2]);
+		/* recorded before runid: its QP numbers and keys are per-run */
+		check_runid(nrr_reader_schema(r), argv[2]);
 		nrr_reader_close(r);
 	}
 	nrr_schema_free(s);
