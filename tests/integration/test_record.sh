@@ -77,7 +77,7 @@ counts)
 		# NCCL reached the driver through its runtime's cudaGetDriverEntryPoint
 		# (ncclrr's libcudart), each lookup a cuGetProcAddress nested in it: recorded
 		n_ep=$(calls 5 cudaGetDriverEntryPoint "$tmp/t")
-		[ "${n_ep:-0}" -gt 20 ] || fail "rank 5: $n_ep cudaGetDriverEntryPoint calls (NCCL resolves dozens of driver functions)"
+		[ "${n_ep:-0}" -gt 20 ] || fail "rank 5: ${n_ep:-no} cudaGetDriverEntryPoint calls (NCCL resolves dozens of driver functions through ncclrr's libcudart; the NCCL loaded: $(grep -m1 'rank 5: nccl' "$tmp/log"); one not relinked for the fake cluster, e.g. /usr/local/cuda's with its static runtime, makes none: ncclrr run takes the relinked one from BUILD/nccl/)"
 		n=$(calls 5 cuGetProcAddress_v2 "$tmp/t")
 		[ "${n:-0}" -ge "${n_ep:-1}" ] || fail "rank 5: $n cuGetProcAddress_v2 calls (each entry point lookup makes one)"
 	fi
