@@ -233,4 +233,9 @@ int nrr_mmsg_decode(const nrr_value *v, nrr_mmsg_rec *m, int max);
 #define NRR_SGE_WRS 8
 #define NRR_SGE_MAX 4
 
+/* custom:recv_wr and custom:wc keep at most this many work requests or
+ * completions of one call (the first ones): the writer and the replayer
+ * read the bound here. */
+#define NRR_ENTRIES_MAX 16
+
 #endif

@@ -121,7 +121,7 @@ size_t nrr_custom_recv_wr(uint8_t *buf, const void *v, long long ret)
 	uint8_t *p = buf + 1;
 	unsigned n = 0;
 	(void)ret;
-	for (const struct ibv_recv_wr *wr = v; wr && n < 16 && ROOM(p, buf, 3 * NRR_VAR_MAX); wr = wr->next, n++) {
+	for (const struct ibv_recv_wr *wr = v; wr && n < NRR_ENTRIES_MAX && ROOM(p, buf, 3 * NRR_VAR_MAX); wr = wr->next, n++) {
 		uint64_t len = 0;
 		for (int i = 0; i < wr->num_sge && wr->sg_list; i++)
 			len += wr->sg_list[i].length;
@@ -142,7 +142,7 @@ size_t nrr_custom_wc(uint8_t *buf, const void *v, long long ret)
 	const struct ibv_wc *wc = v;
 	uint8_t *p = buf + 1;
 	unsigned n = 0;
-	for (; wc && n < (ret > 0 ? (unsigned long long)ret : 0) && n < 16 && ROOM(p, buf, 6 * NRR_VAR_MAX); n++) {
+	for (; wc && n < (ret > 0 ? (unsigned long long)ret : 0) && n < NRR_ENTRIES_MAX && ROOM(p, buf, 6 * NRR_VAR_MAX); n++) {
 		p = nrr_put_uvar(p, wc[n].wr_id);
 		p = nrr_put_uvar(p, (uint64_t)wc[n].status);
 		p = nrr_put_uvar(p, (uint64_t)wc[n].opcode);

@@ -608,10 +608,15 @@ static bool local_mr(uint64_t ctx, uint32_t lkey, struct vobj *out)
 }
 
 /* the call (@which: 0 a post, 1 a poll) is answered from the trace:
- * counted; the first reason of each kind said with NCCLRR_DEBUG=verbs */
-static int from_trace(nrr_rres *res, int which, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static int from_trace(nrr_rres *res, int which, const char *f, ...)
+ * counted; the first reason of each kind said with NCCLRR_DEBUG=verbs.  A
+ * post's @qp (NULL: none known) then has its CQs answer from the trace for
+ * good (qp_cqs). */
+static int from_trace(nrr_rres *res, int which, const struct ibv_qp *qp, const char *f, ...)
+	__attribute__((format(printf, 4, 5)));
+static int from_trace(nrr_rres *res, int which, const struct ibv_qp *qp, const char *f, ...)
 {
+	if (qp)
+		qp_cqs(qp, false);
 	va_list ap;
 	va_start(ap, f);
 	vsay(res, NRR_R_UNSUPPORTED, f, ap);
@@ -647,38 +652,35 @@ static const char *map_sge(const struct ibv_qp *qp, uint64_t addr, uint64_t len,
 	return NULL;
 }
 
-#define NRR_WR_MAX 16   /* custom:recv_wr keeps up to 16 requests */
 static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 {
 	const char *fname = c->fn->name;
 	const nrr_value *qa = arg(c, "qp"), *wa = arg(c, "wr");
 	if (!qa || !wa || !wa->len)
-		return from_trace(res, 0, "%s: work requests not recorded", fname);
+		return from_trace(res, 0, NULL, "%s: work requests not recorded", fname);
 	bool known;
 	struct ibv_qp *qp = (struct ibv_qp *)(uintptr_t)nrr_rcuda_handle(x, "qp", qa->u, &known);
 	if (!known || !qp)
-		return from_trace(res, 0, "%s: recorded qp 0x%" PRIx64 " was made by no replayed call", fname, qa->u);
+		return from_trace(res, 0, NULL, "%s: recorded qp 0x%" PRIx64 " was made by no replayed call", fname, qa->u);
 	const uint8_t *p = wa->p, *end = wa->p + wa->len;
 	unsigned n = *p++;
 	int nf = send ? 8 : 3;
-	uint64_t f[NRR_WR_MAX][8];
-	bool ok = n <= NRR_WR_MAX;
+	uint64_t f[NRR_ENTRIES_MAX][8];
+	bool ok = n <= NRR_ENTRIES_MAX;
 	for (unsigned i = 0; i < n && ok; i++)
 		for (int k = 0; k < nf && ok; k++)
 			ok = nrr_get_uvar(&p, end, &f[i][k]) == 0;
 	uint64_t chain = 0;
 	if (!ok || p == end || nrr_get_uvar(&p, end, &chain) < 0) {
-		qp_cqs(qp, false);
-		return from_trace(res, 0, "%s: the trace keeps no scatter/gather list (recorded by a tracer before the "
+		return from_trace(res, 0, qp, "%s: the trace keeps no scatter/gather list (recorded by a tracer before the "
 					  "sge trailer of custom:%s)", fname, send ? "send_wr" : "recv_wr");
 	}
 	if (chain != n || n == 0) {
-		qp_cqs(qp, false);
-		return from_trace(res, 0, "%s: a chain of %" PRIu64 " work requests, %u recorded", fname, chain, n);
+		return from_trace(res, 0, qp, "%s: a chain of %" PRIu64 " work requests, %u recorded", fname, chain, n);
 	}
-	struct ibv_send_wr sw[NRR_WR_MAX];
-	struct ibv_recv_wr rw[NRR_WR_MAX];
-	struct ibv_sge sg[NRR_WR_MAX][NRR_SGE_MAX];
+	struct ibv_send_wr sw[NRR_ENTRIES_MAX];
+	struct ibv_recv_wr rw[NRR_ENTRIES_MAX];
+	struct ibv_sge sg[NRR_ENTRIES_MAX][NRR_SGE_MAX];
 	static uint8_t inl[4096];   /* inline data: its bytes are not recorded */
 	memset(sw, 0, sizeof(sw));
 	memset(rw, 0, sizeof(rw));
@@ -686,15 +688,13 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t k = 0, tot = 0;
 		if (nrr_get_uvar(&p, end, &k) < 0 || k > NRR_SGE_MAX) {
-			qp_cqs(qp, false);
-			return from_trace(res, 0, "%s: work request %u: sge list cut short", fname, i);
+			return from_trace(res, 0, qp, "%s: work request %u: sge list cut short", fname, i);
 		}
 		bool inline_ = send && (f[i][2] & IBV_SEND_INLINE);
 		for (uint64_t j = 0; j < k; j++) {
 			uint64_t a, l, lk;
 			if (nrr_get_uvar(&p, end, &a) < 0 || nrr_get_uvar(&p, end, &l) < 0 || nrr_get_uvar(&p, end, &lk) < 0) {
-				qp_cqs(qp, false);
-				return from_trace(res, 0, "%s: work request %u: sge list cut short", fname, i);
+				return from_trace(res, 0, qp, "%s: work request %u: sge list cut short", fname, i);
 			}
 			tot += l;
 			const char *e = NULL;
@@ -707,8 +707,7 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 			if (inline_ && tot > sizeof(inl))
 				e = "inline data longer than 4096 bytes";
 			if (e) {
-				qp_cqs(qp, false);
-				return from_trace(res, 0, "%s: work request %u (wr_id 0x%" PRIx64 "): %s", fname, i, f[i][0], e);
+				return from_trace(res, 0, qp, "%s: work request %u (wr_id 0x%" PRIx64 "): %s", fname, i, f[i][0], e);
 			}
 		}
 		if (!send) {
@@ -729,8 +728,7 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 			/* outside the peer's region: posted so, the fabric refuses it
 			 * (IBV_WC_REM_ACCESS_ERR) as the recorded HCA did */
 			if (e < 0 && e != -ERANGE) {
-				qp_cqs(qp, false);
-				return from_trace(res, 0, "%s: work request %u (wr_id 0x%" PRIx64 "): remote 0x%" PRIx64 "+%" PRIu64
+				return from_trace(res, 0, qp, "%s: work request %u (wr_id 0x%" PRIx64 "): remote 0x%" PRIx64 "+%" PRIu64
 							  " rkey 0x%" PRIx64 ": %s", fname, i, f[i][0], f[i][6], tot, f[i][7],
 						  e == -ENOENT ? "the QP's RTR named no peer GID (no GRH)"
 						  : "the peer published no such rkey within 2 s");
@@ -803,22 +801,22 @@ static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	bool known;
 	uint64_t live = ca ? nrr_rcuda_handle(x, "cq", ca->u, &known) : 0;
 	enum { F = 6 };
-	uint64_t rec[16][F];
+	uint64_t rec[NRR_ENTRIES_MAX][F];
 	unsigned m = 0;
 	if (wa && wa->len) {
 		const uint8_t *p = wa->p, *end = wa->p + wa->len;
 		m = *p++;
-		for (unsigned i = 0; i < m && i < 16; i++)
+		for (unsigned i = 0; i < m && i < NRR_ENTRIES_MAX; i++)
 			for (int k = 0; k < F; k++)
 				if (nrr_get_uvar(&p, end, &rec[i][k]) < 0)
 					m = i;   /* cut: compare what is whole */
-		if (m > 16)
-			m = 16;
+		if (m > NRR_ENTRIES_MAX)
+			m = NRR_ENTRIES_MAX;
 	}
 	int64_t want = c->result;
 	g_wc_table = c->fn->fail_table;
 	if (!live || want < 0 || (want > 0 && !wa))
-		return from_trace(res, 1, "ibv_poll_cq: %s", !live ? "CQ not replayed" : want < 0 ? "recorded an error"
+		return from_trace(res, 1, NULL, "ibv_poll_cq: %s", !live ? "CQ not replayed" : want < 0 ? "recorded an error"
 										   : "completions not recorded");
 	uint64_t deadline = now_ms() + POLL_WAIT_MS;
 	struct ibv_wc got[64];
@@ -855,7 +853,7 @@ static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	res->result = want;
 	res->status = NRR_R_MATCH;
 	if (!d)
-		return from_trace(res, 1, "ibv_poll_cq: more than %d CQs", MAX_DCQ);
+		return from_trace(res, 1, NULL, "ibv_poll_cq: more than %d CQs", MAX_DCQ);
 	if (ngot < want && ngot < 64) {
 		if (ngot < (int64_t)m)
 			say(res, NRR_R_DIVERGED, "wc[%" PRId64 "] of %" PRId64 " (wr_id 0x%" PRIx64 ", recorded %s (%" PRIu64
