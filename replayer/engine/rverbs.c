@@ -323,6 +323,18 @@ static void say(nrr_rres *res, int status, const char *f, ...)
 	va_end(ap);
 }
 
+/* @r, the live result of a verb that returns 0 or an errno value (ibv_modify_qp,
+ * ibv_post_send, ...), against the recorded one */
+static int errno_result(nrr_rres *res, const nrr_call *c, int r)
+{
+	res->result = r;
+	res->status = NRR_R_MATCH;
+	if (r != c->result)
+		say(res, NRR_R_DIVERGED, "result: recorded %" PRId64 " (%s), replayed %d (%s)", c->result,
+		    c->result ? strerror((int)c->result) : "success", r, r ? strerror(r) : "success");
+	return 0;
+}
+
 /* @return false when the recorded bytes end early */
 static bool uvars(const nrr_value *v, uint64_t *out, int n)
 {
@@ -489,12 +501,7 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	int r = fn((struct ibv_qp *)(uintptr_t)live_qp, &a, mask);
 	if (r == 0 && (mask & IBV_QP_AV) && f[8])
 		qp_peer(live_qp, dgid);
-	res->result = r;
-	res->status = NRR_R_MATCH;
-	if (r != c->result)
-		say(res, NRR_R_DIVERGED, "result: recorded %" PRId64 " (%s), replayed %d (%s)", c->result,
-		    c->result ? strerror((int)c->result) : "success", r, r ? strerror(r) : "success");
-	return 0;
+	return errno_result(res, c, r);
 }
 
 /* ---- the data path: ibv_post_send, ibv_post_recv, ibv_poll_cq ----
@@ -749,12 +756,7 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 	pthread_mutex_lock(&g_d.mu);
 	g_d.stat[D_POST_LIVE] += r == 0 ? n : 0;
 	pthread_mutex_unlock(&g_d.mu);
-	res->result = r;
-	res->status = NRR_R_MATCH;
-	if (r != c->result)
-		say(res, NRR_R_DIVERGED, "result: recorded %" PRId64 " (%s), replayed %d (%s)", c->result,
-		    c->result ? strerror((int)c->result) : "success", r, r ? strerror(r) : "success");
-	return 0;
+	return errno_result(res, c, r);
 }
 
 /* a status's name from the trace's schema (verbs.api's enum ibv_wc_status) */
