@@ -897,7 +897,7 @@ bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c)
 	const char *n = c->fn->name;
 	if (!strcmp(n, "ibv_post_send") || !strcmp(n, "ibv_post_recv"))
 		return c->result == 0;   /* a post that failed is replayed as before (injected with --inject errors) */
-	if (strcmp(n, "ibv_poll_cq"))
+	if (nrr_call_role(c) != NRR_ROLE_CQ_POLL)
 		return false;
 	const nrr_value *ca = arg(c, "cq");
 	bool known;
@@ -981,7 +981,7 @@ int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		return create_qp(x, c, res);
 	if (!strcmp(c->fn->name, "ibv_post_send") || !strcmp(c->fn->name, "ibv_post_recv"))
 		return post(x, c, res, !strcmp(c->fn->name, "ibv_post_send"));
-	if (!strcmp(c->fn->name, "ibv_poll_cq"))
+	if (nrr_call_role(c) == NRR_ROLE_CQ_POLL)
 		return poll_cq(x, c, res);
 	return modify_qp(x, c, res);
 }
