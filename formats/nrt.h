@@ -167,6 +167,7 @@ enum nrr_argrole {
 	NRR_ARG_FDS,         /* a set or pair of descriptors */
 	NRR_ARG_PAYLOAD,
 	NRR_ARG_ID,          /* the id that pairs a request with its answer */
+	NRR_ARG_LOCAL,       /* this end's own socket address (bind, getsockname) */
 	NRR_ARGROLE_N
 };
 /* The `role` field of the tracer's sock_info event: which call named the

@@ -383,7 +383,9 @@ static void sem_apply_item(nrr_fn_schema *fn, const char *item, const struct sem
  * bytes: the entries' layout is the same since they were first recorded.
  * A sem= without a role: item takes the built-in role (dev_open came
  * after sem=): what a call does depends on no layout (FORMAT.md "Call
- * semantics").  One without runid: items takes the built-in ones. */
+ * semantics").  One without an arg:ROLE item of a role the build gives
+ * the function takes the build's, and one without runid: items the
+ * built-in ones. */
 static int sem_resolve(nrr_schema *s, struct enum_index *names, const unsigned *fnline, nrr_diag *d)
 {
 	for (uint32_t i = 0; i < s->nfns; i++) {
@@ -417,6 +419,17 @@ static int sem_resolve(nrr_schema *s, struct enum_index *names, const unsigned *
 		item = own && b && !sem_item(fn->sem, "role:") ? sem_item(b->sem, "role:") : NULL;
 		if (item)
 			sem_apply_item(fn, item, &t);
+		/* a sem= without an arg:ROLE item for a role the build gives
+		 * the function (local came after sem=): the built-in one */
+		for (item = own && b ? sem_item(b->sem, "arg:") : NULL; item; item = sem_item(item + 1, "arg:")) {
+			char key[32];
+			size_t rl = strcspn(item + 4, ":,");
+			if (rl + 6 <= sizeof(key)) {
+				snprintf(key, sizeof(key), "arg:%.*s:", (int)rl, item + 4);
+				if (!sem_item(fn->sem, key))
+					sem_apply_item(fn, item, &t);
+			}
+		}
 		/* a sem= without runid: items (written before they existed, as
 		 * traces/nccl_ib/): the built-in ones, where the trace records
 		 * the parameter the same way (a number; bytes of uvars) */

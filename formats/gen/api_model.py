@@ -369,7 +369,7 @@ def parse_unread(v, where):
 ROLES = ['none', 'connect', 'accept', 'send', 'recv', 'poll', 'close', 'sock_setup', 'sock_pair', 'sock_info',
          'proxy_req', 'proxy_resp', 'cq_poll', 'net_test', 'sync', 'fd_export', 'fd_import', 'dev_open']
 # arg=ROLE:PARAM: what a parameter is (nrr_fn_arg(), same order)
-ARG_ROLES = ['fd', 'addr', 'fds', 'payload', 'id']
+ARG_ROLES = ['fd', 'addr', 'fds', 'payload', 'id', 'local']
 
 
 def parse_results(v, where, what):

@@ -155,34 +155,48 @@ static int trace_rank(nrr_reader *r)
 	return -1;
 }
 
-/* An answer the fake runtime gives by itself: the entry-point lookup of a
- * symbol it does not have (CUDA_ERROR_NOT_FOUND).  The CUDA runtime probes
- * for entry points this way and goes on; the fake answers the same for
- * every symbol it lacks, so injecting it would change nothing but could,
+/* An answer the fake runtime gives by itself: a probe of the CUDA API
+ * (`benign=probe` in formats/api/: the entry-point lookup of a symbol it
+ * does not have, CUDA_ERROR_NOT_FOUND).  The CUDA runtime probes for
+ * entry points this way and goes on; the fake answers the same for every
+ * symbol it lacks, so injecting it would change nothing but could,
  * counted by nth, land on a lookup the fake does serve. */
 static bool fake_answers_itself(const nrr_call *c)
 {
-	return !strncmp(c->fn->name, "cuGetProcAddress", 16) && c->result == 500;
+	const nrr_benign_rule *b = nrr_call_benign_rule(c);
+	return b && !strcmp(b->kind, "probe") && !strncmp(c->fn->domain, "cuda_", 5);
+}
+
+/* Is @a a recorded IPv4/IPv6 sockaddr (at least its port)? */
+static bool ip_sockaddr(const nrr_value *a)
+{
+	return a && a->len >= 4 && (a->p[0] == 2 /* AF_INET */ || a->p[0] == 10 /* AF_INET6 */);
 }
 
 /* A connect to an IPv4/IPv6 address (the socket fault switch counts
  * those; UNIX-domain ones pass through it uncounted). */
 static bool ip_connect(const nrr_call *c)
 {
-	for (uint16_t i = 0; i < c->fn->nargs; i++)
-		if (!strcmp(c->fn->args[i].name, "addr") && (c->present >> i & 1) && c->args[i].len >= 2)
-			return c->args[i].p[0] == 2 /* AF_INET */ || c->args[i].p[0] == 10 /* AF_INET6 */;
-	return false;
+	return ip_sockaddr(nrr_call_role_arg(c, NRR_ARG_ADDR));
 }
 
-/* The IP port of a call's sockaddr argument "addr", or 0 */
-static uint16_t arg_port(const nrr_call *c)
+/* The IP port of @c's socket address of role @r (addr: a connect's
+ * peer; local: this end's own, that bind names or getsockname learns),
+ * or 0 */
+static uint16_t ip_port(const nrr_call *c, enum nrr_argrole r)
 {
-	for (uint16_t i = 0; i < c->fn->nargs; i++)
-		if (!strcmp(c->fn->args[i].name, "addr") && (c->present >> i & 1) && c->args[i].len >= 4 &&
-		    (c->args[i].p[0] == 2 /* AF_INET */ || c->args[i].p[0] == 10 /* AF_INET6 */))
-			return (uint16_t)(c->args[i].p[2] << 8 | c->args[i].p[3]);
-	return 0;
+	const nrr_value *a = nrr_call_role_arg(c, r);
+	return ip_sockaddr(a) ? (uint16_t)(a->p[2] << 8 | a->p[3]) : 0;
+}
+
+/* Does @c (succeeded) return a new descriptor: an accept, or a socket
+ * setup call that works on no descriptor or pair of them (socket,
+ * epoll_create, eventfd; not pipe, which returns its pair in fds)? */
+static bool makes_fd(const nrr_call *c)
+{
+	enum nrr_role r = nrr_call_role(c);
+	return c->result >= 0 && (r == NRR_ROLE_ACCEPT || (r == NRR_ROLE_SOCK_SETUP && nrr_fn_arg(c->fn, NRR_ARG_FD) < 0 &&
+								     nrr_fn_arg(c->fn, NRR_ARG_FDS) < 0));
 }
 
 /* What the fake runtime's fault switch can make fail: the CUDA driver,
@@ -709,14 +723,12 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 			p->last.nth = fa ? k : nconnect;
 			p->last.wall = nrr_reader_wall(r, c->ts);
 		}
-		if (c->phase == NRR_PHASE_CALL && (!strcmp(c->fn->name, "socket") || nrr_call_role(c) == NRR_ROLE_ACCEPT) &&
-		    c->result >= 0)
+		if (c->phase == NRR_PHASE_CALL && makes_fd(c))
 			forget_fd(&cc, c->stream, c->result);
 		/* where it listened: a refused connect is a peer's going only
 		 * when that peer had this port */
 		uint16_t port;
-		if (c->phase == NRR_PHASE_CALL && c->result == 0 &&
-		    (!strcmp(c->fn->name, "bind") || !strcmp(c->fn->name, "getsockname")) && (port = arg_port(c)) &&
+		if (c->phase == NRR_PHASE_CALL && c->result == 0 && (port = ip_port(c, NRR_ARG_LOCAL)) &&
 		    nrr_grow(&p->ports, p->nports, &p->capports, sizeof(*p->ports)))
 			p->ports[p->nports++] = port;
 		if (ipc && want_rules && p->rank >= 0) {
@@ -740,7 +752,7 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 				snprintf(ru->res, sizeof(ru->res), "%s", aborted ? "ECONNREFUSED" : strerrorname_np(c->err));
 				ru->nth = aborted ? first : nth;
 				ru->wall = nrr_reader_wall(r, c->ts + c->dur);
-				ru->port = arg_port(c);
+				ru->port = ip_port(c, NRR_ARG_ADDR);
 				conn_rule = true;
 			}
 		}

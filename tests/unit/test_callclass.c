@@ -218,6 +218,18 @@ static void check_semantics(const nrr_schema *s, const char *what)
 	CHECK(nrr_fn_arg(pr, NRR_ARG_ID) == arg_idx(pr, "opId"), "%s: the proxy answer's id", what);
 	const nrr_fn_schema *sp = fn_of(s, "socketpair");
 	CHECK(nrr_fn_arg(sp, NRR_ARG_FDS) == arg_idx(sp, "sv"), "%s: socketpair's pair", what);
+	const nrr_fn_schema *pp = fn_of(s, "pipe2");
+	CHECK(nrr_fn_arg(pp, NRR_ARG_FDS) == arg_idx(pp, "pipefd"), "%s: pipe2's pair", what);
+	/* this end's own address: what bind names and getsockname learns, not
+	 * the peer's that getpeername, connect and accept name */
+	static const struct { const char *fn; bool local; } locals[] = {
+		{ "bind", true }, { "getsockname", true }, { "getpeername", false }, { "connect", false }, { "accept", false },
+	};
+	for (size_t i = 0; i < sizeof(locals) / sizeof(locals[0]); i++) {
+		const nrr_fn_schema *fn = fn_of(s, locals[i].fn);
+		CHECK(nrr_fn_arg(fn, NRR_ARG_LOCAL) == (locals[i].local ? arg_idx(fn, "addr") : -1), "%s: local of %s", what,
+		      locals[i].fn);
+	}
 	check_poll_cq(s, what);
 }
 
@@ -400,6 +412,17 @@ int main(int argc, char **argv)
 	f = nrr_schema_fn(o, 1);
 	c = call_of(f, 0, EINTR);
 	CHECK(f->role == NRR_ROLE_DEV_OPEN && nrr_call_class(&c) == NRR_CLASS_TRANSIENT, "sem= without role: built-in role");
+	nrr_schema_free(o);
+	/* a sem= written before an argument role the build gives the
+	 * function (local came after sem=): the built-in one, beside the
+	 * trace's own */
+	CHECK_FATAL(!parse_err("fn 1 bind socket errno sem=role:sock_setup,arg:fd:sockfd,arg:addr:addr\na in sockfd i\n"
+			       "a in addr x\na in addrlen u",
+			       &d, &o),
+		    "sem= without arg:local: %s", d.msg);
+	f = nrr_schema_fn(o, 1);
+	CHECK(nrr_fn_arg(f, NRR_ARG_LOCAL) == 1 && nrr_fn_arg(f, NRR_ARG_ADDR) == 1 && nrr_fn_arg(f, NRR_ARG_FD) == 0,
+	      "sem= without arg:local: the built-in argument role");
 	nrr_schema_free(o);
 	/* ...and a role this reader does not know stays none */
 	CHECK_FATAL(!parse_err("fn 1 ibv_open_device verbs ptr sem=role:teleport", &d, &o), "unknown role: %s", d.msg);
