@@ -151,6 +151,14 @@ static int64_t argv_i(const nrr_call *c, const char *name, int64_t dflt)
 	return i < 0 ? dflt : (int64_t)c->args[i].u;
 }
 
+/* The recorded descriptor @c works on (its argument of role fd:
+ * sockfd, fd), or -1 */
+static int64_t rec_fd(const nrr_call *c)
+{
+	const nrr_value *v = nrr_call_role_arg(c, NRR_ARG_FD);
+	return v ? (int64_t)v->u : -1;
+}
+
 static bool rec_failed(const nrr_call *c)
 {
 	return c->result < 0;
@@ -473,9 +481,9 @@ static bool after_killed_peer(struct rstream *st, size_t k, int64_t fd)
 }
 
 /* Live fd of the recorded socket arg @name; RFD_SERVED; or -1 (res set). */
-static int sock_fd(struct rsock *s, const nrr_call *c, const char *name, nrr_rres *res)
+static int sock_fd(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
-	int64_t rec = argv_i(c, name, -1);
+	int64_t rec = rec_fd(c);
 	int live = rfd_lookup(s->p, rec);
 	if (live == -1) {
 		res->status = NRR_R_UNSUPPORTED;
@@ -485,12 +493,12 @@ static int sock_fd(struct rsock *s, const nrr_call *c, const char *name, nrr_rre
 	return live;
 }
 
-/* The live fd of socket arg @name, or -1 when the call is settled already
+/* The live fd @c works on, or -1 when the call is settled already
  * (res set): an fd no recorded call made, a socket served from the trace,
  * a recorded failure answered from it. */
-static int live_fd(struct rsock *s, const nrr_call *c, const char *name, nrr_rres *res)
+static int live_fd(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
-	int fd = sock_fd(s, c, name, res);
+	int fd = sock_fd(s, c, res);
 	if (fd == -1)
 		return -1;
 	if (fd == RFD_SERVED || answer_failure(s, c)) {
@@ -551,7 +559,7 @@ static int r_socketpair(struct rsock *s, const nrr_call *c, nrr_rres *res)
 
 static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
-	int fd = live_fd(s, c, "sockfd", res);
+	int fd = live_fd(s, c, res);
 	if (fd < 0)
 		return 0;
 	int i = nrr_arg_index(c, "addr");
@@ -567,7 +575,7 @@ static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
 		const uint8_t *name;
 		size_t n = nrr_unix_key(sa, c->args[i].len, &name);
 		if (n && nrr_grow(&s->bound, s->nbound, &s->bcap, sizeof(*s->bound))) {
-			s->bound[s->nbound].rec = argv_i(c, "sockfd", -1);
+			s->bound[s->nbound].rec = rec_fd(c);
 			s->bound[s->nbound].len = n;
 			memcpy(s->bound[s->nbound].name, name, n);
 			s->nbound++;
@@ -597,12 +605,12 @@ static int r_bind(struct rsock *s, const nrr_call *c, nrr_rres *res)
 static int r_listen(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;
-	int fd = live_fd(s, c, "sockfd", res);
+	int fd = live_fd(s, c, res);
 	if (fd < 0)
 		return 0;
 	int r = listen(fd, (int)argv_i(c, "backlog", 128));
 	int err = errno;
-	const nrr_call *info = info_after(st, k, argv_i(c, "sockfd", -1), ROLE_LISTEN);
+	const nrr_call *info = info_after(st, k, rec_fd(c), ROLE_LISTEN);
 	int li = info ? nrr_arg_index(info, "local") : -1;
 	if (r == 0 && li >= 0) {
 		uint8_t key[NRR_XMAP_MAX], live[128];
@@ -673,9 +681,10 @@ static bool connect_failed_later(struct rstream *st, size_t k, int64_t fd)
 {
 	for (size_t j = k + 1; j < st->n && j <= k + 64; j++) {
 		const nrr_call *c = &st->u[j].c;
-		if (!c->fn || argv_i(c, "sockfd", -1) != fd)
+		if (!c->fn || rec_fd(c) != fd)
 			continue;
-		if (!strcmp(c->fn->name, "close") || !strcmp(c->fn->name, "send") || !strcmp(c->fn->name, "recv"))
+		enum nrr_role r = nrr_call_role(c);
+		if (r == NRR_ROLE_CLOSE || r == NRR_ROLE_SEND || r == NRR_ROLE_RECV)
 			return false;
 		int err;
 		if (nrr_so_error(c, &err))
@@ -699,8 +708,8 @@ bool nrr_so_error(const nrr_call *c, int *err)
 static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;
-	int64_t rec = argv_i(c, "sockfd", -1);
-	int fd = live_fd(s, c, "sockfd", res);
+	int64_t rec = rec_fd(c);
+	int fd = live_fd(s, c, res);
 	if (fd < 0)
 		return 0;
 	int i = nrr_arg_index(c, "addr");
@@ -838,7 +847,7 @@ static void put_stash(struct rsock *s, const struct stash *t)
 static int r_accept(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;
-	int lfd = sock_fd(s, c, "sockfd", res);
+	int lfd = sock_fd(s, c, res);
 	if (lfd == -1)
 		return 0;
 	if (answer_failure(s, c))
@@ -901,14 +910,14 @@ static int data_arg(const nrr_call *c)
 	return i >= 0 ? i : nrr_arg_index(c, "iov");
 }
 
-static int r_send(struct rsock *s, struct rstream *st, size_t k, const char *fdname, nrr_rres *res)
+static int r_send(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;
-	int fd = live_fd(s, c, fdname, res);
+	int fd = live_fd(s, c, res);
 	if (fd < 0)
 		return 0;
-	if (after_killed_peer(st, k, argv_i(c, fdname, -1)))
-		return serve(s, argv_i(c, fdname, -1), c, res);
+	if (after_killed_peer(st, k, rec_fd(c)))
+		return serve(s, rec_fd(c), c, res);
 	int bi = data_arg(c);
 	size_t n = (size_t)c->result, have = n;
 	uint8_t *b = bi >= 0 ? nrr_arg_bytes(c, bi, &have) : calloc(1, n + 1);
@@ -927,10 +936,10 @@ static int r_send(struct rsock *s, struct rstream *st, size_t k, const char *fdn
 	ssize_t w = write_all(fd, b, n, flags);
 	int err = errno;
 	free(b);
-	if (w < 0 && peer_killed(st, k, argv_i(c, fdname, -1))) {
+	if (w < 0 && peer_killed(st, k, rec_fd(c))) {
 		/* the killed peer went earlier here than there (its last moments
 		 * were lost with its trace) */
-		return serve(s, argv_i(c, fdname, -1), c, res);
+		return serve(s, rec_fd(c), c, res);
 	}
 	if (w < 0)
 		return nrr_rres_set(res, NRR_R_DIVERGED, "sent %zu bytes in the recording; here: -1 %s", n, strerror(err));
@@ -940,13 +949,11 @@ static int r_send(struct rsock *s, struct rstream *st, size_t k, const char *fdn
 
 void rsock_send_inflight(struct rsock *s, const nrr_call *c)
 {
-	const char *n = c->fn->name, *fdname = !strcmp(n, "send") || !strcmp(n, "sendto") ? "sockfd"
-					      : !strcmp(n, "write") ? "fd" : NULL;
 	nrr_rres res = { 0 };
 	int bi = data_arg(c);
-	if (!fdname || bi < 0)
+	if (nrr_call_role(c) != NRR_ROLE_SEND || bi < 0)
 		return;
-	int fd = live_fd(s, c, fdname, &res);
+	int fd = live_fd(s, c, &res);
 	size_t have = 0;
 	uint8_t *b = fd >= 0 ? nrr_arg_bytes(c, bi, &have) : NULL;
 	size_t len = (size_t)argv_i(c, "len", argv_i(c, "count", 0));
@@ -956,14 +963,14 @@ void rsock_send_inflight(struct rsock *s, const nrr_call *c)
 	free(b);
 }
 
-static int r_recv(struct rsock *s, struct rstream *st, size_t k, const char *fdname, nrr_rres *res)
+static int r_recv(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 {
 	const nrr_call *c = &st->u[k].c;
-	int fd = live_fd(s, c, fdname, res);
+	int fd = live_fd(s, c, res);
 	if (fd < 0)
 		return 0;
-	if (after_killed_peer(st, k, argv_i(c, fdname, -1)))
-		return serve(s, argv_i(c, fdname, -1), c, res);
+	if (after_killed_peer(st, k, rec_fd(c)))
+		return serve(s, rec_fd(c), c, res);
 	size_t n = (size_t)c->result;
 	int flags = (int)argv_i(c, "flags", 0) & ~MSG_DONTWAIT;
 	if (n == 0) {
@@ -983,10 +990,10 @@ static int r_recv(struct rsock *s, struct rstream *st, size_t k, const char *fdn
 	ssize_t r = read_exact(fd, b, n, flags);
 	int err = errno;
 	int bi = data_arg(c);
-	if ((r < 0 || (size_t)r < n) && peer_killed(st, k, argv_i(c, fdname, -1))) {
+	if ((r < 0 || (size_t)r < n) && peer_killed(st, k, rec_fd(c))) {
 		/* what the killed peer sent last was lost with its trace */
 		free(b);
-		return serve(s, argv_i(c, fdname, -1), c, res);
+		return serve(s, rec_fd(c), c, res);
 	}
 	if (r < 0) {
 		free(b);
@@ -1059,7 +1066,7 @@ size_t nrr_dgram_key(const nrr_call *c, uint8_t key[NRR_XMAP_MAX])
 
 static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
-	int fd = live_fd(s, c, "sockfd", res);
+	int fd = live_fd(s, c, res);
 	if (fd < 0)
 		return 0;
 	nrr_msghdr_rec m;
@@ -1153,7 +1160,7 @@ static bool unix_sent_to(struct rsock *s, int64_t rec, const nrr_msghdr_rec *m)
 
 static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
-	int fd = live_fd(s, c, "sockfd", res);
+	int fd = live_fd(s, c, res);
 	if (fd < 0)
 		return 0;
 	nrr_msghdr_rec m;
@@ -1169,7 +1176,7 @@ static int r_recvmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 			return nrr_rres_injected(res, c);
 		}
 		wl = unix_map(s, m.name, m.name_len, &want);
-	} else if (!unix_sent_to(s, argv_i(c, "sockfd", -1), &m)) {
+	} else if (!unix_sent_to(s, rec_fd(c), &m)) {
 		/* no replayed process sends this datagram to the name this
 		 * socket is bound to */
 		for (int j = 0; j < (int)m.nfd; j++)
@@ -1257,7 +1264,7 @@ static const nrr_msghdr_rec *next_dgram(struct rstream *st, size_t k, int fd, nr
 {
 	for (size_t j = k + 1; j < st->n && j <= k + 16; j++) {
 		const nrr_call *c = &st->u[j].c;
-		if (!strcmp(c->fn->name, "recvmsg") && argv_i(c, "sockfd", -1) == fd)
+		if (nrr_call_role(c) == NRR_ROLE_RECV && nrr_call_msghdr(c) && rec_fd(c) == fd)
 			return parse_msg(c, m) ? m : NULL;
 	}
 	return NULL;
@@ -1369,13 +1376,13 @@ static int r_dup(struct rsock *s, const nrr_call *c, nrr_rres *res)
  * from the trace, or not every message was recorded). */
 static int mmsg_call(struct rsock *s, const nrr_call *c, nrr_mmsg_rec *m, int *fd, nrr_rres *res)
 {
-	*fd = live_fd(s, c, "sockfd", res);
+	*fd = live_fd(s, c, res);
 	if (*fd < 0)
 		return -1;
 	int i = nrr_arg_index(c, "msgvec");
 	int n = i >= 0 ? nrr_mmsg_decode(&c->args[i], m, NRR_MMSG_MAX) : -1;
 	if (n != c->result) {
-		serve(s, argv_i(c, "sockfd", -1), c, res);
+		serve(s, rec_fd(c), c, res);
 		return -1;
 	}
 	return n;
@@ -1392,7 +1399,7 @@ static int r_sendmmsg(struct rsock *s, struct rstream *st, size_t k, nrr_rres *r
 		return 0;
 	for (int j = 0; j < n; j++)
 		if (m[j].name_len)   /* a datagram to a named address: not re-executed */
-			return serve(s, argv_i(c, "sockfd", -1), c, res);
+			return serve(s, rec_fd(c), c, res);
 	for (int j = 0; j < n; j++) {
 		uint8_t *b = calloc(1, m[j].len + 1);
 		if (!b)
@@ -1456,7 +1463,7 @@ static int r_undescribed(struct rsock *s, struct rstream *st, size_t k, nrr_rres
 	char call[64] = "?";
 	if (i >= 0 && c->args[i].p)
 		snprintf(call, sizeof(call), "%.*s", (int)c->args[i].len, (const char *)c->args[i].p);
-	int64_t fd = argv_i(c, "fd", -1);
+	int64_t fd = rec_fd(c);
 	if (!strcmp(call, "syscall(SYS_close)")) {
 		/* a close moves no bytes: nothing is missing (PyTorch's
 		 * TCPStore closes its sockets this way) */
@@ -1495,8 +1502,8 @@ static int r_undescribed(struct rsock *s, struct rstream *st, size_t k, nrr_rres
 
 static int r_close(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
-	int64_t rec = argv_i(c, "fd", -1);
-	int fd = sock_fd(s, c, "fd", res);
+	int64_t rec = rec_fd(c);
+	int fd = sock_fd(s, c, res);
 	if (fd == -1)
 		return 0;
 	nrr_rfd_del(s->p, rec);
@@ -1509,8 +1516,7 @@ static int r_close(struct rsock *s, const nrr_call *c, nrr_rres *res)
 /* Calls on a socket whose result is all that is compared. */
 static int r_simple(struct rsock *s, const nrr_call *c, nrr_rres *res)
 {
-	/* fcntl names its descriptor fd, the socket calls sockfd */
-	int fd = live_fd(s, c, nrr_arg_index(c, "sockfd") >= 0 ? "sockfd" : "fd", res);
+	int fd = live_fd(s, c, res);
 	if (fd < 0)
 		return 0;
 	const char *name = c->fn->name;
@@ -1550,13 +1556,10 @@ static int r_simple(struct rsock *s, const nrr_call *c, nrr_rres *res)
 
 int rsock_inflight_check(struct rsock *s, const nrr_call *c, char *why, size_t len)
 {
-	const char *n = c->fn->name;
-	bool rd = !strcmp(n, "recv") || !strcmp(n, "recvfrom") || !strcmp(n, "recvmsg") || !strcmp(n, "recvmmsg");
-	bool acc = !strcmp(n, "accept") || !strcmp(n, "accept4");
-	bool plain = !strcmp(n, "read") || !strcmp(n, "readv");
-	if (!rd && !acc && !plain)
+	bool acc = nrr_call_role(c) == NRR_ROLE_ACCEPT;
+	if (!acc && nrr_call_role(c) != NRR_ROLE_RECV)
 		return 0;
-	int fd = rfd_lookup(s->p, argv_i(c, plain ? "fd" : "sockfd", -1));
+	int fd = rfd_lookup(s->p, rec_fd(c));
 	if (fd < 0)
 		return 0;
 	if (acc) {
@@ -1614,13 +1617,13 @@ int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 	if (!strcmp(n, "accept") || !strcmp(n, "accept4"))
 		return r_accept(s, st, k, res);
 	if (!strcmp(n, "send") || !strcmp(n, "sendto"))
-		return r_send(s, st, k, "sockfd", res);
+		return r_send(s, st, k, res);
 	if (!strcmp(n, "write"))
-		return r_send(s, st, k, "fd", res);
+		return r_send(s, st, k, res);
 	if (!strcmp(n, "recv") || !strcmp(n, "recvfrom"))
-		return r_recv(s, st, k, "sockfd", res);
+		return r_recv(s, st, k, res);
 	if (!strcmp(n, "read"))
-		return r_recv(s, st, k, "fd", res);
+		return r_recv(s, st, k, res);
 	if (!strcmp(n, "sendmsg"))
 		return r_sendmsg(s, c, res);
 	if (!strcmp(n, "recvmsg"))
@@ -1628,9 +1631,9 @@ int rsock_call(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 	if (!strcmp(n, "poll") || !strcmp(n, "ppoll"))
 		return r_poll(s, st, k, res);
 	if (!strcmp(n, "writev"))
-		return r_send(s, st, k, "fd", res);
+		return r_send(s, st, k, res);
 	if (!strcmp(n, "readv"))
-		return r_recv(s, st, k, "fd", res);
+		return r_recv(s, st, k, res);
 	if (!strcmp(n, "sendmmsg"))
 		return r_sendmmsg(s, st, k, res);
 	if (!strcmp(n, "recvmmsg"))
