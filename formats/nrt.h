@@ -159,6 +159,8 @@ enum nrr_role {
 	NRR_ROLE_FD_EXPORT,  /* hands GPU memory out as a file descriptor */
 	NRR_ROLE_FD_IMPORT,  /* maps GPU memory from a file descriptor */
 	NRR_ROLE_DEV_OPEN,   /* opens a device (a NIC: ibv_open_device) */
+	NRR_ROLE_WR_SEND,    /* posts verbs work requests to a send queue */
+	NRR_ROLE_WR_RECV,    /* ...to a receive queue */
 	NRR_ROLE_N
 };
 enum nrr_argrole {

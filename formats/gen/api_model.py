@@ -367,7 +367,8 @@ def parse_unread(v, where):
 # role=ROLE: what a call does, for the tools that follow connections,
 # waits and proxy RPCs (nrr_call_role(), formats/callfmt.h: same order)
 ROLES = ['none', 'connect', 'accept', 'send', 'recv', 'poll', 'close', 'sock_setup', 'sock_pair', 'sock_info',
-         'proxy_req', 'proxy_resp', 'cq_poll', 'net_test', 'sync', 'fd_export', 'fd_import', 'dev_open']
+         'proxy_req', 'proxy_resp', 'cq_poll', 'net_test', 'sync', 'fd_export', 'fd_import', 'dev_open',
+         'wr_send', 'wr_recv']
 # arg=ROLE:PARAM: what a parameter is (nrr_fn_arg(), same order)
 ARG_ROLES = ['fd', 'addr', 'fds', 'payload', 'id', 'local']
 

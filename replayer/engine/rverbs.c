@@ -894,8 +894,8 @@ static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 
 bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c)
 {
-	const char *n = c->fn->name;
-	if (!strcmp(n, "ibv_post_send") || !strcmp(n, "ibv_post_recv"))
+	enum nrr_role r = nrr_call_role(c);
+	if (r == NRR_ROLE_WR_SEND || r == NRR_ROLE_WR_RECV)
 		return c->result == 0;   /* a post that failed is replayed as before (injected with --inject errors) */
 	if (nrr_call_role(c) != NRR_ROLE_CQ_POLL)
 		return false;
@@ -979,9 +979,10 @@ int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	}
 	if (!strcmp(c->fn->name, "ibv_create_qp"))
 		return create_qp(x, c, res);
-	if (!strcmp(c->fn->name, "ibv_post_send") || !strcmp(c->fn->name, "ibv_post_recv"))
-		return post(x, c, res, !strcmp(c->fn->name, "ibv_post_send"));
-	if (nrr_call_role(c) == NRR_ROLE_CQ_POLL)
+	enum nrr_role r = nrr_call_role(c);
+	if (r == NRR_ROLE_WR_SEND || r == NRR_ROLE_WR_RECV)
+		return post(x, c, res, r == NRR_ROLE_WR_SEND);
+	if (r == NRR_ROLE_CQ_POLL)
 		return poll_cq(x, c, res);
 	return modify_qp(x, c, res);
 }

@@ -200,6 +200,8 @@ static void check_semantics(const nrr_schema *s, const char *what)
 		{ "ncclProxyRequest", NRR_ROLE_PROXY_REQ, "fd", NULL },
 		{ "ncclProxyResponse", NRR_ROLE_PROXY_RESP, "fd", NULL },
 		{ "ibv_poll_cq", NRR_ROLE_CQ_POLL, NULL, NULL },
+		{ "ibv_post_send", NRR_ROLE_WR_SEND, NULL, NULL },
+		{ "ibv_post_recv", NRR_ROLE_WR_RECV, NULL, NULL },
 		{ "ncclNet_test", NRR_ROLE_NET_TEST, NULL, NULL },
 		{ "cudaDeviceSynchronize", NRR_ROLE_SYNC, NULL, NULL },
 		{ "cuEventQuery", NRR_ROLE_SYNC, NULL, NULL },
@@ -568,6 +570,10 @@ int main(int argc, char **argv)
 		/* recorded before role=dev_open: its ibv_open_device has it */
 		const nrr_fn_schema *od = nrr_schema_fn_by_name(nrr_reader_schema(r), "ibv_open_device");
 		CHECK(od && od->role == NRR_ROLE_DEV_OPEN, "%s: ibv_open_device role=dev_open", argv[2]);
+		/* ...and before wr_send / wr_recv: its posts have them */
+		const nrr_fn_schema *ps = nrr_schema_fn_by_name(nrr_reader_schema(r), "ibv_post_send");
+		const nrr_fn_schema *pv = nrr_schema_fn_by_name(nrr_reader_schema(r), "ibv_post_recv");
+		CHECK(ps && ps->role == NRR_ROLE_WR_SEND && pv && pv->role == NRR_ROLE_WR_RECV, "%s: the posts' roles", argv[2]);
 		/* recorded before runid: its QP numbers and keys are per-run */
 		check_runid(nrr_reader_schema(r), argv[2]);
 		nrr_reader_close(r);
