@@ -7,6 +7,16 @@
  * wrap.  When ibv_open_device (wrapped) returns a context, its three ops
  * are replaced by the hooks below, which record the call and go on to the
  * provider's function; ibv_close_device forgets the context.
+ *
+ * ibv_query_port is a macro of the same header too: it calls the extended
+ * context's query_port (struct verbs_context) when the library sets one,
+ * the exported ibv_query_port (wrapped like any symbol) only when not.
+ * Programs built against it (ibv_rc_pingpong, ibv_devinfo) thus never
+ * reach the symbol, and the port's LID, which an RTR without a GRH names
+ * and replay keys the peer's objects by (replayer/engine/rverbs.c), would
+ * not be in their traces: that op is hooked as well.  The exported entry
+ * does not go through it (rdma-core's calls the provider's op, the fake
+ * one its own function), so a call is recorded once either way.
  */
 #include <errno.h>
 #include <link.h>
@@ -25,6 +35,7 @@ static struct vctx {
 	int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *);
 	int (*post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
 	int (*post_recv)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **);
+	int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t);
 } ctxs[NCTX];
 
 static struct vctx *find(const struct ibv_context *c)
@@ -74,6 +85,23 @@ static int hook_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_
 	return r;
 }
 
+static int hook_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr, size_t len)
+{
+	struct vctx *v = find(c);
+	if (!v)
+		return ENOSYS;
+	/* the record reads the attributes as this header lays them out: a
+	 * caller's shorter struct is passed on unrecorded */
+	if (len < sizeof(*attr))
+		return v->query_port(c, port, attr, len);
+	nrr_trace_ibv_query_port_enter(c, port, attr);
+	int r = v->query_port(c, port, attr, len);
+	int err = errno;
+	nrr_trace_ibv_query_port_leave(r, err, c, port, attr);
+	errno = err;
+	return r;
+}
+
 /* libibverbs' version, from the file the loader mapped
  * (libibverbs.so.1.14.44.0 -> 1.14.44.0) */
 static int verbs_file(struct dl_phdr_info *info, size_t size, void *data)
@@ -111,6 +139,10 @@ void nrr_verbs_opened(struct ibv_context *c)
 			c->ops.post_send = hook_post_send;
 		if (c->ops.post_recv)
 			c->ops.post_recv = hook_post_recv;
+		struct verbs_context *vc = verbs_get_ctx_op(c, query_port);
+		ctxs[i].query_port = vc ? vc->query_port : NULL;
+		if (vc)
+			vc->query_port = hook_query_port;
 		return;
 	}
 	nrr_trace_meta("note=more than %d verbs contexts: data path of the others not recorded", NCTX);

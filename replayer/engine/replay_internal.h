@@ -73,22 +73,41 @@ int nrr_xmap_get(const char *kind, const void *key, size_t klen, void *val, size
 /* ---- verbs remap table (rverbs.c) ----
  * Verbs objects that cross processes, published by the process that owns
  * them and looked up by the one that uses them, through the table above.
- * Keys: the recorded GID of the owning port and the recorded number.
+ * Keys: the recorded address of the owning port (nrr_vaddr) and the
+ * recorded number.
  * Getters wait up to @timeout_ms for the owner to publish.
  * @return 0, -ETIMEDOUT (never published), -ERANGE (nrr_rverbs_remote: the
  * recorded access lies outside the recorded region; the live rkey and the
  * address at the same offset from the live base are still set, so that a
  * replayed access fails on the live HCA as it did when recorded), -EPROTO,
  * or an nrr_xmap_put() error. */
-int nrr_rverbs_put_qpn(const uint8_t rec_gid[16], uint32_t rec_qpn, uint32_t live_qpn);
-int nrr_rverbs_get_qpn(const uint8_t rec_gid[16], uint32_t rec_qpn, uint32_t *live_qpn, int timeout_ms);
-int nrr_rverbs_put_mr(const uint8_t rec_gid[16], uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
+
+/* The address of a port as an RTR names the peer's: its GID when the
+ * address vector has a GRH (RoCE, InfiniBand with a GID index), else its
+ * LID (InfiniBand addressed by LID).  QP numbers and rkeys are unique per
+ * HCA, so a peer's object is named by (address, number), whichever kind
+ * of address its QP's RTR used. */
+enum { NRR_VADDR_GID = 1, NRR_VADDR_LID = 2 };
+typedef struct nrr_vaddr {
+	uint8_t kind;    /* NRR_VADDR_GID or NRR_VADDR_LID */
+	uint8_t b[16];   /* the GID; a LID in b[0..1] (host order), the rest 0 */
+} nrr_vaddr;
+void nrr_vaddr_gid(nrr_vaddr *a, const uint8_t gid[16]);
+void nrr_vaddr_lid(nrr_vaddr *a, uint16_t lid);
+uint16_t nrr_vaddr_lid_of(const nrr_vaddr *a);
+/* "gid fe80...01" or "lid 0x21" into @out (at least 40 bytes) */
+const char *nrr_vaddr_str(char *out, const nrr_vaddr *a);
+
+int nrr_rverbs_put_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t live_qpn);
+int nrr_rverbs_get_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t *live_qpn, int timeout_ms);
+int nrr_rverbs_put_mr(const nrr_vaddr *rec, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
 		      uint32_t live_rkey, uint64_t live_addr);
 /* recorded (rkey, remote address, length) -> live rkey and address */
-int nrr_rverbs_remote(const uint8_t rec_gid[16], uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
+int nrr_rverbs_remote(const nrr_vaddr *rec, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
 		      uint32_t *live_rkey, uint64_t *live_addr, int timeout_ms);
-int nrr_rverbs_put_gid(const uint8_t rec_gid[16], const uint8_t live_gid[16]);
-int nrr_rverbs_get_gid(const uint8_t rec_gid[16], uint8_t live_gid[16], int timeout_ms);
+/* a port's recorded address -> its live one, of the same kind */
+int nrr_rverbs_put_addr(const nrr_vaddr *rec, const nrr_vaddr *live);
+int nrr_rverbs_get_addr(const nrr_vaddr *rec, nrr_vaddr *live, int timeout_ms);
 /* The live device (struct ibv_device *) of @verbs_lib's list standing for
  * the recorded device @rec: live devices go to recorded ones in the order
  * recorded ones are first seen.  @return 0 when there is none. */

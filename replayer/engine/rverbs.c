@@ -6,14 +6,16 @@
  * (xmap.c), and the devices of ibv_get_device_list, which the trace does
  * not list (only the list's address is recorded).
  *
- * Keys of the cross-process table are the recorded GID of the port that
- * owns the object (16 bytes) followed by the recorded 32-bit number: QP
- * numbers and rkeys are unique per HCA, not per cluster (the fake fabric
- * hands out the same rkeys in every process).
+ * Keys of the cross-process table are the recorded address of the port
+ * that owns the object (nrr_vaddr: its GID, or its LID for an RTR without
+ * a GRH) followed by the recorded 32-bit number: QP numbers and rkeys are
+ * unique per HCA, not per cluster (the fake fabric hands out the same rkeys
+ * in every process).
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -29,27 +31,66 @@
 #include <infiniband/verbs.h>
 #endif
 
-#define KEY_LEN 20   /* GID + number */
-
-static void key_of(uint8_t key[KEY_LEN], const uint8_t gid[16], uint32_t num)
+void nrr_vaddr_gid(nrr_vaddr *a, const uint8_t gid[16])
 {
-	memcpy(key, gid, 16);
-	memcpy(key + 16, &num, 4);
+	a->kind = NRR_VADDR_GID;
+	memcpy(a->b, gid, 16);
 }
 
-int nrr_rverbs_put_qpn(const uint8_t rec_gid[16], uint32_t rec_qpn, uint32_t live_qpn)
+void nrr_vaddr_lid(nrr_vaddr *a, uint16_t lid)
+{
+	memset(a, 0, sizeof(*a));
+	a->kind = NRR_VADDR_LID;
+	memcpy(a->b, &lid, sizeof(lid));
+}
+
+uint16_t nrr_vaddr_lid_of(const nrr_vaddr *a)
+{
+	uint16_t lid;
+	memcpy(&lid, a->b, sizeof(lid));
+	return lid;
+}
+
+const char *nrr_vaddr_str(char *out, const nrr_vaddr *a)
+{
+	if (a->kind == NRR_VADDR_LID) {
+		sprintf(out, "lid 0x%x", nrr_vaddr_lid_of(a));
+		return out;
+	}
+	memcpy(out, "gid ", 4);
+	for (int i = 0; i < 16; i++)
+		sprintf(out + 4 + 2 * i, "%02x", a->b[i]);
+	return out;
+}
+
+#define ADDR_LEN 17                /* kind + 16 bytes */
+#define KEY_LEN (ADDR_LEN + 4)     /* address + number */
+
+static void addr_key(uint8_t key[ADDR_LEN], const nrr_vaddr *a)
+{
+	key[0] = a->kind;
+	memcpy(key + 1, a->b, 16);
+}
+
+static void key_of(uint8_t key[KEY_LEN], const nrr_vaddr *a, uint32_t num)
+{
+	addr_key(key, a);
+	memcpy(key + ADDR_LEN, &num, 4);
+}
+
+int nrr_rverbs_put_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t live_qpn)
 {
 	uint8_t key[KEY_LEN];
-	key_of(key, rec_gid, rec_qpn);
+	key_of(key, rec, rec_qpn);
 	return nrr_xmap_put("vqpn", key, sizeof(key), &live_qpn, sizeof(live_qpn));
 }
 
-int nrr_rverbs_get_qpn(const uint8_t rec_gid[16], uint32_t rec_qpn, uint32_t *live_qpn, int timeout_ms)
+int nrr_rverbs_get_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t *live_qpn, int timeout_ms)
 {
 	uint8_t key[KEY_LEN];
 	uint32_t v = 0;
 	size_t vl = sizeof(v);
-	key_of(key, rec_gid, rec_qpn);
+	key_of(key, rec, rec_qpn);
 	int e = nrr_xmap_get("vqpn", key, sizeof(key), &v, &vl, timeout_ms);
 	if (e < 0)
 		return e;
@@ -65,22 +106,22 @@ struct mrval {
 	uint64_t rec_addr, len, live_addr;
 };
 
-int nrr_rverbs_put_mr(const uint8_t rec_gid[16], uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
+int nrr_rverbs_put_mr(const nrr_vaddr *rec, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
 		      uint32_t live_rkey, uint64_t live_addr)
 {
 	uint8_t key[KEY_LEN];
 	struct mrval v = { live_rkey, rec_addr, len, live_addr };
-	key_of(key, rec_gid, rec_rkey);
+	key_of(key, rec, rec_rkey);
 	return nrr_xmap_put("vmr", key, sizeof(key), &v, sizeof(v));
 }
 
-int nrr_rverbs_remote(const uint8_t rec_gid[16], uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
+int nrr_rverbs_remote(const nrr_vaddr *rec, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
 		      uint32_t *live_rkey, uint64_t *live_addr, int timeout_ms)
 {
 	uint8_t key[KEY_LEN];
 	struct mrval v;
 	size_t vl = sizeof(v);
-	key_of(key, rec_gid, rec_rkey);
+	key_of(key, rec, rec_rkey);
 	int e = nrr_xmap_get("vmr", key, sizeof(key), &v, &vl, timeout_ms);
 	if (e < 0)
 		return e;
@@ -94,16 +135,27 @@ int nrr_rverbs_remote(const uint8_t rec_gid[16], uint32_t rec_rkey, uint64_t rec
 	return 0;
 }
 
-int nrr_rverbs_put_gid(const uint8_t rec_gid[16], const uint8_t live_gid[16])
+int nrr_rverbs_put_addr(const nrr_vaddr *rec, const nrr_vaddr *live)
 {
-	return nrr_xmap_put("vgid", rec_gid, 16, live_gid, 16);
+	uint8_t k[ADDR_LEN], v[ADDR_LEN];
+	addr_key(k, rec);
+	addr_key(v, live);
+	return nrr_xmap_put("vaddr", k, sizeof(k), v, sizeof(v));
 }
 
-int nrr_rverbs_get_gid(const uint8_t rec_gid[16], uint8_t live_gid[16], int timeout_ms)
+int nrr_rverbs_get_addr(const nrr_vaddr *rec, nrr_vaddr *live, int timeout_ms)
 {
-	size_t vl = 16;
-	int e = nrr_xmap_get("vgid", rec_gid, 16, live_gid, &vl, timeout_ms);
-	return e < 0 ? e : vl == 16 ? 0 : -EPROTO;
+	uint8_t k[ADDR_LEN], v[ADDR_LEN];
+	size_t vl = sizeof(v);
+	addr_key(k, rec);
+	int e = nrr_xmap_get("vaddr", k, sizeof(k), v, &vl, timeout_ms);
+	if (e < 0)
+		return e;
+	if (vl != sizeof(v) || v[0] != rec->kind)
+		return -EPROTO;
+	live->kind = v[0];
+	memcpy(live->b, v + 1, 16);
+	return 0;
 }
 
 /* The index of @fn's argument @name, or -1.  A parameter's index is its
@@ -117,16 +169,17 @@ static int arg_index(const nrr_fn_schema *fn, const char *name)
 }
 
 /* What a successful call of @fn puts into the remap table, read from its
- * schema: the GID ibv_query_gid answers, and the objects whose recorded
- * numbers verbs.api's "result" lines carry (qp_num of a QP, rkey of an
- * MR); a trace from before those lines carries none. */
-enum pub { PUB_NONE, PUB_GID, PUB_QP, PUB_MR };
+ * schema: the port's address (the GID ibv_query_gid answers, the LID of
+ * ibv_query_port's attributes), and the objects whose recorded numbers
+ * verbs.api's "result" lines carry (qp_num of a QP, rkey of an MR); a
+ * trace from before those lines carries none. */
+enum pub { PUB_NONE, PUB_ADDR, PUB_QP, PUB_MR };
 static enum pub publishes(const nrr_fn_schema *fn)
 {
 	if (!fn || strcmp(fn->domain, "verbs"))
 		return PUB_NONE;
-	if (!strcmp(fn->name, "ibv_query_gid"))
-		return PUB_GID;
+	if (!strcmp(fn->name, "ibv_query_gid") || !strcmp(fn->name, "ibv_query_port"))
+		return PUB_ADDR;
 	if (arg_index(fn, "qp_num") >= 0)
 		return PUB_QP;
 	return arg_index(fn, "rkey") >= 0 ? PUB_MR : PUB_NONE;
@@ -178,13 +231,15 @@ uint64_t nrr_rverbs_ibdev(void *verbs_lib, uint64_t rec)
 
 /* ---- what this process's verbs calls made, published into the table ----
  * The tracer records a created QP's qp_num and an MR's lkey/rkey (the
- * "result" lines of verbs.api).  Each is published under the recorded GID
- * of the context that made it, which the process learns from its own
- * ibv_query_gid (recorded output -> live output, also published as the GID
- * remap): an object made before its context's GID was queried (NCCL's
+ * "result" lines of verbs.api).  Each is published under every recorded
+ * address of the context that made it, which the process learns from its
+ * own ibv_query_gid (the GID) and ibv_query_port (the LID of an InfiniBand
+ * port), recorded output -> live output, also published as the address
+ * remap: an object made before its context's address was queried (NCCL's
  * connect makes the QP, then queries the GID it sends) waits in this list
- * until then.  A peer then finds the live number under the recorded GID and
- * number it was told over the (replayed) socket. */
+ * until then.  A peer then finds the live number under the recorded
+ * address its RTR named (GID with a GRH, LID without) and the number it
+ * was told over the (replayed) socket. */
 enum { OBJ_QP, OBJ_MR };
 enum stat { ST_QP = OBJ_QP, ST_MR = OBJ_MR, ST_RTR_REMAPPED, ST_RTR_UNKNOWN };   /* published; RTR destinations */
 struct vobj {
@@ -195,16 +250,16 @@ struct vobj {
 	uint32_t rec_lkey, live_lkey;   /* an MR's: the local sges of a replayed post */
 	bool has_lkey;                  /* traces before lkey was recorded lack it */
 };
-struct vgid {
+struct vknown {
 	uint64_t ctx;
-	uint8_t rec[16];
+	nrr_vaddr rec;
 };
 static struct {
 	pthread_mutex_t mu;
 	struct vobj *obj;
 	size_t nobj, cap;
-	struct vgid gid[64];
-	int ngid;
+	struct vknown addr[64];
+	int naddr;
 	unsigned stat[4];  /* by enum stat */
 } g_v = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -223,23 +278,17 @@ static bool debug(void)
 	return debug_on;
 }
 
-static void gid_str(char *out, const uint8_t g[16])
-{
-	for (int i = 0; i < 16; i++)
-		sprintf(out + 2 * i, "%02x", g[i]);
-}
-
 /* under g_v.mu */
-static void publish(const struct vobj *o, const uint8_t gid[16])
+static void publish(const struct vobj *o, const nrr_vaddr *a)
 {
-	int e = o->kind == OBJ_QP ? nrr_rverbs_put_qpn(gid, o->rec, o->live)
-				  : nrr_rverbs_put_mr(gid, o->rec, o->rec_addr, o->len, o->live, o->live_addr);
+	int e = o->kind == OBJ_QP ? nrr_rverbs_put_qpn(a, o->rec, o->live)
+				  : nrr_rverbs_put_mr(a, o->rec, o->rec_addr, o->len, o->live, o->live_addr);
 	if (e == 0)
 		g_v.stat[o->kind]++;
 	if (debug()) {
-		char gs[33];
-		gid_str(gs, gid);
-		fprintf(stderr, "ncclrr replay: verbs: pid %d: %s %s 0x%x -> 0x%x under gid %s%s%s\n", (int)getpid(),
+		char gs[40];
+		nrr_vaddr_str(gs, a);
+		fprintf(stderr, "ncclrr replay: verbs: pid %d: %s %s 0x%x -> 0x%x under %s%s%s\n", (int)getpid(),
 			e ? "cannot publish" : "published", o->kind == OBJ_QP ? "qp_num" : "rkey", o->rec, o->live, gs,
 			e ? ": " : "", e ? strerror(-e) : "");
 	}
@@ -258,23 +307,24 @@ static void obj_made(const struct vobj *o)
 	}
 	if (g_v.nobj < g_v.cap)
 		g_v.obj[g_v.nobj++] = *o;
-	for (int i = 0; i < g_v.ngid; i++)
-		if (g_v.gid[i].ctx == o->ctx)
-			publish(o, g_v.gid[i].rec);
+	for (int i = 0; i < g_v.naddr; i++)
+		if (g_v.addr[i].ctx == o->ctx)
+			publish(o, &g_v.addr[i].rec);
 	pthread_mutex_unlock(&g_v.mu);
 }
 
-static void gid_known(uint64_t ctx, const uint8_t rec[16], const uint8_t live[16])
+/* context @ctx's port has recorded address @rec, live @live */
+static void addr_known(uint64_t ctx, const nrr_vaddr *rec, const nrr_vaddr *live)
 {
-	nrr_rverbs_put_gid(rec, live);
+	nrr_rverbs_put_addr(rec, live);
 	pthread_mutex_lock(&g_v.mu);
 	int i = 0;
-	while (i < g_v.ngid && !(g_v.gid[i].ctx == ctx && !memcmp(g_v.gid[i].rec, rec, 16)))
+	while (i < g_v.naddr && !(g_v.addr[i].ctx == ctx && !memcmp(&g_v.addr[i].rec, rec, sizeof(*rec))))
 		i++;
-	if (i == g_v.ngid && g_v.ngid < (int)(sizeof(g_v.gid) / sizeof(g_v.gid[0]))) {
-		g_v.gid[i].ctx = ctx;
-		memcpy(g_v.gid[i].rec, rec, 16);
-		g_v.ngid++;
+	if (i == g_v.naddr && g_v.naddr < (int)(sizeof(g_v.addr) / sizeof(g_v.addr[0]))) {
+		g_v.addr[i].ctx = ctx;
+		g_v.addr[i].rec = *rec;
+		g_v.naddr++;
 		for (size_t k = 0; k < g_v.nobj; k++)
 			if (g_v.obj[k].ctx == ctx)
 				publish(&g_v.obj[k], rec);
@@ -400,7 +450,22 @@ static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	return 0;
 }
 
-static void qp_peer(uint64_t live_qp, const uint8_t rec_dgid[16]);
+static void qp_peer(uint64_t live_qp, const nrr_vaddr *peer);
+
+/* The recorded address the address vector @ah names its peer by: the GID
+ * of its GRH, else (InfiniBand without a GRH) its destination LID.
+ * @return false when it names none (no GRH and LID 0: a RoCE port refuses
+ * such an RTR) */
+static bool ah_peer(const struct ibv_ah_attr *ah, nrr_vaddr *peer)
+{
+	if (ah->is_global)
+		nrr_vaddr_gid(peer, ah->grh.dgid.raw);
+	else if (ah->dlid)
+		nrr_vaddr_lid(peer, ah->dlid);
+	else
+		return false;
+	return true;
+}
 
 static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 {
@@ -461,36 +526,41 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	a.ah_attr.grh.sgid_index = (uint8_t)f[7];
 	a.ah_attr.grh.hop_limit = 255;
 	memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
-	/* the peer's QP number, GID: live ones when their owner published them
-	 * (a QP number the table does not know is passed as recorded: a
-	 * trace's QP numbers of created QPs are not recorded, see README) */
-	if ((mask & IBV_QP_DEST_QPN) && a.ah_attr.is_global) {
+	/* the peer's QP number and address (GID or LID): live ones when their
+	 * owner published them (a QP number the table does not know is passed
+	 * as recorded: a trace's QP numbers of created QPs are not recorded,
+	 * see README) */
+	nrr_vaddr peer;
+	bool named = ah_peer(&a.ah_attr, &peer);
+	if ((mask & IBV_QP_DEST_QPN) && named) {
 		/* the peer published its QP before it sent the number this
 		 * process was told, when that socket is replayed live; no wait:
 		 * a 5 s wait for a peer whose message was answered from the
 		 * trace stalled the proxy thread (memlock: replay 16 of 20 hung) */
 		uint32_t lq, rq = a.dest_qp_num;
-		int e = nrr_rverbs_get_qpn(dgid, rq, &lq, 0);
+		int e = nrr_rverbs_get_qpn(&peer, rq, &lq, 0);
 		if (e == 0)
 			a.dest_qp_num = lq;
 		pthread_mutex_lock(&g_v.mu);
 		g_v.stat[e == 0 ? ST_RTR_REMAPPED : ST_RTR_UNKNOWN]++;
 		pthread_mutex_unlock(&g_v.mu);
 		if (debug()) {
-			char gs[33];
-			gid_str(gs, dgid);
+			char gs[40];
+			nrr_vaddr_str(gs, &peer);
 			if (e == 0)
-				fprintf(stderr, "ncclrr replay: verbs: pid %d: modify_qp dest_qp_num 0x%x -> 0x%x (remapped, gid %s)\n",
+				fprintf(stderr, "ncclrr replay: verbs: pid %d: modify_qp dest_qp_num 0x%x -> 0x%x (remapped, %s)\n",
 					(int)getpid(), rq, lq, gs);
 			else
-				fprintf(stderr, "ncclrr replay: verbs: pid %d: modify_qp dest_qp_num 0x%x as recorded (not published, gid %s)\n",
+				fprintf(stderr, "ncclrr replay: verbs: pid %d: modify_qp dest_qp_num 0x%x as recorded (not published, %s)\n",
 					(int)getpid(), rq, gs);
 		}
 	}
-	if ((mask & IBV_QP_AV) && a.ah_attr.is_global) {
-		uint8_t lg[16];
-		if (nrr_rverbs_get_gid(dgid, lg, 0) == 0)
-			memcpy(a.ah_attr.grh.dgid.raw, lg, 16);
+	nrr_vaddr live_peer;
+	if ((mask & IBV_QP_AV) && named && nrr_rverbs_get_addr(&peer, &live_peer, 0) == 0) {
+		if (live_peer.kind == NRR_VADDR_GID)
+			memcpy(a.ah_attr.grh.dgid.raw, live_peer.b, 16);
+		else
+			a.ah_attr.dlid = nrr_vaddr_lid_of(&live_peer);
 	}
 	int (*fn)(struct ibv_qp *, struct ibv_qp_attr *, int);
 	*(void **)&fn = dlsym(nrr_rcuda_verbs_lib(x), "ibv_modify_qp");
@@ -499,8 +569,8 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		return 0;
 	}
 	int r = fn((struct ibv_qp *)(uintptr_t)live_qp, &a, mask);
-	if (r == 0 && (mask & IBV_QP_AV) && f[8])
-		qp_peer(live_qp, dgid);
+	if (r == 0 && (mask & IBV_QP_AV) && named)
+		qp_peer(live_qp, &peer);
 	return errno_result(res, c, r);
 }
 
@@ -535,7 +605,7 @@ static struct {
 	pthread_mutex_t mu;
 	struct dcq cq[MAX_DCQ];
 	int ncq;
-	struct { uint64_t qp; uint8_t dgid[16]; } qp[MAX_DQP];
+	struct { uint64_t qp; nrr_vaddr peer; } qp[MAX_DQP];   /* the recorded peer of its RTR */
 	int nqp;
 	unsigned stat[D_N];
 	bool said[2];   /* first fallback reason said (posts, polls) */
@@ -555,7 +625,7 @@ static struct dcq *dcq_of(uint64_t live)
 	return d;
 }
 
-static void qp_peer(uint64_t live_qp, const uint8_t rec_dgid[16])
+static void qp_peer(uint64_t live_qp, const nrr_vaddr *peer)
 {
 	pthread_mutex_lock(&g_d.mu);
 	int i = 0;
@@ -563,20 +633,20 @@ static void qp_peer(uint64_t live_qp, const uint8_t rec_dgid[16])
 		i++;
 	if (i < MAX_DQP) {
 		g_d.qp[i].qp = live_qp;
-		memcpy(g_d.qp[i].dgid, rec_dgid, 16);
+		g_d.qp[i].peer = *peer;
 		if (i == g_d.nqp)
 			g_d.nqp++;
 	}
 	pthread_mutex_unlock(&g_d.mu);
 }
 
-static bool qp_dgid(uint64_t live_qp, uint8_t dgid[16])
+static bool qp_peer_of(uint64_t live_qp, nrr_vaddr *peer)
 {
 	bool ok = false;
 	pthread_mutex_lock(&g_d.mu);
 	for (int i = 0; i < g_d.nqp && !ok; i++)
 		if (g_d.qp[i].qp == live_qp) {
-			memcpy(dgid, g_d.qp[i].dgid, 16);
+			*peer = g_d.qp[i].peer;
 			ok = true;
 		}
 	pthread_mutex_unlock(&g_d.mu);
@@ -726,18 +796,18 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 					      .num_sge = (int)k, .opcode = (enum ibv_wr_opcode)f[i][1],
 					      .send_flags = (unsigned)f[i][2], .imm_data = (uint32_t)f[i][3] };
 		if (f[i][1] == IBV_WR_RDMA_WRITE || f[i][1] == IBV_WR_RDMA_WRITE_WITH_IMM || f[i][1] == IBV_WR_RDMA_READ) {
-			uint8_t dgid[16];
+			nrr_vaddr peer;
 			uint32_t lr;
 			uint64_t la;
 			int e = -ENOENT;
-			if (qp_dgid((uint64_t)(uintptr_t)qp, dgid))
-				e = nrr_rverbs_remote(dgid, (uint32_t)f[i][7], f[i][6], tot, &lr, &la, REMOTE_WAIT_MS);
+			if (qp_peer_of((uint64_t)(uintptr_t)qp, &peer))
+				e = nrr_rverbs_remote(&peer, (uint32_t)f[i][7], f[i][6], tot, &lr, &la, REMOTE_WAIT_MS);
 			/* outside the peer's region: posted so, the fabric refuses it
 			 * (IBV_WC_REM_ACCESS_ERR) as the recorded HCA did */
 			if (e < 0 && e != -ERANGE) {
 				return from_trace(res, 0, qp, "%s: work request %u (wr_id 0x%" PRIx64 "): remote 0x%" PRIx64 "+%" PRIu64
 							  " rkey 0x%" PRIx64 ": %s", fname, i, f[i][0], f[i][6], tot, f[i][7],
-						  e == -ENOENT ? "the QP's RTR named no peer GID (no GRH)"
+						  e == -ENOENT ? "no replayed RTR of the QP named its peer (GID or LID)"
 						  : "the peer published no such rkey within 2 s");
 			}
 			sw[i].wr.rdma.remote_addr = la;
@@ -917,17 +987,51 @@ bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c)
 	return on;
 }
 
+/* The address a replayed ibv_query_gid or ibv_query_port @c tells: the
+ * GID (ibv_query_gid(context, port_num, index, gid)), or the LID of an
+ * InfiniBand port (ibv_query_port(context, port_num, port_attr): a RoCE
+ * port's LID is 0, an RTR there needs a GRH); recorded in @rec, live (what
+ * the call wrote at its out pointer in @slot) in @lv.  The recorded port
+ * attributes are laid out as formats/api/types.api's nrr_ibv_port_attr,
+ * which formats/api/custom.c checks against struct ibv_port_attr. */
+static bool port_addr(const nrr_call *c, const uint64_t *slot, nrr_vaddr *rec, nrr_vaddr *lv)
+{
+	bool gid = !strcmp(c->fn->name, "ibv_query_gid");
+	const char *out = gid ? "gid" : "port_attr";
+	const nrr_value *v = arg(c, out);
+	int io = arg_index(c->fn, out);
+	const uint8_t *l = io >= 0 ? (const uint8_t *)(uintptr_t)slot[io] : NULL;
+	if (!v || !l || arg_index(c->fn, "context") < 0)
+		return false;
+	if (gid) {
+		if (v->len != 16)
+			return false;
+		nrr_vaddr_gid(rec, v->p);
+		nrr_vaddr_gid(lv, l);
+		return true;
+	}
+	const struct ibv_port_attr *pa = (const struct ibv_port_attr *)l;
+	uint16_t rl;
+	if (v->len < offsetof(struct ibv_port_attr, link_layer) + 1 ||
+	    v->p[offsetof(struct ibv_port_attr, link_layer)] == IBV_LINK_LAYER_ETHERNET ||
+	    pa->link_layer == IBV_LINK_LAYER_ETHERNET)
+		return false;
+	memcpy(&rl, v->p + offsetof(struct ibv_port_attr, lid), sizeof(rl));
+	if (!rl || !pa->lid)
+		return false;
+	nrr_vaddr_lid(rec, rl);
+	nrr_vaddr_lid(lv, pa->lid);
+	return true;
+}
+
 void nrr_rverbs_done(nrr_rcuda *x, const nrr_call *c, const uint64_t *slot, int64_t live)
 {
 	(void)x;
 	switch (publishes(c->fn)) {
-	case PUB_GID: {
-		/* ibv_query_gid(context, port_num, index, gid) */
-		const nrr_value *g = arg(c, "gid");
-		int ig = arg_index(c->fn, "gid"), ic = arg_index(c->fn, "context");
-		const uint8_t *lg = ig >= 0 ? (const uint8_t *)(uintptr_t)slot[ig] : NULL;
-		if (g && g->len == 16 && lg && ic >= 0)
-			gid_known(slot[ic], g->p, lg);
+	case PUB_ADDR: {
+		nrr_vaddr rec, lv;
+		if (port_addr(c, slot, &rec, &lv))
+			addr_known(slot[arg_index(c->fn, "context")], &rec, &lv);
 		return;
 	}
 	case PUB_MR: {

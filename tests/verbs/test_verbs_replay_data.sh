@@ -14,6 +14,12 @@
 # the trace; replayed without the peer (--ranks 1), no rkey is published
 # and the write is answered from the trace, counted. Written past the end of
 # the peer's region (oob), the write is refused live: reproduced too.
+# Without a GRH (InfiniBand addressed by LID: ibv_rc_pingpong without -g,
+# rdma_write.c's `lid` mode; the NICs of 2node_8gpu_pcie are InfiniBand) the
+# same holds: each side publishes its QP and MR under the LID its recorded
+# ibv_query_port told, the RTR takes the peer's live QP number by the LID it
+# names, and every post, the RDMA WRITE and READ included, and every
+# completion is live, none from the trace.
 # usage: test_verbs_replay_data.sh NCCLRR SOURCE_ROOT RDMA_WRITE   (NCCLRR_FAKE_LIBDIR set by meson)
 set -uo pipefail
 ncclrr=$(realpath "$1")
@@ -28,8 +34,8 @@ must() { grep -q -- "$2" "$3"; check "$1: '$2' in $3" $?; }
 
 ppsh=$root/tests/verbs/rc_pingpong.sh
 
-# -g 0: a GRH, so each side publishes its QP and MR under its GID (the remap
-# table's key; IB without a GRH publishes nothing and its posts go from the trace)
+# -g 0: a GRH, so each side publishes its QP and MR under its GID, the
+# address its peer's RTR names it by (without -g: its LID, below)
 PP_PORT=$(free_port) "$ncclrr" record -q -o "$tmp/rec" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- \
 	"$ppsh" -d mlx5_0 -g 0 -n 50 >"$tmp/rec.log" 2>&1
 check "ncclrr record of ibv_rc_pingpong -g 0 -n 50 exits 0" $?
@@ -49,6 +55,33 @@ posts=$(grep -oE 'data path: [0-9]+ posts live' "$tmp/replay" | grep -oE '[0-9]+
 wcs=$(grep -oE '[0-9]+ completions live' "$tmp/replay" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
 [ "${posts:-0}" -ge 200 ] && [ "${wcs:-0}" -ge 200 ]
 check "at least 200 posts and 200 completions live in all (got ${posts:-0} and ${wcs:-0})" $?
+
+# ---- without -g: no GRH, the peers name each other by LID (InfiniBand)
+PP_PORT=$(free_port) "$ncclrr" record -q -o "$tmp/lid" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- \
+	"$ppsh" -d mlx5_0 -n 50 >"$tmp/lid.log" 2>&1
+check "ncclrr record of ibv_rc_pingpong -n 50 (no -g) exits 0" $?
+must lid 'remote address: LID 0x0021, QPN 0x[0-9a-f]*, PSN 0x[0-9a-f]*, GID ::$' "$tmp/lid.log"
+# the LID comes from ibv_query_port, which <infiniband/verbs.h> makes through
+# the context's query_port op: the tracer records it there
+n=$(for f in "$tmp"/lid/*.nrt; do "$ncclrr" dump "$f"; done 2>/dev/null | grep -c ' ibv_query_port(context=')
+[ "$n" = 2 ]
+check "each pingpong's ibv_query_port is in its trace (got $n)" $?
+NCCLRR_DEBUG=verbs "$ncclrr" replay --topo "$topo" "$tmp/lid" >"$tmp/lid.replay" 2>&1
+check "replay of ibv_rc_pingpong without -g exits 0" $?
+must lid.replay '^result: the replay matches the recording$' "$tmp/lid.replay"
+grep -E 'data path:|remapped' "$tmp/lid.replay"
+n=$(grep -cE 'modify_qp dest_qp_num 0x[0-9a-f]+ -> 0x[0-9a-f]+ \(remapped, lid 0x(1|21)\)' "$tmp/lid.replay")
+[ "$n" = 2 ]
+check "both RTRs take the peer's live QP number by its LID (got $n)" $?
+n=$(grep -cE 'data path: [1-9][0-9]* posts live, 0 answered from the trace; [1-9][0-9]* completions live, 0 polls answered' "$tmp/lid.replay")
+[ "$n" = 2 ]
+check "without -g, two workers post and complete live, nothing of the data path from the trace (got $n)" $?
+posts=$(grep -oE 'data path: [0-9]+ posts live' "$tmp/lid.replay" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+wcs=$(grep -oE '[0-9]+ completions live' "$tmp/lid.replay" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+[ "${posts:-0}" -ge 200 ] && [ "${wcs:-0}" -ge 200 ]
+check "without -g, at least 200 posts and 200 completions live in all (got ${posts:-0} and ${wcs:-0})" $?
+! grep -q 'answered from the trace:' "$tmp/lid.replay"
+check "without -g, no fallback reason said" $?
 
 # ---- without the peer: the first poll that recorded a completion diverges
 # (a SEND the peer never makes cannot complete a receive live)
@@ -85,6 +118,28 @@ for m in dereg oob; do
 	must "w$m.replay" '^result: the replay matches the recording: failure reproduced' "$tmp/w$m.replay"
 	must "w$m.replay" 'rank 1: ibv_poll_cq = 1 \[wc\[0\] IBV_WC_REM_ACCESS_ERR (10)\] (#[0-9]*, reproduced)' "$tmp/w$m.replay"
 done
+
+# RDMA WRITE WITH IMM and RDMA READ on QPs without a GRH: the RTR names the
+# peer by LID, the remote (address, rkey) is found under that LID
+for m in lid "lid read"; do
+	n=w${m// /}
+	run_w "$n" $m
+	check "rdma_write $m recorded, exits 0" $?
+	NCCLRR_DEBUG=verbs "$ncclrr" replay "$tmp/$n" >"$tmp/$n.replay" 2>&1
+	check "replay of rdma_write $m exits 0" $?
+	must "$n.replay" '^result: the replay matches the recording$' "$tmp/$n.replay"
+	must "$n.replay" 'remapped, lid 0x' "$tmp/$n.replay"
+	! grep -q 'answered from the trace:' "$tmp/$n.replay"
+	check "rdma_write $m: no fallback reason said" $?
+done
+must wlid.log 'rank 0: received 4096 bytes, immediate 0x1234abcd: ok' "$tmp/wlid.log"
+n=$(grep -cE 'data path: 1 posts live, 0 answered from the trace; 1 completions live, 0 polls' "$tmp/wlid.replay")
+[ "$n" = 2 ]
+check "without a GRH both ranks post and complete live (the write and the receive; got $n)" $?
+must wlidread.log 'rank 1: read completed: success (0), 4096 bytes: ok' "$tmp/wlidread.log"
+n=$(grep -cE 'data path: 1 posts live, 0 answered from the trace; 1 completions live, 0 polls' "$tmp/wlidread.replay")
+[ "$n" = 1 ]
+check "without a GRH the RDMA READ posts and completes live (got $n)" $?
 
 # without the peer nothing publishes its rkey: the write is answered from the
 # trace after the 2 s bound, counted and said, and so is its CQ's poll
