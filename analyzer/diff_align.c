@@ -195,11 +195,33 @@ static uint64_t hash_id(uint64_t h, uint64_t u, bool is_signed)
 	return mix(h, u == 0 ? 0 : s < 0 ? 2 : 1);
 }
 
+/* A post's work requests (custom:send_wr / recv_wr, nrr_wr_decode()):
+ * the fields fn->runid_fields as ids, and of each sge its length, its
+ * address and lkey (this run's buffers) as ids. */
+static uint64_t hash_wrs(uint64_t h, const nrr_fn_schema *fn, const nrr_value *v, bool send)
+{
+	nrr_wr_rec w[NRR_ENTRIES_MAX];
+	bool sges;
+	int n = nrr_wr_decode(v, send, w, &sges);
+	if (n < 0)
+		return hash_bytes(mix(h, v->total), v->p, v->len);
+	h = mix(mix(h, v->total), (uint64_t)n);
+	for (int i = 0; i < n; i++) {
+		for (unsigned k = 0; k < (send ? NRR_WR_SEND_FIELDS : NRR_WR_RECV_FIELDS); k++)
+			h = fn->runid_fields >> k & 1 ? hash_id(h, w[i].f[k], false) : mix(h, w[i].f[k]);
+		for (unsigned j = 0; j < w[i].nsge; j++)
+			h = hash_id(mix(hash_id(h, w[i].sge[j].addr, false), w[i].sge[j].len), w[i].sge[j].lkey, false);
+	}
+	return h;
+}
+
 /* The uvars of @v (a plain run, or a count byte then entries of
  * fn->runid_nfields), the fields fn->runid_fields as ids; what follows the
  * last such field (qp_attr's raw dgid) and a cut value as bytes. */
 static uint64_t hash_idfields(uint64_t h, const nrr_fn_schema *fn, const nrr_value *v)
 {
+	if (fn->role == NRR_ROLE_WR_SEND || fn->role == NRR_ROLE_WR_RECV)
+		return hash_wrs(h, fn, v, fn->role == NRR_ROLE_WR_SEND);
 	const uint8_t *p = v->p, *end = v->p + v->len;
 	unsigned per = fn->runid_nfields, last = 0, n = 1;
 	for (unsigned k = 0; k < 16; k++)

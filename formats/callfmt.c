@@ -95,6 +95,44 @@ int nrr_mmsg_decode(const nrr_value *v, nrr_mmsg_rec *m, int max)
 	return n;
 }
 
+int nrr_wr_decode(const nrr_value *v, bool send, nrr_wr_rec *w, bool *sges)
+{
+	const uint8_t *p = v->p, *end = v->p + v->len;
+	unsigned nf = send ? NRR_WR_SEND_FIELDS : NRR_WR_RECV_FIELDS;
+	*sges = false;
+	if (!p || !v->len)
+		return 0;
+	unsigned n = *p++;
+	if (n > NRR_ENTRIES_MAX)
+		return NRR_ECORRUPT;
+	memset(w, 0, n * sizeof(*w));
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned k = 0; k < nf; k++) {
+			int e = nrr_get_uvar(&p, end, &w[i].f[k]);
+			if (e)
+				return e;
+		}
+	uint64_t chain;
+	if (p == end || nrr_get_uvar(&p, end, &chain) || chain != n || !n)
+		return (int)n;   /* no trailer, or one of another chain: the requests alone */
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t k;
+		if (nrr_get_uvar(&p, end, &k) || k > NRR_SGE_MAX)
+			goto cut;
+		for (unsigned j = 0; j < k; j++)
+			if (nrr_get_uvar(&p, end, &w[i].sge[j].addr) || nrr_get_uvar(&p, end, &w[i].sge[j].len) ||
+			    nrr_get_uvar(&p, end, &w[i].sge[j].lkey))
+				goto cut;
+		w[i].nsge = (unsigned)k;
+	}
+	*sges = true;
+	return (int)n;
+cut:
+	for (unsigned i = 0; i < n; i++)
+		w[i].nsge = 0;
+	return (int)n;
+}
+
 /* @return true when @r is an error under return convention @ret */
 static bool conv_error(uint8_t ret, int64_t r)
 {

@@ -238,4 +238,27 @@ int nrr_mmsg_decode(const nrr_value *v, nrr_mmsg_rec *m, int max);
  * read the bound here. */
 #define NRR_ENTRIES_MAX 16
 
+/* One work request of a post as custom:send_wr / custom:recv_wr record it
+ * (formats/api/README.md): the entry's fields (NRR_WR_SEND_FIELDS of a
+ * send request: wr_id, opcode, send_flags, imm_data, num_sge, total
+ * length, remote_addr, rkey; NRR_WR_RECV_FIELDS of a receive one: wr_id,
+ * num_sge, total length), then from the sge trailer its sges. */
+#define NRR_WR_SEND_FIELDS 8
+#define NRR_WR_RECV_FIELDS 3
+typedef struct nrr_sge_rec {
+	uint64_t addr, len, lkey;
+} nrr_sge_rec;
+typedef struct nrr_wr_rec {
+	uint64_t f[NRR_WR_SEND_FIELDS];
+	unsigned nsge;
+	nrr_sge_rec sge[NRR_SGE_MAX];
+} nrr_wr_rec;
+
+/* Decode the work requests of @v (custom:send_wr when @send, else
+ * custom:recv_wr) into @w (NRR_ENTRIES_MAX of them).  *@sges: the value
+ * has its sge trailer, whole and for every request (a trace recorded
+ * before it, or a chain too long for it, has none: then each nsge is 0).
+ * @return the number of requests, or NRR_ETRUNC / NRR_ECORRUPT. */
+int nrr_wr_decode(const nrr_value *v, bool send, nrr_wr_rec *w, bool *sges);
+
 #endif

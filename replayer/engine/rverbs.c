@@ -739,22 +739,13 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 	struct ibv_qp *qp = (struct ibv_qp *)(uintptr_t)nrr_rcuda_handle(x, "qp", qa->u, &known);
 	if (!known || !qp)
 		return from_trace(res, 0, NULL, "%s: recorded qp 0x%" PRIx64 " was made by no replayed call", fname, qa->u);
-	const uint8_t *p = wa->p, *end = wa->p + wa->len;
-	unsigned n = *p++;
-	int nf = send ? 8 : 3;
-	uint64_t f[NRR_ENTRIES_MAX][8];
-	bool ok = n <= NRR_ENTRIES_MAX;
-	for (unsigned i = 0; i < n && ok; i++)
-		for (int k = 0; k < nf && ok; k++)
-			ok = nrr_get_uvar(&p, end, &f[i][k]) == 0;
-	uint64_t chain = 0;
-	if (!ok || p == end || nrr_get_uvar(&p, end, &chain) < 0) {
+	nrr_wr_rec w[NRR_ENTRIES_MAX];
+	bool sges;
+	int nw = nrr_wr_decode(wa, send, w, &sges);
+	if (nw <= 0 || !sges)
 		return from_trace(res, 0, qp, "%s: the trace keeps no scatter/gather list (recorded by a tracer before the "
 					  "sge trailer of custom:%s)", fname, send ? "send_wr" : "recv_wr");
-	}
-	if (chain != n || n == 0) {
-		return from_trace(res, 0, qp, "%s: a chain of %" PRIu64 " work requests, %u recorded", fname, chain, n);
-	}
+	unsigned n = (unsigned)nw;
 	struct ibv_send_wr sw[NRR_ENTRIES_MAX];
 	struct ibv_recv_wr rw[NRR_ENTRIES_MAX];
 	struct ibv_sge sg[NRR_ENTRIES_MAX][NRR_SGE_MAX];
@@ -763,50 +754,46 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 	memset(rw, 0, sizeof(rw));
 	char why[200];
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t k = 0, tot = 0;
-		if (nrr_get_uvar(&p, end, &k) < 0 || k > NRR_SGE_MAX) {
-			return from_trace(res, 0, qp, "%s: work request %u: sge list cut short", fname, i);
-		}
-		bool inline_ = send && (f[i][2] & IBV_SEND_INLINE);
-		for (uint64_t j = 0; j < k; j++) {
-			uint64_t a, l, lk;
-			if (nrr_get_uvar(&p, end, &a) < 0 || nrr_get_uvar(&p, end, &l) < 0 || nrr_get_uvar(&p, end, &lk) < 0) {
-				return from_trace(res, 0, qp, "%s: work request %u: sge list cut short", fname, i);
-			}
-			tot += l;
+		const uint64_t *f = w[i].f;
+		unsigned k = w[i].nsge;
+		uint64_t tot = 0;
+		bool inline_ = send && (f[2] & IBV_SEND_INLINE);
+		for (unsigned j = 0; j < k; j++) {
+			const nrr_sge_rec *e_ = &w[i].sge[j];
+			tot += e_->len;
 			const char *e = NULL;
 			if (inline_)
-				sg[i][j] = (struct ibv_sge){ (uint64_t)(uintptr_t)inl, (uint32_t)l, 0 };
-			else if (l || lk)
-				e = map_sge(qp, a, l, lk, &sg[i][j], why, sizeof(why));
+				sg[i][j] = (struct ibv_sge){ (uint64_t)(uintptr_t)inl, (uint32_t)e_->len, 0 };
+			else if (e_->len || e_->lkey)
+				e = map_sge(qp, e_->addr, e_->len, e_->lkey, &sg[i][j], why, sizeof(why));
 			else
 				sg[i][j] = (struct ibv_sge){ 0, 0, 0 };
 			if (inline_ && tot > sizeof(inl))
 				e = "inline data longer than 4096 bytes";
 			if (e) {
-				return from_trace(res, 0, qp, "%s: work request %u (wr_id 0x%" PRIx64 "): %s", fname, i, f[i][0], e);
+				return from_trace(res, 0, qp, "%s: work request %u (wr_id 0x%" PRIx64 "): %s", fname, i, f[0], e);
 			}
 		}
 		if (!send) {
-			rw[i] = (struct ibv_recv_wr){ .wr_id = f[i][0], .next = i + 1 < n ? &rw[i + 1] : NULL,
+			rw[i] = (struct ibv_recv_wr){ .wr_id = f[0], .next = i + 1 < n ? &rw[i + 1] : NULL,
 						      .sg_list = sg[i], .num_sge = (int)k };
 			continue;
 		}
-		sw[i] = (struct ibv_send_wr){ .wr_id = f[i][0], .next = i + 1 < n ? &sw[i + 1] : NULL, .sg_list = sg[i],
-					      .num_sge = (int)k, .opcode = (enum ibv_wr_opcode)f[i][1],
-					      .send_flags = (unsigned)f[i][2], .imm_data = (uint32_t)f[i][3] };
-		if (f[i][1] == IBV_WR_RDMA_WRITE || f[i][1] == IBV_WR_RDMA_WRITE_WITH_IMM || f[i][1] == IBV_WR_RDMA_READ) {
+		sw[i] = (struct ibv_send_wr){ .wr_id = f[0], .next = i + 1 < n ? &sw[i + 1] : NULL, .sg_list = sg[i],
+					      .num_sge = (int)k, .opcode = (enum ibv_wr_opcode)f[1],
+					      .send_flags = (unsigned)f[2], .imm_data = (uint32_t)f[3] };
+		if (f[1] == IBV_WR_RDMA_WRITE || f[1] == IBV_WR_RDMA_WRITE_WITH_IMM || f[1] == IBV_WR_RDMA_READ) {
 			nrr_vaddr peer;
 			uint32_t lr;
 			uint64_t la;
 			int e = -ENOENT;
 			if (qp_peer_of((uint64_t)(uintptr_t)qp, &peer))
-				e = nrr_rverbs_remote(&peer, (uint32_t)f[i][7], f[i][6], tot, &lr, &la, REMOTE_WAIT_MS);
+				e = nrr_rverbs_remote(&peer, (uint32_t)f[7], f[6], tot, &lr, &la, REMOTE_WAIT_MS);
 			/* outside the peer's region: posted so, the fabric refuses it
 			 * (IBV_WC_REM_ACCESS_ERR) as the recorded HCA did */
 			if (e < 0 && e != -ERANGE) {
 				return from_trace(res, 0, qp, "%s: work request %u (wr_id 0x%" PRIx64 "): remote 0x%" PRIx64 "+%" PRIu64
-							  " rkey 0x%" PRIx64 ": %s", fname, i, f[i][0], f[i][6], tot, f[i][7],
+							  " rkey 0x%" PRIx64 ": %s", fname, i, f[0], f[6], tot, f[7],
 						  e == -ENOENT ? "no replayed RTR of the QP named its peer (GID or LID)"
 						  : "the peer published no such rkey within 2 s");
 			}

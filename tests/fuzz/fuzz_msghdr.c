@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_msghdr.c - the recorded sendmsg/recvmsg field (custom:msghdr) and
- * sendmmsg/recvmmsg field (custom:mmsghdr) that `dump`, the Chrome export
- * and the replayer decode: any bytes either decode to pieces that lie
- * inside the input, or are refused. */
+/* fuzz_msghdr.c - the recorded sendmsg/recvmsg field (custom:msghdr),
+ * sendmmsg/recvmmsg field (custom:mmsghdr) and verbs posts' work requests
+ * (custom:send_wr / recv_wr) that `dump`, the Chrome export, diff and the
+ * replayer decode: any bytes either decode to pieces that lie inside the
+ * input and the bounds, or are refused. */
 #include <stdlib.h>
 
 #include "callfmt.h"
@@ -24,6 +25,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (mm[i].head_len > 32 || !inside(mm[i].head, mm[i].head_len, data, size) ||
 		    !inside(mm[i].name, mm[i].name_len, data, size))
 			abort();
+	for (int send = 0; send < 2; send++) {
+		nrr_wr_rec w[NRR_ENTRIES_MAX];
+		bool sges;
+		int nw = nrr_wr_decode(&v, send, w, &sges);
+		if (nw < 0 ? nw != NRR_ETRUNC && nw != NRR_ECORRUPT : nw > NRR_ENTRIES_MAX || (sges && !nw))
+			abort();
+		for (int i = 0; i < nw; i++)
+			if (w[i].nsge > NRR_SGE_MAX || (!sges && w[i].nsge))
+				abort();
+	}
 	nrr_msghdr_rec m;
 	int rc = nrr_msghdr_decode(&v, &m);
 	if (rc != 0 && rc != NRR_ETRUNC && rc != NRR_ECORRUPT)

@@ -16,7 +16,11 @@
 
 #include "nrr_api_gen.h"
 #include "callfmt.h"
+#include "ncclrr_config.h"
 #include "../lib/check.h"
+#if NCCLRR_HAVE_VERBS
+#include <infiniband/verbs.h>
+#endif
 
 static unsigned count_domain(const nrr_schema *s, const char *dom)
 {
@@ -372,6 +376,39 @@ static void test_msghdr(void)
 	CHECK(strstr(line, "msg={len=1, head=66, fds=[42], name=unix:@\"ncclrr-conn-setup-x-4\"}"), "dump: %s", line);
 }
 
+/* a post's work requests as the tracer writes them (custom:send_wr /
+ * recv_wr) decode to what was posted (nrr_wr_decode: diff, replay) */
+static void test_wr(void)
+{
+#if NCCLRR_HAVE_VERBS
+	uint8_t buf[NRR_CUSTOM_MAX];
+	struct ibv_sge s0[2] = { { 0x7f0000001000, 4096, 0x11 }, { 0x7f0000003000, 100, 0x12 } }, s1 = { 0x7f0000009000, 8, 0x13 };
+	struct ibv_send_wr w1 = { .wr_id = 9, .sg_list = &s1, .num_sge = 1, .opcode = IBV_WR_SEND };
+	struct ibv_send_wr w0 = { .wr_id = 8, .next = &w1, .sg_list = s0, .num_sge = 2, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+				  .send_flags = IBV_SEND_SIGNALED, .imm_data = 77 };
+	w0.wr.rdma.remote_addr = 0x5000;
+	w0.wr.rdma.rkey = 0x99;
+	size_t n = nrr_custom_send_wr(buf, &w0, 0);
+	nrr_value v = { .p = buf, .len = (uint32_t)n, .total = (uint32_t)n };
+	nrr_wr_rec w[NRR_ENTRIES_MAX];
+	bool sges;
+	CHECK_FATAL(nrr_wr_decode(&v, true, w, &sges) == 2 && sges, "send_wr: 2 requests with their sges");
+	CHECK(w[0].f[0] == 8 && w[0].f[1] == IBV_WR_RDMA_WRITE_WITH_IMM && w[0].f[3] == 77 && w[0].f[4] == 2 &&
+	      w[0].f[5] == 4196 && w[0].f[6] == 0x5000 && w[0].f[7] == 0x99, "send_wr: the first request's fields");
+	CHECK(w[0].nsge == 2 && w[0].sge[1].addr == 0x7f0000003000 && w[0].sge[1].len == 100 && w[0].sge[1].lkey == 0x12 &&
+	      w[1].nsge == 1 && w[1].sge[0].lkey == 0x13, "send_wr: the sges");
+	struct ibv_recv_wr r = { .wr_id = 5, .sg_list = &s1, .num_sge = 1 };
+	n = nrr_custom_recv_wr(buf, &r, 0);
+	v.len = v.total = (uint32_t)n;
+	CHECK_FATAL(nrr_wr_decode(&v, false, w, &sges) == 1 && sges && w[0].f[0] == 5 && w[0].f[2] == 8 &&
+		    w[0].nsge == 1 && w[0].sge[0].addr == 0x7f0000009000, "recv_wr with its sge");
+	v.len = v.total = 1 + 3;   /* count, then wr_id, num_sge, length: where an older trace ends */
+	CHECK(nrr_wr_decode(&v, false, w, &sges) == 1 && !sges && w[0].nsge == 0 && w[0].f[0] == 5, "recv_wr before the trailer");
+	v.len = v.total = (uint32_t)n - 1;   /* the last sge cut */
+	CHECK(nrr_wr_decode(&v, false, w, &sges) == 1 && !sges && w[0].nsge == 0, "a cut trailer: no sges");
+#endif
+}
+
 int main(void)
 {
 	test_schema();
@@ -380,5 +417,6 @@ int main(void)
 	test_lazy_threads(false);
 	test_lazy_threads(true);
 	test_msghdr();
+	test_wr();
 	return check_done("api");
 }

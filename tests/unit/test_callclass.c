@@ -270,8 +270,11 @@ static void check_runid(const nrr_schema *s, const char *what)
 	CHECK(f->runid_arg == arg_idx(f, "wc") && f->runid_nfields == 6 && f->runid_fields == 1u << 5,
 	      "%s: ibv_poll_cq runid wc field 5 of 6 (qp_num)", what);
 	f = fn_of(s, "ibv_post_send");
-	CHECK(f->runid_arg == arg_idx(f, "wr") && f->runid_nfields == 8 && f->runid_fields == (1u << 6 | 1u << 7),
-	      "%s: ibv_post_send runid wr fields 6, 7 of 8 (remote_addr, rkey)", what);
+	CHECK(f->runid_arg == arg_idx(f, "wr") && f->runid_nfields == 8 && f->runid_fields == (1u | 1u << 6 | 1u << 7),
+	      "%s: ibv_post_send runid wr fields 0, 6, 7 of 8 (wr_id, remote_addr, rkey)", what);
+	f = fn_of(s, "ibv_post_recv");
+	CHECK(f->runid_arg == arg_idx(f, "wr") && f->runid_nfields == 3 && f->runid_fields == 1u,
+	      "%s: ibv_post_recv runid wr field 0 of 3 (wr_id)", what);
 	f = fn_of(s, "ibv_query_gid");
 	CHECK(f->runid == 0 && f->runid_arg == -1, "%s: no runid where none is declared", what);
 }
