@@ -55,11 +55,19 @@ def emit_wrappers(api, outdir):
          '#include <errno.h>', '#include "nrr_api_gen.h"', '#include "nrr_lt_ops_gen.h"', '#include "trace.h"', '',
          '/* The LTTng provider\'s table while the LTTng backend records, else NULL. */',
          'extern const struct nrr_lt_ops *nrr_lt;',
-         '/* One entry per wrapped function, sorted by name. */',
-         'typedef struct nrr_wrap_ent {', '\tconst char *name;', '\tuint32_t fn;',
-         '\tuint8_t domain;      /* index in nrr_wrap_libs */', '\tvoid *wrapper;',
-         '\tvoid **real;         /* the real function, resolved lazily */', '} nrr_wrap_ent;',
+         '/* One entry per wrapped function, sorted by name.  No pointer in it, so',
+         ' * loading the library relocates nothing there (read-only, shared pages):',
+         ' * the name is an offset in nrr_wrap_names, the wrapper and the real',
+         ' * function are found by the entry\'s index (the accessors below). */',
+         'typedef struct nrr_wrap_ent {', '\tuint32_t name;      /* offset in nrr_wrap_names */',
+         '\tuint32_t fn;', '\tuint8_t domain;      /* index in nrr_wrap_libs */', '} nrr_wrap_ent;',
          'extern const nrr_wrap_ent nrr_wrap_table[];', 'extern const size_t nrr_wrap_count;',
+         'extern const char nrr_wrap_names[];',
+         'extern void *const nrr_wrap_fns[];   /* the wrapper of each entry */',
+         'extern void *nrr_wrap_reals[];       /* the real function of each entry, resolved lazily */',
+         'static inline const char *nrr_wrap_name(const nrr_wrap_ent *e) { return nrr_wrap_names + e->name; }',
+         'static inline void *nrr_wrap_wrapper(const nrr_wrap_ent *e) { return nrr_wrap_fns[e - nrr_wrap_table]; }',
+         'static inline void **nrr_wrap_real(const nrr_wrap_ent *e) { return &nrr_wrap_reals[e - nrr_wrap_table]; }',
          '/* The libraries (sonames) whose functions are wrapped. */',
          'extern const char *const nrr_wrap_libs[];', 'extern const size_t nrr_wrap_nlibs;',
          '/* Resolve @name in the next library (RTLD_NEXT) into *@slot. */',
@@ -105,17 +113,17 @@ def emit_wrappers(api, outdir):
     c += exported_defs
     wrapped = sorted((fn for fn in api.fns if api.domains[fn.domain].lib and not fn.hook),
                      key=lambda f: f.name)
-    for fn in wrapped:
+    c += [f'void *nrr_wrap_reals[{max(len(wrapped), 1)}];', '']
+    for i, fn in enumerate(wrapped):
         params = params_c(fn)
         pl = params if params else 'void'
         args = args_c(fn)
         void = fn.ret == 'void'
         fp = f'{fn.ret_type} (*)({pl})'
-        c.append(f'static {fn.ret_type} (*real_{fn.name})({pl});')
         c += [f'static {fn.ret_type} nrr_w_{fn.name}({pl})', '{',
-              f'\t{fn.ret_type} (*real)({pl}) = __atomic_load_n(&real_{fn.name}, __ATOMIC_RELAXED);',
+              f'\t{fn.ret_type} (*real)({pl}) = ({fp})__atomic_load_n(&nrr_wrap_reals[{i}], __ATOMIC_RELAXED);',
               '\tif (__builtin_expect(!real, 0)) {',
-              f'\t\treal = ({fp})nrr_resolve("{fn.name}", (void **)&real_{fn.name});',
+              f'\t\treal = ({fp})nrr_resolve("{fn.name}", &nrr_wrap_reals[{i}]);',
               '\t\tif (!real) {']
         if fn.ret in ('errno', 'ptr', 'poserr'):
             c.append('\t\t\terrno = ENOSYS;')
@@ -150,10 +158,15 @@ def emit_wrappers(api, outdir):
     c += [f'\t"{l}",' for l in libs]
     c += ['};', f'const size_t nrr_wrap_nlibs = {len(libs)};', '',
           'const nrr_wrap_ent nrr_wrap_table[] = {']
+    off = 0
     for fn in wrapped:
-        c.append(f'\t{{ "{fn.name}", NRR_FN_{fn.name}, {libs.index(api.domains[fn.domain].lib)}, '
-                 f'(void *)nrr_w_{fn.name}, (void **)&real_{fn.name} }},')
-    c += ['};', f'const size_t nrr_wrap_count = {len(wrapped)};', '']
+        c.append(f'\t{{ {off}, NRR_FN_{fn.name}, {libs.index(api.domains[fn.domain].lib)} }},')
+        off += len(fn.name) + 1
+    c += ['};', f'const size_t nrr_wrap_count = {len(wrapped)};', '',
+          'const char nrr_wrap_names[] =']
+    c += [f'\t"{fn.name}\\0"' for fn in wrapped] + ['\t"";', '',
+          'void *const nrr_wrap_fns[] = {']
+    c += [f'\t(void *)nrr_w_{fn.name},' for fn in wrapped] + ['};', '']
     write(os.path.join(outdir, 'nrr_wrap_gen.h'), '\n'.join(h) + '\n')
     write(os.path.join(outdir, 'nrr_lt_ops_gen.h'), lt_ops_header(api))
     write(os.path.join(outdir, 'nrr_wrap_gen.c'), '\n'.join(c))
