@@ -430,6 +430,11 @@ lttng)
 	NCCLRR_TRACE_DIR=$tmp/nolt NCCLRR_BACKEND=lttng LD_PRELOAD=$tlib env true 2>"$tmp/nolt.err" || fail "a program traced with --backend lttng and no provider failed"
 	grep -q 'Cannot trace with LTTng: libncclrr-trace-lttng.so is not preloaded' "$tmp/nolt.err" ||
 		fail "no provider preloaded: want 'Cannot trace with LTTng: ... not preloaded', got: $(head -2 "$tmp/nolt.err")"
+	NCCLRR_TRACE_DIR=$tmp/nolt NCCLRR_BACKEND=lttng LD_PRELOAD=$tlib:$(dirname "$forker")/libnrr-lt-otherbuild.so env true 2>"$tmp/nolt.err" ||
+		fail "a program traced with a provider of another build failed"
+	grep -q 'Cannot trace with LTTng: the preloaded libncclrr-trace-lttng.so is of another build' "$tmp/nolt.err" ||
+		fail "provider of another build: want 'Cannot trace with LTTng: ... of another build', got: $(head -2 "$tmp/nolt.err")"
+	[ -z "$(ls "$tmp/nolt")" ] || fail "a refused backend left trace files: $(ls "$tmp/nolt")"
 	started=
 	if ! lttng list >/dev/null 2>&1; then
 		lttng-sessiond --daemonize --no-kernel >/dev/null 2>&1 || { fail "cannot start lttng-sessiond"; exit 1; }
