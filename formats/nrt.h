@@ -250,8 +250,11 @@ const nrr_schema *nrr_builtin(void);
  * carries 30 functions, not the whole API. */
 typedef struct nrr_schema_parts {
 	uint32_t nfns, nenums;
-	const char *const *fn_text;     /* [1..nfns]: "name domain ret[ attrs]\n" then its "a ..." lines */
-	const char *const *enum_text;   /* [0..nenums): "enum NAME[ flags]\n" then its "v ..." lines */
+	const char *text;               /* the parts are slices of it (nrr_builtin_schema) */
+	const uint32_t *fn_at;          /* fn i in [1..nfns]: text[fn_at[2i] .. fn_at[2i + 1]),
+					 * "name domain ret[ attrs]\n" then its "a ..." lines */
+	const uint32_t *enum_at;        /* table e in [0..nenums): text[enum_at[e] .. enum_at[e + 1]),
+					 * "enum NAME[ flags]\n" then its "v ..." lines */
 	const uint16_t *fn_enum;        /* the tables of fn i: fn_enum[fn_enum_at[i] .. fn_enum_at[i + 1]) */
 	const uint32_t *fn_enum_at;     /* [0..nfns + 1] */
 } nrr_schema_parts;

@@ -1019,13 +1019,17 @@ nrr_tls *nrr_writer_stream(nrr_writer *w, uint32_t tid)
 
 /* ------------------------------------------------------- lazy schema */
 
-static size_t sch_put(nrr_writer *w, size_t n, const char *text)
+static size_t sch_putn(nrr_writer *w, size_t n, const char *text, size_t l)
 {
-	size_t l = strlen(text);
 	if (l > w->sch_cap - n)
 		l = w->sch_cap - n;   /* (cannot happen: sch_cap holds every part) */
 	memcpy(w->sch + n, text, l);
 	return n + l;
+}
+
+static size_t sch_put(nrr_writer *w, size_t n, const char *text)
+{
+	return sch_putn(w, n, text, strlen(text));
 }
 
 /* The file's number for function @fn of the parts, given on its first
@@ -1043,7 +1047,7 @@ static __attribute__((noinline)) uint32_t schema_add(nrr_writer *w, uint32_t fn)
 		for (uint32_t i = sp->fn_enum_at[fn]; i < sp->fn_enum_at[fn + 1]; i++) {
 			uint16_t e = sp->fn_enum[i];
 			if (e < sp->nenums && !(w->sch_enum_sent[e / 64] >> (e % 64) & 1)) {
-				n = sch_put(w, n, sp->enum_text[e]);
+				n = sch_putn(w, n, sp->text + sp->enum_at[e], sp->enum_at[e + 1] - sp->enum_at[e]);
 				w->sch_enum_sent[e / 64] |= 1ull << (e % 64);
 			}
 		}
@@ -1055,7 +1059,7 @@ static __attribute__((noinline)) uint32_t schema_add(nrr_writer *w, uint32_t fn)
 			*--q = (char)('0' + v % 10);
 		n = sch_put(w, n, "fn ");
 		n = sch_put(w, n, q);
-		n = sch_put(w, n, sp->fn_text[fn]);
+		n = sch_putn(w, n, sp->text + sp->fn_at[2 * fn], sp->fn_at[2 * fn + 1] - sp->fn_at[2 * fn]);
 		atomic_store_explicit(&w->sch_len, n, memory_order_release);
 		atomic_store_explicit(&w->sch_map[fn], id, memory_order_release);
 	}
@@ -1095,9 +1099,8 @@ static int schema_setup(nrr_writer *w, const nrr_schema_parts *sp)
 {
 	size_t cap = 0;
 	for (uint32_t i = 1; i <= sp->nfns; i++)
-		cap += strlen(sp->fn_text[i]) + 16;   /* "fn ID " */
-	for (uint32_t i = 0; i < sp->nenums; i++)
-		cap += strlen(sp->enum_text[i]);
+		cap += sp->fn_at[2 * i + 1] - sp->fn_at[2 * i] + 16;   /* "fn ID " */
+	cap += sp->enum_at[sp->nenums] - sp->enum_at[0];
 	w->parts = sp;
 	w->sch_cap = cap;
 	w->sch = malloc(cap);

@@ -49,6 +49,7 @@
 #include "plugins/net_trace.h"
 
 int nrr_trace_backend = NRR_BACKEND_OFF;
+const struct nrr_lt_ops *nrr_lt;
 
 static struct {
 	char dir[PATH_MAX - 64];
@@ -246,8 +247,8 @@ void nrr_trace_log(unsigned level, const char *text, size_t len)
 	if (t) {
 		nrr_log(t, level, text, len);
 		nrr_trace_end();
-	} else if (nrr_lt_log && nrr_trace_lttng_begin()) {
-		nrr_lt_log(level, text, len);
+	} else if (nrr_trace_lttng_begin()) {
+		nrr_lt->log(level, text, len);
 		nrr_trace_end();
 	}
 	errno = saved;
@@ -273,8 +274,8 @@ void nrr_trace_meta(const char *fmt, ...)
 			if (w)
 				add_meta(w, line, (size_t)n);
 			nrr_trace_end();
-		} else if (nrr_lt_meta && nrr_trace_lttng_begin()) {
-			nrr_lt_meta(line, (size_t)n);
+		} else if (nrr_trace_lttng_begin()) {
+			nrr_lt->meta(line, (size_t)n);
 			nrr_trace_end();
 		}
 	}
@@ -453,8 +454,8 @@ static void lttng_send_meta(void)
 {
 	struct buf meta = { 0 };
 	build_meta(&meta);
-	if (meta.p && nrr_lt_meta)
-		nrr_lt_meta(meta.p, meta.len);
+	if (meta.p && nrr_lt)
+		nrr_lt->meta(meta.p, meta.len);
 	free(meta.p);
 }
 
@@ -652,11 +653,24 @@ static int configure(const char *dir)
 			fprintf(stderr, "ncclrr: Cannot trace: NCCLRR_BACKEND=%s: want native or lttng\n", backend);
 			return -1;
 		}
-		if (!&nrr_lt_present) {
+		/* the provider's one exported function, found in the loaded
+		 * objects' symbol tables (no dl* call); looked up only here */
+		const struct nrr_lt_ops *(*get)(void) =
+			(const struct nrr_lt_ops *(*)(void))nrr_real_next("nrr_lt_ops_get");
+		const struct nrr_lt_ops *ops = get ? get() : NULL;
+		if (!ops) {
 			fprintf(stderr, "ncclrr: Cannot trace with LTTng: libncclrr-trace-lttng.so is not preloaded "
 					"(use `ncclrr record --backend lttng`)\n");
 			return -1;
 		}
+		if (ops->abi != NRR_LT_OPS_ABI) {
+			fprintf(stderr, "ncclrr: Cannot trace with LTTng: the preloaded libncclrr-trace-lttng.so is of "
+					"another build (table 0x%08x, this tracer's 0x%08x); preload the one built with "
+					"this libncclrr-trace.so (`ncclrr record --backend lttng` does)\n",
+				(unsigned)ops->abi, (unsigned)NRR_LT_OPS_ABI);
+			return -1;
+		}
+		nrr_lt = ops;
 		cfg.backend = NRR_BACKEND_LTTNG;
 	}
 	if (payload && *payload) {

@@ -138,7 +138,7 @@ const nrr_wrap_ent *nrr_wrap_find(const char *name)
 	size_t lo = 0, hi = nrr_wrap_count;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		int c = strcmp(name, nrr_wrap_table[mid].name);
+		int c = strcmp(name, nrr_wrap_name(&nrr_wrap_table[mid]));
 		if (!c)
 			return &nrr_wrap_table[mid];
 		if (c < 0)
@@ -153,12 +153,12 @@ const nrr_wrap_ent *nrr_wrap_find(const char *name)
  * @real itself when it is not ours to wrap (@e NULL: no entry). */
 static void *wrap_ent(const nrr_wrap_ent *e, void *real)
 {
-	if (!hooks_active || !real || !e || real == e->wrapper)
+	if (!hooks_active || !real || !e || real == nrr_wrap_wrapper(e))
 		return real;
 	void *expected = NULL;
-	if (__atomic_compare_exchange_n(e->real, &expected, real, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+	if (__atomic_compare_exchange_n(nrr_wrap_real(e), &expected, real, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
 	    expected == real)
-		return e->wrapper;
+		return nrr_wrap_wrapper(e);
 	return real;   /* a second implementation of the same name: not recorded */
 }
 
@@ -497,7 +497,7 @@ static int build_drv(struct dl_phdr_info *info, size_t size, void *data)
 	n = 0;
 	for (size_t i = 0; i < nrr_wrap_count; i++) {
 		const nrr_wrap_ent *e = &nrr_wrap_table[i];
-		struct elf_lookup l = { .name = e->name, .gnu_hash = gnu_hash_of(e->name) };
+		struct elf_lookup l = { .name = nrr_wrap_name(e), .gnu_hash = gnu_hash_of(nrr_wrap_name(e)) };
 		void *p = e->domain == 0 ? object_lookup(info, &l) : NULL;
 		if (p)
 			tab[n++] = (struct drv_ent){ (uintptr_t)p, e };

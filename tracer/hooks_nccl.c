@@ -31,7 +31,7 @@ static uint64_t uid_hash(const void *p, size_t n)
 static void *real_nccl(const char *name)
 {
 	const nrr_wrap_ent *e = nrr_wrap_find(name);
-	return e ? nrr_resolve(name, e->real) : NULL;
+	return e ? nrr_resolve(name, nrr_wrap_real(e)) : NULL;
 }
 
 static _Atomic int nccl_version;   /* NCCL_VERSION_CODE, 0 until known */

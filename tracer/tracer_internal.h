@@ -91,9 +91,9 @@ void nrr_verbs_opened(struct ibv_context *c);
 void nrr_verbs_closed(struct ibv_context *c, int ret);
 
 /* The LTTng backend (libncclrr-trace-lttng.so, preloaded with this one by
- * `ncclrr record --backend lttng`): absent otherwise. */
-extern const int nrr_lt_present __attribute__((weak));
-extern void nrr_lt_log(unsigned level, const char *text, size_t len) __attribute__((weak));
-extern void nrr_lt_meta(const char *text, size_t len) __attribute__((weak));
+ * `ncclrr record --backend lttng`) is reached through its table, nrr_lt
+ * (nrr_wrap_gen.h), which configure() (core.c) sets only when
+ * NCCLRR_BACKEND=lttng: the tracer has no reference to the provider's
+ * symbols, so the dynamic linker looks none up when loading it. */
 
 #endif

@@ -36,13 +36,29 @@ def emit_encoders(api, outdir):
          f'const char nrr_builtin_schema[] =\n\t{c_string(schema)};',
          'const size_t nrr_builtin_schema_len = sizeof(nrr_builtin_schema) - 1;', '']
     # the same schema in parts, for a writer that writes each function's
-    # lines (and the tables they name) when the function is first recorded
-    c.append('static const char *const schema_fn_text[] = {\n\tNULL,')
-    c += [f'\t{c_string(fn_text(fn))},' for fn in api.fns]
-    c.append('};')
-    c.append('static const char *const schema_enum_text[] = {')
-    c += [f'\t{c_string(enum_text(e))},' for e in api.enums.values()]
-    c.append('};')
+    # lines (and the tables they name) when the function is first recorded:
+    # slices of nrr_builtin_schema by offset (no second copy of the text,
+    # no pointer for the dynamic linker to relocate in every process)
+    raw = schema.encode()
+    pos = len('ncclrr-schema 1\n')
+    enum_at = [pos]
+    for e in api.enums.values():
+        pos += len(enum_text(e).encode())
+        enum_at.append(pos)
+    fn_at = [0, 0]
+    for fn in api.fns:
+        if fn.id != len(fn_at) // 2:
+            raise ApiError(f'{fn.where}: {fn.name}: function ids are not in description order (generator bug)')
+        pos += len(f'fn {fn.id} '.encode())
+        fn_at += [pos, pos + len(fn_text(fn).encode())]
+        pos = fn_at[-1]
+        if raw[fn_at[-2]:fn_at[-1]] != fn_text(fn).encode():
+            raise ApiError(f'{fn.where}: {fn.name}: its schema lines are not where the parts say (generator bug)')
+    for i, e in enumerate(api.enums.values()):
+        if raw[enum_at[i]:enum_at[i + 1]] != enum_text(e).encode():
+            raise ApiError(f'enum {e.name}: its schema lines are not where the parts say (generator bug)')
+    c.append('static const uint32_t schema_fn_at[] = {' + ', '.join(map(str, fn_at)) + '};')
+    c.append('static const uint32_t schema_enum_at[] = {' + ', '.join(map(str, enum_at)) + '};')
     at, flat = [0, 0], []
     for fn in api.fns:
         flat += fn_enums(api, fn)
@@ -51,7 +67,7 @@ def emit_encoders(api, outdir):
     c.append('static const uint32_t schema_fn_enum_at[] = {' + ', '.join(map(str, at)) + '};')
     c += ['const nrr_schema_parts nrr_builtin_parts = {',
           f'\t.nfns = {len(api.fns)}, .nenums = {len(api.enums)},',
-          '\t.fn_text = schema_fn_text, .enum_text = schema_enum_text,',
+          '\t.text = nrr_builtin_schema, .fn_at = schema_fn_at, .enum_at = schema_enum_at,',
           '\t.fn_enum = schema_fn_enum, .fn_enum_at = schema_fn_enum_at,',
           '};', '']
     for fn in api.fns:

@@ -11,7 +11,8 @@ one emitter per consumer turns the model into that consumer's code:
   --emit list       one line per function: domain name nargs flags
   --emit schema     the schema text alone
   --emit lttng      nrr_lttng_gen.h, nrr_lttng_gen.c: LTTng-UST providers
-                    ncclrr_<domain> and nrr_lt_<fn>_enter/_leave()
+                    ncclrr_<domain> and nrr_lt_<fn>_enter/_leave(), in the
+                    table nrr_lt_ops_get() returns
   --emit replay     nrr_replay_gen.h, nrr_replay_gen.c: call thunks and
                     out-readers of the cuda_driver, nvml and verbs
                     functions for the replay engine (replayer/engine/rcuda.c)
@@ -32,8 +33,9 @@ one emitter per consumer turns the model into that consumer's code:
                     whose schema lacks them
   --emit benign     nrr_benign_gen.c: the failures a healthy run has too
                     (benign=), for nrr_call_benign() (formats/callfmt.c)
-  --emit wrappers   nrr_wrap_gen.h, nrr_wrap_gen.c: the tracer's interposer
-                    wrappers and name table (tracer/)
+  --emit wrappers   nrr_wrap_gen.h, nrr_wrap_gen.c, nrr_lt_ops_gen.h: the
+                    tracer's interposer wrappers and name table, and the
+                    table type of its LTTng provider (tracer/)
 
 Emitters live in emit_encoders.py (encoders, list, schema), emit_lttng.py,
 emit_replay.py, emit_semantics.py (semantics, benign), emit_wrappers.py and

@@ -98,6 +98,14 @@ printf '  fixed cost %.3f ms/process (target < 0.5: ratio %.2f), CPU %+.3f ms, %
 	"$(echo "$t_cpu_ms - $u_cpu_ms" | bc -l)" "$((t_faults - u_faults))" "$(ls -S "$tmp"/one/*.nrt | head -1 | xargs stat -c %s)"
 [ -s "$tmp/fix_e" ] && printf '  empty library preloaded: %+.3f ms, CPU %+.3f ms, %+d page faults (the floor of preloading a library)\n' \
 	"$(echo "$e_median_ms - $u_median_ms" | bc -l)" "$(echo "$e_cpu_ms - $u_cpu_ms" | bc -l)" "$((e_faults - u_faults))"
+# what the dynamic linker does at load (its own counters: one run each)
+ldstat() { env "$@" LD_DEBUG=statistics LD_LIBRARY_PATH="$fake" "$bench" one 2>&1 >/dev/null |
+	awk '/number of relocations:/ && !n {n = $NF} /time needed for relocation:/ && !r {r = $(NF-2)} END {print n + 0, r + 0}'; }
+read -r lu_n lu_c < <(ldstat)
+rm -rf "$tmp/one"; mkdir -p "$tmp/one"
+read -r lt_n lt_c < <(ldstat LD_PRELOAD="$tlib" NCCLRR_TRACE_DIR="$tmp/one")
+printf '  dynamic linker at load (LD_DEBUG=statistics, one run): %d relocations traced, %d untraced; relocation %d k cycles, %d k untraced\n' \
+	"$lt_n" "$lu_n" "$((lt_c / 1000))" "$((lu_c / 1000))"
 
 echo "== job: conn_setup on 2node_16gpu (16 ranks on $(nproc) cores), best of $rounds, alternating"
 job() { "$ncclrr" run --topo "$root/topo/2node_16gpu.xml" --timeout 120 -- "$wl" >/dev/null 2>&1; }

@@ -419,6 +419,22 @@ net)
 lttng)
 	# the LTTng-UST backend: babeltrace2 prints it; ncclrr reads it with the same calls as a native trace
 	command -v lttng-sessiond >/dev/null && command -v babeltrace2 >/dev/null || { echo "SKIP: lttng-tools or babeltrace2 not installed"; exit 77; }
+	# the tracer reaches the provider through one table looked up under
+	# --backend lttng only: no reference of its own to a provider symbol,
+	# which the dynamic linker would look up (and fail to find) in every
+	# natively traced process
+	tlib=$(dirname "$forker")/../libncclrr-trace.so
+	refs=$(nm -D --undefined-only "$tlib" | grep -c ' nrr_lt')
+	[ "$refs" -eq 0 ] || fail "libncclrr-trace.so refers to $refs symbols of the LTTng provider: $(nm -D --undefined-only "$tlib" | grep -m3 ' nrr_lt' | tr '\n' ' ')"
+	mkdir -p "$tmp/nolt"
+	NCCLRR_TRACE_DIR=$tmp/nolt NCCLRR_BACKEND=lttng LD_PRELOAD=$tlib env true 2>"$tmp/nolt.err" || fail "a program traced with --backend lttng and no provider failed"
+	grep -q 'Cannot trace with LTTng: libncclrr-trace-lttng.so is not preloaded' "$tmp/nolt.err" ||
+		fail "no provider preloaded: want 'Cannot trace with LTTng: ... not preloaded', got: $(head -2 "$tmp/nolt.err")"
+	NCCLRR_TRACE_DIR=$tmp/nolt NCCLRR_BACKEND=lttng LD_PRELOAD=$tlib:$(dirname "$forker")/libnrr-lt-otherbuild.so env true 2>"$tmp/nolt.err" ||
+		fail "a program traced with a provider of another build failed"
+	grep -q 'Cannot trace with LTTng: the preloaded libncclrr-trace-lttng.so is of another build' "$tmp/nolt.err" ||
+		fail "provider of another build: want 'Cannot trace with LTTng: ... of another build', got: $(head -2 "$tmp/nolt.err")"
+	[ -z "$(ls "$tmp/nolt")" ] || fail "a refused backend left trace files: $(ls "$tmp/nolt")"
 	started=
 	if ! lttng list >/dev/null 2>&1; then
 		lttng-sessiond --daemonize --no-kernel >/dev/null 2>&1 || { fail "cannot start lttng-sessiond"; exit 1; }
