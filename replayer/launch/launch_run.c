@@ -652,15 +652,14 @@ static void reap(struct rank_proc *rp, int n, int *alive)
 
 /* The environment of rank @rank, whose nrr_rank_env @re has its place,
  * host and id set, built into @env with the host's memlock and the
- * user's variables of @o; *@set_ml: the cluster gives hosts a memlock,
- * the limit to start the rank with is in *@ml.  @return -1 (said on
- * @report) when it cannot be built. */
+ * user's variables of @o; when the cluster gives hosts a memlock
+ * (c->memlock), the limit to start the rank with goes into *@ml.
+ * @return -1 (said on @report) when it cannot be built. */
 static int rank_env_build(const struct nrr_launch_opts *o, const struct nrr_cluster *c, int rank,
-			  struct nrr_rank_env *re, struct nrr_env *env, struct rlimit *ml, bool *set_ml, FILE *report)
+			  struct nrr_rank_env *re, struct nrr_env *env, struct rlimit *ml, FILE *report)
 {
 	char virt[64], given[64];
-	*set_ml = c->memlock != NULL;
-	if (*set_ml && nrr_launch_memlock(c->memlock[re->pl.host], ml, virt, given)) {
+	if (c->memlock && nrr_launch_memlock(c->memlock[re->pl.host], ml, virt, given)) {
 		re->memlock = virt;
 		re->memlock_given = given;
 	}
@@ -844,11 +843,10 @@ int nrr_launch_run(const struct nrr_launch_opts *o)
 		re.comm_id = comm_id;
 		re.id_dir = tmpdir;
 		struct rlimit ml;
-		bool set_ml;
 		struct nrr_env env;
-		if (rank_env_build(o, c, r, &re, &env, &ml, &set_ml, report) < 0)
+		if (rank_env_build(o, c, r, &re, &env, &ml, report) < 0)
 			goto stop;
-		rc = spawn_rank(o, r, prog, env.vars, set_ml ? &ml : NULL, &rp[r], report);
+		rc = spawn_rank(o, r, prog, env.vars, c->memlock ? &ml : NULL, &rp[r], report);
 		nrr_env_free(&env);
 		if (rc < 0) {
 			fprintf(report, "ncclrr run: cannot start rank %d: %s\n", r, strerror(-rc));
@@ -1113,15 +1111,14 @@ int nrr_launch_wrap_exec(const struct nrr_launch_opts *o)
 	re.host_name = c->host_names ? c->host_names[re.pl.host] : NULL;
 	re.comm_id = o->comm_id;  /* NULL: the user's NCCL_COMM_ID stays */
 	struct rlimit ml;
-	bool set_ml;
 	struct nrr_env env;
-	if (rank_env_build(o, c, rank, &re, &env, &ml, &set_ml, report) < 0)
+	if (rank_env_build(o, c, rank, &re, &env, &ml, report) < 0)
 		return NRR_LAUNCH_SETUP;
 	if (!nrr_env_get(&env, "NCCL_COMM_ID") && rank == 0)
 		fprintf(report, "ncclrr run: warning: wrapper mode and no NCCL_COMM_ID (set it or use "
 			"--comm-id HOST:PORT) - the program must distribute the NCCL unique id itself\n");
 	fflush(NULL);
-	if (set_ml && setrlimit(RLIMIT_MEMLOCK, &ml) < 0)
+	if (c->memlock && setrlimit(RLIMIT_MEMLOCK, &ml) < 0)
 		fprintf(report, "ncclrr run: cannot set RLIMIT_MEMLOCK of rank %d: %s\n", rank, strerror(errno));
 	execve(prog, o->argv, env.vars);
 	fprintf(report, "ncclrr run: cannot execute %s: %s\n", prog, strerror(errno));
