@@ -112,6 +112,8 @@ struct proc {
 	char fail[320];        /* "fn = RESULT" of the first failing call, "" none */
 	uint64_t fail_wall;    /* its wall-clock time */
 	struct strv warns;     /* NCCL's warnings and error trail, masked, each once */
+	struct strv later;     /* those of @warns printed only after the first
+				* failure's report (see after_failure()) */
 	struct rule *rules;    /* what the fault switch can repeat */
 	size_t nrules, caprules;
 	struct strv env;       /* "K=V" of the recorded env.* */
@@ -128,6 +130,7 @@ static void proc_free(struct proc *p)
 	free(p->path);
 	free(p->variants);
 	strv_free(&p->warns);
+	strv_free(&p->later);
 	free(p->rules);
 	free(p->ports);
 	strv_free(&p->env);
@@ -574,6 +577,43 @@ static int64_t arg_i(const nrr_call *c, const char *name)
 	return -1;
 }
 
+/* Where one of NCCL's lines (@line: its index in the process's warns) was
+ * printed: its thread and time key */
+struct printed {
+	size_t line;
+	uint32_t stream;
+	uint64_t key;
+};
+
+/*
+ * The lines of @p that decide a rerun's verdict are those printed before
+ * its first failing call returned (@fail_end) and those its failing thread
+ * (@fail_stream) printed from then until that thread's next traced call
+ * (@report_end): the failure's own report (NCCL's wrapper saying which
+ * call failed and why).  What threads print after that (a proxy still
+ * serving requests queued before the failure, the teardown) depends on
+ * how far the process got before it ended: timing.  Those go to
+ * p->later, shown but not compared.  No failing call: every line decides.
+ */
+static int after_failure(struct proc *p, const struct printed *at, size_t nat, uint32_t fail_stream,
+			 uint64_t fail_end, uint64_t report_end)
+{
+	if (!p->fail[0] || !p->warns.n)
+		return 0;
+	bool *decides = calloc(p->warns.n, sizeof(*decides));
+	if (!decides)
+		return -ENOMEM;
+	for (size_t i = 0; i < nat; i++)
+		if (at[i].key < fail_end || (at[i].stream == fail_stream && at[i].key < report_end))
+			decides[at[i].line] = true;
+	int rc = 0;
+	for (size_t i = 0; i < p->warns.n && !rc; i++)
+		if (!decides[i])
+			rc = strv_addf(&p->later, "%s", p->warns.v[i]);
+	free(decides);
+	return rc;
+}
+
 static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *err)
 {
 	nrr_reader *r = NULL;
@@ -588,6 +628,10 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 	struct conn_count cc = { 0 };
 	bool conn_rule = false;         /* a connect rule was derived (the first failure that is one) */
 	long fail_nest = -1;            /* the nested entry that set p->fail, or -1 */
+	struct printed *at = NULL;      /* where NCCL's lines were printed */
+	size_t nat = 0, capat = 0;
+	uint32_t fail_stream = UINT32_MAX;   /* p->fail's thread, its return, */
+	uint64_t fail_end = 0, report_end = UINT64_MAX;   /* that thread's next call */
 	int rc = nrr_reader_open(&r, path, &d);
 	if (rc < 0) {
 		char line[1200];
@@ -662,15 +706,26 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 		if (c->kind == NRR_CALL_LOG) {
 			if (c->log_level == 2 || is_trail(c->log, c->log_len)) {
 				char *w = normalize_log(c->log, c->log_len, p->host, p->pid);
-				if (w && !strv_has(&p->warns, w))
-					strv_add(&p->warns, w);
-				else
+				if (!w)
+					continue;
+				size_t li = p->warns.n;
+				for (size_t i = 0; i < p->warns.n && li == p->warns.n; i++)
+					if (!strcmp(p->warns.v[i], w))
+						li = i;
+				if (li < p->warns.n)
 					free(w);
+				else if (strv_add(&p->warns, w) < 0)
+					continue;
+				if (nrr_grow(&at, nat, &capat, sizeof(*at)))
+					at[nat++] = (struct printed){ li, c->stream, nrr_call_key(c) };
 			}
 			continue;
 		}
 		if (!c->fn)
 			continue;
+		if (c->stream == fail_stream && report_end == UINT64_MAX && nrr_call_key(c) >= fail_end &&
+		    (c->phase == NRR_PHASE_CALL || c->phase == NRR_PHASE_ENTER))
+			report_end = nrr_call_key(c);
 		size_t slot = c->stream < nstreams ? (size_t)c->stream * NRR_MAX_DEPTH +
 							    (c->depth < NRR_MAX_DEPTH ? c->depth : 0)
 						  : nslots - 1;
@@ -781,6 +836,7 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 				if (fail_nest == (long)i) {
 					p->fail[0] = 0;
 					fail_nest = -1;
+					fail_stream = UINT32_MAX;
 				}
 			}
 		}
@@ -795,6 +851,9 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 			snprintf(p->fail, sizeof(p->fail), "%s = %s", c->fn->name, res);
 			p->fail_wall = nrr_reader_wall(r, nrr_call_key(c));
 			fail_nest = me >= 0 && open ? me : -1;
+			fail_stream = c->stream;
+			fail_end = c->ts + c->dur;
+			report_end = UINT64_MAX;
 		}
 		if (!is_rule)
 			continue;
@@ -840,13 +899,14 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 	if (last_key)
 		p->last_wall = nrr_reader_wall(r, last_key);
 	if (rc == NRR_EEOF) {
-		rc = 0;
+		rc = after_failure(p, at, nat, fail_stream, fail_end, report_end);
 	} else {
 		char line[1200];
 		nrr_diag_format(nrr_merge_diag(m), line, sizeof(line));
 		fprintf(err, "ncclrr replay: %s\n", line);
 	}
 out:
+	free(at);
 	free(counts);
 	free(entered);
 	free(mark);
@@ -869,6 +929,8 @@ struct rank_sum {
 	char fail[320];            /* earliest first failure over its processes */
 	uint64_t fail_wall;
 	struct strv warns;
+	struct strv later;         /* of @warns: every process printed it only after
+				    * its failure's report (after_failure()) */
 	bool present;
 	/* the first other rank to end, and when: a failure of this rank after
 	 * that may be the peer's going (a connection closed, a peer's memory
@@ -896,8 +958,10 @@ static void run_free(struct run *x)
 	for (size_t i = 0; i < x->n; i++)
 		proc_free(&x->procs[i]);
 	free(x->procs);
-	for (int i = 0; i < x->nranks; i++)
+	for (int i = 0; i < x->nranks; i++) {
 		strv_free(&x->ranks[i].warns);
+		strv_free(&x->ranks[i].later);
+	}
 	free(x->ranks);
 	memset(x, 0, sizeof(*x));
 }
@@ -1095,6 +1159,18 @@ static int load_run(const char *dir, struct run *x, bool want_rules, FILE *err)
 		for (size_t w = 0; w < p->warns.n; w++)
 			if (!strv_has(&s->warns, p->warns.v[w]))
 				strv_addf(&s->warns, "%s", p->warns.v[w]);
+	}
+	/* a line decides for the rank when it decides for one of its processes */
+	for (int r = 0; r < x->nranks; r++) {
+		struct rank_sum *s = &x->ranks[r];
+		for (size_t w = 0; w < s->warns.n; w++) {
+			bool decides = false;
+			for (size_t i = 0; i < x->n && !decides; i++)
+				decides = x->procs[i].rank == r && strv_has(&x->procs[i].warns, s->warns.v[w]) &&
+					  !strv_has(&x->procs[i].later, s->warns.v[w]);
+			if (!decides && strv_addf(&s->later, "%s", s->warns.v[w]) < 0)
+				return -ENOMEM;
+		}
 	}
 	for (int r = 0; r < x->nranks; r++)
 		if (x->ranks[r].present && !x->ranks[r].root)   /* parents form a cycle: pid reuse */
@@ -1540,7 +1616,9 @@ static void print_lines(FILE *out, const char *tag, const struct strv *v, const 
  *   rank R: NOT reproduced: recorded ..., rerun ...
  *   rank R: timing: recorded ..., rerun ... (after rank Q ended)
  * then, indented, NCCL's lines (WARN, `file.cc:N -> R`): those seen in
- * both runs, or the ones only one run has.  "timing": the rank failed
+ * both runs, or the ones only one run has.  The lines that decide are
+ * those before a rank's failure and its report (after_failure()); each
+ * must be printed by the other run.  "timing": the rank failed
  * after another rank had ended in one run, and in the other it did the
  * same or waited until the timeout; which peers notice a rank's end, and
  * how, is decided by timing, not by the recorded answers.  Such ranks do
@@ -1567,11 +1645,12 @@ static int compare(const struct run *rec, const struct run *re, bool other_nccl,
 			continue;
 		}
 		describe(db, sizeof(db), b);
+		/* a line that decides in one run must be printed in the other */
 		size_t missing = 0, extra = 0;
 		for (size_t i = 0; i < a->warns.n; i++)
-			missing += !strv_has(&b->warns, a->warns.v[i]);
+			missing += !strv_has(&a->later, a->warns.v[i]) && !strv_has(&b->warns, a->warns.v[i]);
 		for (size_t i = 0; i < b->warns.n; i++)
-			extra += !strv_has(&a->warns, b->warns.v[i]);
+			extra += !strv_has(&b->later, b->warns.v[i]) && !strv_has(&a->warns, b->warns.v[i]);
 		bool same = !strcmp(da, db) && ((!missing && !extra) || other_nccl);
 		bool timing = (a->consequence && (b->consequence || teardown(b))) ||
 			      (b->consequence && teardown(a));
