@@ -488,6 +488,17 @@ static void publish_sets(struct coord *x)
 		if (x->addr[a].kind != A_CONNECT && nrr_proc_killed(&x->pi[x->addr[a].proc]))
 			nrr_xmap_put(x->addr[a].kind == A_LISTEN ? "kill" : "killc", x->addr[a].key, x->addr[a].len,
 				     &x->pi[x->addr[a].proc].whole_wall, sizeof(uint64_t));
+	/* and those of processes that ended by themselves, with their end: a
+	 * peer's send recorded after that end succeeded because the kernel
+	 * took the bytes before the ending process's sockets were closed
+	 * (rsock.c peer_gone) */
+	for (size_t a = 0; a < x->naddr; a++) {
+		const struct nrr_proc_info *pi = &x->pi[x->addr[a].proc];
+		if (x->addr[a].kind != A_CONNECT && !nrr_proc_killed(pi) && pi->end[0] && pi->end_wall &&
+		    strcmp(pi->end, "exec"))
+			nrr_xmap_put(x->addr[a].kind == A_LISTEN ? "gone" : "gonec", x->addr[a].key, x->addr[a].len,
+				     &pi->end_wall, sizeof(uint64_t));
+	}
 	/* an IPC handle made by a replayed process, with the wall time until
 	 * which its maker's trace is whole (a process killed outright), or
 	 * UINT64_MAX: an open from then on is answered from the trace (the

@@ -422,7 +422,25 @@ enum { ROLE_LISTEN = 1, ROLE_CONNECT = 2, ROLE_ACCEPT = 3 };
  * not known), or 0 when it was not killed. */
 static const nrr_call *last_info(struct rstream *st, size_t k, int64_t fd);
 
+static uint64_t peer_in(struct rstream *st, size_t k, int64_t fd, const char *conns, const char *listeners);
+
 static uint64_t peer_killed(struct rstream *st, size_t k, int64_t fd)
+{
+	return peer_in(st, k, fd, "killc", "kill");
+}
+
+/* Did the peer of socket @fd end by itself (an exit) in the recording?
+ * @return its end's wall time, or 0 (not ended, or not known). */
+static uint64_t peer_gone(struct rstream *st, size_t k, int64_t fd)
+{
+	uint64_t end = peer_in(st, k, fd, "gonec", "gone");
+	return end > 1 ? end : 0;
+}
+
+/* The wall time in table @conns (connections as the peer saw them) or,
+ * for a connect whose accept the peer's trace lacks, @listeners, of the
+ * peer of @fd at unit @k: at least 1 when listed, 0 when not. */
+static uint64_t peer_in(struct rstream *st, size_t k, int64_t fd, const char *conns, const char *listeners)
 {
 	const nrr_call *best = last_info(st, k, fd);
 	int pi = best ? nrr_arg_index(best, "peer") : -1, li = best ? nrr_arg_index(best, "local") : -1;
@@ -434,12 +452,12 @@ static uint64_t peer_killed(struct rstream *st, size_t k, int64_t fd)
 	size_t kl = nrr_conn_key(best->args[pi].p, best->args[pi].len, best->args[li].p, best->args[li].len, key);
 	uint64_t end = 0;
 	size_t vl = sizeof(end);
-	if (kl && nrr_xmap_get("killc", key, kl, &end, &vl, 0) == 0)
+	if (kl && nrr_xmap_get(conns, key, kl, &end, &vl, 0) == 0)
 		return end ? end : 1;
-	/* a connection to a killed listener whose accept its trace lost */
+	/* a connection to a listener whose accept its trace lacks */
 	vl = sizeof(end);
-	kl = argv_i(best, "role", -1) == ROLE_CONNECT ? listen_key("kill", best->args[pi].p, best->args[pi].len, key) : 0;
-	if (kl && nrr_xmap_get("kill", key, kl, &end, &vl, 0) == 0)
+	kl = argv_i(best, "role", -1) == ROLE_CONNECT ? listen_key(listeners, best->args[pi].p, best->args[pi].len, key) : 0;
+	if (kl && nrr_xmap_get(listeners, key, kl, &end, &vl, 0) == 0)
 		return end ? end : 1;
 	return 0;
 }
@@ -939,6 +957,13 @@ static int r_send(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 	if (w < 0 && peer_killed(st, k, rec_fd(c))) {
 		/* the killed peer went earlier here than there (its last moments
 		 * were lost with its trace) */
+		return serve(s, rec_fd(c), c, res);
+	}
+	uint64_t gone;
+	if (w < 0 && (err == ECONNRESET || err == EPIPE) && (gone = peer_gone(st, k, rec_fd(c))) &&
+	    nrr_reader_wall(st->p->r, c->ts) >= gone) {
+		/* recorded after the peer's exit: the kernel still took the
+		 * bytes there; here the peer's socket was closed first */
 		return serve(s, rec_fd(c), c, res);
 	}
 	if (w < 0)
