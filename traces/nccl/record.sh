@@ -8,16 +8,11 @@
 # The failures are NCCL's own reaction to one fault on one rank: nothing
 # in the workload prints or causes them.
 # usage: traces/nccl/record.sh [BUILD_DIR] [NAME...]
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
-shift || true
-ncclrr=$build/cli/ncclrr
+# shellcheck source=traces/record_common.sh
+. "$(dirname "$0")/../record_common.sh"
 wl=$build/tests/workloads/tp_dp
 topo=$root/topo/2node_16gpu.xml
-export NCCLRR_NCCL=${NCCLRR_NCCL:-$build/nccl/2.22.3/libnccl.so.2}
-[ -r "$NCCLRR_NCCL" ] || { echo "record.sh: no NCCL at $NCCLRR_NCCL: run scripts/nccl.sh setup" >&2; exit 1; }
+use_nccl
 unset NCCLRR_FAULT NCCL_SOCKET_IFNAME NCCL_CUMEM_ENABLE NCCL_RUNTIME_CONNECT
 export NCCL_DEBUG=WARN
 

@@ -8,12 +8,8 @@
 #   clean: path MTU 1024 (rc_pingpong's default), which both ports carry
 #   mtu:   path MTU 4096 (-m 4096): node0's RTR is refused (EINVAL)
 # usage: traces/verbs/record.sh [BUILD_DIR] [NAME...]
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
-shift || true
-ncclrr=$build/cli/ncclrr
+# shellcheck source=traces/record_common.sh
+. "$(dirname "$0")/../record_common.sh"
 topo=$root/topo/2node_8gpu_roce_mtu.xml
 command -v ibv_rc_pingpong >/dev/null || { echo "record.sh: no ibv_rc_pingpong: apt-get install ibverbs-utils" >&2; exit 1; }
 unset NCCLRR_FAULT
