@@ -9,16 +9,11 @@
 # around `ncclrr run`. The failures are NCCL's own reaction to one fault on
 # one rank (rank 4, node1's first GPU): nothing in the workload causes them.
 # usage: traces/nccl_ib/record.sh [BUILD_DIR] [NAME...]
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
-shift || true
-ncclrr=$build/cli/ncclrr
+# shellcheck source=traces/record_common.sh
+. "$(dirname "$0")/../record_common.sh"
 wl=$build/tests/workloads/init_allreduce
 topo=$root/topo/2node_8gpu_roce.xml
-export NCCLRR_NCCL=${NCCLRR_NCCL:-$build/nccl/2.22.3/libnccl.so.2}
-[ -r "$NCCLRR_NCCL" ] || { echo "record.sh: no NCCL at $NCCLRR_NCCL: run scripts/nccl.sh setup" >&2; exit 1; }
+use_nccl
 unset NCCLRR_FAULT NCCL_SOCKET_IFNAME NCCL_CUMEM_ENABLE NCCL_RUNTIME_CONNECT NCCL_IB_DISABLE NCCL_IB_GID_INDEX
 export NCCL_DEBUG=WARN
 
