@@ -201,7 +201,7 @@ static uint64_t hash_id(uint64_t h, uint64_t u, bool is_signed)
 static uint64_t hash_wrs(uint64_t h, const nrr_fn_schema *fn, const nrr_value *v, bool send)
 {
 	nrr_wr_rec w[NRR_ENTRIES_MAX];
-	bool sges;
+	enum nrr_sges sges;
 	int n = nrr_wr_decode(v, send, w, &sges);
 	if (n < 0)
 		return hash_bytes(mix(h, v->total), v->p, v->len);

@@ -95,11 +95,27 @@ int nrr_mmsg_decode(const nrr_value *v, nrr_mmsg_rec *m, int max)
 	return n;
 }
 
-int nrr_wr_decode(const nrr_value *v, bool send, nrr_wr_rec *w, bool *sges)
+#define SGES_STR_(x) #x
+#define SGES_STR(x) SGES_STR_(x)
+
+const char *nrr_sges_why(enum nrr_sges s)
+{
+	switch (s) {
+	case NRR_SGES_KEPT: return "";
+	case NRR_SGES_NONE: return "recorded by a tracer before the sge trailer";
+	case NRR_SGES_MANY_WRS: return "the chain was longer than the " SGES_STR(NRR_SGE_WRS) " requests the tracer keeps sges of";
+	case NRR_SGES_MANY_SGES: return "a request had more than the " SGES_STR(NRR_SGE_MAX) " sges the tracer keeps";
+	case NRR_SGES_NO_ROOM: return "the recorded value had no room left for them";
+	case NRR_SGES_CUT: return "the sge trailer was cut short";
+	}
+	return "unknown";
+}
+
+int nrr_wr_decode(const nrr_value *v, bool send, nrr_wr_rec *w, enum nrr_sges *sges)
 {
 	const uint8_t *p = v->p, *end = v->p + v->len;
 	unsigned nf = send ? NRR_WR_SEND_FIELDS : NRR_WR_RECV_FIELDS;
-	*sges = false;
+	*sges = NRR_SGES_NONE;
 	if (!p || !v->len)
 		return 0;
 	unsigned n = *p++;
@@ -112,9 +128,17 @@ int nrr_wr_decode(const nrr_value *v, bool send, nrr_wr_rec *w, bool *sges)
 			if (e)
 				return e;
 		}
-	uint64_t chain;
-	if (p == end || nrr_get_uvar(&p, end, &chain) || chain != n || !n)
-		return (int)n;   /* no trailer, or one of another chain: the requests alone */
+	uint64_t chain, why;
+	if (p == end || nrr_get_uvar(&p, end, &chain) || !n)
+		return (int)n;   /* no trailer: the requests alone */
+	if (!chain) {
+		/* the writer's mark: why it left the trailer out */
+		if (!nrr_get_uvar(&p, end, &why) && why >= NRR_SGES_MANY_WRS && why <= NRR_SGES_NO_ROOM)
+			*sges = (enum nrr_sges)why;
+		return (int)n;
+	}
+	if (chain != n)
+		return (int)n;   /* one of another chain: the requests alone */
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t k;
 		if (nrr_get_uvar(&p, end, &k) || k > NRR_SGE_MAX)
@@ -125,11 +149,12 @@ int nrr_wr_decode(const nrr_value *v, bool send, nrr_wr_rec *w, bool *sges)
 				goto cut;
 		w[i].nsge = (unsigned)k;
 	}
-	*sges = true;
+	*sges = NRR_SGES_KEPT;
 	return (int)n;
 cut:
 	for (unsigned i = 0; i < n; i++)
 		w[i].nsge = 0;
+	*sges = NRR_SGES_CUT;
 	return (int)n;
 }
 

@@ -254,11 +254,26 @@ typedef struct nrr_wr_rec {
 	nrr_sge_rec sge[NRR_SGE_MAX];
 } nrr_wr_rec;
 
+/* Whether a post's value kept its sges, and if not why.  A tracer that
+ * leaves the trailer out writes in its place a chain length of 0 and one
+ * of the NRR_SGES_MANY_WRS..NRR_SGES_NO_ROOM codes (formats/api/README.md):
+ * a reader before that mark sees a trailer of another chain, as if none. */
+enum nrr_sges {
+	NRR_SGES_KEPT = 0,       /* the trailer, whole and for every request */
+	NRR_SGES_NONE,           /* no trailer: recorded by a tracer before it */
+	NRR_SGES_MANY_WRS,       /* a chain of more than NRR_SGE_WRS requests */
+	NRR_SGES_MANY_SGES,      /* a request with more than NRR_SGE_MAX sges (or none listed) */
+	NRR_SGES_NO_ROOM,        /* the value's NRR_CUSTOM_MAX bytes were full */
+	NRR_SGES_CUT,            /* a trailer cut short or damaged */
+};
+
+/* Why the sges of @s are not there, in words ("" when they are). */
+const char *nrr_sges_why(enum nrr_sges s);
+
 /* Decode the work requests of @v (custom:send_wr when @send, else
- * custom:recv_wr) into @w (NRR_ENTRIES_MAX of them).  *@sges: the value
- * has its sge trailer, whole and for every request (a trace recorded
- * before it, or a chain too long for it, has none: then each nsge is 0).
+ * custom:recv_wr) into @w (NRR_ENTRIES_MAX of them).  *@sges: whether the
+ * value kept its sge trailer (when it did not, each nsge is 0).
  * @return the number of requests, or NRR_ETRUNC / NRR_ECORRUPT. */
-int nrr_wr_decode(const nrr_value *v, bool send, nrr_wr_rec *w, bool *sges);
+int nrr_wr_decode(const nrr_value *v, bool send, nrr_wr_rec *w, enum nrr_sges *sges);
 
 #endif

@@ -59,12 +59,22 @@ NRR_SAME_MEMBER(flags);
 NRR_SAME_MEMBER(port_cap_flags2);
 #undef NRR_SAME_MEMBER
 
+/* Instead of the trailer: a chain length of 0, then why (enum nrr_sges),
+ * when there is room for that. */
+static uint8_t *put_no_sges(const uint8_t *buf, uint8_t *p, enum nrr_sges why)
+{
+	if (!ROOM(p, buf, 2 * NRR_VAR_MAX))
+		return p;
+	p = nrr_put_uvar(p, 0);
+	return nrr_put_uvar(p, (uint64_t)why);
+}
+
 /* The scatter/gather lists of a work request chain, after its requests
  * (what replay needs to post them again: formats/api/README.md, "sge
  * trailer"): the chain's length, then per request its sge count and each
  * sge's addr, length, lkey.  Written whole or not at all (a chain longer
  * than NRR_SGE_WRS requests, more than NRR_SGE_MAX sges in one, or no room
- * left): a reader that finds no trailer knows the lists were not kept.
+ * left): then put_no_sges() says which, for nrr_wr_decode().
  * @next, @sg, @nsge: offsets of those members in ibv_send_wr/ibv_recv_wr. */
 static uint8_t *put_sges(const uint8_t *buf, uint8_t *p, const void *v, size_t next, size_t sg, size_t nsge)
 {
@@ -72,12 +82,14 @@ static uint8_t *put_sges(const uint8_t *buf, uint8_t *p, const void *v, size_t n
 	unsigned n = 0;
 	for (const uint8_t *w = v; w; w = *(const uint8_t *const *)(w + next), n++) {
 		int k = *(const int *)(w + nsge);
-		if (n >= NRR_SGE_WRS || k < 0 || k > NRR_SGE_MAX || (k && !*(const struct ibv_sge *const *)(w + sg)))
-			return p;
+		if (n >= NRR_SGE_WRS)
+			return put_no_sges(buf, p, NRR_SGES_MANY_WRS);
+		if (k < 0 || k > NRR_SGE_MAX || (k && !*(const struct ibv_sge *const *)(w + sg)))
+			return put_no_sges(buf, p, NRR_SGES_MANY_SGES);
 		need += NRR_VAR_MAX + (size_t)k * 3 * NRR_VAR_MAX;
 	}
 	if (!ROOM(p, buf, need))
-		return p;
+		return put_no_sges(buf, p, NRR_SGES_NO_ROOM);
 	p = nrr_put_uvar(p, n);
 	for (const uint8_t *w = v; w; w = *(const uint8_t *const *)(w + next)) {
 		int k = *(const int *)(w + nsge);

@@ -581,7 +581,7 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
  * lkey, live address at the same offset in the region); an RDMA WRITE/READ's
  * (remote address, rkey) through the table the peer published under the
  * GID this QP's RTR named.  What the trace does not keep (an older trace
- * without the sge trailer, an MR registered before lkeys were recorded, a
+ * without the sge trailer, a chain too long for it: nrr_sges_why(), an MR registered before lkeys were recorded, a
  * peer that published nothing) is answered from the trace, counted, and
  * the QP's CQs then answer their polls from the trace too: a completion of
  * a request that was not posted live never comes.
@@ -740,11 +740,14 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 	if (!known || !qp)
 		return from_trace(res, 0, NULL, "%s: recorded qp 0x%" PRIx64 " was made by no replayed call", fname, qa->u);
 	nrr_wr_rec w[NRR_ENTRIES_MAX];
-	bool sges;
+	enum nrr_sges sges;
 	int nw = nrr_wr_decode(wa, send, w, &sges);
-	if (nw <= 0 || !sges)
-		return from_trace(res, 0, qp, "%s: the trace keeps no scatter/gather list (recorded by a tracer before the "
-					  "sge trailer of custom:%s)", fname, send ? "send_wr" : "recv_wr");
+	if (nw <= 0 || sges != NRR_SGES_KEPT) {
+		enum nrr_sges why = nw <= 0 ? NRR_SGES_NONE : sges;
+		return from_trace(res, 0, qp, "%s: the trace keeps no scatter/gather list (%s%s%s)", fname,
+				  nrr_sges_why(why), why == NRR_SGES_NONE ? " of custom:" : "",
+				  why == NRR_SGES_NONE ? (send ? "send_wr" : "recv_wr") : "");
+	}
 	unsigned n = (unsigned)nw;
 	struct ibv_send_wr sw[NRR_ENTRIES_MAX];
 	struct ibv_recv_wr rw[NRR_ENTRIES_MAX];

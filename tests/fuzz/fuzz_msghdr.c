@@ -27,12 +27,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	for (int send = 0; send < 2; send++) {
 		nrr_wr_rec w[NRR_ENTRIES_MAX];
-		bool sges;
+		enum nrr_sges sges;
 		int nw = nrr_wr_decode(&v, send, w, &sges);
-		if (nw < 0 ? nw != NRR_ETRUNC && nw != NRR_ECORRUPT : nw > NRR_ENTRIES_MAX || (sges && !nw))
+		if (nw < 0 ? nw != NRR_ETRUNC && nw != NRR_ECORRUPT :
+			     nw > NRR_ENTRIES_MAX || (sges == NRR_SGES_KEPT && !nw) || sges > NRR_SGES_CUT ||
+				     !*nrr_sges_why(sges) != (sges == NRR_SGES_KEPT))
 			abort();
 		for (int i = 0; i < nw; i++)
-			if (w[i].nsge > NRR_SGE_MAX || (!sges && w[i].nsge))
+			if (w[i].nsge > NRR_SGE_MAX || (sges != NRR_SGES_KEPT && w[i].nsge))
 				abort();
 	}
 	nrr_msghdr_rec m;

@@ -391,8 +391,8 @@ static void test_wr(void)
 	size_t n = nrr_custom_send_wr(buf, &w0, 0);
 	nrr_value v = { .p = buf, .len = (uint32_t)n, .total = (uint32_t)n };
 	nrr_wr_rec w[NRR_ENTRIES_MAX];
-	bool sges;
-	CHECK_FATAL(nrr_wr_decode(&v, true, w, &sges) == 2 && sges, "send_wr: 2 requests with their sges");
+	enum nrr_sges sges;
+	CHECK_FATAL(nrr_wr_decode(&v, true, w, &sges) == 2 && sges == NRR_SGES_KEPT, "send_wr: 2 requests with their sges");
 	CHECK(w[0].f[0] == 8 && w[0].f[1] == IBV_WR_RDMA_WRITE_WITH_IMM && w[0].f[3] == 77 && w[0].f[4] == 2 &&
 	      w[0].f[5] == 4196 && w[0].f[6] == 0x5000 && w[0].f[7] == 0x99, "send_wr: the first request's fields");
 	CHECK(w[0].nsge == 2 && w[0].sge[1].addr == 0x7f0000003000 && w[0].sge[1].len == 100 && w[0].sge[1].lkey == 0x12 &&
@@ -400,12 +400,38 @@ static void test_wr(void)
 	struct ibv_recv_wr r = { .wr_id = 5, .sg_list = &s1, .num_sge = 1 };
 	n = nrr_custom_recv_wr(buf, &r, 0);
 	v.len = v.total = (uint32_t)n;
-	CHECK_FATAL(nrr_wr_decode(&v, false, w, &sges) == 1 && sges && w[0].f[0] == 5 && w[0].f[2] == 8 &&
+	CHECK_FATAL(nrr_wr_decode(&v, false, w, &sges) == 1 && sges == NRR_SGES_KEPT && w[0].f[0] == 5 && w[0].f[2] == 8 &&
 		    w[0].nsge == 1 && w[0].sge[0].addr == 0x7f0000009000, "recv_wr with its sge");
 	v.len = v.total = 1 + 3;   /* count, then wr_id, num_sge, length: where an older trace ends */
-	CHECK(nrr_wr_decode(&v, false, w, &sges) == 1 && !sges && w[0].nsge == 0 && w[0].f[0] == 5, "recv_wr before the trailer");
+	CHECK(nrr_wr_decode(&v, false, w, &sges) == 1 && sges == NRR_SGES_NONE && w[0].nsge == 0 && w[0].f[0] == 5,
+	      "recv_wr before the trailer");
+	CHECK(strstr(nrr_sges_why(sges), "before the sge trailer"), "why: %s", nrr_sges_why(sges));
 	v.len = v.total = (uint32_t)n - 1;   /* the last sge cut */
-	CHECK(nrr_wr_decode(&v, false, w, &sges) == 1 && !sges && w[0].nsge == 0, "a cut trailer: no sges");
+	CHECK(nrr_wr_decode(&v, false, w, &sges) == 1 && sges == NRR_SGES_CUT && w[0].nsge == 0, "a cut trailer: no sges");
+	/* too long for the trailer: the writer marks which limit (a chain
+	 * length of 0, then why), the requests stay as they were */
+	struct ibv_recv_wr chain[NRR_SGE_WRS + 1];
+	for (int i = 0; i <= NRR_SGE_WRS; i++)
+		chain[i] = (struct ibv_recv_wr){ .wr_id = 100 + (uint64_t)i, .sg_list = &s1, .num_sge = 1,
+						 .next = i < NRR_SGE_WRS ? &chain[i + 1] : NULL };
+	n = nrr_custom_recv_wr(buf, chain, 0);
+	v.len = v.total = (uint32_t)n;
+	CHECK(nrr_wr_decode(&v, false, w, &sges) == NRR_SGE_WRS + 1 && sges == NRR_SGES_MANY_WRS && w[0].nsge == 0 &&
+	      w[NRR_SGE_WRS].f[0] == 100 + NRR_SGE_WRS && w[NRR_SGE_WRS].f[2] == 8, "a chain of %d requests", NRR_SGE_WRS + 1);
+	CHECK(strstr(nrr_sges_why(sges), "longer than the 8 requests"), "why: %s", nrr_sges_why(sges));
+	/* (a reader before the mark took it for a trailer of another chain:
+	 * its length 0 is not the chain's, so the requests alone) */
+	CHECK(n == 1 + (NRR_SGE_WRS + 1) * NRR_WR_RECV_FIELDS + 2 && buf[n - 2] == 0 && buf[n - 1] == NRR_SGES_MANY_WRS,
+	      "the mark: chain length 0, then why");
+	struct ibv_sge many[NRR_SGE_MAX + 1];
+	for (int i = 0; i <= NRR_SGE_MAX; i++)
+		many[i] = (struct ibv_sge){ 0x7f0000010000 + 0x1000 * (uint64_t)i, 16, 0x20 };
+	struct ibv_send_wr wm = { .wr_id = 3, .sg_list = many, .num_sge = NRR_SGE_MAX + 1, .opcode = IBV_WR_SEND };
+	n = nrr_custom_send_wr(buf, &wm, 0);
+	v.len = v.total = (uint32_t)n;
+	CHECK(nrr_wr_decode(&v, true, w, &sges) == 1 && sges == NRR_SGES_MANY_SGES && w[0].nsge == 0 &&
+	      w[0].f[4] == NRR_SGE_MAX + 1 && w[0].f[5] == 16 * (NRR_SGE_MAX + 1), "a request of %d sges", NRR_SGE_MAX + 1);
+	CHECK(strstr(nrr_sges_why(sges), "more than the 4 sges"), "why: %s", nrr_sges_why(sges));
 #endif
 }
 
