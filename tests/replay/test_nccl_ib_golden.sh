@@ -127,11 +127,14 @@ diff)
 		grep -E '^rank [0-9]+ thread' "$tmp/$t.diff" | grep -E '\((qp_num|lkey|rkey|iova|attr|wc|wr) differs\)' &&
 			fail "diff clean_ib $t: a per-run QP number or key made a first divergence"
 	done
-	# clean_ib's schema has ibv_reg_*mr's lkey/rkey results, memlock's
-	# (older) not: a field one side lacks is no divergence, so NCCL's
-	# dma-buf probe (the same call on both) is not a rank's first
-	grep -E '^rank [0-9]+ thread' "$tmp/memlock.diff" | grep -F 'ibv_reg_dmabuf_mr' &&
-		fail "diff clean_ib memlock: a field only clean_ib's schema has made the dma-buf probe a first divergence"
+	# NCCL's dma-buf probe (the same call on both) is not a rank's first
+	# divergence, also where clean_ib's schema has ibv_reg_*mr's lkey/rkey
+	# results and the other (older) trace's not: a field one side lacks is
+	# no divergence
+	for t in $failures; do
+		grep -E '^rank [0-9]+ thread' "$tmp/$t.diff" | grep -F 'ibv_reg_dmabuf_mr' &&
+			fail "diff clean_ib $t: the dma-buf probe made a first divergence"
+	done
 	has "$tmp/gid_index.diff" "env.NCCL_IB_GID_INDEX (rank 4): A '1', B '0'" config
 	has "$tmp/retry_exc.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:CUDA_ERROR_OUT_OF_MEMORY'" config
 	has "$tmp/killed.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:SIGKILL'" config
@@ -161,7 +164,7 @@ hang)
 			fail "hang $t: NCCL's dma-buf probe named as a rank's first failure"
 	done
 	has "$tmp/gid_index.hang" "rank 3 ended (exit 1) at 3.332756 s while others wait on it: its first failure was ibv_modify_qp(" hang
-	has "$tmp/memlock.hang" "rank 4 ended (exit 1) at 4.120990 s while others wait on it: its first failure was ibv_reg_mr(" hang
+	has "$tmp/memlock.hang" "rank 4 ended (exit 1) at 1.258868 s while others wait on it: its first failure was ibv_reg_mr(" hang
 	;;
 rerun)
 	# real NCCL again with the recorded answers: the rank fails the same way
@@ -184,33 +187,36 @@ rerun)
 	;;
 remap)
 	# the tracer recorded each created QP's qp_num and each MR's keys, and
-	# the replay of clean_ib (every QP pair connects) filled the remap table
-	# from them: every RTR took its peer's live QP number from the table
-	d=$("$ncclrr" dump "$g/clean_ib" 2>&1)
-	q=$(grep -cE 'ibv_create_qp( resumed>)? ?\(.*qp_num=[0-9]' <<<"$d")
-	# (registrations that failed, NCCL's dma-buf probe among them, made no MR)
-	m=$(grep -E 'ibv_reg(_dmabuf)?_mr(_iova2)?\(.*lkey=[0-9]+, rkey=[0-9]+' <<<"$d" | grep -cv ' = NULL ')
-	[ "$q" -gt 0 ] || fail "dump clean_ib: no ibv_create_qp with qp_num: $(grep -m2 "ibv_create_qp resumed" <<<"$d")"
-	[ "$m" -gt 0 ] || fail "dump clean_ib: no ibv_reg_mr with lkey/rkey: $(grep -m2 ibv_reg_ <<<"$d")"
-	# RTRs with a destination QP number in the trace (attr_mask names IBV_QP_DEST_QPN)
-	rtr=$(grep 'ibv_modify_qp(' <<<"$d" | grep -c 'IBV_QP_DEST_QPN')
-	NCCLRR_DEBUG=verbs "$ncclrr" replay --topo "$topo" --timeout 60 "$g/clean_ib" >"$tmp/remap.out" 2>&1 ||
-		fail "replay clean_ib: exit $?: $(tail -3 "$tmp/remap.out")"
-	# the workers' summary lines, summed: field 3 qp_num, 6 rkey, 9 remapped, 13 not found
-	sum() { awk -v k="$1" 'match($0, /remap table: [0-9]+ qp_num and [0-9]+ rkey published, [0-9]+ RTR dest_qp_num remapped, [0-9]+ not found/) { split(substr($0, RSTART, RLENGTH), w, " "); s += w[k] } END { print s + 0 }' "$tmp/remap.out"; }
-	pq=$(sum 3) pm=$(sum 6) rr=$(sum 9) nf=$(sum 13)
-	echo "trace: $q QPs with qp_num, $m MRs with keys, $rtr RTRs; replay: $pq qp_num and $pm rkey published, $rr remapped, $nf not found"
-	[ "${pq:-0}" -ge "$q" ] || fail "replay published ${pq:-0} qp_num, the trace made $q QPs"
-	[ "${pm:-0}" -ge "$m" ] || fail "replay published ${pm:-0} rkeys, the trace made $m MRs"
-	[ "$rtr" -gt 0 ] && [ "${rr:-0}" -eq "$rtr" ] || fail "replay remapped ${rr:-0} RTR destinations of $rtr"
-	[ "${nf:-0}" -eq 0 ] || fail "$nf RTR destinations not in the table"
-	# and the destinations RTR used are the peers' live QP numbers, as published
-	grep -o 'published qp_num 0x[0-9a-f]* -> 0x[0-9a-f]*' "$tmp/remap.out" | sed 's/.*qp_num //' | sort -u >"$tmp/pub"
-	grep -o 'dest_qp_num 0x[0-9a-f]* -> 0x[0-9a-f]* (remapped' "$tmp/remap.out" |
-		sed 's/dest_qp_num //; s/ (remapped//' | sort -u >"$tmp/used"
-	[ -s "$tmp/used" ] || fail "no remapped RTR line: $(grep -m3 'verbs:' "$tmp/remap.out")"
-	[ -z "$(comm -13 "$tmp/pub" "$tmp/used")" ] ||
-		fail "RTR destinations no peer published: $(comm -13 "$tmp/pub" "$tmp/used" | head -3)"
+	# the replay filled the remap table from them: every RTR took its
+	# peer's live QP number from the table (clean_ib: every QP pair
+	# connects; memlock: the QPs and MRs made before rank 4's failure)
+	for t in clean_ib memlock; do
+		d=$("$ncclrr" dump "$g/$t" 2>&1)
+		q=$(grep -cE 'ibv_create_qp( resumed>)? ?\(.*qp_num=[0-9]' <<<"$d")
+		# (registrations that failed, NCCL's dma-buf probe among them, made no MR)
+		m=$(grep -E 'ibv_reg(_dmabuf)?_mr(_iova2)?\(.*lkey=[0-9]+, rkey=[0-9]+' <<<"$d" | grep -cv ' = NULL ')
+		[ "$q" -gt 0 ] || fail "dump $t: no ibv_create_qp with qp_num: $(grep -m2 "ibv_create_qp resumed" <<<"$d")"
+		[ "$m" -gt 0 ] || fail "dump $t: no ibv_reg_mr with lkey/rkey: $(grep -m2 ibv_reg_ <<<"$d")"
+		# RTRs with a destination QP number in the trace (attr_mask names IBV_QP_DEST_QPN)
+		rtr=$(grep 'ibv_modify_qp(' <<<"$d" | grep -c 'IBV_QP_DEST_QPN')
+		NCCLRR_DEBUG=verbs "$ncclrr" replay --topo "$topo" --timeout 60 "$g/$t" >"$tmp/remap.out" 2>&1 ||
+			fail "replay $t: exit $?: $(tail -3 "$tmp/remap.out")"
+		# the workers' summary lines, summed: field 3 qp_num, 6 rkey, 9 remapped, 13 not found
+		sum() { awk -v k="$1" 'match($0, /remap table: [0-9]+ qp_num and [0-9]+ rkey published, [0-9]+ RTR dest_qp_num remapped, [0-9]+ not found/) { split(substr($0, RSTART, RLENGTH), w, " "); s += w[k] } END { print s + 0 }' "$tmp/remap.out"; }
+		pq=$(sum 3) pm=$(sum 6) rr=$(sum 9) nf=$(sum 13)
+		echo "$t: trace: $q QPs with qp_num, $m MRs with keys, $rtr RTRs; replay: $pq qp_num and $pm rkey published, $rr remapped, $nf not found"
+		[ "${pq:-0}" -ge "$q" ] || fail "$t: replay published ${pq:-0} qp_num, the trace made $q QPs"
+		[ "${pm:-0}" -ge "$m" ] || fail "$t: replay published ${pm:-0} rkeys, the trace made $m MRs"
+		[ "$rtr" -gt 0 ] && [ "${rr:-0}" -eq "$rtr" ] || fail "$t: replay remapped ${rr:-0} RTR destinations of $rtr"
+		[ "${nf:-0}" -eq 0 ] || fail "$t: $nf RTR destinations not in the table"
+		# and the destinations RTR used are the peers' live QP numbers, as published
+		grep -o 'published qp_num 0x[0-9a-f]* -> 0x[0-9a-f]*' "$tmp/remap.out" | sed 's/.*qp_num //' | sort -u >"$tmp/pub"
+		grep -o 'dest_qp_num 0x[0-9a-f]* -> 0x[0-9a-f]* (remapped' "$tmp/remap.out" |
+			sed 's/dest_qp_num //; s/ (remapped//' | sort -u >"$tmp/used"
+		[ -s "$tmp/used" ] || fail "$t: no remapped RTR line: $(grep -m3 'verbs:' "$tmp/remap.out")"
+		[ -z "$(comm -13 "$tmp/pub" "$tmp/used")" ] ||
+			fail "$t: RTR destinations no peer published: $(comm -13 "$tmp/pub" "$tmp/used" | head -3)"
+	done
 	;;
 repeat20 | repeat100)
 	for t in $replayed; do
