@@ -27,6 +27,8 @@ const char cmd_dump_usage[] =
 	"polling answers show as '[+N identical, TIME]'. NCCL's proxy RPCs are\n"
 	"decoded (ncclProxyRequest, ncclProxyResponse) for NCCL 2.19 to 2.28; for a\n"
 	"trace of another NCCL a note on stderr says they are not (metadata proxy_rpc).\n"
+	"With two CPUs or more, a second thread formats and writes the lines while\n"
+	"the first reads and merges the traces (`taskset -c 0` keeps one thread).\n"
 	"\n"
 	"Options:\n"
 	NRR_SELECT_USAGE
