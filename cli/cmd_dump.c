@@ -226,6 +226,10 @@ static size_t rec_format(nrr_out *o, const char *src)
 static void *formatter(void *arg)
 {
 	struct pipe_q *q = arg;
+	/* its own copy: the reading thread's locals (the call it is handed,
+	 * written per call) share cache lines with the caller's nrr_out, and
+	 * the two threads writing those lines took 2.4 times the CPU */
+	nrr_out o = *q->o;
 	for (;;) {
 		pthread_mutex_lock(&q->mu);
 		while (!q->full && !q->done)
@@ -236,18 +240,19 @@ static void *formatter(void *arg)
 		}
 		struct batch *b = &q->b[q->head];
 		pthread_mutex_unlock(&q->mu);
-		for (size_t at = 0; at < b->n && !q->o->err;)
-			at += rec_format(q->o, b->buf + at);
+		for (size_t at = 0; at < b->n && !o.err;)
+			at += rec_format(&o, b->buf + at);
 		pthread_mutex_lock(&q->mu);
 		b->n = 0;
 		q->head = (q->head + 1) % NBATCH;
 		q->full--;
-		if (q->o->err)
+		if (o.err)
 			__atomic_store_n(&q->stop, 1, __ATOMIC_RELAXED);
 		pthread_cond_signal(&q->cv);
 		pthread_mutex_unlock(&q->mu);
 	}
-	nrr_out_flush(q->o);
+	nrr_out_flush(&o);
+	*q->o = o;
 	return NULL;
 }
 
