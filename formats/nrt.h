@@ -212,6 +212,9 @@ typedef struct nrr_fn_schema {
 	 * inout): the reader decodes a record's args by these, without a
 	 * test of each parameter's direction */
 	uint32_t in_mask, out_mask;
+	/* bit i: args[i] is bytes (wire B), whose value points into the
+	 * reader's buffers (dump copies a call's bytes by it) */
+	uint32_t b_mask;
 	/* numbers each run chooses anew (QP numbers, memory keys: runid:
 	 * items): the parameters that are one (bit i: args[i]), and in the
 	 * bytes parameter runid_arg (-1: none) the fields runid_fields (bit k:

@@ -652,6 +652,8 @@ int nrr_schema_parse(nrr_schema **out, const char *text, size_t len, nrr_diag *d
 				cur_fn->nout++;
 				cur_fn->out_mask |= 1u << cur_fn->nargs;
 			}
+			if (a->wire == NRR_WIRE_B)
+				cur_fn->b_mask |= 1u << cur_fn->nargs;
 			cur_fn->nargs++;
 		} else {
 			rc = fail(d, lineno, "unknown line '%s'", tok[0]);
