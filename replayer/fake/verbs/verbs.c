@@ -805,7 +805,7 @@ FAKE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 	if (q->cap.max_recv_sge == 0)
 		q->cap.max_recv_sge = 1;
 	if (ia->srq) {
-		/* no receive queue of its own: ibv_post_recv finds it full */
+		/* no receive queue of its own (op_post_recv) */
 		q->srq = (struct nv_srq *)ia->srq;
 		q->cap.max_recv_wr = 0;
 		q->cap.max_recv_sge = 0;
@@ -1264,6 +1264,10 @@ static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_re
 	for (; wr; wr = wr->next) {
 		if (qp->state == IBV_QPS_RESET) {
 			rc = EINVAL;
+			break;
+		}
+		if (q->srq) {   /* its receive queue is the SRQ: a full one of 0, as mlx5 finds it */
+			rc = ENOMEM;
 			break;
 		}
 		struct nv_rwr *r;
