@@ -2,9 +2,10 @@
 /*
  * hooks_verbs.c - the verbs data path.
  *
- * ibv_post_send, ibv_post_recv and ibv_poll_cq are static inline functions
- * of <infiniband/verbs.h> that call through context->ops: no symbol to
- * wrap.  When ibv_open_device (wrapped) returns a context, its three ops
+ * ibv_post_send, ibv_post_recv, ibv_post_srq_recv and ibv_poll_cq are
+ * static inline functions of <infiniband/verbs.h> that call through
+ * context->ops: no symbol to wrap.  When ibv_open_device (wrapped)
+ * returns a context, its four ops
  * are replaced by the hooks below, which record the call and go on to the
  * provider's function; ibv_close_device forgets the context.
  *
@@ -35,6 +36,7 @@ static struct vctx {
 	int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *);
 	int (*post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
 	int (*post_recv)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **);
+	int (*post_srq_recv)(struct ibv_srq *, struct ibv_recv_wr *, struct ibv_recv_wr **);
 	int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t);
 } ctxs[NCTX];
 
@@ -81,6 +83,19 @@ static int hook_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_
 	int r = v->post_recv(qp, wr, bad);
 	int err = errno;
 	nrr_trace_ibv_post_recv_leave(r, err, qp, wr, bad);
+	errno = err;
+	return r;
+}
+
+static int hook_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct vctx *v = find(srq->context);
+	if (!v)
+		return ENOSYS;
+	nrr_trace_ibv_post_srq_recv_enter(srq, wr, bad);
+	int r = v->post_srq_recv(srq, wr, bad);
+	int err = errno;
+	nrr_trace_ibv_post_srq_recv_leave(r, err, srq, wr, bad);
 	errno = err;
 	return r;
 }
@@ -133,12 +148,15 @@ void nrr_verbs_opened(struct ibv_context *c)
 		ctxs[i].poll_cq = c->ops.poll_cq;
 		ctxs[i].post_send = c->ops.post_send;
 		ctxs[i].post_recv = c->ops.post_recv;
+		ctxs[i].post_srq_recv = c->ops.post_srq_recv;
 		if (c->ops.poll_cq)
 			c->ops.poll_cq = hook_poll_cq;
 		if (c->ops.post_send)
 			c->ops.post_send = hook_post_send;
 		if (c->ops.post_recv)
 			c->ops.post_recv = hook_post_recv;
+		if (c->ops.post_srq_recv)
+			c->ops.post_srq_recv = hook_post_srq_recv;
 		struct verbs_context *vc = verbs_get_ctx_op(c, query_port);
 		ctxs[i].query_port = vc ? vc->query_port : NULL;
 		if (vc)

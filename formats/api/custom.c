@@ -206,7 +206,27 @@ size_t nrr_custom_qp_init_attr(uint8_t *buf, const void *v, long long ret)
 	p = nrr_put_uvar(p, a->cap.max_recv_sge);
 	p = nrr_put_uvar(p, a->cap.max_inline_data);
 	p = nrr_put_uvar(p, (uint64_t)a->sq_sig_all);
+	p = nrr_put_uvar(p, (uint64_t)(uintptr_t)a->srq);  /* a handle:srq, 0 for none */
 	return (size_t)(p - buf);
+}
+
+size_t nrr_custom_srq_attr(uint8_t *buf, const void *v, long long ret)
+{
+	const struct ibv_srq_attr *a = v;
+	uint8_t *p = buf;
+	(void)ret;
+	if (!a)
+		return 0;
+	p = nrr_put_uvar(p, a->max_wr);
+	p = nrr_put_uvar(p, a->max_sge);
+	p = nrr_put_uvar(p, a->srq_limit);
+	return (size_t)(p - buf);
+}
+
+size_t nrr_custom_srq_init_attr(uint8_t *buf, const void *v, long long ret)
+{
+	const struct ibv_srq_init_attr *a = v;
+	return a ? nrr_custom_srq_attr(buf, &a->attr, ret) : 0;
 }
 
 /* "result" lines of verbs.api: numbers of the object a call made */
@@ -234,6 +254,8 @@ size_t nrr_custom_recv_wr(uint8_t *buf, const void *v, long long ret) { (void)bu
 size_t nrr_custom_wc(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
 size_t nrr_custom_qp_attr(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
 size_t nrr_custom_qp_init_attr(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
+size_t nrr_custom_srq_attr(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
+size_t nrr_custom_srq_init_attr(uint8_t *buf, const void *v, long long ret) { (void)buf; (void)v; (void)ret; return 0; }
 #endif
 
 size_t nrr_custom_msghdr(uint8_t *buf, const void *v, long long ret)

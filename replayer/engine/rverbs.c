@@ -346,7 +346,9 @@ void nrr_rverbs_cq_made(uint64_t live)
 #if NCCLRR_HAVE_VERBS
 bool nrr_rverbs_owns(const nrr_fn_schema *fn)
 {
-	return fn && (!strcmp(fn->name, "ibv_create_qp") || !strcmp(fn->name, "ibv_modify_qp"));
+	return fn && (!strcmp(fn->name, "ibv_create_qp") || !strcmp(fn->name, "ibv_modify_qp") ||
+		      !strcmp(fn->name, "ibv_create_srq") || !strcmp(fn->name, "ibv_modify_srq") ||
+		      !strcmp(fn->name, "ibv_query_srq"));
 }
 
 static const nrr_value *arg(const nrr_call *c, const char *name)
@@ -385,6 +387,17 @@ static int errno_result(nrr_rres *res, const nrr_call *c, int r)
 	return 0;
 }
 
+/* The verb @name of the loaded libibverbs, or NULL, said in @res */
+static void *verb(nrr_rcuda *x, const char *name, nrr_rres *res)
+{
+	void *f = dlsym(nrr_rcuda_verbs_lib(x), name);
+	if (!f)
+		say(res, NRR_R_UNSUPPORTED, "%s: not in the loaded libibverbs", name);
+	return f;
+}
+
+static void srq_user(uint64_t srq, const struct ibv_qp *qp);
+
 /* @return false when the recorded bytes end early */
 static bool uvars(const nrr_value *v, uint64_t *out, int n)
 {
@@ -398,7 +411,7 @@ static bool uvars(const nrr_value *v, uint64_t *out, int n)
 static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 {
 	const nrr_value *pd = arg(c, "pd"), *ia = arg(c, "qp_init_attr");
-	uint64_t f[7];
+	uint64_t f[8] = { 0 };   /* f[7], the SRQ, is not in traces written before it */
 	if (!pd || !ia || !uvars(ia, f, 7)) {
 		say(res, NRR_R_UNSUPPORTED, "ibv_create_qp: qp_init_attr not recorded in full");
 		return 0;
@@ -416,7 +429,16 @@ static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 					    "record send_cq/recv_cq)");
 		return 0;
 	}
+	uint64_t live_srq = 0;
+	if (uvars(ia, f, 8) && f[7]) {
+		live_srq = nrr_rcuda_handle(x, "srq", f[7], &known);
+		if (!known) {
+			say(res, NRR_R_DIVERGED, "in qp_init_attr: recorded srq 0x%" PRIx64 " was made by no replayed call", f[7]);
+			return 0;
+		}
+	}
 	struct ibv_qp_init_attr a = {
+		.srq = (struct ibv_srq *)(uintptr_t)live_srq,
 		.send_cq = (struct ibv_cq *)(uintptr_t)t_last_cq,
 		.recv_cq = (struct ibv_cq *)(uintptr_t)t_last_cq,
 		.qp_type = (enum ibv_qp_type)f[0],
@@ -425,11 +447,9 @@ static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		.sq_sig_all = (int)f[6],
 	};
 	struct ibv_qp *(*fn)(struct ibv_pd *, struct ibv_qp_init_attr *);
-	*(void **)&fn = dlsym(nrr_rcuda_verbs_lib(x), "ibv_create_qp");
-	if (!fn) {
-		say(res, NRR_R_UNSUPPORTED, "ibv_create_qp: not in the loaded libibverbs");
+	*(void **)&fn = verb(x, "ibv_create_qp", res);
+	if (!fn)
 		return 0;
-	}
 	struct ibv_qp *qp = fn((struct ibv_pd *)(uintptr_t)live_pd, &a);
 	res->result = (int64_t)(uintptr_t)qp;
 	res->status = NRR_R_MATCH;
@@ -440,6 +460,8 @@ static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	}
 	if (qp) {
 		nrr_rcuda_bind(x, "qp", (uint64_t)c->result, (uint64_t)(uintptr_t)qp);
+		if (live_srq)
+			srq_user(live_srq, qp);
 		const nrr_value *qn = arg(c, "qp_num");   /* traces before it was recorded lack it */
 		if (qn) {
 			struct vobj o = { .ctx = (uint64_t)(uintptr_t)qp->context, .kind = OBJ_QP,
@@ -563,18 +585,75 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 			a.ah_attr.dlid = nrr_vaddr_lid_of(&live_peer);
 	}
 	int (*fn)(struct ibv_qp *, struct ibv_qp_attr *, int);
-	*(void **)&fn = dlsym(nrr_rcuda_verbs_lib(x), "ibv_modify_qp");
-	if (!fn) {
-		say(res, NRR_R_UNSUPPORTED, "ibv_modify_qp: not in the loaded libibverbs");
+	*(void **)&fn = verb(x, "ibv_modify_qp", res);
+	if (!fn)
 		return 0;
-	}
 	int r = fn((struct ibv_qp *)(uintptr_t)live_qp, &a, mask);
 	if (r == 0 && (mask & IBV_QP_AV) && named)
 		qp_peer(live_qp, &peer);
 	return errno_result(res, c, r);
 }
 
-/* ---- the data path: ibv_post_send, ibv_post_recv, ibv_poll_cq ----
+/* ---- shared receive queues: ibv_create_srq, ibv_modify_srq, ibv_query_srq
+ * (their attributes are custom:srq_init_attr / custom:srq_attr: max_wr,
+ * max_sge, srq_limit); ibv_destroy_srq is a plain handle call. */
+static int srq_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
+{
+	const char *fname = c->fn->name;
+	bool create = !strcmp(fname, "ibv_create_srq");
+	const nrr_value *h = arg(c, create ? "pd" : "srq"), *at = arg(c, create ? "srq_init_attr" : "srq_attr");
+	uint64_t f[3] = { 0 };
+	/* a query's attributes are its answer: not needed to replay it */
+	bool query = !strcmp(fname, "ibv_query_srq");
+	if (!h || (!query && (!at || !uvars(at, f, 3)))) {
+		say(res, NRR_R_UNSUPPORTED, "%s: arguments not recorded in full", fname);
+		return 0;
+	}
+	bool known;
+	uint64_t live = nrr_rcuda_handle(x, create ? "pd" : "srq", h->u, &known);
+	if (!known) {
+		say(res, NRR_R_DIVERGED, "in %s: recorded %s 0x%" PRIx64 " was made by no replayed call", create ? "pd" : "srq",
+		    create ? "pd" : "srq", h->u);
+		return 0;
+	}
+	struct ibv_srq_attr a = { .max_wr = (uint32_t)f[0], .max_sge = (uint32_t)f[1], .srq_limit = (uint32_t)f[2] };
+	if (create) {
+		struct ibv_srq *(*fn)(struct ibv_pd *, struct ibv_srq_init_attr *);
+		*(void **)&fn = verb(x, fname, res);
+		if (!fn)
+			return 0;
+		struct ibv_srq_init_attr ia = { .attr = a };
+		struct ibv_srq *srq = fn((struct ibv_pd *)(uintptr_t)live, &ia);
+		res->result = (int64_t)(uintptr_t)srq;
+		res->status = NRR_R_MATCH;
+		if (!srq != !c->result) {
+			say(res, NRR_R_DIVERGED, "result: recorded %s, replayed %s (errno %d)", c->result ? "an SRQ" : "NULL",
+			    srq ? "an SRQ" : "NULL", srq ? 0 : errno);
+			return 0;
+		}
+		if (srq)
+			nrr_rcuda_bind(x, "srq", (uint64_t)c->result, (uint64_t)(uintptr_t)srq);
+		return 0;
+	}
+	int r;
+	if (query) {
+		int (*fn)(struct ibv_srq *, struct ibv_srq_attr *);
+		*(void **)&fn = verb(x, fname, res);
+		if (!fn)
+			return 0;
+		r = fn((struct ibv_srq *)(uintptr_t)live, &a);
+	} else {
+		const nrr_value *mk = arg(c, "srq_attr_mask");
+		int (*fn)(struct ibv_srq *, struct ibv_srq_attr *, int);
+		*(void **)&fn = verb(x, fname, res);
+		if (!fn)
+			return 0;
+		r = fn((struct ibv_srq *)(uintptr_t)live, &a, mk ? (int)mk->u : 0);
+	}
+	return errno_result(res, c, r);
+}
+
+/* ---- the data path: ibv_post_send, ibv_post_recv, ibv_post_srq_recv, ibv_poll_cq ----
  * Work requests are rebuilt from what custom:send_wr / custom:recv_wr
  * recorded (formats/api/README.md): wr_id, opcode, flags and immediate as
  * recorded; each local sge through the MR its recorded lkey names (live
@@ -607,6 +686,8 @@ static struct {
 	int ncq;
 	struct { uint64_t qp; nrr_vaddr peer; } qp[MAX_DQP];   /* the recorded peer of its RTR */
 	int nqp;
+	struct dsrq { uint64_t srq, cq; } srq[MAX_DQP];   /* a shared receive queue, a receive CQ of its QPs */
+	int nsrq;
 	unsigned stat[D_N];
 	bool said[2];   /* first fallback reason said (posts, polls) */
 } g_d = { .mu = PTHREAD_MUTEX_INITIALIZER };
@@ -653,18 +734,43 @@ static bool qp_peer_of(uint64_t live_qp, nrr_vaddr *peer)
 	return ok;
 }
 
-/* The CQs of @qp poll live (@live) or from the trace from now on: one
+/* What a post goes to: a QP's receive or send queue, or a shared receive
+ * queue (ibv_post_srq_recv), whose completions come on the receive CQs of
+ * the QPs made with it (recorded by create_qp). */
+struct wq {
+	const struct ibv_qp *qp;
+	const struct ibv_srq *srq;
+};
+
+/* The CQs of @w poll live (@live) or from the trace from now on: one
  * request answered from the trace makes them answer from the trace for
  * good (its completion will never come) */
-static void qp_cqs(const struct ibv_qp *qp, bool live)
+static void wq_cqs(const struct wq *w, bool live)
 {
 	pthread_mutex_lock(&g_d.mu);
-	const struct ibv_cq *cqs[2] = { qp->send_cq, qp->recv_cq };
-	for (int i = 0; i < 2; i++) {
+	const struct ibv_cq *cqs[2 + MAX_DQP];
+	int n = 0;
+	if (w->qp) {
+		cqs[n++] = w->qp->send_cq;
+		cqs[n++] = w->qp->recv_cq;
+	}
+	for (int i = 0; w->srq && i < g_d.nsrq; i++)
+		if (g_d.srq[i].srq == (uint64_t)(uintptr_t)w->srq)
+			cqs[n++] = (const struct ibv_cq *)(uintptr_t)g_d.srq[i].cq;
+	for (int i = 0; i < n; i++) {
 		struct dcq *d = cqs[i] ? dcq_of((uint64_t)(uintptr_t)cqs[i]) : NULL;
 		if (d && (d->state == CQ_UNKNOWN || !live))
 			d->state = live ? CQ_LIVE : CQ_TRACE;
 	}
+	pthread_mutex_unlock(&g_d.mu);
+}
+
+/* @qp was made with the shared receive queue @srq */
+static void srq_user(uint64_t srq, const struct ibv_qp *qp)
+{
+	pthread_mutex_lock(&g_d.mu);
+	if (g_d.nsrq < MAX_DQP)
+		g_d.srq[g_d.nsrq++] = (struct dsrq){ srq, (uint64_t)(uintptr_t)qp->recv_cq };
 	pthread_mutex_unlock(&g_d.mu);
 }
 
@@ -686,14 +792,14 @@ static bool local_mr(uint64_t ctx, uint32_t lkey, struct vobj *out)
 
 /* the call (@which: 0 a post, 1 a poll) is answered from the trace:
  * counted; the first reason of each kind said with NCCLRR_DEBUG=verbs.  A
- * post's @qp (NULL: none known) then has its CQs answer from the trace for
- * good (qp_cqs). */
-static int from_trace(nrr_rres *res, int which, const struct ibv_qp *qp, const char *f, ...)
+ * post's queue @w (NULL: none known) then has its CQs answer from the
+ * trace for good (wq_cqs). */
+static int from_trace(nrr_rres *res, int which, const struct wq *w, const char *f, ...)
 	__attribute__((format(printf, 4, 5)));
-static int from_trace(nrr_rres *res, int which, const struct ibv_qp *qp, const char *f, ...)
+static int from_trace(nrr_rres *res, int which, const struct wq *w, const char *f, ...)
 {
-	if (qp)
-		qp_cqs(qp, false);
+	if (w)
+		wq_cqs(w, false);
 	va_list ap;
 	va_start(ap, f);
 	vsay(res, NRR_R_UNSUPPORTED, f, ap);
@@ -710,11 +816,11 @@ static int from_trace(nrr_rres *res, int which, const struct ibv_qp *qp, const c
 }
 
 /* One local sge, recorded (addr, length, lkey) -> live. */
-static const char *map_sge(const struct ibv_qp *qp, uint64_t addr, uint64_t len, uint64_t lkey, struct ibv_sge *out,
+static const char *map_sge(struct ibv_context *ctx, uint64_t addr, uint64_t len, uint64_t lkey, struct ibv_sge *out,
 			   char *buf, size_t blen)
 {
 	struct vobj mr;
-	if (!local_mr((uint64_t)(uintptr_t)qp->context, (uint32_t)lkey, &mr)) {
+	if (!local_mr((uint64_t)(uintptr_t)ctx, (uint32_t)lkey, &mr)) {
 		snprintf(buf, blen, "sge lkey 0x%" PRIx64 ": no replayed ibv_reg_mr recorded that lkey", lkey);
 		return buf;
 	}
@@ -732,19 +838,26 @@ static const char *map_sge(const struct ibv_qp *qp, uint64_t addr, uint64_t len,
 static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 {
 	const char *fname = c->fn->name;
-	const nrr_value *qa = arg(c, "qp"), *wa = arg(c, "wr");
+	/* ibv_post_srq_recv names an SRQ, the others a QP */
+	const char *kind = arg(c, "srq") ? "srq" : "qp";
+	const nrr_value *qa = arg(c, kind), *wa = arg(c, "wr");
 	if (!qa || !wa || !wa->len)
 		return from_trace(res, 0, NULL, "%s: work requests not recorded", fname);
 	bool known;
-	struct ibv_qp *qp = (struct ibv_qp *)(uintptr_t)nrr_rcuda_handle(x, "qp", qa->u, &known);
-	if (!known || !qp)
-		return from_trace(res, 0, NULL, "%s: recorded qp 0x%" PRIx64 " was made by no replayed call", fname, qa->u);
+	uint64_t live = nrr_rcuda_handle(x, kind, qa->u, &known);
+	if (!known || !live)
+		return from_trace(res, 0, NULL, "%s: recorded %s 0x%" PRIx64 " was made by no replayed call", fname, kind,
+				  qa->u);
+	struct ibv_qp *qp = kind[0] == 'q' ? (struct ibv_qp *)(uintptr_t)live : NULL;
+	struct ibv_srq *srq = qp ? NULL : (struct ibv_srq *)(uintptr_t)live;
+	const struct wq wq = { qp, srq };
+	struct ibv_context *ctx = qp ? qp->context : srq->context;
 	nrr_wr_rec w[NRR_ENTRIES_MAX];
 	enum nrr_sges sges;
 	int nw = nrr_wr_decode(wa, send, w, &sges);
 	if (nw <= 0 || sges != NRR_SGES_KEPT) {
 		enum nrr_sges why = nw <= 0 ? NRR_SGES_NONE : sges;
-		return from_trace(res, 0, qp, "%s: the trace keeps no scatter/gather list (%s%s%s)", fname,
+		return from_trace(res, 0, &wq, "%s: the trace keeps no scatter/gather list (%s%s%s)", fname,
 				  nrr_sges_why(why), why == NRR_SGES_NONE ? " of custom:" : "",
 				  why == NRR_SGES_NONE ? (send ? "send_wr" : "recv_wr") : "");
 	}
@@ -768,13 +881,13 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 			if (inline_)
 				sg[i][j] = (struct ibv_sge){ (uint64_t)(uintptr_t)inl, (uint32_t)e_->len, 0 };
 			else if (e_->len || e_->lkey)
-				e = map_sge(qp, e_->addr, e_->len, e_->lkey, &sg[i][j], why, sizeof(why));
+				e = map_sge(ctx, e_->addr, e_->len, e_->lkey, &sg[i][j], why, sizeof(why));
 			else
 				sg[i][j] = (struct ibv_sge){ 0, 0, 0 };
 			if (inline_ && tot > sizeof(inl))
 				e = "inline data longer than 4096 bytes";
 			if (e) {
-				return from_trace(res, 0, qp, "%s: work request %u (wr_id 0x%" PRIx64 "): %s", fname, i, f[0], e);
+				return from_trace(res, 0, &wq, "%s: work request %u (wr_id 0x%" PRIx64 "): %s", fname, i, f[0], e);
 			}
 		}
 		if (!send) {
@@ -795,7 +908,7 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 			/* outside the peer's region: posted so, the fabric refuses it
 			 * (IBV_WC_REM_ACCESS_ERR) as the recorded HCA did */
 			if (e < 0 && e != -ERANGE) {
-				return from_trace(res, 0, qp, "%s: work request %u (wr_id 0x%" PRIx64 "): remote 0x%" PRIx64 "+%" PRIu64
+				return from_trace(res, 0, &wq, "%s: work request %u (wr_id 0x%" PRIx64 "): remote 0x%" PRIx64 "+%" PRIu64
 							  " rkey 0x%" PRIx64 ": %s", fname, i, f[0], f[6], tot, f[7],
 						  e == -ENOENT ? "no replayed RTR of the QP named its peer (GID or LID)"
 						  : "the peer published no such rkey within 2 s");
@@ -810,9 +923,9 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 		r = ibv_post_send(qp, sw, &bad);
 	} else {
 		struct ibv_recv_wr *bad = NULL;
-		r = ibv_post_recv(qp, rw, &bad);
+		r = qp ? ibv_post_recv(qp, rw, &bad) : ibv_post_srq_recv(srq, rw, &bad);
 	}
-	qp_cqs(qp, r == 0);
+	wq_cqs(&wq, r == 0);
 	pthread_mutex_lock(&g_d.mu);
 	g_d.stat[D_POST_LIVE] += r == 0 ? n : 0;
 	pthread_mutex_unlock(&g_d.mu);
@@ -1073,6 +1186,8 @@ int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	}
 	if (!strcmp(c->fn->name, "ibv_create_qp"))
 		return create_qp(x, c, res);
+	if (strstr(c->fn->name, "_srq") && nrr_rverbs_owns(c->fn))
+		return srq_call(x, c, res);
 	enum nrr_role r = nrr_call_role(c);
 	if (r == NRR_ROLE_WR_SEND || r == NRR_ROLE_WR_RECV)
 		return post(x, c, res, r == NRR_ROLE_WR_SEND);

@@ -181,6 +181,7 @@ static void check_versions(void)
 		"ibv_reg_mr", "ibv_dereg_mr", "ibv_create_cq", "ibv_destroy_cq", "ibv_create_qp",
 		"ibv_modify_qp", "ibv_destroy_qp", "ibv_fork_init", "ibv_event_type_str",
 		"ibv_get_cq_event", "ibv_ack_cq_events", "ibv_wc_status_str", "ibv_get_device_guid",
+		"ibv_create_srq", "ibv_modify_srq", "ibv_query_srq", "ibv_destroy_srq",
 	};
 	static const struct { const char *fn, *ver; } other[] = {
 		{ "ibv_reg_mr_iova2", "IBVERBS_1.8" }, { "ibv_reg_dmabuf_mr", "IBVERBS_1.12" },
@@ -202,6 +203,88 @@ static void check_versions(void)
 			fails++;
 		}
 	dlclose(h);
+}
+
+/* A shared receive queue on b: b's QP receives from it; the limits give
+ * the errnos a provider gives; the armed limit raises its async event
+ * once; an empty SRQ makes the sender retry (RNR) until a receive is
+ * posted; it cannot be destroyed while a QP uses it. */
+static void test_srq(struct ibv_device *da, struct ibv_device *db, int rw)
+{
+	struct end a, b;
+	end_open(&a, da, rw);
+	end_open(&b, db, rw);
+	struct ibv_device_attr da_;
+	REQUIRE(ibv_query_device(b.ctx, &da_) == 0 && da_.max_srq > 0 && da_.max_srq_sge == da_.max_sge);
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = (uint32_t)da_.max_srq_wr + 1, .max_sge = 1 } };
+	errno = 0;
+	CHECK(ibv_create_srq(b.pd, &si) == NULL && errno == EINVAL);
+	si.attr.max_wr = 4;
+	si.attr.max_sge = (uint32_t)da_.max_srq_sge + 1;
+	errno = 0;
+	CHECK(ibv_create_srq(b.pd, &si) == NULL && errno == EINVAL);
+	si.attr.max_sge = 1;
+	struct ibv_srq *srq = ibv_create_srq(b.pd, &si);
+	REQUIRE(srq != NULL);
+	CHECK(ibv_destroy_qp(b.qp) == 0);
+	struct ibv_qp_init_attr ia = { .send_cq = b.cq, .recv_cq = b.cq, .srq = srq, .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 16, .max_send_sge = 1 } };
+	REQUIRE((b.qp = ibv_create_qp(b.pd, &ia)) != NULL);
+	CHECK(ibv_destroy_srq(srq) == EBUSY);
+	struct ibv_srq_attr sa;
+	CHECK(ibv_query_srq(srq, &sa) == 0 && sa.max_wr == 4 && sa.max_sge == 1 && sa.srq_limit == 0);
+	connect_pair(&a, &b, rw, 3, 7);
+	CHECK(post_recv(&b, 1, 0, 64) == ENOMEM);   /* the QP has no receive queue of its own */
+	struct ibv_sge sg[2] = { { (uintptr_t)b.buf, 64, b.mr->lkey }, { (uintptr_t)b.buf + 64, 64, b.mr->lkey } };
+	struct ibv_recv_wr wr = { .wr_id = 200, .sg_list = sg, .num_sge = 2 }, *bad = NULL;
+	CHECK(ibv_post_srq_recv(srq, &wr, &bad) == EINVAL && bad == &wr);
+	wr.num_sge = 1;
+	for (int i = 0; i < 4; i++) {
+		wr.wr_id = 200 + (uint64_t)i;
+		sg[0].addr = (uintptr_t)b.buf + 64 * (uint64_t)i;
+		CHECK(ibv_post_srq_recv(srq, &wr, &bad) == 0);
+	}
+	CHECK(ibv_post_srq_recv(srq, &wr, &bad) == ENOMEM);
+	sa.srq_limit = 5;
+	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == EINVAL);   /* above max_wr */
+	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR) == EINVAL);  /* no resizing */
+	sa.srq_limit = 3;
+	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0);
+	/* 4 receives: the first SEND leaves 3 (not below 3), the second 2 */
+	for (int i = 0; i < 4; i++) {
+		CHECK(post(&a, IBV_WR_SEND, 10 + (uint64_t)i, 0, 8, 0, 0, 0) == 0);
+		struct ibv_wc wc = wait_wc(&a);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 10 + (uint64_t)i);
+		wc = wait_wc(&b);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.wr_id == 200 + (uint64_t)i &&
+		      wc.qp_num == b.qp->qp_num);
+		struct pollfd pfd = { .fd = b.ctx->async_fd, .events = POLLIN };
+		CHECK(poll(&pfd, 1, 0) == (i == 1));
+		if (i == 1) {
+			struct ibv_async_event ev;
+			CHECK(ibv_get_async_event(b.ctx, &ev) == 0 && ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+			      ev.element.srq == srq);
+			ibv_ack_async_event(&ev);
+			CHECK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 0);   /* disarmed */
+		}
+	}
+	/* empty: the SEND waits (RNR, retried for ever: rnr_retry 7) for a receive */
+	CHECK(post(&a, IBV_WR_SEND, 20, 0, 8, 0, 0, 0) == 0);
+	struct timespec ts = { 0, 50000000 };
+	nanosleep(&ts, NULL);
+	struct ibv_wc wc;
+	CHECK(ibv_poll_cq(a.cq, 1, &wc) == 0);
+	wr.wr_id = 300;
+	CHECK(ibv_post_srq_recv(srq, &wr, &bad) == 0);
+	wc = wait_wc(&a);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 20);
+	wc = wait_wc(&b);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 300);
+	CHECK(ibv_destroy_qp(b.qp) == 0);
+	b.qp = NULL;
+	CHECK(ibv_destroy_srq(srq) == 0);
+	end_close(&a);
+	end_close(&b);
 }
 
 int main(void)
@@ -532,6 +615,7 @@ int main(void)
 	CHECK(ibv_query_device_ex(a.ctx, NULL, &dx) == 0 && dx.orig_attr.phys_port_cnt == 1);
 	CHECK(ibv_fork_init() == 0);
 	end_close(&a);
+	test_srq(devs[0], devs[1], rw);
 
 	ibv_free_device_list(devs);
 	if (fails)

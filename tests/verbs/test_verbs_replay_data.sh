@@ -9,7 +9,8 @@
 # must diverge: its peer never sends, so nothing completes live.
 # rdma_write.c (an RDMA WRITE WITH IMM into the peer's registered buffer,
 # NCCL's NET/IB data path) replays its write live through the peer's
-# published (rkey, address); recorded with the peer's MR deregistered
+# published (rkey, address); ibv_srq_pingpong's receives, posted to a
+# shared receive queue, replay live on the live SRQ; recorded with the peer's MR deregistered
 # first, its IBV_WC_REM_ACCESS_ERR is reproduced live, not answered from
 # the trace; replayed without the peer (--ranks 1), no rkey is published
 # and the write is answered from the trace, counted. Written past the end of
@@ -82,6 +83,29 @@ wcs=$(grep -oE '[0-9]+ completions live' "$tmp/lid.replay" | grep -oE '[0-9]+' |
 check "without -g, at least 200 posts and 200 completions live in all (got ${posts:-0} and ${wcs:-0})" $?
 ! grep -q 'answered from the trace:' "$tmp/lid.replay"
 check "without -g, no fallback reason said" $?
+
+# ---- ibv_srq_pingpong: 2 QPs a side receiving from a shared receive
+# queue; its ibv_post_srq_recv calls (context->ops, like ibv_post_recv)
+# replay live on the live SRQ, none answered from the trace
+PP_PROG=ibv_srq_pingpong PP_PORT=$(free_port) "$ncclrr" record -q -o "$tmp/srq" -- "$ncclrr" run --topo "$topo" -np 2 \
+	--timeout 60 -- "$ppsh" -d mlx5_0 -q 2 -n 20 >"$tmp/srq.log" 2>&1
+check "ncclrr record of ibv_srq_pingpong -q 2 -n 20 exits 0" $?
+nsrq=$(for f in "$tmp"/srq/*.nrt; do "$ncclrr" dump "$f"; done 2>/dev/null | grep -c ' ibv_post_srq_recv(srq=')
+[ "$nsrq" -ge 2 ]
+check "the SRQ receives are in the traces (got $nsrq)" $?
+NCCLRR_DEBUG=verbs "$ncclrr" replay --topo "$topo" "$tmp/srq" >"$tmp/srq.replay" 2>&1
+check "replay of ibv_srq_pingpong exits 0" $?
+must srq.replay '^result: the replay matches the recording$' "$tmp/srq.replay"
+grep 'data path:' "$tmp/srq.replay"
+n=$(grep -cE 'data path: [1-9][0-9]* posts live, 0 answered from the trace; [1-9][0-9]* completions live, 0 polls answered' "$tmp/srq.replay")
+[ "$n" = 2 ]
+check "ibv_srq_pingpong: two workers post and complete live, nothing of the data path from the trace (got $n)" $?
+# every recorded SRQ receive among the live posts (and 20 sends a side)
+posts=$(grep -oE 'data path: [0-9]+ posts live' "$tmp/srq.replay" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+[ "${posts:-0}" -ge $((nsrq + 40)) ]
+check "ibv_srq_pingpong: the $nsrq SRQ receives and 40 sends posted live (got ${posts:-0} posts live)" $?
+! grep -q 'answered from the trace: ibv_post_srq_recv' "$tmp/srq.replay"
+check "ibv_srq_pingpong: no SRQ receive answered from the trace" $?
 
 # ---- without the peer: the first poll that recorded a completion diverges
 # (a SEND the peer never makes cannot complete a receive live)

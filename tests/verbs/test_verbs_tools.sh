@@ -3,14 +3,15 @@
 # across the two virtual hosts of topo/2node_8gpu_pcie.xml under `ncclrr run`
 # (rank 0 on host 0, rank 1 on host 1): ibv_devices and ibv_devinfo show
 # each host's NICs; ibv_rc_pingpong runs host 0 <-> host 1 with and without
-# completion events, over RoCE with a GID index, fails RTR as an HCA does
+# completion events, over RoCE with a GID index, ibv_srq_pingpong's 16 QPs
+# share a receive queue (emptied, with RNR), RTR fails as an HCA does
 # for a path MTU above the port's, and is recorded by `ncclrr record` with
 # its data path (post_send/post_recv/poll_cq through the ops table).
 # usage: test_verbs_tools.sh NCCLRR SOURCE_ROOT   (NCCLRR_FAKE_LIBDIR set by meson)
 set -uo pipefail
 ncclrr=$(realpath "$1")
 root=$2
-for p in ibv_devices ibv_devinfo ibv_rc_pingpong; do
+for p in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_srq_pingpong; do
 	command -v $p >/dev/null || { echo "SKIP: $p not found (Debian package ibverbs-utils; scripts/setup.sh installs it)"; exit 77; }
 done
 . "$root/tests/lib/check.sh"
@@ -58,6 +59,15 @@ pp pp_events "$topo" -d mlx5_1 -n 200 -e
 check "ibv_rc_pingpong -e exits 0" $?
 must pp_events '^\[0\] 200 iters in' "$tmp/pp_events"
 must pp_events '^\[1\] 200 iters in' "$tmp/pp_events"
+
+# ibv_srq_pingpong: 16 QPs a side receiving from one shared receive queue;
+# with -r 16 the SRQ runs dry, and the senders go through RNR retries
+for r in 500 16; do
+	PP_PROG=ibv_srq_pingpong pp "srq$r" "$topo" -d mlx5_0 -n 200 -r $r
+	check "ibv_srq_pingpong -r $r exits 0" $?
+	must "srq$r" '^\[0\] 200 iters in' "$tmp/srq$r"
+	must "srq$r" '^\[1\] 200 iters in' "$tmp/srq$r"
+done
 
 # RoCE: 2node_8gpu_roce, the same cluster with Ethernet ports of MTU 1024;
 # GID 1 is RoCE v2 ::ffff:10.H.H.(i+1)

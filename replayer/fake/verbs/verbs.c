@@ -39,7 +39,7 @@ static struct nv_context *ctx_of(struct ibv_context *c)
 }
 
 /* ---- async events -------------------------------------------------------- */
-void nv_async_event(struct ibv_context *c, enum ibv_event_type t, struct ibv_qp *qp)
+void nv_async_event(struct ibv_context *c, enum ibv_event_type t, struct ibv_qp *qp, struct ibv_srq *srq)
 {
 	struct nv_context *x = ctx_of(c);
 	if (x->nevents == x->capevents) {
@@ -55,6 +55,8 @@ void nv_async_event(struct ibv_context *c, enum ibv_event_type t, struct ibv_qp 
 	e->event_type = t;
 	if (qp)
 		e->element.qp = qp;
+	else if (srq)
+		e->element.srq = srq;
 	else
 		e->element.port_num = 1;
 	uint64_t one = 1;
@@ -93,13 +95,7 @@ static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
-static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	(void)srq;
-	if (bad)
-		*bad = wr;
-	return EOPNOTSUPP;
-}
+static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
 static int op_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr, size_t len)
 {
@@ -645,7 +641,7 @@ void nv_cq_add(struct nv_cq *q, const struct ibv_wc *wc)
 {
 	if (q->count == q->cap - 1) {
 		/* overrun: the HCA raises CQ_ERR and the CQ is lost */
-		nv_async_event(q->cq.context, IBV_EVENT_CQ_ERR, NULL);
+		nv_async_event(q->cq.context, IBV_EVENT_CQ_ERR, NULL, NULL);
 		return;
 	}
 	q->ring[(q->head + q->count) % q->cap] = *wc;
@@ -772,8 +768,8 @@ FAKE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 {
 	NV_COUNT_PTR(ibv_create_qp);
 	if (!fake_handle_live(pd) || !ia || !fake_handle_live(ia->send_cq) ||
-	    !fake_handle_live(ia->recv_cq) || ia->srq) {
-		errno = ia && ia->srq ? EOPNOTSUPP : EINVAL;
+	    !fake_handle_live(ia->recv_cq) || (ia->srq && !fake_handle_live(ia->srq))) {
+		errno = EINVAL;
 		return NULL;
 	}
 	if (ia->qp_type != IBV_QPT_RC) {
@@ -808,14 +804,24 @@ FAKE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 		q->cap.max_send_sge = 1;
 	if (q->cap.max_recv_sge == 0)
 		q->cap.max_recv_sge = 1;
+	if (ia->srq) {
+		/* no receive queue of its own (op_post_recv) */
+		q->srq = (struct nv_srq *)ia->srq;
+		q->cap.max_recv_wr = 0;
+		q->cap.max_recv_sge = 0;
+	}
 	q->cap.max_inline_data = NV_MAX_INLINE;
 	ia->cap = q->cap;
 	q->sq_sig_all = ia->sq_sig_all;
 	q->lfd = -1;
 	pthread_mutex_lock(&nv_lock);
-	int rc = nv_fabric_listen(q, x->dev->addr.lid);
-	if (rc == 0)
+	/* the SRQ is counted under the lock its ibv_destroy_srq checks */
+	int rc = q->srq && !fake_handle_live(&q->srq->srq) ? EINVAL : nv_fabric_listen(q, x->dev->addr.lid);
+	if (rc == 0) {
 		nv_qp_register(q);
+		if (q->srq)
+			q->srq->users++;
+	}
 	pthread_mutex_unlock(&nv_lock);
 	if (rc) {
 		fake_handle_del(&q->qp);
@@ -836,6 +842,8 @@ FAKE_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	nv_qp_unregister(q);
 	nv_fabric_close_qp(q, 0);
 	nv_qp_drain(q, 0, NULL, IBV_WC_SUCCESS);
+	if (q->srq)
+		q->srq->users--;
 	pthread_mutex_unlock(&nv_lock);
 	nv_fabric_kick();
 	free(q);
@@ -1037,6 +1045,7 @@ FAKE_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
 	ia->qp_context = qp->qp_context;
 	ia->send_cq = qp->send_cq;
 	ia->recv_cq = qp->recv_cq;
+	ia->srq = q->srq ? &q->srq->srq : NULL;
 	ia->cap = q->cap;
 	ia->qp_type = qp->qp_type;
 	ia->sq_sig_all = q->sq_sig_all;
@@ -1217,6 +1226,36 @@ static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 	return rc;
 }
 
+/* One receive request for a queue of @max_wr requests of @max_sge
+ * entries each, copied, or an errno as the provider gives it: EINVAL for
+ * too many entries, ENOMEM when the queue is full. */
+static int rwr_new(const struct nv_rq *rq, uint32_t max_wr, uint32_t max_sge, const struct ibv_recv_wr *wr,
+		   struct nv_rwr **out)
+{
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
+		return EINVAL;
+	if ((uint32_t)rq->count >= max_wr)
+		return ENOMEM;
+	struct nv_rwr *r = calloc(1, sizeof(*r));
+	if (!r)
+		return ENOMEM;
+	r->wr_id = wr->wr_id;
+	r->nsge = wr->num_sge;
+	memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*r->sge));
+	*out = r;
+	return 0;
+}
+
+static void rq_push(struct nv_rq *rq, struct nv_rwr *r)
+{
+	if (rq->tail)
+		rq->tail->next = r;
+	else
+		rq->head = r;
+	rq->tail = r;
+	rq->count++;
+}
+
 static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct nv_qp *q = (struct nv_qp *)qp;
@@ -1227,33 +1266,20 @@ static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_re
 			rc = EINVAL;
 			break;
 		}
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_recv_sge) {
-			rc = EINVAL;
-			break;
-		}
-		if ((uint32_t)q->rq_count >= q->cap.max_recv_wr) {
+		if (q->srq) {   /* its receive queue is the SRQ: a full one of 0, as mlx5 finds it */
 			rc = ENOMEM;
 			break;
 		}
-		struct nv_rwr *r = calloc(1, sizeof(*r));
-		if (!r) {
-			rc = ENOMEM;
+		struct nv_rwr *r;
+		rc = rwr_new(&q->rq, q->cap.max_recv_wr, q->cap.max_recv_sge, wr, &r);
+		if (rc)
 			break;
-		}
-		r->wr_id = wr->wr_id;
-		r->nsge = wr->num_sge;
-		memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*r->sge));
 		if (qp->state == IBV_QPS_ERR) {
 			nv_complete_recv(q, r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0);
 			free(r);
 			continue;
 		}
-		if (q->rq_tail)
-			q->rq_tail->next = r;
-		else
-			q->rq_head = r;
-		q->rq_tail = r;
-		q->rq_count++;
+		rq_push(&q->rq, r);
 	}
 	if (rc && bad)
 		*bad = wr;
@@ -1261,6 +1287,115 @@ static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_re
 	if (!rc)
 		nv_fabric_kick();
 	return rc;
+}
+
+/* ---- shared receive queues ------------------------------------------------ */
+static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	if (!fake_handle_live(srq)) {
+		if (bad)
+			*bad = wr;
+		return EINVAL;
+	}
+	struct nv_srq *s = (struct nv_srq *)srq;
+	int rc = 0;
+	pthread_mutex_lock(&nv_lock);
+	for (; wr; wr = wr->next) {
+		struct nv_rwr *r;
+		rc = rwr_new(&s->rq, s->attr.max_wr, s->attr.max_sge, wr, &r);
+		if (rc)
+			break;
+		rq_push(&s->rq, r);
+	}
+	if (rc && bad)
+		*bad = wr;
+	pthread_mutex_unlock(&nv_lock);
+	if (!rc)
+		nv_fabric_kick();
+	return rc;
+}
+
+FAKE_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *ia)
+{
+	NV_COUNT_PTR(ibv_create_srq);
+	if (!fake_handle_live(pd) || !ia) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ia->attr.max_wr == 0 || ia->attr.max_wr > NV_MAX_WR || ia->attr.max_sge > NV_MAX_SGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct nv_srq *s = calloc(1, sizeof(*s));
+	if (!s || fake_handle_add(&s->srq) < 0) {
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->srq.context = pd->context;
+	s->srq.srq_context = ia->srq_context;
+	s->srq.pd = pd;
+	s->srq.events_completed = 0;
+	pthread_mutex_init(&s->srq.mutex, NULL);
+	pthread_cond_init(&s->srq.cond, NULL);
+	/* what the queue holds, given back as a provider does; a limit is
+	 * armed only by ibv_modify_srq */
+	s->attr.max_wr = ia->attr.max_wr;
+	s->attr.max_sge = ia->attr.max_sge ? ia->attr.max_sge : 1;
+	s->attr.srq_limit = 0;
+	ia->attr = s->attr;
+	return &s->srq;
+}
+
+FAKE_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	NV_COUNT_INT(ibv_modify_srq);
+	if (!fake_handle_live(srq) || !attr)
+		return EINVAL;
+	/* resizing (IBV_SRQ_MAX_WR) is refused, as by mlx5 */
+	if (mask & ~IBV_SRQ_LIMIT || !(mask & IBV_SRQ_LIMIT))
+		return EINVAL;
+	struct nv_srq *s = (struct nv_srq *)srq;
+	int rc = 0;
+	pthread_mutex_lock(&nv_lock);
+	if (attr->srq_limit > s->attr.max_wr)
+		rc = EINVAL;
+	else
+		s->attr.srq_limit = attr->srq_limit;
+	pthread_mutex_unlock(&nv_lock);
+	return rc;
+}
+
+FAKE_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	NV_COUNT_INT(ibv_query_srq);
+	if (!fake_handle_live(srq) || !attr)
+		return EINVAL;
+	pthread_mutex_lock(&nv_lock);
+	*attr = ((struct nv_srq *)srq)->attr;
+	pthread_mutex_unlock(&nv_lock);
+	return 0;
+}
+
+FAKE_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	NV_COUNT_INT(ibv_destroy_srq);
+	if (!fake_handle_live(srq))
+		return EINVAL;
+	struct nv_srq *s = (struct nv_srq *)srq;
+	/* under the lock ibv_create_qp counts its users with */
+	pthread_mutex_lock(&nv_lock);
+	int rc = s->users > 0 ? EBUSY : fake_handle_del(srq) ? 0 : EINVAL;
+	pthread_mutex_unlock(&nv_lock);
+	if (rc)
+		return rc;
+	while (s->rq.head) {
+		struct nv_rwr *r = s->rq.head;
+		s->rq.head = r->next;
+		free(r);
+	}
+	free(s);
+	return 0;
 }
 
 /* ---- strings --------------------------------------------------------------- */

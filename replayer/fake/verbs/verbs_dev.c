@@ -240,6 +240,9 @@ void nv_fill_device_attr(const struct nv_device *d, struct ibv_device_attr *a)
 	a->vendor_part_id = 4129; /* ConnectX-7 */
 	a->max_qp = NV_MAX_QPN;
 	a->max_qp_wr = NV_MAX_WR;
+	a->max_srq = NV_MAX_QPN;
+	a->max_srq_wr = NV_MAX_WR;
+	a->max_srq_sge = NV_MAX_SGE;
 	a->device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_CHANGE_PHY_PORT;
 	a->max_sge = NV_MAX_SGE;

@@ -382,15 +382,16 @@ void nv_qp_drain(struct nv_qp *q, int complete, struct nv_swr *failed, enum ibv_
 	}
 	q->sq_tail = NULL;
 	q->sq_count = 0;
-	while (q->rq_head) {
-		struct nv_rwr *r = q->rq_head;
-		q->rq_head = r->next;
+	/* an SRQ's receives are not the QP's: they stay for its other QPs */
+	while (q->rq.head) {
+		struct nv_rwr *r = q->rq.head;
+		q->rq.head = r->next;
 		if (complete)
 			nv_complete_recv(q, r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0);
 		free(r);
 	}
-	q->rq_tail = NULL;
-	q->rq_count = 0;
+	q->rq.tail = NULL;
+	q->rq.count = 0;
 }
 
 void nv_qp_error(struct nv_qp *q, struct nv_swr *failed, enum ibv_wc_status st)
@@ -411,13 +412,27 @@ static void sq_pop(struct nv_qp *q, enum ibv_wc_status st)
 	free(w);
 }
 
-static struct nv_rwr *rq_pop(struct nv_qp *q)
+struct nv_rwr *nv_rq_peek(struct nv_qp *q)
 {
-	struct nv_rwr *r = q->rq_head;
-	q->rq_head = r->next;
-	if (!q->rq_head)
-		q->rq_tail = NULL;
-	q->rq_count--;
+	return q->srq ? q->srq->rq.head : q->rq.head;
+}
+
+struct nv_rwr *nv_rq_pop(struct nv_qp *q)
+{
+	struct nv_rq *rq = q->srq ? &q->srq->rq : &q->rq;
+	struct nv_rwr *r = rq->head;
+	if (!r)
+		return NULL;
+	rq->head = r->next;
+	if (!rq->head)
+		rq->tail = NULL;
+	rq->count--;
+	/* the limit event fires once per arming (ibv_modify_srq IBV_SRQ_LIMIT) */
+	struct nv_srq *s = q->srq;
+	if (s && s->attr.srq_limit && (uint32_t)rq->count < s->attr.srq_limit) {
+		s->attr.srq_limit = 0;
+		nv_async_event(s->srq.context, IBV_EVENT_SRQ_LIMIT_REACHED, NULL, &s->srq);
+	}
 	return r;
 }
 
@@ -461,7 +476,7 @@ static void on_req(struct nv_conn *c, const struct nv_pkt *h, const uint8_t *pay
 		return; /* dropped: the requester times out */
 	if (!q->comm_est && q->qp.state == IBV_QPS_RTR) {
 		q->comm_est = 1;
-		nv_async_event(q->qp.context, IBV_EVENT_COMM_EST, &q->qp);
+		nv_async_event(q->qp.context, IBV_EVENT_COMM_EST, &q->qp, NULL);
 	}
 	int32_t d = (int32_t)(h->seq - q->expect_seq);
 	if (d > 0)
@@ -485,7 +500,7 @@ static void on_req(struct nv_conn *c, const struct nv_pkt *h, const uint8_t *pay
 		return;
 	}
 	int needs_recv = h->op != IBV_WR_RDMA_WRITE;
-	if (needs_recv && !q->rq_head) {
+	if (needs_recv && !nv_rq_peek(q)) {
 		respond(c, h, RESP_RNR, q->attr.min_rnr_timer, NULL, 0);
 		return;
 	}
@@ -499,12 +514,12 @@ static void on_req(struct nv_conn *c, const struct nv_pkt *h, const uint8_t *pay
 			memcpy(p, payload, h->len);
 		}
 		if (needs_recv) {
-			struct nv_rwr *r = rq_pop(q);
+			struct nv_rwr *r = nv_rq_pop(q);
 			nv_complete_recv(q, r, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)h->len, h->imm, 1);
 			free(r);
 		}
 	} else {
-		struct nv_rwr *r = rq_pop(q);
+		struct nv_rwr *r = nv_rq_pop(q);
 		enum ibv_wc_status st = scatter(pd, r->sge, r->nsge, payload, h->len);
 		nv_complete_recv(q, r, st, IBV_WC_RECV, (uint32_t)h->len, h->imm, h->op == IBV_WR_SEND_WITH_IMM);
 		free(r);

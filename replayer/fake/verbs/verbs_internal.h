@@ -144,6 +144,21 @@ struct nv_rwr {
 	struct nv_rwr *next;
 };
 
+/* a receive queue: a QP's own, or a shared one (SRQ) */
+struct nv_rq {
+	struct nv_rwr *head, *tail;
+	int count;
+};
+
+/* A shared receive queue: the QPs created with it take their receives
+ * from it, in posting order, whichever QP a message arrives on. */
+struct nv_srq {
+	struct ibv_srq srq;
+	struct ibv_srq_attr attr;   /* max_wr, max_sge; srq_limit: armed when not 0 */
+	struct nv_rq rq;
+	int users;                  /* QPs receiving from it: destroy is EBUSY */
+};
+
 struct nv_conn {
 	int fd;
 	struct nv_qp *qp;
@@ -173,9 +188,9 @@ struct nv_qp {
 	int retries_left, rnr_left;
 	uint32_t next_seq;
 	struct nv_conn *out;
-	/* responder */
-	struct nv_rwr *rq_head, *rq_tail;
-	int rq_count;
+	/* responder: receives from its own queue, or from @srq's */
+	struct nv_rq rq;
+	struct nv_srq *srq;
 	uint32_t expect_seq;
 	int comm_est;
 	struct nv_qp *next;
@@ -198,7 +213,8 @@ struct nv_mr *nv_mr_find(uint32_t key, int remote);
 /* host pointer of [addr, addr+len) in @mr under @access, or NULL */
 void *nv_mr_ptr(struct nv_mr *mr, struct ibv_pd *pd, uint64_t addr, uint64_t len, unsigned access);
 void nv_cq_add(struct nv_cq *cq, const struct ibv_wc *wc);
-void nv_async_event(struct ibv_context *ctx, enum ibv_event_type t, struct ibv_qp *qp);
+/* an async event of @qp, of @srq, or (both NULL) of the port */
+void nv_async_event(struct ibv_context *ctx, enum ibv_event_type t, struct ibv_qp *qp, struct ibv_srq *srq);
 
 /* verbs_fabric.c */
 int nv_fabric_listen(struct nv_qp *q, uint16_t lid);   /* assigns qp_num */
@@ -209,6 +225,10 @@ void nv_fabric_close_qp(struct nv_qp *q, int keep_listening);
 void nv_qp_error(struct nv_qp *q, struct nv_swr *failed, enum ibv_wc_status st);
 /* empty both queues; @complete: with a flush completion each (@failed gets @st) */
 void nv_qp_drain(struct nv_qp *q, int complete, struct nv_swr *failed, enum ibv_wc_status st);
+/* the next receive of @q (its SRQ's when it has one), or NULL: RNR;
+ * nv_rq_pop takes it off, raising an armed SRQ limit */
+struct nv_rwr *nv_rq_peek(struct nv_qp *q);
+struct nv_rwr *nv_rq_pop(struct nv_qp *q);
 void nv_complete_send(struct nv_qp *q, struct nv_swr *w, enum ibv_wc_status st);
 void nv_complete_recv(struct nv_qp *q, struct nv_rwr *r, enum ibv_wc_status st,
 		      enum ibv_wc_opcode op, uint32_t len, uint32_t imm, int with_imm);
