@@ -74,7 +74,10 @@ int nrr_xmap_get(const char *kind, const void *key, size_t klen, void *val, size
  * Verbs objects that cross processes, published by the process that owns
  * them and looked up by the one that uses them, through the table above.
  * Keys: the recorded address of the owning port (nrr_vaddr) and the
- * recorded number.
+ * recorded number; an rkey's also the owner, the process that published
+ * it (getpid()), which nrr_rverbs_get_qpn() tells of a QP number: ranks
+ * of one virtual host share GIDs, and the fake fabric's rkeys repeat in
+ * every process.
  * Getters wait up to @timeout_ms for the owner to publish.
  * @return 0, -ETIMEDOUT (never published), -ERANGE (nrr_rverbs_remote: the
  * recorded access lies outside the recorded region; the live rkey and the
@@ -99,11 +102,12 @@ uint16_t nrr_vaddr_lid_of(const nrr_vaddr *a);
 const char *nrr_vaddr_str(char *out, const nrr_vaddr *a);
 
 int nrr_rverbs_put_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t live_qpn);
-int nrr_rverbs_get_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t *live_qpn, int timeout_ms);
+/* @owner (may be NULL): the process that published it */
+int nrr_rverbs_get_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t *live_qpn, uint32_t *owner, int timeout_ms);
 int nrr_rverbs_put_mr(const nrr_vaddr *rec, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
 		      uint32_t live_rkey, uint64_t live_addr);
-/* recorded (rkey, remote address, length) -> live rkey and address */
-int nrr_rverbs_remote(const nrr_vaddr *rec, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
+/* recorded (rkey, remote address, length) of @owner's MR -> live rkey and address */
+int nrr_rverbs_remote(const nrr_vaddr *rec, uint32_t owner, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
 		      uint32_t *live_rkey, uint64_t *live_addr, int timeout_ms);
 /* a port's recorded address -> its live one, of the same kind */
 int nrr_rverbs_put_addr(const nrr_vaddr *rec, const nrr_vaddr *live);
