@@ -53,6 +53,15 @@ bool nrr_rfd_served(nrr_rproc *p, int64_t rec);
 void nrr_rfd_del(nrr_rproc *p, int64_t rec);
 /* The recorded wall time of a call of this process recorded at @ts. */
 uint64_t nrr_rproc_wall(const nrr_rproc *p, uint64_t ts);
+/* Order of verbs calls across processes (worker.c): the peer worker whose
+ * process is @pid, for a call of this one recorded at @ts.
+ * nrr_wait_peer_gone: when the peer's recorded end came before @ts, wait
+ * until its worker is gone.  nrr_wait_peer_ended: wait until it finished
+ * every call that had returned before @ts.  Each gives up when the peer
+ * finished no call for 10 s.
+ * @return 0 no wait needed (or no such peer), 1 waited, -ETIMEDOUT. */
+int nrr_wait_peer_gone(nrr_rproc *p, uint32_t pid, uint64_t ts);
+int nrr_wait_peer_ended(nrr_rproc *p, uint32_t pid, uint64_t ts);
 
 /*
  * Cross-process table kept by the replay coordinator (shared memory, all
@@ -158,6 +167,8 @@ bool nrr_rcuda_cmp_members(const char *fn, const char *param, const char *last, 
 uint64_t nrr_rcuda_handle(nrr_rcuda *x, const char *kind, uint64_t rec, bool *known);
 void nrr_rcuda_bind(nrr_rcuda *x, const char *kind, uint64_t rec, uint64_t live);
 void *nrr_rcuda_verbs_lib(nrr_rcuda *x);
+/* the worker replaying through @x (NULL in unit tests) */
+nrr_rproc *nrr_rcuda_proc(nrr_rcuda *x);
 
 /* Verbs calls whose arguments rcuda.c's generic dispatch cannot pass
  * (custom-encoded attributes, values that cross processes): replayed by
@@ -169,6 +180,9 @@ int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res);
  * of a CQ that a live post made live.  A recorded failure of a live CQ's
  * poll is reproduced, not answered from the trace. */
 bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c);
+/* Before rcuda.c runs verbs call @c live: a teardown (ibv_destroy_qp,
+ * ibv_dereg_mr) waits for its QPs' peers (nrr_wait_peer_ended). */
+void nrr_rverbs_before(nrr_rcuda *x, const nrr_call *c);
 /* rcuda.c: a CQ was made (live), the one ibv_create_qp of this thread takes */
 void nrr_rverbs_cq_made(uint64_t live);
 /* rcuda.c: verbs call @c succeeded as recorded with arguments @slot (the

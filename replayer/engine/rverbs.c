@@ -616,7 +616,7 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 #define MAX_DCQ 256
 #define MAX_DQP 1024
 enum cqstate { CQ_UNKNOWN, CQ_LIVE, CQ_TRACE };
-enum dstat { D_POST_LIVE, D_POST_TRACE, D_WC_LIVE, D_POLL_TRACE, D_N };
+enum dstat { D_POST_LIVE, D_POST_TRACE, D_WC_LIVE, D_POLL_TRACE, D_WAIT_GONE, D_WAIT_ENDED, D_WAIT_TIMEOUT, D_N };
 struct dcq {
 	uint64_t live;
 	enum cqstate state;
@@ -734,6 +734,54 @@ static int from_trace(nrr_rres *res, int which, const struct ibv_qp *qp, const c
 	return 0;
 }
 
+/* count a wait of worker.c's (@e: its return) as @which */
+static void count_wait(int e, enum dstat which)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&g_d.mu);
+	g_d.stat[e < 0 ? D_WAIT_TIMEOUT : which]++;
+	pthread_mutex_unlock(&g_d.mu);
+}
+
+/* Teardown: before a QP is destroyed, the peer that owns the QP at its
+ * other end has finished what it had finished when the recorded destroy
+ * began (its last RDMA WRITE into this process among them); before an MR
+ * is deregistered, every peer of this process's QPs has.  Only peers
+ * this process connected to, and only what they did earlier: no wait of
+ * theirs waits for this one. */
+void nrr_rverbs_before(nrr_rcuda *x, const nrr_call *c)
+{
+	if (!c->fn || strcmp(c->fn->domain, "verbs"))
+		return;
+	bool qp = !strcmp(c->fn->name, "ibv_destroy_qp");
+	if (!qp && strcmp(c->fn->name, "ibv_dereg_mr"))
+		return;
+	uint64_t one = 0;
+	if (qp) {
+		const nrr_value *qa = arg(c, "qp");
+		bool known;
+		one = qa ? nrr_rcuda_handle(x, "qp", qa->u, &known) : 0;
+		if (!one)
+			return;
+	}
+	uint32_t owners[64];
+	int n = 0;
+	pthread_mutex_lock(&g_d.mu);
+	for (int i = 0; i < g_d.nqp && n < 64; i++) {
+		if ((one && g_d.qp[i].qp != one) || !g_d.qp[i].owner)
+			continue;
+		int j = 0;
+		while (j < n && owners[j] != g_d.qp[i].owner)
+			j++;
+		if (j == n)
+			owners[n++] = g_d.qp[i].owner;
+	}
+	pthread_mutex_unlock(&g_d.mu);
+	for (int j = 0; j < n; j++)
+		count_wait(nrr_wait_peer_ended(nrr_rcuda_proc(x), owners[j], c->ts), D_WAIT_ENDED);
+}
+
 /* One local sge, recorded (addr, length, lkey) -> live. */
 static const char *map_sge(const struct ibv_qp *qp, uint64_t addr, uint64_t len, uint64_t lkey, struct ibv_sge *out,
 			   char *buf, size_t blen)
@@ -828,6 +876,12 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 			sw[i].wr.rdma.rkey = lr;
 		}
 	}
+	/* a peer that was gone in the recording is gone here too before
+	 * anything reaches it (completion error 12 of a dead peer) */
+	nrr_vaddr peer;
+	uint32_t owner = 0;
+	if (send && qp_peer_of((uint64_t)(uintptr_t)qp, &peer, &owner) && owner)
+		count_wait(nrr_wait_peer_gone(nrr_rcuda_proc(x), owner, c->ts), D_WAIT_GONE);
 	int r;
 	if (send) {
 		struct ibv_send_wr *bad = NULL;
@@ -1080,6 +1134,10 @@ void nrr_rverbs_report(void)
 		fprintf(stderr, "ncclrr replay: verbs: pid %d: data path: %u posts live, %u answered from the trace; "
 				"%u completions live, %u polls answered from the trace\n", (int)getpid(), d[D_POST_LIVE],
 			d[D_POST_TRACE], d[D_WC_LIVE], d[D_POLL_TRACE]);
+	if (debug() && (d[D_WAIT_GONE] || d[D_WAIT_ENDED] || d[D_WAIT_TIMEOUT]))
+		fprintf(stderr, "ncclrr replay: verbs: pid %d: order: %u posts waited for a peer gone in the recording, %u "
+				"teardowns for a peer's earlier calls, %u waits gave up after 10 s\n", (int)getpid(),
+			d[D_WAIT_GONE], d[D_WAIT_ENDED], d[D_WAIT_TIMEOUT]);
 	if (!debug() || !(g_v.nobj || g_v.stat[ST_RTR_REMAPPED] || g_v.stat[ST_RTR_UNKNOWN]))
 		return;
 	pthread_mutex_lock(&g_v.mu);
@@ -1105,6 +1163,12 @@ int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	return modify_qp(x, c, res);
 }
 #else
+void nrr_rverbs_before(nrr_rcuda *x, const nrr_call *c)
+{
+	(void)x;
+	(void)c;
+}
+
 bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c)
 {
 	(void)x;
