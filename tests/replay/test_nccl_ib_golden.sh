@@ -31,7 +31,8 @@ unset NCCLRR_FAULT NCCL_DEBUG
 failures="gid_index memlock retry_exc killed"
 replayed="gid_index memlock retry_exc killed"
 # replayed 20 times in repeat100 (suite slow) instead of in repeat20: their
-# proxies' polling (208k / 299k ibv_poll_cq) makes one replay 8 to 25 s
+# proxies' polling (1.2M / 1.7M calls, nearly all ibv_poll_cq) makes one
+# replay 10 to 20 s
 slow_repeat="retry_exc killed"
 # rerun: killed is not rerun. Its trace stops at its last tail, before
 # the allocation it was killed at; the rerun kills rank 3 at its last
@@ -62,12 +63,12 @@ declare -A rerun_says=(
 	[retry_exc]="rank 3: reproduced: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY, exit 1|rank 4: reproduced (after rank 3 ended): no failing call, exit 1|NCCL: transport/net_ib.cc:1984 WARN NET/IB: Got completion from peer <addr><port> with status=12 opcode=1 "
 )
 # the workload's options in the recording (traces/nccl_ib/record.sh)
-declare -A wl_args=([retry_exc]="--pause 1 --watch 2.5")
+declare -A wl_args=([retry_exc]="--pause 1 --watch 1")
 # the failing rank and call, as replay and diff name them
 declare -A failing=(
 	[gid_index]="rank 3 thread 4, failure only in B: ibv_modify_qp = ENETUNREACH (Network is unreachable)"
 	[memlock]="rank 4 thread 4, failure only in B: ibv_reg_mr = NULL ENOMEM"
-	[retry_exc]="rank 3 thread 1, call: cuMemAlloc_v2 (fails only in B)"
+	[retry_exc]="rank 3 thread 1, failure only in B: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY (2)"
 	[killed]="rank 3, abnormal end only in B: killed (its trace stops, no end recorded: SIGKILL"
 )
 
@@ -137,9 +138,9 @@ diff)
 	has "$tmp/killed.diff" "env.NCCLRR_FAULT (every rank): A absent, B 'cuMemAlloc:rank=3:nth=1:SIGKILL'" config
 	# and rank 4's failure: the poll that returned the RDMA WRITE's
 	# completion error 12 (failed= on ibv_poll_cq's wc, formats/api/verbs.api)
-	grep -A1 '^  first failure only in B, thread 7 (tid 31864)' "$tmp/retry_exc.diff" | grep -F '#8430 ibv_poll_cq(' |
+	grep -A1 '^  first failure only in B, thread 6 (tid 22029)' "$tmp/retry_exc.diff" | grep -F '#97768 ibv_poll_cq(' |
 		grep -qF '= 4 [wc[0] IBV_WC_RETRY_EXC_ERR (12), +3 failed]' ||
-		fail "diff clean_ib retry_exc: rank 4's poll with IBV_WC_RETRY_EXC_ERR is not named: $(grep -A1 'tid 31864' "$tmp/retry_exc.diff" | head -3)"
+		fail "diff clean_ib retry_exc: rank 4's poll with IBV_WC_RETRY_EXC_ERR is not named: $(grep -A1 'tid 22029' "$tmp/retry_exc.diff" | head -3)"
 	;;
 hang)
 	# no one waits at the end; the first abnormal end is rank 3's death, and
@@ -154,7 +155,7 @@ hang)
 	! grep -qF 'first failure was ibv_reg_dmabuf_mr' "$tmp/killed.hang" ||
 		fail "hang killed: NCCL's dma-buf probe named as rank 3's first failure"
 	"$ncclrr" hang "$g/retry_exc" >"$tmp/retry_exc.hang" 2>&1
-	has "$tmp/retry_exc.hang" "First abnormal end: rank 3 ended (exit 1) at 8.715140 s, the first rank to end abnormally: its first failure was cuMemAlloc_v2(dptr=NULL, bytesize=4194304) = CUDA_ERROR_OUT_OF_MEMORY (2)" hang
+	has "$tmp/retry_exc.hang" "First abnormal end: rank 3 ended (exit 1) at 2.798979 s, the first rank to end abnormally: its first failure was cuMemAlloc_v2(dptr=NULL, bytesize=4194304) = CUDA_ERROR_OUT_OF_MEMORY (2)" hang
 	for t in gid_index memlock; do
 		"$ncclrr" hang "$g/$t" >"$tmp/$t.hang" 2>&1
 		! grep -qF 'first failure was ibv_reg_dmabuf_mr' "$tmp/$t.hang" ||
