@@ -61,8 +61,11 @@ declare -A rerun_says=(
 	[retry_exc]="rank 3: reproduced: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY, exit 1|rank 4: reproduced (after rank 3 ended): no failing call, exit 1|NCCL: transport/net_ib.cc:1984 WARN NET/IB: Got completion from peer <addr><port> with status=12 opcode=1 "
 	[killed]="NCCL: transport/net_ib.cc:1984 WARN NET/IB: Got completion from peer <addr><port> with status=12 opcode=1 "
 )
-# the workload's options in the recording (traces/nccl_ib/record.sh)
-declare -A wl_args=([retry_exc]="--pause 1 --watch 1" [killed]="--pause 1 --watch 1")
+# the workload's options for the rerun: the recorded --pause 1
+# (traces/nccl_ib/record.sh), and a watch of 2.5 s instead of the recorded
+# 1 s: the rerun does not give back ncclrr's own NCCLRR_VERBS_MIN_TIMEOUT_MS,
+# so the fabric's retries take 1.6 s (its 200 ms floor), not 0.54 s
+declare -A wl_args=([retry_exc]="--pause 1 --watch 2.5" [killed]="--pause 1 --watch 2.5")
 # the failing rank and call, as replay and diff name them
 declare -A failing=(
 	[gid_index]="rank 3 thread 4, failure only in B: ibv_modify_qp = ENETUNREACH (Network is unreachable)"
