@@ -36,8 +36,11 @@ replayed="gid_index memlock retry_exc killed"
 slow_repeat="retry_exc killed"
 # rerun of killed: its trace stops at its last tail, before the
 # allocation it was killed at, so the rerun kills rank 3 earlier than the
-# recording; only rank 4's completion error 12 line is checked
+# recording; only rank 4's completion error 12 line is checked, and the
+# rerun's exit is 1: rank 2 then runs until the rerun's timeout (NOT
+# reproduced; 7 of 8 ranks reproduced, rank 4 with the status=12 line)
 rerun="gid_index memlock retry_exc killed"
+declare -A rerun_rc=([killed]=1)
 has() { grep -qF -- "$2" "$1" || fail "$3: no '$2' in: $(head -c 3000 "$1")"; }
 
 # what NCCL printed on the failing rank, the net_ib.cc / transport lines, as
@@ -175,7 +178,7 @@ rerun)
 		"$ncclrr" replay --rerun "$g/$t" --topo "$topo" -o "$tmp/re-$t" -- "$wl/init_allreduce" ${wl_args[$t]:-} \
 			>"$tmp/$t.re" 2>&1
 		rc=$?
-		[ $rc -eq 0 ] || fail "rerun $t: exit $rc: $(tail -5 "$tmp/$t.re")"
+		[ $rc -eq "${rerun_rc[$t]:-0}" ] || fail "rerun $t: exit $rc: $(tail -5 "$tmp/$t.re")"
 		if [ -n "${rerun_says[$t]:-}" ]; then
 			IFS='|' read -ra says <<<"${rerun_says[$t]}"
 			for w in "${says[@]}"; do has "$tmp/$t.re" "$w" "rerun $t"; done
