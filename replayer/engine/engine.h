@@ -58,11 +58,25 @@ struct nrr_wstat {
 	/* the same for calls not finished yet (a call in flight at the end of
 	 * its trace counts as finished: it never returned there either) */
 	_Atomic uint64_t settled;
+	/* recorded wall time of the earliest end (return) of a call not
+	 * finished yet (UINT64_MAX: none, or the worker is gone): every call
+	 * that had returned before it there has returned here */
+	_Atomic uint64_t ended;
+	uint64_t end_wall;   /* the process's recorded end (its nrr_proc_info's), set before the fork */
+	_Atomic int gone;    /* the worker process exited (the coordinator reaped it) */
 	struct {
 		_Atomic uint32_t fn;      /* function id + 1 of the unit in progress, 0 idle */
 		_Atomic uint64_t seq;
 	} cur[NRR_CUR_MAX];
 };
+
+/* The worker goes (or has none): no other worker waits for its calls. */
+static inline void nrr_wstat_leave(struct nrr_wstat *w)
+{
+	atomic_store(&w->frontier, UINT64_MAX);
+	atomic_store(&w->settled, UINT64_MAX);
+	atomic_store(&w->ended, UINT64_MAX);
+}
 
 struct rfd { int64_t rec; int live; };
 

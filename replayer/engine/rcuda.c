@@ -407,6 +407,11 @@ void *nrr_rcuda_verbs_lib(nrr_rcuda *x)
 	return x->lib[2];
 }
 
+nrr_rproc *nrr_rcuda_proc(nrr_rcuda *x)
+{
+	return x->p;
+}
+
 bool nrr_rcuda_handles(const nrr_fn_schema *fn)
 {
 	return fn && fn->domain && dom_index(fn->domain) >= 0;
@@ -769,6 +774,7 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	}
 	if (nrr_rverbs_owns(fn))
 		return nrr_rverbs_call(x, c, res);
+	nrr_rverbs_before(x, c);
 	if (g->unsupported) {
 		res->status = NRR_R_UNSUPPORTED;
 		why(res, "%s", g->unsupported);

@@ -690,11 +690,13 @@ static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 	nrr_xmap_reset();
 	publish_sets(x);
 	memset(g_stats, 0, sizeof(*g_stats) * x->n);
-	for (size_t i = 0; i < x->n; i++)
+	for (size_t i = 0; i < x->n; i++) {
+		g_stats[i].end_wall = x->pi[i].end_wall;
 		if (!x->pi[i].selected) {
-			atomic_store(&g_stats[i].frontier, UINT64_MAX);
-			atomic_store(&g_stats[i].settled, UINT64_MAX);
+			nrr_wstat_leave(&g_stats[i]);
+			atomic_store(&g_stats[i].gone, 1);
 		}
+	}
 	pid_t *pids = calloc(x->n, sizeof(*pids));
 	int *fds = calloc(x->n, sizeof(*fds));
 	char **buf = calloc(x->n, sizeof(*buf));
@@ -774,8 +776,8 @@ static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 			int st;
 			waitpid(pids[i], &st, 0);
 			pids[i] = 0;
-			atomic_store(&g_stats[i].frontier, UINT64_MAX);
-			atomic_store(&g_stats[i].settled, UINT64_MAX);
+			nrr_wstat_leave(&g_stats[i]);
+			atomic_store(&g_stats[i].gone, 1);
 			running--;
 			if (WIFSIGNALED(st) && !out->fatal && !out->hung) {
 				out->fatal = true;

@@ -53,6 +53,15 @@ bool nrr_rfd_served(nrr_rproc *p, int64_t rec);
 void nrr_rfd_del(nrr_rproc *p, int64_t rec);
 /* The recorded wall time of a call of this process recorded at @ts. */
 uint64_t nrr_rproc_wall(const nrr_rproc *p, uint64_t ts);
+/* Order of verbs calls across processes (worker.c): the peer worker whose
+ * process is @pid, for a call of this one recorded at @ts.
+ * nrr_wait_peer_gone: when the peer's recorded end came before @ts, wait
+ * until its worker is gone.  nrr_wait_peer_ended: wait until it finished
+ * every call that had returned before @ts.  Each gives up when the peer
+ * finished no call for 10 s.
+ * @return 0 no wait needed (or no such peer), 1 waited, -ETIMEDOUT. */
+int nrr_wait_peer_gone(nrr_rproc *p, uint32_t pid, uint64_t ts);
+int nrr_wait_peer_ended(nrr_rproc *p, uint32_t pid, uint64_t ts);
 
 /*
  * Cross-process table kept by the replay coordinator (shared memory, all
@@ -74,7 +83,10 @@ int nrr_xmap_get(const char *kind, const void *key, size_t klen, void *val, size
  * Verbs objects that cross processes, published by the process that owns
  * them and looked up by the one that uses them, through the table above.
  * Keys: the recorded address of the owning port (nrr_vaddr) and the
- * recorded number.
+ * recorded number; an rkey's also the owner, the process that published
+ * it (getpid()), which nrr_rverbs_get_qpn() tells of a QP number: ranks
+ * of one virtual host share GIDs, and the fake fabric's rkeys repeat in
+ * every process.
  * Getters wait up to @timeout_ms for the owner to publish.
  * @return 0, -ETIMEDOUT (never published), -ERANGE (nrr_rverbs_remote: the
  * recorded access lies outside the recorded region; the live rkey and the
@@ -99,11 +111,12 @@ uint16_t nrr_vaddr_lid_of(const nrr_vaddr *a);
 const char *nrr_vaddr_str(char *out, const nrr_vaddr *a);
 
 int nrr_rverbs_put_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t live_qpn);
-int nrr_rverbs_get_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t *live_qpn, int timeout_ms);
+/* @owner (may be NULL): the process that published it */
+int nrr_rverbs_get_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t *live_qpn, uint32_t *owner, int timeout_ms);
 int nrr_rverbs_put_mr(const nrr_vaddr *rec, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
 		      uint32_t live_rkey, uint64_t live_addr);
-/* recorded (rkey, remote address, length) -> live rkey and address */
-int nrr_rverbs_remote(const nrr_vaddr *rec, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
+/* recorded (rkey, remote address, length) of @owner's MR -> live rkey and address */
+int nrr_rverbs_remote(const nrr_vaddr *rec, uint32_t owner, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
 		      uint32_t *live_rkey, uint64_t *live_addr, int timeout_ms);
 /* a port's recorded address -> its live one, of the same kind */
 int nrr_rverbs_put_addr(const nrr_vaddr *rec, const nrr_vaddr *live);
@@ -154,6 +167,8 @@ bool nrr_rcuda_cmp_members(const char *fn, const char *param, const char *last, 
 uint64_t nrr_rcuda_handle(nrr_rcuda *x, const char *kind, uint64_t rec, bool *known);
 void nrr_rcuda_bind(nrr_rcuda *x, const char *kind, uint64_t rec, uint64_t live);
 void *nrr_rcuda_verbs_lib(nrr_rcuda *x);
+/* the worker replaying through @x (NULL in unit tests) */
+nrr_rproc *nrr_rcuda_proc(nrr_rcuda *x);
 
 /* Verbs calls whose arguments rcuda.c's generic dispatch cannot pass
  * (custom-encoded attributes, values that cross processes): replayed by
@@ -165,6 +180,9 @@ int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res);
  * of a CQ that a live post made live.  A recorded failure of a live CQ's
  * poll is reproduced, not answered from the trace. */
 bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c);
+/* Before rcuda.c runs verbs call @c live: a teardown (ibv_destroy_qp,
+ * ibv_dereg_mr) waits for its QPs' peers (nrr_wait_peer_ended). */
+void nrr_rverbs_before(nrr_rcuda *x, const nrr_call *c);
 /* rcuda.c: a CQ was made (live), the one ibv_create_qp of this thread takes */
 void nrr_rverbs_cq_made(uint64_t live);
 /* rcuda.c: verbs call @c succeeded as recorded with arguments @slot (the

@@ -9,8 +9,14 @@
  * Keys of the cross-process table are the recorded address of the port
  * that owns the object (nrr_vaddr: its GID, or its LID for an RTR without
  * a GRH) followed by the recorded 32-bit number: QP numbers and rkeys are
- * unique per HCA, not per cluster (the fake fabric hands out the same rkeys
- * in every process).
+ * unique per HCA, not per cluster.  An rkey's key also names its owner,
+ * the replay process that published it: the ranks of one virtual host
+ * share its NICs' GIDs and the fake fabric hands out the same rkeys in
+ * every process, so (GID, rkey) alone named several ranks' regions and an
+ * RDMA WRITE went to whichever published last (IBV_WC_REM_ACCESS_ERR on
+ * another rank).  A QP number's value carries its owner, and a QP's RTR
+ * keeps the owner of the QP it names: its RDMA accesses look rkeys up
+ * under that owner.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -78,17 +84,23 @@ static void key_of(uint8_t key[KEY_LEN], const nrr_vaddr *a, uint32_t num)
 	memcpy(key + ADDR_LEN, &num, 4);
 }
 
+/* value of a QP number: the live number and the process that owns it */
+struct qpval {
+	uint32_t live_qpn, owner;
+};
+
 int nrr_rverbs_put_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t live_qpn)
 {
 	uint8_t key[KEY_LEN];
+	struct qpval v = { live_qpn, (uint32_t)getpid() };
 	key_of(key, rec, rec_qpn);
-	return nrr_xmap_put("vqpn", key, sizeof(key), &live_qpn, sizeof(live_qpn));
+	return nrr_xmap_put("vqpn", key, sizeof(key), &v, sizeof(v));
 }
 
-int nrr_rverbs_get_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t *live_qpn, int timeout_ms)
+int nrr_rverbs_get_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t *live_qpn, uint32_t *owner, int timeout_ms)
 {
 	uint8_t key[KEY_LEN];
-	uint32_t v = 0;
+	struct qpval v;
 	size_t vl = sizeof(v);
 	key_of(key, rec, rec_qpn);
 	int e = nrr_xmap_get("vqpn", key, sizeof(key), &v, &vl, timeout_ms);
@@ -96,8 +108,17 @@ int nrr_rverbs_get_qpn(const nrr_vaddr *rec, uint32_t rec_qpn, uint32_t *live_qp
 		return e;
 	if (vl != sizeof(v))
 		return -EPROTO;
-	*live_qpn = v;
+	*live_qpn = v.live_qpn;
+	if (owner)
+		*owner = v.owner;
 	return 0;
+}
+
+/* key of an rkey: the address and rkey (key_of), then the owner */
+static void mr_key(uint8_t key[KEY_LEN + 4], const nrr_vaddr *a, uint32_t owner, uint32_t rkey)
+{
+	key_of(key, a, rkey);
+	memcpy(key + KEY_LEN, &owner, 4);
 }
 
 /* value of an rkey: the live rkey and both bases of the region it covers */
@@ -109,19 +130,19 @@ struct mrval {
 int nrr_rverbs_put_mr(const nrr_vaddr *rec, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
 		      uint32_t live_rkey, uint64_t live_addr)
 {
-	uint8_t key[KEY_LEN];
+	uint8_t key[KEY_LEN + 4];
 	struct mrval v = { live_rkey, rec_addr, len, live_addr };
-	key_of(key, rec, rec_rkey);
+	mr_key(key, rec, (uint32_t)getpid(), rec_rkey);
 	return nrr_xmap_put("vmr", key, sizeof(key), &v, sizeof(v));
 }
 
-int nrr_rverbs_remote(const nrr_vaddr *rec, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
+int nrr_rverbs_remote(const nrr_vaddr *rec, uint32_t owner, uint32_t rec_rkey, uint64_t rec_addr, uint64_t len,
 		      uint32_t *live_rkey, uint64_t *live_addr, int timeout_ms)
 {
-	uint8_t key[KEY_LEN];
+	uint8_t key[KEY_LEN + 4];
 	struct mrval v;
 	size_t vl = sizeof(v);
-	key_of(key, rec, rec_rkey);
+	mr_key(key, rec, owner, rec_rkey);
 	int e = nrr_xmap_get("vmr", key, sizeof(key), &v, &vl, timeout_ms);
 	if (e < 0)
 		return e;
@@ -472,7 +493,7 @@ static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	return 0;
 }
 
-static void qp_peer(uint64_t live_qp, const nrr_vaddr *peer);
+static void qp_peer(uint64_t live_qp, const nrr_vaddr *peer, uint32_t owner);
 
 /* The recorded address the address vector @ah names its peer by: the GID
  * of its GRH, else (InfiniBand without a GRH) its destination LID.
@@ -553,6 +574,7 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	 * as recorded: a trace's QP numbers of created QPs are not recorded,
 	 * see README) */
 	nrr_vaddr peer;
+	uint32_t owner = 0;   /* the process of the peer's QP, when published */
 	bool named = ah_peer(&a.ah_attr, &peer);
 	if ((mask & IBV_QP_DEST_QPN) && named) {
 		/* the peer published its QP before it sent the number this
@@ -560,7 +582,7 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		 * a 5 s wait for a peer whose message was answered from the
 		 * trace stalled the proxy thread (memlock: replay 16 of 20 hung) */
 		uint32_t lq, rq = a.dest_qp_num;
-		int e = nrr_rverbs_get_qpn(&peer, rq, &lq, 0);
+		int e = nrr_rverbs_get_qpn(&peer, rq, &lq, &owner, 0);
 		if (e == 0)
 			a.dest_qp_num = lq;
 		pthread_mutex_lock(&g_v.mu);
@@ -590,7 +612,7 @@ static int modify_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		return 0;
 	int r = fn((struct ibv_qp *)(uintptr_t)live_qp, &a, mask);
 	if (r == 0 && (mask & IBV_QP_AV) && named)
-		qp_peer(live_qp, &peer);
+		qp_peer(live_qp, &peer, owner);
 	return errno_result(res, c, r);
 }
 
@@ -673,7 +695,7 @@ static int srq_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 #define MAX_DCQ 256
 #define MAX_DQP 1024
 enum cqstate { CQ_UNKNOWN, CQ_LIVE, CQ_TRACE };
-enum dstat { D_POST_LIVE, D_POST_TRACE, D_WC_LIVE, D_POLL_TRACE, D_N };
+enum dstat { D_POST_LIVE, D_POST_TRACE, D_WC_LIVE, D_POLL_TRACE, D_WAIT_GONE, D_WAIT_ENDED, D_WAIT_TIMEOUT, D_N };
 struct dcq {
 	uint64_t live;
 	enum cqstate state;
@@ -684,7 +706,7 @@ static struct {
 	pthread_mutex_t mu;
 	struct dcq cq[MAX_DCQ];
 	int ncq;
-	struct { uint64_t qp; nrr_vaddr peer; } qp[MAX_DQP];   /* the recorded peer of its RTR */
+	struct { uint64_t qp; nrr_vaddr peer; uint32_t owner; } qp[MAX_DQP];   /* the recorded peer of its RTR, its owner */
 	int nqp;
 	struct dsrq { uint64_t srq, cq; } srq[MAX_DQP];   /* a shared receive queue, a receive CQ of its QPs */
 	int nsrq;
@@ -706,7 +728,7 @@ static struct dcq *dcq_of(uint64_t live)
 	return d;
 }
 
-static void qp_peer(uint64_t live_qp, const nrr_vaddr *peer)
+static void qp_peer(uint64_t live_qp, const nrr_vaddr *peer, uint32_t owner)
 {
 	pthread_mutex_lock(&g_d.mu);
 	int i = 0;
@@ -715,19 +737,22 @@ static void qp_peer(uint64_t live_qp, const nrr_vaddr *peer)
 	if (i < MAX_DQP) {
 		g_d.qp[i].qp = live_qp;
 		g_d.qp[i].peer = *peer;
+		g_d.qp[i].owner = owner;
 		if (i == g_d.nqp)
 			g_d.nqp++;
 	}
 	pthread_mutex_unlock(&g_d.mu);
 }
 
-static bool qp_peer_of(uint64_t live_qp, nrr_vaddr *peer)
+/* @owner: 0 when the peer's QP number was published by no process */
+static bool qp_peer_of(uint64_t live_qp, nrr_vaddr *peer, uint32_t *owner)
 {
 	bool ok = false;
 	pthread_mutex_lock(&g_d.mu);
 	for (int i = 0; i < g_d.nqp && !ok; i++)
 		if (g_d.qp[i].qp == live_qp) {
 			*peer = g_d.qp[i].peer;
+			*owner = g_d.qp[i].owner;
 			ok = true;
 		}
 	pthread_mutex_unlock(&g_d.mu);
@@ -815,6 +840,54 @@ static int from_trace(nrr_rres *res, int which, const struct wq *w, const char *
 	return 0;
 }
 
+/* count a wait of worker.c's (@e: its return) as @which */
+static void count_wait(int e, enum dstat which)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&g_d.mu);
+	g_d.stat[e < 0 ? D_WAIT_TIMEOUT : which]++;
+	pthread_mutex_unlock(&g_d.mu);
+}
+
+/* Teardown: before a QP is destroyed, the peer that owns the QP at its
+ * other end has finished what it had finished when the recorded destroy
+ * began (its last RDMA WRITE into this process among them); before an MR
+ * is deregistered, every peer of this process's QPs has.  Only peers
+ * this process connected to, and only what they did earlier: no wait of
+ * theirs waits for this one. */
+void nrr_rverbs_before(nrr_rcuda *x, const nrr_call *c)
+{
+	if (!c->fn || strcmp(c->fn->domain, "verbs"))
+		return;
+	bool qp = !strcmp(c->fn->name, "ibv_destroy_qp");
+	if (!qp && strcmp(c->fn->name, "ibv_dereg_mr"))
+		return;
+	uint64_t one = 0;
+	if (qp) {
+		const nrr_value *qa = arg(c, "qp");
+		bool known;
+		one = qa ? nrr_rcuda_handle(x, "qp", qa->u, &known) : 0;
+		if (!one)
+			return;
+	}
+	uint32_t owners[64];
+	int n = 0;
+	pthread_mutex_lock(&g_d.mu);
+	for (int i = 0; i < g_d.nqp && n < 64; i++) {
+		if ((one && g_d.qp[i].qp != one) || !g_d.qp[i].owner)
+			continue;
+		int j = 0;
+		while (j < n && owners[j] != g_d.qp[i].owner)
+			j++;
+		if (j == n)
+			owners[n++] = g_d.qp[i].owner;
+	}
+	pthread_mutex_unlock(&g_d.mu);
+	for (int j = 0; j < n; j++)
+		count_wait(nrr_wait_peer_ended(nrr_rcuda_proc(x), owners[j], c->ts), D_WAIT_ENDED);
+}
+
 /* One local sge, recorded (addr, length, lkey) -> live. */
 static const char *map_sge(struct ibv_context *ctx, uint64_t addr, uint64_t len, uint64_t lkey, struct ibv_sge *out,
 			   char *buf, size_t blen)
@@ -900,23 +973,31 @@ static int post(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, bool send)
 					      .send_flags = (unsigned)f[2], .imm_data = (uint32_t)f[3] };
 		if (f[1] == IBV_WR_RDMA_WRITE || f[1] == IBV_WR_RDMA_WRITE_WITH_IMM || f[1] == IBV_WR_RDMA_READ) {
 			nrr_vaddr peer;
-			uint32_t lr;
+			uint32_t lr, owner = 0;
 			uint64_t la;
 			int e = -ENOENT;
-			if (qp_peer_of((uint64_t)(uintptr_t)qp, &peer))
-				e = nrr_rverbs_remote(&peer, (uint32_t)f[7], f[6], tot, &lr, &la, REMOTE_WAIT_MS);
+			if (qp_peer_of((uint64_t)(uintptr_t)qp, &peer, &owner))
+				e = owner ? nrr_rverbs_remote(&peer, owner, (uint32_t)f[7], f[6], tot, &lr, &la, REMOTE_WAIT_MS)
+					  : -ESRCH;
 			/* outside the peer's region: posted so, the fabric refuses it
 			 * (IBV_WC_REM_ACCESS_ERR) as the recorded HCA did */
 			if (e < 0 && e != -ERANGE) {
 				return from_trace(res, 0, &wq, "%s: work request %u (wr_id 0x%" PRIx64 "): remote 0x%" PRIx64 "+%" PRIu64
 							  " rkey 0x%" PRIx64 ": %s", fname, i, f[0], f[6], tot, f[7],
 						  e == -ENOENT ? "no replayed RTR of the QP named its peer (GID or LID)"
+						  : e == -ESRCH ? "no replayed process published the QP its RTR named"
 						  : "the peer published no such rkey within 2 s");
 			}
 			sw[i].wr.rdma.remote_addr = la;
 			sw[i].wr.rdma.rkey = lr;
 		}
 	}
+	/* a peer that was gone in the recording is gone here too before
+	 * anything reaches it (completion error 12 of a dead peer) */
+	nrr_vaddr peer;
+	uint32_t owner = 0;
+	if (send && qp_peer_of((uint64_t)(uintptr_t)qp, &peer, &owner) && owner)
+		count_wait(nrr_wait_peer_gone(nrr_rcuda_proc(x), owner, c->ts), D_WAIT_GONE);
 	int r;
 	if (send) {
 		struct ibv_send_wr *bad = NULL;
@@ -1169,6 +1250,10 @@ void nrr_rverbs_report(void)
 		fprintf(stderr, "ncclrr replay: verbs: pid %d: data path: %u posts live, %u answered from the trace; "
 				"%u completions live, %u polls answered from the trace\n", (int)getpid(), d[D_POST_LIVE],
 			d[D_POST_TRACE], d[D_WC_LIVE], d[D_POLL_TRACE]);
+	if (debug() && (d[D_WAIT_GONE] || d[D_WAIT_ENDED] || d[D_WAIT_TIMEOUT]))
+		fprintf(stderr, "ncclrr replay: verbs: pid %d: order: %u posts waited for a peer gone in the recording, %u "
+				"teardowns for a peer's earlier calls, %u waits gave up after 10 s\n", (int)getpid(),
+			d[D_WAIT_GONE], d[D_WAIT_ENDED], d[D_WAIT_TIMEOUT]);
 	if (!debug() || !(g_v.nobj || g_v.stat[ST_RTR_REMAPPED] || g_v.stat[ST_RTR_UNKNOWN]))
 		return;
 	pthread_mutex_lock(&g_v.mu);
@@ -1196,6 +1281,12 @@ int nrr_rverbs_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	return modify_qp(x, c, res);
 }
 #else
+void nrr_rverbs_before(nrr_rcuda *x, const nrr_call *c)
+{
+	(void)x;
+	(void)c;
+}
+
 bool nrr_rverbs_data_path(nrr_rcuda *x, const nrr_call *c)
 {
 	(void)x;

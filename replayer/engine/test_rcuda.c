@@ -92,6 +92,23 @@ uint64_t nrr_rproc_wall(const nrr_rproc *p, uint64_t ts)
 	return ts;
 }
 
+/* one process: no peer worker to wait for */
+int nrr_wait_peer_gone(nrr_rproc *p, uint32_t pid, uint64_t ts)
+{
+	(void)p;
+	(void)pid;
+	(void)ts;
+	return 0;
+}
+
+int nrr_wait_peer_ended(nrr_rproc *p, uint32_t pid, uint64_t ts)
+{
+	(void)p;
+	(void)pid;
+	(void)ts;
+	return 0;
+}
+
 /* ---- scenarios */
 struct counts {
 	int n[4];          /* by enum nrr_rstatus */

@@ -11,6 +11,9 @@
  * recorded ibv_query_gid, one after it that is published at once; its
  * ibv_query_port (an InfiniBand port) publishes both under the port's
  * recorded LID too, and a RoCE port's ibv_query_port publishes no LID.
+ * Two owners of one GID (two ranks of a virtual host) publishing the same
+ * recorded rkey keep two regions: a QP number tells its owner, and the
+ * rkey is looked up under it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -150,64 +153,86 @@ int main(void)
 		e |= nrr_rverbs_put_addr(&lid_a, &live_lid_a);
 		_exit(e ? 1 : 0);
 	}
-	uint32_t q = 0, rk = 0;
+	uint32_t q = 0, rk = 0, owner = (uint32_t)pid;
 	uint64_t addr = 0;
-	CHECK(nrr_rverbs_get_qpn(&gid_a, 0x1234, &q, 5000) == 0 && q == 0xabcd, "qpn on A: 0x%x", q);
-	CHECK(nrr_rverbs_get_qpn(&gid_b, 0x1234, &q, 5000) == 0 && q == 0x5678, "qpn on B: 0x%x", q);
-	int e = nrr_rverbs_remote(&gid_a, 0x5a000100, 0x7f0000001000 + 64, 8, &rk, &addr, 5000);
+	CHECK(nrr_rverbs_get_qpn(&gid_a, 0x1234, &q, NULL, 5000) == 0 && q == 0xabcd, "qpn on A: 0x%x", q);
+	CHECK(nrr_rverbs_get_qpn(&gid_b, 0x1234, &q, NULL, 5000) == 0 && q == 0x5678, "qpn on B: 0x%x", q);
+	int e = nrr_rverbs_remote(&gid_a, owner, 0x5a000100, 0x7f0000001000 + 64, 8, &rk, &addr, 5000);
 	CHECK(e == 0 && rk == 0x5a000300 && addr == 0x7e0000002000 + 64, "remote on A: %d 0x%x 0x%llx", e, rk,
 	      (unsigned long long)addr);
 	/* the whole region, and one byte past its end */
-	e = nrr_rverbs_remote(&gid_a, 0x5a000100, 0x7f0000001000, 131072, &rk, &addr, 5000);
+	e = nrr_rverbs_remote(&gid_a, owner, 0x5a000100, 0x7f0000001000, 131072, &rk, &addr, 5000);
 	CHECK(e == 0 && addr == 0x7e0000002000, "whole region: %d", e);
-	e = nrr_rverbs_remote(&gid_a, 0x5a000100, 0x7f0000001000 + 131072 - 4, 8, &rk, &addr, 5000);
+	e = nrr_rverbs_remote(&gid_a, owner, 0x5a000100, 0x7f0000001000 + 131072 - 4, 8, &rk, &addr, 5000);
 	CHECK(e == -ERANGE, "past the end: %d, want -ERANGE", e);
 	/* still mapped, so that the live HCA refuses the access as the recorded one did */
 	CHECK(rk == 0x5a000300 && addr == 0x7e0000002000 + 131072 - 4, "past the end maps to 0x%x 0x%llx", rk,
 	      (unsigned long long)addr);
-	e = nrr_rverbs_remote(&gid_a, 0x5a000100, 0x7f0000000ff8, 8, &rk, &addr, 5000);
+	e = nrr_rverbs_remote(&gid_a, owner, 0x5a000100, 0x7f0000000ff8, 8, &rk, &addr, 5000);
 	CHECK(e == -ERANGE, "before the start: %d, want -ERANGE", e);
-	e = nrr_rverbs_remote(&gid_b, 0x5a000100, 0x7f0000009000, 16, &rk, &addr, 5000);
+	e = nrr_rverbs_remote(&gid_b, owner, 0x5a000100, 0x7f0000009000, 16, &rk, &addr, 5000);
 	CHECK(e == 0 && rk == 0x5a000100 && addr == 0x7d0000000000, "same rkey on B: %d 0x%llx", e,
 	      (unsigned long long)addr);
 	nrr_vaddr g;
 	CHECK(nrr_rverbs_get_addr(&gid_b, &g, 5000) == 0 && !memcmp(&g, &live_b, sizeof(g)), "gid of B");
 	/* the same numbers under a LID: other objects, and not those of a GID
 	 * whose bytes the LID's start */
-	CHECK(nrr_rverbs_get_qpn(&lid_a, 0x1234, &q, 5000) == 0 && q == 0x9abc, "qpn under lid 0x21: 0x%x", q);
-	e = nrr_rverbs_remote(&lid_a, 0x5a000100, 0x7f0000011000 + 8, 8, &rk, &addr, 5000);
+	CHECK(nrr_rverbs_get_qpn(&lid_a, 0x1234, &q, NULL, 5000) == 0 && q == 0x9abc, "qpn under lid 0x21: 0x%x", q);
+	e = nrr_rverbs_remote(&lid_a, owner, 0x5a000100, 0x7f0000011000 + 8, 8, &rk, &addr, 5000);
 	CHECK(e == 0 && rk == 0x5a000500 && addr == 0x7b0000000000 + 8, "rkey under lid 0x21: %d 0x%x 0x%llx", e, rk,
 	      (unsigned long long)addr);
 	CHECK(nrr_rverbs_get_addr(&lid_a, &g, 5000) == 0 && g.kind == NRR_VADDR_LID && nrr_vaddr_lid_of(&g) == 0x61,
 	      "live lid of 0x21: kind %d 0x%x", g.kind, nrr_vaddr_lid_of(&g));
-	CHECK(nrr_rverbs_get_qpn(&gid_21, 0x1234, &q, 50) == -ETIMEDOUT, "qpn under a gid with the lid's bytes");
+	CHECK(nrr_rverbs_get_qpn(&gid_21, 0x1234, &q, NULL, 50) == -ETIMEDOUT, "qpn under a gid with the lid's bytes");
 	/* never published: a bounded wait, then -ETIMEDOUT */
-	CHECK(nrr_rverbs_get_qpn(&gid_a, 0x999, &q, 50) == -ETIMEDOUT, "unknown qpn");
+	CHECK(nrr_rverbs_get_qpn(&gid_a, 0x999, &q, NULL, 50) == -ETIMEDOUT, "unknown qpn");
 	CHECK(nrr_rverbs_get_addr(&gid_a, &g, 50) == -ETIMEDOUT, "unknown gid");
 	int st = 0;
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "publisher failed: status %d", st);
+	/* another rank of host A: same GID, same recorded rkey and address
+	 * (the fake fabric's rkeys repeat in every process), its own region */
+	pid_t pid2 = fork();
+	if (pid2 == 0) {
+		int e2 = nrr_rverbs_put_qpn(&gid_a, 0x1235, 0xbcde);
+		e2 |= nrr_rverbs_put_mr(&gid_a, 0x5a000100, 0x7f0000001000, 131072, 0x5a000900, 0x7a0000000000);
+		_exit(e2 ? 1 : 0);
+	}
+	uint32_t o1 = 0, o2 = 0;
+	CHECK(nrr_rverbs_get_qpn(&gid_a, 0x1234, &q, &o1, 5000) == 0 && o1 == (uint32_t)pid, "owner of qpn 0x1234: %u",
+	      o1);
+	CHECK(nrr_rverbs_get_qpn(&gid_a, 0x1235, &q, &o2, 5000) == 0 && q == 0xbcde && o2 == (uint32_t)pid2,
+	      "owner of qpn 0x1235: %u, want %d", o2, (int)pid2);
+	e = nrr_rverbs_remote(&gid_a, o2, 0x5a000100, 0x7f0000001000 + 64, 8, &rk, &addr, 5000);
+	CHECK(e == 0 && rk == 0x5a000900 && addr == 0x7a0000000000 + 64, "second owner's rkey: %d 0x%x 0x%llx", e, rk,
+	      (unsigned long long)addr);
+	e = nrr_rverbs_remote(&gid_a, o1, 0x5a000100, 0x7f0000001000 + 64, 8, &rk, &addr, 5000);
+	CHECK(e == 0 && rk == 0x5a000300 && addr == 0x7e0000002000 + 64, "first owner's rkey after the second's: %d "
+	      "0x%x 0x%llx", e, rk, (unsigned long long)addr);
+	waitpid(pid2, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "second owner failed: status %d", st);
 #if NCCLRR_HAVE_VERBS
 	pid = fork();
 	if (pid == 0)
 		_exit(owner_from_calls());
+	owner = (uint32_t)pid;
 	/* before the owner queried its GID, nothing is published under it */
-	e = nrr_rverbs_remote(&gid_c, 0x200, 0x7f0000400000, 8, &rk, &addr, 50);
+	e = nrr_rverbs_remote(&gid_c, owner, 0x200, 0x7f0000400000, 8, &rk, &addr, 50);
 	CHECK(e == -ETIMEDOUT, "rkey published before its GID was known: %d", e);
-	e = nrr_rverbs_remote(&gid_c, 0x200, 0x7f0000400000 + 16, 8, &rk, &addr, 5000);
+	e = nrr_rverbs_remote(&gid_c, owner, 0x200, 0x7f0000400000 + 16, 8, &rk, &addr, 5000);
 	CHECK(e == 0 && rk == 0x77 && addr == 0x7c0000000000 + 16, "rkey from recorded calls: %d 0x%x 0x%llx", e, rk,
 	      (unsigned long long)addr);
-	e = nrr_rverbs_remote(&gid_c, 0x201, 0x7f0000500000, 4096, &rk, &addr, 5000);
+	e = nrr_rverbs_remote(&gid_c, owner, 0x201, 0x7f0000500000, 4096, &rk, &addr, 5000);
 	CHECK(e == 0 && rk == 0x78 && addr == 0x7c0000100000, "second rkey: %d 0x%x", e, rk);
-	e = nrr_rverbs_remote(&gid_c, 0x201, 0x7f0000500000, 4097, &rk, &addr, 50);
+	e = nrr_rverbs_remote(&gid_c, owner, 0x201, 0x7f0000500000, 4097, &rk, &addr, 50);
 	CHECK(e == -ERANGE, "past the recorded region: %d", e);
 	CHECK(nrr_rverbs_get_addr(&gid_c, &g, 5000) == 0 && !memcmp(&g, &live_c, sizeof(g)), "gid from ibv_query_gid");
 	/* ibv_query_port of the InfiniBand port: the LID remap, and both MRs under it */
 	CHECK(nrr_rverbs_get_addr(&lid_c, &g, 5000) == 0 && !memcmp(&g, &live_lid_c, sizeof(g)),
 	      "lid from ibv_query_port: kind %d 0x%x", g.kind, nrr_vaddr_lid_of(&g));
-	e = nrr_rverbs_remote(&lid_c, 0x200, 0x7f0000400000 + 16, 8, &rk, &addr, 5000);
+	e = nrr_rverbs_remote(&lid_c, owner, 0x200, 0x7f0000400000 + 16, 8, &rk, &addr, 5000);
 	CHECK(e == 0 && rk == 0x77 && addr == 0x7c0000000000 + 16, "rkey under the lid: %d 0x%x", e, rk);
-	e = nrr_rverbs_remote(&lid_c, 0x201, 0x7f0000500000, 4096, &rk, &addr, 5000);
+	e = nrr_rverbs_remote(&lid_c, owner, 0x201, 0x7f0000500000, 4096, &rk, &addr, 5000);
 	CHECK(e == 0 && rk == 0x78 && addr == 0x7c0000100000, "second rkey under the lid: %d 0x%x", e, rk);
 	nrr_vaddr roce;
 	nrr_vaddr_lid(&roce, REC_LID_ROCE);

@@ -234,7 +234,8 @@ static bool turn_ok(struct nrr_rproc *p, struct rstream *s, uint64_t ts)
 	return true;
 }
 
-/* Under p->mu: publish the recorded time of the earliest unit not started. */
+/* Under p->mu: publish the recorded time of the earliest unit not started,
+ * not finished, and the earliest recorded end of one not finished. */
 static void update_frontier(struct nrr_rproc *p)
 {
 	uint64_t f = UINT64_MAX;
@@ -257,6 +258,17 @@ static void update_frontier(struct nrr_rproc *p)
 		}
 	}
 	atomic_store(&p->st->settled, f);
+	f = UINT64_MAX;
+	for (size_t i = 0; i < p->ns; i++) {
+		struct rstream *t = &p->s[i];
+		if (t->completed < t->n && t->u[t->completed].end != UINT64_MAX &&
+		    t->u[t->completed].kind != U_INFLIGHT) {
+			uint64_t w = nrr_reader_wall(p->r, t->u[t->completed].end);
+			if (w < f)
+				f = w;
+		}
+	}
+	atomic_store(&p->st->ended, f);
 }
 
 /* Wait until every other worker has started (@settled: finished) all it
@@ -283,6 +295,88 @@ static void wait_others(struct nrr_rproc *p, bool settled, int max_ms)
 		if (step_ms < 16)
 			step_ms *= 2;
 	}
+}
+
+/* ---- order of verbs calls across processes (rverbs.c) ----
+ * A verbs post or teardown waits for one peer process, the owner of the
+ * QP at the other end (the one its RTR named), and only for what that
+ * peer did before it in recorded time, so that no two waits can wait on
+ * each other: a post recorded after the peer's end waits for the peer's
+ * worker to be gone; a teardown waits for the peer to have finished what
+ * had returned before the teardown started.  Each wait gives up once the
+ * peer has finished no call for 10 s. */
+#define VERBS_WAIT_MS 10000
+
+static struct nrr_wstat *peer_stat(struct nrr_rproc *p, uint32_t pid)
+{
+	for (size_t i = 0; p && pid && i < p->nall; i++)
+		if (&p->all[i] != p->st && (uint32_t)atomic_load(&p->all[i].pid) == pid)
+			return &p->all[i];
+	return NULL;
+}
+
+/* until @done(@w, @wall), or until the peer finished no call for
+ * VERBS_WAIT_MS (a peer replaying a million polls is slow, not stuck);
+ * sleeps as wait_others does */
+static bool wait_for(const struct nrr_wstat *w, uint64_t wall, bool (*done)(const struct nrr_wstat *, uint64_t))
+{
+	long slept_ms = 0, step_ms = 1;
+	uint64_t seen = atomic_load(&w->done);
+	while (!done(w, wall)) {
+		uint64_t now = atomic_load(&w->done);
+		if (now != seen) {
+			seen = now;
+			slept_ms = 0;
+		}
+		if (slept_ms >= VERBS_WAIT_MS)
+			return false;
+		struct timespec t = { 0, step_ms * 1000000L };
+		nanosleep(&t, NULL);
+		slept_ms += step_ms;
+		if (step_ms < 16)
+			step_ms *= 2;
+	}
+	return true;
+}
+
+static bool is_gone(const struct nrr_wstat *w, uint64_t wall)
+{
+	(void)wall;
+	return atomic_load(&w->gone) != 0;
+}
+
+static bool has_ended(const struct nrr_wstat *w, uint64_t wall)
+{
+	return atomic_load(&w->ended) >= wall;
+}
+
+int nrr_wait_peer_gone(struct nrr_rproc *p, uint32_t pid, uint64_t ts)
+{
+	struct nrr_wstat *w = peer_stat(p, pid);
+	if (!w || !w->end_wall || w->end_wall >= nrr_reader_wall(p->r, ts))
+		return 0;
+	return wait_for(w, 0, is_gone) ? 1 : -ETIMEDOUT;
+}
+
+int nrr_wait_peer_ended(struct nrr_rproc *p, uint32_t pid, uint64_t ts)
+{
+	struct nrr_wstat *w = peer_stat(p, pid);
+	if (!w)
+		return 0;
+	uint64_t wall = nrr_reader_wall(p->r, ts);
+	if (has_ended(w, wall))
+		return 0;
+	if (wait_for(w, wall, has_ended))
+		return 1;
+	if (nrr_debug_topic("verbs"))
+		fprintf(stderr, "ncclrr replay: verbs: pid %d (%s): teardown at %.6f s gave up waiting for pid %u: it has "
+				"not finished a call that returned at %.6f s\n", (int)getpid(), p->pi->who, wall / 1e9,
+			pid, atomic_load(&w->ended) / 1e9);
+	for (int i = 0; i < NRR_CUR_MAX && nrr_debug_topic("verbs"); i++)
+		if (atomic_load(&w->cur[i].fn))
+			fprintf(stderr, "ncclrr replay: verbs:   pid %u stream %d in #%" PRIu64 " fn %u\n", pid, i,
+				atomic_load(&w->cur[i].seq), atomic_load(&w->cur[i].fn) - 1);
+	return -ETIMEDOUT;
 }
 
 /* Before looking at what reached a call in flight at our end: every other
@@ -482,8 +576,7 @@ static void *stream_main(void *arg)
 			/* The process goes, as a diverged program would: its
 			 * other threads may be blocked in live calls, and its
 			 * peers see its sockets close. */
-			atomic_store(&p->st->frontier, UINT64_MAX);
-			atomic_store(&p->st->settled, UINT64_MAX);
+			nrr_wstat_leave(p->st);
 			nrr_report(p, "X 1");
 			_exit(1);
 		}
@@ -540,8 +633,7 @@ int nrr_worker_main(struct nrr_rproc *p)
 	pthread_mutex_init(&p->fdmu, NULL);
 	int ret = load(p, err, sizeof(err));
 	if (ret < 0) {
-		atomic_store(&p->st->frontier, UINT64_MAX);
-		atomic_store(&p->st->settled, UINT64_MAX);
+		nrr_wstat_leave(p->st);
 		nrr_report(p, "F bad-trace %s", err);
 		return 2;
 	}
@@ -607,8 +699,7 @@ int nrr_worker_main(struct nrr_rproc *p)
 			div = 1;
 		}
 	}
-	atomic_store(&p->st->frontier, UINT64_MAX);
-	atomic_store(&p->st->settled, UINT64_MAX);
+	nrr_wstat_leave(p->st);
 	rnet_close(p->net);
 	nrr_rverbs_report();
 	nrr_report(p, "X %d", div);

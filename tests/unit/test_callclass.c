@@ -533,8 +533,8 @@ int main(int argc, char **argv)
 		CHECK(cn && cn->role == NRR_ROLE_CONNECT && nrr_fn_arg(cn, NRR_ARG_FD) == 0, "old trace's connect");
 		nrr_reader_close(r);
 	}
-	/* a golden trace recorded before failed= (rank 4 of
-	 * traces/nccl_ib/retry_exc): its first failed poll is the one whose
+	/* a golden trace recorded before failed= (rank 4 of the first
+	 * recording of traces/nccl_ib/retry_exc, tests/unit/data/): its first failed poll is the one whose
 	 * completion carries IBV_WC_RETRY_EXC_ERR, and no poll before it fails */
 	if (argc > 2) {
 		nrr_reader *r = NULL;

@@ -51,7 +51,7 @@ run_one() {
 	# init and 1 s before its AllReduce, so rank 3 is gone by then. It
 	# is the ring's NET sender to rank 4 (ring 0..7 on every channel,
 	# 3 -> 4 crossing the hosts); the others check NCCL's asynchronous
-	# error for 2.5 s after the AllReduce. Rank 4's proxy posts its
+	# error for 1 s after the AllReduce. Rank 4's proxy posts its
 	# receives and RDMA-WRITEs its CTS FIFO entry to rank 3: no answer,
 	# sent again per NCCL's QP timeout (NCCL 2.22's NCCL_IB_TIMEOUT 18
 	# and NCCL_IB_RETRY_CNT 7: 8 tries of 1.07 s on an HCA; the fabric
@@ -61,13 +61,13 @@ run_one() {
 	# and so the replay, short. (A SIGKILL instead of the exit makes the
 	# same lines, but its trace does not replay: see README.)
 	retry_exc) rec retry_exc 40 --env 'NCCLRR_FAULT=cuMemAlloc:rank=3:nth=1:CUDA_ERROR_OUT_OF_MEMORY' \
-		--env NCCLRR_VERBS_MIN_TIMEOUT_MS=50 -- "$wl" --pause 1 --watch 2.5 ;;
+		--env NCCLRR_VERBS_MIN_TIMEOUT_MS=50 -- "$wl" --pause 1 --watch 1 ;;
 	# the same run with rank 3 killed outright instead (SIGKILL at that
 	# first allocation, 1 s after its init): no end in its trace, which
 	# replays up to its last tail's whole_ts (replayer/README.md); rank 4
 	# prints the same completion errors
 	killed) rec killed 40 --env 'NCCLRR_FAULT=cuMemAlloc:rank=3:nth=1:SIGKILL' \
-		--env NCCLRR_VERBS_MIN_TIMEOUT_MS=50 -- "$wl" --pause 1 --watch 2.5 ;;
+		--env NCCLRR_VERBS_MIN_TIMEOUT_MS=50 -- "$wl" --pause 1 --watch 1 ;;
 	esac
 	rm -f "$here/$n/nccl-topo.xml"
 	"$ncclrr" replay --topo "$topo" "$here/$n" | "$here/../replay/normalize.sh" >"$here/$n.expected" || true
