@@ -119,8 +119,12 @@ done
 rec_qpn=$(grep -oE 'ibv_create_qp.*qp_num=[0-9]+' "$tmp/rec.dump" | sed 's/.*qp_num=//' | sort -n | paste -sd' ')
 log_qpn=$(grep -oE 'local address: .*QPN 0x[0-9a-f]+' "$tmp/rec.log" | sed 's/.*QPN //' |
 	while read -r h; do echo $((h)); done | sort -n | paste -sd' ')
-[ -n "$rec_qpn" ] && [ "$rec_qpn" = "$log_qpn" ]
-check "recorded qp_num ($rec_qpn) = the QPNs ibv_rc_pingpong printed ($log_qpn)" $?
+# (a client that found the server not listening yet ran again: its earlier
+# processes made QPs too, so the printed ones are among those recorded)
+ok=$([ -n "$log_qpn" ] && [ "$(wc -w <<<"$log_qpn")" = 2 ] && echo 1)
+for q in $log_qpn; do [[ " $rec_qpn " == *" $q "* ]] || ok=; done
+[ -n "$ok" ]
+check "the QPNs ibv_rc_pingpong printed ($log_qpn) are recorded qp_nums ($rec_qpn)" $?
 grep -qE 'ibv_reg_mr\(.*lkey=[0-9]+, rkey=[1-9][0-9]*\) = 0x' "$tmp/rec.dump"
 check "ibv_reg_mr recorded with its lkey and rkey" $?
 n=$(grep -c 'ibv_post_send(' "$tmp/rec.dump")
