@@ -49,7 +49,7 @@ enum sp_what {
 	SP_SCRATCH,     /* in host pointer: a scratch buffer of @arg bytes when not in a range */
 	SP_HOSTREG,     /* in host pointer registered: scratch of @arg bytes, kept as a range */
 	SP_DROPRANGE,   /* in pointer: its range ends with this call */
-	SP_NOCMP,       /* out value not compared (entry points) */
+	SP_NOCMP,       /* out value not compared (entry points, an HCA model's description) */
 	SP_IPC_PUT,     /* out IPC handle bytes: published (recorded -> live) under kind @arg */
 	SP_IPC_GET,     /* in IPC handle bytes: the live ones another worker published */
 	SP_PTRATTR,     /* cuPointerGetAttribute: data is a pointer/handle for some attributes */
@@ -88,6 +88,13 @@ static const struct special {
 	{ "cuMemHostUnregister", "p", SP_DROPRANGE, NULL },
 	{ "cuMemFreeHost", "p", SP_DROPRANGE, NULL },
 	{ "ibv_get_device_list", "num_devices", SP_NULLOUT, NULL },
+	/* the HCA model's description (firmware, vendor ids, limits such as
+	 * max_srq): a trace from another model (a real ConnectX, an older fake
+	 * verbs) differs in it everywhere, and replay runs on the fake's
+	 * model; a limit that matters shows where the program hits it (a
+	 * create or post failing) */
+	{ "ibv_query_device", "device_attr", SP_NOCMP, NULL },
+	{ "ibv_query_device_ex", "attr", SP_NOCMP, NULL },
 	{ "cuGetProcAddress", "pfn", SP_NOCMP, NULL },
 	{ "cuGetProcAddress_v2", "pfn", SP_NOCMP, NULL },
 	{ "cuIpcGetMemHandle", "pHandle", SP_IPC_PUT, "ipc" },
