@@ -73,6 +73,10 @@ const struct nrr_env_var nrr_env_vars[] = {
 	{ "NCCLRR_SYSFS", PER },      /* the host's sysfs view, in that directory */
 	{ "NCCLRR_MEMLOCK_GIVEN", PER }, /* this machine's hard RLIMIT_MEMLOCK */
 	{ "NCCLRR_TOPO_DIR", PER },   /* where `run --topo NAME` looks: the cluster itself is compared */
+	/* the fake fabric's timing (replayer/fake/verbs/verbs_fabric.c): how
+	 * long a dead peer takes to give completion error 12 */
+	{ "NCCLRR_VERBS_TIME_SCALE", NRR_ENV_FABRIC },
+	{ "NCCLRR_VERBS_MIN_TIMEOUT_MS", NRR_ENV_FABRIC },
 };
 const size_t nrr_env_nvars = sizeof(nrr_env_vars) / sizeof(nrr_env_vars[0]);
 

@@ -32,6 +32,11 @@ enum {
 				      * other launchers' and ncclrr's own switches
 				      * such as NCCLRR_FAULT): a re-run under
 				      * ncclrr run (bisect) never passes it on */
+	NRR_ENV_FABRIC = 1 << 8,     /* a setting of the fake cluster's hardware
+				      * (the verbs fabric's retry timing): part of
+				      * the machine the job ran on, like its
+				      * topology, so rerun gives it back though
+				      * it is one of ncclrr's own (LAUNCH) */
 };
 
 /* A name, or a prefix when it ends in '_' (a prefix matches longer names

@@ -1186,21 +1186,24 @@ static int load_run(const char *dir, struct run *x, bool want_rules, FILE *err)
 /* Set by `ncclrr run` for every rank (placement, the fake runtime), by
  * `ncclrr record` (the tracer), or describing the real cluster's own
  * launcher, which the virtual cluster replaces (NRR_ENV_LAUNCH): never
- * given back. */
+ * given back; but the fake hardware's settings (NRR_ENV_FABRIC) are the
+ * machine the job failed on. */
 static bool env_is_ours(const char *kv)
 {
-	if (nrr_env_flags(kv, strcspn(kv, "=")) & NRR_ENV_LAUNCH)
+	unsigned f = nrr_env_flags(kv, strcspn(kv, "="));
+	if ((f & NRR_ENV_LAUNCH) && !(f & NRR_ENV_FABRIC))
 		return true;
 	/* ncclrr run's default: a rank that had it needs nothing */
 	return !strcmp(kv, "NCCL_SOCKET_IFNAME=lo");
 }
 
-/* The libraries' settings the tracer records (NRR_ENV_SETTING): a
+/* The libraries' settings the tracer records (NRR_ENV_SETTING) and the
+ * fake hardware's (NRR_ENV_FABRIC): a
  * variable of these that this environment has and the recording's rank did
  * not have was unset there. */
 static bool env_family_recorded(const char *k)
 {
-	return (nrr_env_flags(k, strlen(k)) & NRR_ENV_SETTING) != 0;
+	return (nrr_env_flags(k, strlen(k)) & (NRR_ENV_SETTING | NRR_ENV_FABRIC)) != 0;
 }
 
 const char *nrr_rerun_env_refused(const char *kv)
@@ -1208,11 +1211,11 @@ const char *nrr_rerun_env_refused(const char *kv)
 	size_t kl = strcspn(kv, "=");
 	char k[128];
 	if (kl >= sizeof(k))
-		return "not a variable of NCCL, CUDA, NVIDIA, UCX or PyTorch's NCCL";
+		return "not a variable of NCCL, CUDA, NVIDIA, UCX, PyTorch's NCCL or the fake fabric";
 	memcpy(k, kv, kl);
 	k[kl] = 0;
 	if (!env_family_recorded(k))
-		return "not a variable of NCCL, CUDA, NVIDIA, UCX or PyTorch's NCCL";
+		return "not a variable of NCCL, CUDA, NVIDIA, UCX, PyTorch's NCCL or the fake fabric";
 	/* plugins, injection libraries, module directories: code to load */
 	static const char *const code[] = { "PLUGIN", "INJECTION", "PATH", "_DIR" };
 	for (size_t i = 0; i < sizeof(code) / sizeof(code[0]); i++)

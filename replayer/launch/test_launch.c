@@ -96,6 +96,12 @@ static void test_env(void)
 	 * back) but not one ncclrr run sets: bisect searches it */
 	CHECK((nrr_env_flags("NCCLRR_FAULT", 12) & (NRR_ENV_LAUNCH | NRR_ENV_BY_RUN)) == NRR_ENV_LAUNCH,
 	      "NCCLRR_FAULT: a launcher's variable, not set by ncclrr run");
+	/* the fake fabric's timing is ncclrr's own and the machine's: rerun
+	 * gives it back (NRR_ENV_FABRIC over NRR_ENV_LAUNCH) */
+	CHECK((nrr_env_flags("NCCLRR_VERBS_TIME_SCALE", 23) & (NRR_ENV_LAUNCH | NRR_ENV_FABRIC)) ==
+		      (NRR_ENV_LAUNCH | NRR_ENV_FABRIC) &&
+		      !(nrr_env_flags("NCCLRR_VERBS_DIR", 16) & NRR_ENV_FABRIC),
+	      "NCCLRR_VERBS_TIME_SCALE: a fabric setting, NCCLRR_VERBS_DIR not");
 	/* the table's rules: a prefix matches longer names only; flags add up */
 	CHECK(nrr_env_flags("NCCL_", 5) == 0 && (nrr_env_flags("NCCL_DEBUG", 10) & NRR_ENV_SETTING),
 	      "prefix NCCL_");

@@ -64,11 +64,12 @@ declare -A rerun_says=(
 	[retry_exc]="rank 3: reproduced: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY, exit 1|rank 4: reproduced (after rank 3 ended): no failing call, exit 1|NCCL: transport/net_ib.cc:1984 WARN NET/IB: Got completion from peer <addr><port> with status=12 opcode=1 "
 	[killed]="NCCL: transport/net_ib.cc:1984 WARN NET/IB: Got completion from peer <addr><port> with status=12 opcode=1 "
 )
-# the workload's options for the rerun: the recorded --pause 1
-# (traces/nccl_ib/record.sh), and a watch of 2.5 s instead of the recorded
-# 1 s: the rerun does not give back ncclrr's own NCCLRR_VERBS_MIN_TIMEOUT_MS,
-# so the fabric's retries take 1.6 s (its 200 ms floor), not 0.54 s
-declare -A wl_args=([retry_exc]="--pause 1 --watch 2.5" [killed]="--pause 1 --watch 2.5")
+# the workload's options for the rerun: the recorded ones
+# (traces/nccl_ib/record.sh). Their watch of 1 s holds the completion error
+# only if the rerun gives back the recorded NCCLRR_VERBS_MIN_TIMEOUT_MS=50
+# (a fabric setting, nrr_env.h): with the fabric's default 200 ms floor the
+# retries take 1.6 s, not 0.54 s, and rank 4 prints no status=12 line
+declare -A wl_args=([retry_exc]="--pause 1 --watch 1" [killed]="--pause 1 --watch 1")
 # the failing rank and call, as replay and diff name them
 declare -A failing=(
 	[gid_index]="rank 3 thread 4, failure only in B: ibv_modify_qp = ENETUNREACH (Network is unreachable)"
