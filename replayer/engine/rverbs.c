@@ -799,18 +799,20 @@ static void srq_user(uint64_t srq, const struct ibv_qp *qp)
 	pthread_mutex_unlock(&g_d.mu);
 }
 
-/* The local MR of context @ctx whose recorded lkey is @lkey, the newest one
- * (lkeys are reused after ibv_dereg_mr). */
-static bool local_mr(uint64_t ctx, uint32_t lkey, struct vobj *out)
+/* The local object of context @ctx made by this process: the MR whose
+ * recorded lkey is @rec (@kind OBJ_MR), or the QP whose recorded qp_num is
+ * @rec (OBJ_QP); the newest one (numbers are reused after a destroy). */
+static bool local_obj(uint64_t ctx, int kind, uint32_t rec, struct vobj *out)
 {
 	bool ok = false;
 	pthread_mutex_lock(&g_v.mu);
-	for (size_t k = g_v.nobj; k-- > 0 && !ok;)
-		if (g_v.obj[k].kind == OBJ_MR && g_v.obj[k].has_lkey && g_v.obj[k].rec_lkey == lkey &&
-		    g_v.obj[k].ctx == ctx) {
-			*out = g_v.obj[k];
+	for (size_t k = g_v.nobj; k-- > 0 && !ok;) {
+		const struct vobj *o = &g_v.obj[k];
+		if (o->kind == kind && o->ctx == ctx && (kind == OBJ_MR ? o->has_lkey && o->rec_lkey == rec : o->rec == rec)) {
+			*out = *o;
 			ok = true;
 		}
+	}
 	pthread_mutex_unlock(&g_v.mu);
 	return ok;
 }
@@ -893,7 +895,7 @@ static const char *map_sge(struct ibv_context *ctx, uint64_t addr, uint64_t len,
 			   char *buf, size_t blen)
 {
 	struct vobj mr;
-	if (!local_mr((uint64_t)(uintptr_t)ctx, (uint32_t)lkey, &mr)) {
+	if (!local_obj((uint64_t)(uintptr_t)ctx, OBJ_MR, (uint32_t)lkey, &mr)) {
 		snprintf(buf, blen, "sge lkey 0x%" PRIx64 ": no replayed ibv_reg_mr recorded that lkey", lkey);
 		return buf;
 	}
@@ -1050,7 +1052,10 @@ static uint64_t now_ms(void)
 }
 
 /* Replay a poll of a live CQ: as many completions as it recorded, in the
- * order recorded, each the first queued one with its recorded wr_id. */
+ * order recorded, each the first queued one with its recorded wr_id and
+ * from the live QP its recorded qp_num names (programs reuse one wr_id on
+ * every QP of a CQ: ibv_srq_pingpong's 16), or with the wr_id alone where
+ * the trace names no QP this process made. */
 static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 {
 	const nrr_value *ca = arg(c, "cq"), *wa = arg(c, "wc");
@@ -1074,6 +1079,13 @@ static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	if (!live || want < 0 || (want > 0 && !wa))
 		return from_trace(res, 1, NULL, "ibv_poll_cq: %s", !live ? "CQ not replayed" : want < 0 ? "recorded an error"
 										   : "completions not recorded");
+	/* the live qp_num of each recorded completion's QP (0: not known) */
+	uint32_t lqp[NRR_ENTRIES_MAX] = { 0 };
+	struct vobj qo;
+	for (unsigned i = 0; i < m; i++)
+		if (local_obj((uint64_t)(uintptr_t)((struct ibv_cq *)(uintptr_t)live)->context, OBJ_QP,
+			      (uint32_t)rec[i][5], &qo))
+			lqp[i] = qo.live;
 	uint64_t deadline = now_ms() + POLL_WAIT_MS;
 	struct ibv_wc got[64];
 	int64_t ngot = 0;
@@ -1088,7 +1100,8 @@ static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		while (ngot < want && ngot < 64) {
 			size_t j = 0;
 			if (ngot < (int64_t)m)
-				while (j < d->n && d->q[j].wr_id != rec[ngot][0])
+				while (j < d->n && (d->q[j].wr_id != rec[ngot][0] ||
+						    (lqp[ngot] && d->q[j].qp_num != lqp[ngot])))
 					j++;
 			if (j >= d->n)
 				break;
