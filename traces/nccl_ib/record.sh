@@ -58,8 +58,7 @@ run_one() {
 	# divides by NCCLRR_VERBS_TIME_SCALE 16 and takes at least
 	# NCCLRR_VERBS_MIN_TIMEOUT_MS, 50 here: 0.54 s), then
 	# IBV_WC_RETRY_EXC_ERR. The short times keep the proxies' polling,
-	# and so the replay, short. (A SIGKILL instead of the exit makes the
-	# same lines, but its trace does not replay: see README.)
+	# and so the replay, short.
 	retry_exc) rec retry_exc 40 --env 'NCCLRR_FAULT=cuMemAlloc:rank=3:nth=1:CUDA_ERROR_OUT_OF_MEMORY' \
 		--env NCCLRR_VERBS_MIN_TIMEOUT_MS=50 -- "$wl" --pause 1 --watch 1 ;;
 	# the same run with rank 3 killed outright instead (SIGKILL at that
