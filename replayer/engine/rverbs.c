@@ -429,6 +429,23 @@ static bool uvars(const nrr_value *v, uint64_t *out, int n)
 	return true;
 }
 
+/* A replayed create returned @obj: the call's result; whether it made one
+ * as the recording did (else DIVERGED, with errno); the recorded handle of
+ * kind @kind bound to it.  @what names one ("a QP"). */
+static bool made(nrr_rcuda *x, const nrr_call *c, nrr_rres *res, const char *kind, const char *what, void *obj)
+{
+	res->result = (int64_t)(uintptr_t)obj;
+	res->status = NRR_R_MATCH;
+	if (!obj != !c->result) {
+		say(res, NRR_R_DIVERGED, "result: recorded %s, replayed %s (errno %d)", c->result ? what : "NULL",
+		    obj ? what : "NULL", obj ? 0 : errno);
+		return false;
+	}
+	if (obj)
+		nrr_rcuda_bind(x, kind, (uint64_t)c->result, (uint64_t)(uintptr_t)obj);
+	return true;
+}
+
 static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 {
 	const nrr_value *pd = arg(c, "pd"), *ia = arg(c, "qp_init_attr");
@@ -472,15 +489,9 @@ static int create_qp(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	if (!fn)
 		return 0;
 	struct ibv_qp *qp = fn((struct ibv_pd *)(uintptr_t)live_pd, &a);
-	res->result = (int64_t)(uintptr_t)qp;
-	res->status = NRR_R_MATCH;
-	if (!qp != !c->result) {
-		say(res, NRR_R_DIVERGED, "result: recorded %s, replayed %s (errno %d)", c->result ? "a QP" : "NULL",
-		    qp ? "a QP" : "NULL", qp ? 0 : errno);
+	if (!made(x, c, res, "qp", "a QP", qp))
 		return 0;
-	}
 	if (qp) {
-		nrr_rcuda_bind(x, "qp", (uint64_t)c->result, (uint64_t)(uintptr_t)qp);
 		if (live_srq)
 			srq_user(live_srq, qp);
 		const nrr_value *qn = arg(c, "qp_num");   /* traces before it was recorded lack it */
@@ -645,16 +656,7 @@ static int srq_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		if (!fn)
 			return 0;
 		struct ibv_srq_init_attr ia = { .attr = a };
-		struct ibv_srq *srq = fn((struct ibv_pd *)(uintptr_t)live, &ia);
-		res->result = (int64_t)(uintptr_t)srq;
-		res->status = NRR_R_MATCH;
-		if (!srq != !c->result) {
-			say(res, NRR_R_DIVERGED, "result: recorded %s, replayed %s (errno %d)", c->result ? "an SRQ" : "NULL",
-			    srq ? "an SRQ" : "NULL", srq ? 0 : errno);
-			return 0;
-		}
-		if (srq)
-			nrr_rcuda_bind(x, "srq", (uint64_t)c->result, (uint64_t)(uintptr_t)srq);
+		made(x, c, res, "srq", "an SRQ", fn((struct ibv_pd *)(uintptr_t)live, &ia));
 		return 0;
 	}
 	int r;
