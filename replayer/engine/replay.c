@@ -483,21 +483,21 @@ static void publish_sets(struct coord *x)
 	 * (mark_killed), with the wall time until which their trace is
 	 * whole: their peers' calls on connections to them from then on, and
 	 * reads of what they sent last, are served from the trace (rsock.c
-	 * peer_killed) */
-	for (size_t a = 0; a < x->naddr; a++)
-		if (x->addr[a].kind != A_CONNECT && nrr_proc_killed(&x->pi[x->addr[a].proc]))
-			nrr_xmap_put(x->addr[a].kind == A_LISTEN ? "kill" : "killc", x->addr[a].key, x->addr[a].len,
-				     &x->pi[x->addr[a].proc].whole_wall, sizeof(uint64_t));
-	/* and those of processes that ended by themselves, with their end: a
-	 * peer's send recorded after that end succeeded because the kernel
-	 * took the bytes before the ending process's sockets were closed
-	 * (rsock.c peer_gone) */
+	 * peer_killed); and those of processes that ended by themselves, with
+	 * their end: a peer's send recorded after that end succeeded because
+	 * the kernel took the bytes before the ending process's sockets were
+	 * closed (rsock.c peer_gone) */
 	for (size_t a = 0; a < x->naddr; a++) {
 		const struct nrr_proc_info *pi = &x->pi[x->addr[a].proc];
-		if (x->addr[a].kind != A_CONNECT && !nrr_proc_killed(pi) && pi->end[0] && pi->end_wall &&
-		    strcmp(pi->end, "exec"))
-			nrr_xmap_put(x->addr[a].kind == A_LISTEN ? "gone" : "gonec", x->addr[a].key, x->addr[a].len,
-				     &pi->end_wall, sizeof(uint64_t));
+		bool listen = x->addr[a].kind == A_LISTEN;
+		if (x->addr[a].kind == A_CONNECT)
+			continue;
+		if (nrr_proc_killed(pi))
+			nrr_xmap_put(listen ? "kill" : "killc", x->addr[a].key, x->addr[a].len, &pi->whole_wall,
+				     sizeof(uint64_t));
+		else if (pi->end[0] && pi->end_wall && strcmp(pi->end, "exec"))
+			nrr_xmap_put(listen ? "gone" : "gonec", x->addr[a].key, x->addr[a].len, &pi->end_wall,
+				     sizeof(uint64_t));
 	}
 	/* an IPC handle made by a replayed process, with the wall time until
 	 * which its maker's trace is whole (a process killed outright), or
