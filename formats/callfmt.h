@@ -233,10 +233,16 @@ int nrr_mmsg_decode(const nrr_value *v, nrr_mmsg_rec *m, int max);
 #define NRR_SGE_WRS 8
 #define NRR_SGE_MAX 4
 
-/* custom:recv_wr and custom:wc keep at most this many work requests or
- * completions of one call (the first ones): the writer and the replayer
- * read the bound here. */
+/* custom:recv_wr keeps at most this many work requests of one call, and
+ * custom:wc at most NRR_WC_MAX completions (the first ones): the writer and
+ * the replayer read the bounds here.  A replayed poll takes a live
+ * completion for each recorded one by its wr_id and QP; one that returned
+ * more than were kept takes the oldest queued for the rest, which may be
+ * a completion a later poll recorded (ibv_srq_pingpong's 16 QPs poll up to
+ * 32 at once: cut at 16, a replay stole the next round's and hung in 1 of
+ * 2 runs). */
 #define NRR_ENTRIES_MAX 16
+#define NRR_WC_MAX 64
 
 /* One work request of a post as custom:send_wr / custom:recv_wr record it
  * (formats/api/README.md): the entry's fields (NRR_WR_SEND_FIELDS of a

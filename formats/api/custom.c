@@ -154,7 +154,7 @@ size_t nrr_custom_wc(uint8_t *buf, const void *v, long long ret)
 	const struct ibv_wc *wc = v;
 	uint8_t *p = buf + 1;
 	unsigned n = 0;
-	for (; wc && n < (ret > 0 ? (unsigned long long)ret : 0) && n < NRR_ENTRIES_MAX && ROOM(p, buf, 6 * NRR_VAR_MAX); n++) {
+	for (; wc && n < (ret > 0 ? (unsigned long long)ret : 0) && n < NRR_WC_MAX && ROOM(p, buf, 6 * NRR_VAR_MAX); n++) {
 		p = nrr_put_uvar(p, wc[n].wr_id);
 		p = nrr_put_uvar(p, (uint64_t)wc[n].status);
 		p = nrr_put_uvar(p, (uint64_t)wc[n].opcode);

@@ -20,7 +20,7 @@ def emit_encoders(api, outdir):
     for fn in api.fns:
         h.append(f'#define NRR_FN_{fn.name} {fn.id}')
     h += ['', '/* custom encoders (formats/api/custom.c): fill buf, return bytes used */',
-          '#define NRR_CUSTOM_MAX 512',
+          '#define NRR_CUSTOM_MAX 2048',
           '/* iov:COUNT: the first min(total, @cap) bytes of @cnt iovecs, stopping at',
           ' * @limit bytes; @return the total (at most @limit) */',
           'size_t nrr_iov_gather(uint8_t *buf, size_t cap, const struct iovec *iov, long cnt, size_t limit);']

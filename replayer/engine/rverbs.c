@@ -1057,24 +1057,25 @@ static uint64_t now_ms(void)
  * order recorded, each the first queued one with its recorded wr_id and
  * from the live QP its recorded qp_num names (programs reuse one wr_id on
  * every QP of a CQ: ibv_srq_pingpong's 16), or with the wr_id alone where
- * the trace names no QP this process made. */
+ * the trace names no QP this process made; past the completions the trace
+ * kept (NRR_WC_MAX, formats/callfmt.h), the oldest queued. */
 static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 {
 	const nrr_value *ca = arg(c, "cq"), *wa = arg(c, "wc");
 	bool known;
 	uint64_t live = ca ? nrr_rcuda_handle(x, "cq", ca->u, &known) : 0;
 	enum { F = 6 };
-	uint64_t rec[NRR_ENTRIES_MAX][F];
+	uint64_t rec[NRR_WC_MAX][F];
 	unsigned m = 0;
 	if (wa && wa->len) {
 		const uint8_t *p = wa->p, *end = wa->p + wa->len;
 		m = *p++;
-		for (unsigned i = 0; i < m && i < NRR_ENTRIES_MAX; i++)
+		for (unsigned i = 0; i < m && i < NRR_WC_MAX; i++)
 			for (int k = 0; k < F; k++)
 				if (nrr_get_uvar(&p, end, &rec[i][k]) < 0)
 					m = i;   /* cut: compare what is whole */
-		if (m > NRR_ENTRIES_MAX)
-			m = NRR_ENTRIES_MAX;
+		if (m > NRR_WC_MAX)
+			m = NRR_WC_MAX;
 	}
 	int64_t want = c->result;
 	g_wc_table = c->fn->fail_table;
@@ -1082,14 +1083,14 @@ static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		return from_trace(res, 1, NULL, "ibv_poll_cq: %s", !live ? "CQ not replayed" : want < 0 ? "recorded an error"
 										   : "completions not recorded");
 	/* the live qp_num of each recorded completion's QP (0: not known) */
-	uint32_t lqp[NRR_ENTRIES_MAX] = { 0 };
+	uint32_t lqp[NRR_WC_MAX] = { 0 };
 	struct vobj qo;
 	for (unsigned i = 0; i < m; i++)
 		if (local_obj((uint64_t)(uintptr_t)((struct ibv_cq *)(uintptr_t)live)->context, OBJ_QP,
 			      (uint32_t)rec[i][5], &qo))
 			lqp[i] = qo.live;
 	uint64_t deadline = now_ms() + POLL_WAIT_MS;
-	struct ibv_wc got[64];
+	struct ibv_wc got[NRR_WC_MAX];   /* the first ones, compared with those recorded */
 	int64_t ngot = 0;
 	pthread_mutex_lock(&g_d.mu);
 	struct dcq *d = dcq_of(live);
@@ -1099,7 +1100,7 @@ static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 		if (!d || want == 0)
 			break;
 		/* take what is there, in recorded order */
-		while (ngot < want && ngot < 64) {
+		while (ngot < want) {
 			size_t j = 0;
 			if (ngot < (int64_t)m)
 				while (j < d->n && (d->q[j].wr_id != rec[ngot][0] ||
@@ -1107,11 +1108,13 @@ static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 					j++;
 			if (j >= d->n)
 				break;
-			got[ngot++] = d->q[j];
+			if (ngot < NRR_WC_MAX)
+				got[ngot] = d->q[j];
+			ngot++;
 			memmove(d->q + j, d->q + j + 1, (d->n - j - 1) * sizeof(*d->q));
 			d->n--;
 		}
-		if (ngot == want || ngot == 64 || now_ms() >= deadline)
+		if (ngot == want || now_ms() >= deadline)
 			break;
 		pthread_mutex_unlock(&g_d.mu);
 		struct timespec ts = { 0, 200000 };
@@ -1125,7 +1128,7 @@ static int poll_cq(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	res->status = NRR_R_MATCH;
 	if (!d)
 		return from_trace(res, 1, NULL, "ibv_poll_cq: more than %d CQs", MAX_DCQ);
-	if (ngot < want && ngot < 64) {
+	if (ngot < want) {
 		if (ngot < (int64_t)m)
 			say(res, NRR_R_DIVERGED, "wc[%" PRId64 "] of %" PRId64 " (wr_id 0x%" PRIx64 ", recorded %s (%" PRIu64
 						 ")) did not complete within %d s (%zu other live completions queued)",
