@@ -37,7 +37,16 @@ struct rstream {
 	uint32_t index;
 	struct unit *u;
 	size_t n, cap;
+	size_t *info, ninfo, infocap;   /* the indexes of its U_INFO units (rsock.c last_info) */
 	size_t started, completed;   /* under p->mu */
+	/* a wait for this stream's turn (worker.c wait_until), under p->mu:
+	 * what it waits for, and the stream that held it back last time with
+	 * the counts it needs there, so that a waker skips it in O(1) */
+	pthread_cond_t cv;
+	uint8_t wait;                /* 0, W_TURN or W_END */
+	uint64_t wait_ts;
+	struct rstream *blk;
+	size_t need_started, need_completed;
 	pthread_t th;
 	uint64_t rng;                /* --chaos */
 };
@@ -92,7 +101,6 @@ struct nrr_rproc {
 	struct rstream *s;
 	size_t ns;
 	pthread_mutex_t mu;     /* ordering between the threads */
-	pthread_cond_t cv;
 	pthread_mutex_t fdmu;
 	struct rfd *fds;
 	size_t nfds, fdcap;
