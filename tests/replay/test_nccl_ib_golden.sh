@@ -30,10 +30,6 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 unset NCCLRR_FAULT NCCL_DEBUG
 failures="gid_index memlock retry_exc killed"
 replayed="gid_index memlock retry_exc killed"
-# replayed 20 times in repeat100 (suite slow) instead of in repeat20: their
-# proxies' polling (1.2M / 1.7M calls, nearly all ibv_poll_cq) makes one
-# replay 10 to 20 s
-slow_repeat="retry_exc killed"
 # rerun of killed: its trace stops at its last tail, before the
 # allocation it was killed at, so the rerun kills rank 3 earlier than the
 # recording; only rank 4's completion error 12 line is checked, and the
@@ -228,10 +224,6 @@ remap)
 repeat20 | repeat100)
 	for t in $replayed; do
 		n=${case_#repeat}
-		if [[ " $slow_repeat " == *" $t "* ]]; then
-			[ "$n" = 100 ] || continue
-			n=20
-		fi
 		"$ncclrr" replay --topo "$topo" --timeout 60 --repeat "$n" "$g/$t" >"$tmp/$t.rep" 2>&1
 		rc=$?
 		[ $rc -eq 0 ] || fail "$t: --repeat $n exit $rc: $(grep -E 'replay [0-9]|differs|hung|divergence|unsupported' "$tmp/$t.rep" | head -5)"
