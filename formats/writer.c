@@ -238,6 +238,7 @@ struct nrr_writer {
 	_Atomic uint32_t dump_req, dump_done;
 	uint64_t watchdog_ns, watch_last, hang_at;
 	uint64_t sync_ns, sync_last, sync_mark;   /* full mode: provisional tail (sync_tail) */
+	uint64_t seen_mark;                       /* the records' state at sync_tail's last look */
 	uint64_t active_at;         /* when the records last changed, or a chunk was queued */
 	pthread_mutex_t io_lock;   /* compression thread vs close() and add_meta (a traced thread: tracer/core.c holds the ending signals back meanwhile) */
 };
@@ -1796,22 +1797,31 @@ static void watchdog(nrr_writer *w)
  * drained since, are written with a provisional tail (index and trailer)
  * at most every sync_ns (or ten times the last tail's making, if longer),
  * when something changed, so a process killed with SIGKILL loses at most
- * that much.  @full: the drained chunks are over PEND_MAX, so only the
- * tail's own cost spaces it. */
+ * that much; and, a tenth of sync_ns after the last tail, as soon as
+ * the records stopped changing between two looks of this thread (0.1 s
+ * apart while the process is active), so one killed while it waits or
+ * pauses loses nothing (traces/nccl_ib/
+ * killed's rank 3, killed 1 s after its init, had lost the end of its
+ * init).  @full: the drained chunks are over PEND_MAX, so only the tail's
+ * own cost spaces it. */
 static void sync_tail(nrr_writer *w, bool full)
 {
 	uint64_t now = now_ns(w);
-	/* tails take at most a tenth of this thread's time; @full (pend is
-	 * over its bound): no more than that */
-	uint64_t gap = !full && w->sync_ns > 10 * w->dump_ns ? w->sync_ns : 10 * w->dump_ns;
-	if (now - w->sync_last < gap)
-		return;
 	uint64_t mark = w->nindex;
 	for (nrr_tls *t = atomic_load(&w->threads); t; t = t->next_all)
 		if (!t->dead)
 			mark = mark * 31 + atomic_load_explicit(&t->commit, memory_order_relaxed) +
 			       (uint64_t)(uintptr_t)__atomic_load_n(&t->cur, __ATOMIC_RELAXED) +
 			       __atomic_load_n(&t->rep_count, __ATOMIC_RELAXED);
+	bool quiet = mark == w->seen_mark;
+	w->seen_mark = mark;
+	/* tails take at most a tenth of this thread's time; @full (pend is
+	 * over its bound): no more than that; quiet: a tenth of sync_ns */
+	uint64_t gap = full ? 0 : quiet ? w->sync_ns / 10 : w->sync_ns;
+	if (gap < 10 * w->dump_ns)
+		gap = 10 * w->dump_ns;
+	if (now - w->sync_last < gap)
+		return;
 	if (mark == w->sync_mark)
 		return;   /* (and the first change after a quiet time is written at once) */
 	w->sync_mark = mark;

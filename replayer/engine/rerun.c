@@ -1522,8 +1522,12 @@ static char *fault_spec(const struct run *x, FILE *err)
 	}
 	free(v);
 	/* A rank killed outright (its trace has no end while most have one)
-	 * is killed again, at its last call the fault switch counts: the
-	 * nearest point the trace knows before the signal came. */
+	 * is killed again, at its first call into a fake library after its
+	 * last one the fault switch counts (SIGKILL_AFTER): that call returned
+	 * in the recording, so the signal came after it.  (Killed at that
+	 * call, traces/nccl_ib/killed's rank 3 died at a bootstrap connect
+	 * near the end of its init instead of at the allocation 1 s later, and
+	 * its peers waited in init for the rest of the rerun.) */
 	size_t without = 0, procs = 0;
 	for (size_t i = 0; i < x->n; i++) {
 		procs++;
@@ -1534,8 +1538,9 @@ static char *fault_spec(const struct run *x, FILE *err)
 		if (p->rank < 0 || p->end[0] || !p->last.nth)
 			continue;
 		fprintf(err, "ncclrr replay: note: rank %d was killed outright (no end recorded): the rerun kills it at "
-			"its last counted call, %s #%llu\n", p->rank, p->last.call, (unsigned long long)p->last.nth);
-		strv_addf(&out, "%s:rank=%d:nth=%llu:SIGKILL", p->last.fn, p->rank, (unsigned long long)p->last.nth);
+			"its first call after its last counted call, %s #%llu\n", p->rank, p->last.call,
+			(unsigned long long)p->last.nth);
+		strv_addf(&out, "%s:rank=%d:nth=%llu:SIGKILL_AFTER", p->last.fn, p->rank, (unsigned long long)p->last.nth);
 	}
 	size_t keep = 0, len = 0;
 	for (; keep < out.n && keep < FAKE_MAX_RULES; keep++) {

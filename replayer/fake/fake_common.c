@@ -168,12 +168,28 @@ struct fault {
 
 /* The action SIGKILL: the process is killed at that call, as a rank
  * SIGKILLed from outside (the OOM killer, a scheduler) dies wherever it is;
- * `ncclrr replay --rerun` repeats a recorded kill so. */
+ * `ncclrr replay --rerun` repeats a recorded kill so.  SIGKILL_AFTER: the
+ * call runs, and the process is killed at its next call into any fake
+ * library (this rerun's way to kill a rank after the last call its trace
+ * kept: the signal came later than that call, which returned).  The
+ * libraries keep separate copies of this file, so the call that arms it
+ * leaves a file, after_path(), that each library with such a rule for its
+ * rank looks for on every call. */
 #define FAULT_KILL 0x7fffffff
+#define FAULT_KILL_AFTER 0x7ffffffe
 
 static struct fault faults[32];
 static int nfaults;
 static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+static int after_watch;            /* a SIGKILL_AFTER rule (any library's) is for this rank */
+static atomic_int after_armed;     /* this library armed it */
+
+/* the file that says a SIGKILL_AFTER rule's call was made in this process */
+static void after_path(char *buf, size_t len)
+{
+	const char *d = getenv("NCCLRR_ID_DIR");
+	snprintf(buf, len, "%s/ncclrr-fault-after.%d", d && *d ? d : "/tmp", (int)getpid());
+}
 
 static void strip_version(char *s)
 {
@@ -275,9 +291,13 @@ static void parse_faults(void)
 				 "R and N numbers or *, NAME a thread name prefix of 1-15 bytes); rule ignored", badtok, rule);
 			continue;
 		}
+		if (!strcmp(f.errname, "SIGKILL_AFTER") && (f.rank < 0 || f.rank == h->rank))
+			after_watch = 1;   /* whichever library's call arms it */
 		if (!fake_lib_owns(f.api))
 			continue; /* another fake library's rule */
-		f.code = !strcmp(f.errname, "SIGKILL") ? FAULT_KILL : fake_lib_error_code(f.errname);
+		f.code = !strcmp(f.errname, "SIGKILL")	      ? FAULT_KILL
+			 : !strcmp(f.errname, "SIGKILL_AFTER") ? FAULT_KILL_AFTER
+							       : fake_lib_error_code(f.errname);
 		if (f.code <= 0) {
 			char *e;
 			long v = strtol(f.errname, &e, 10);
@@ -294,7 +314,6 @@ static void parse_faults(void)
 			nfaults++;
 		}
 	}
-	(void)h;
 }
 
 int fake_enter(struct fake_api *api)
@@ -312,6 +331,17 @@ int fake_enter(struct fake_api *api)
 	pthread_once(&fault_once, parse_faults);
 	if (fake_debug >= 2)
 		fake_log("call %s #%lu", api->name, n);
+	char ap[4096];
+	if (after_watch && (atomic_load(&after_armed) || (after_path(ap, sizeof(ap)), access(ap, F_OK) == 0))) {
+		char line[256];
+		int len = snprintf(line, sizeof(line), "ncclrr-fake: injecting SIGKILL into %s (rank %d, the call after "
+				   "a SIGKILL_AFTER rule's)\n", api->name, fake_host()->rank);
+		ssize_t w = write(2, line, (size_t)len);
+		(void)w;
+		after_path(ap, sizeof(ap));
+		unlink(ap);
+		raise(SIGKILL);
+	}
 	if (nfaults == 0)
 		return 0;
 	const struct fake_host *h = fake_host();
@@ -359,6 +389,17 @@ int fake_enter(struct fake_api *api)
 	(void)w;
 	if (hit->code == FAULT_KILL)
 		raise(SIGKILL);
+	if (hit->code == FAULT_KILL_AFTER) {
+		/* this call runs; the next call into any fake library kills */
+		after_path(ap, sizeof(ap));
+		int fd = open(ap, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+		else
+			fake_log("NCCLRR_FAULT: cannot create %s (%m): only this library's next call kills", ap);
+		atomic_store(&after_armed, 1);
+		return 0;
+	}
 	return hit->code;
 }
 

@@ -125,7 +125,8 @@ nccl_case() {
 	nccl_rank_killed)
 		# rank 5 SIGKILLed from outside 2 s after its first line (ncclrr run has
 		# no such option): its trace has no end, so the rerun kills it again
-		# (fault-switch action SIGKILL) at its last counted call and says so
+		# (fault-switch action SIGKILL_AFTER) at its first call after its last
+		# counted call and says so
 		NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT "$ncclrr" record -q -o "$tmp/rec" -- \
 			"$ncclrr" run --topo "$topo" --timeout 20 -- "$wl/tp_dp" >"$tmp/rec.log" 2>&1 &
 		local job=$! pid="" i
@@ -139,9 +140,9 @@ nccl_case() {
 		rerun
 		# (the kill comes earlier than the recorded one, so the peers may end
 		# differently: the exit status is not checked)
-		grep -q 'note: rank 5 was killed outright (no end recorded): the rerun kills it at its last counted call' "$tmp/e" ||
+		grep -q 'note: rank 5 was killed outright (no end recorded): the rerun kills it at its first call after its last counted call' "$tmp/e" ||
 			fail "no note that rank 5 is killed again"
-		grep -q 'NCCLRR_FAULT=[^ ]*:rank=5:nth=[0-9]*:SIGKILL' "$tmp/e" || fail "no SIGKILL rule for rank 5"
+		grep -q 'NCCLRR_FAULT=[^ ]*:rank=5:nth=[0-9]*:SIGKILL_AFTER' "$tmp/e" || fail "no SIGKILL rule for rank 5"
 		if ! grep '^rank 5: reproduced: ' "$tmp/v" | grep -qF 'killed from outside (no end recorded)'; then
 			fail "rank 5 not killed again in the rerun"
 			grep '^rank 5' "$tmp/v"
@@ -295,13 +296,13 @@ rc=$?
 	grep -q 'pass the cluster to rerun on with --topo FILE' "$tmp/e6" ||
 	{ fail "unreadable recorded cluster file: exit $rc, want 2 asking for --topo"; cat "$tmp/e6"; }
 
-# 7. a rank killed outright is killed again at its last counted call whose
+# 7. a rank killed outright is killed again after its last counted call whose
 #    count the rerun reaches too: not a connect after a refused one (a
 #    retry), not a polling call (hang_gen killed_retry: cuMemAlloc_v2 #1)
 mkdir "$tmp/retry" && "$hang_gen" "$tmp/retry" killed_retry || fail "hang_gen killed_retry failed"
 "$ncclrr" replay --rerun "$tmp/retry" --topo "$topo" --timeout 60 -o "$tmp/retry-re" -- /bin/true >/dev/null 2>"$tmp/e7"
-grep -q 'note: rank 1 was killed outright (no end recorded): the rerun kills it at its last counted call, cuMemAlloc_v2 #1$' "$tmp/e7" &&
-	grep -q 'NCCLRR_FAULT=cuMemAlloc:rank=1:nth=1:SIGKILL' "$tmp/e7" ||
+grep -q 'note: rank 1 was killed outright (no end recorded): the rerun kills it at its first call after its last counted call, cuMemAlloc_v2 #1$' "$tmp/e7" &&
+	grep -q 'NCCLRR_FAULT=cuMemAlloc:rank=1:nth=1:SIGKILL_AFTER' "$tmp/e7" ||
 	{ fail "the kill is not at the last call counted the same in any run"; grep -E 'note: rank 1|SIGKILL' "$tmp/e7"; }
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }

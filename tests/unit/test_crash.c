@@ -535,6 +535,38 @@ static void killed_early(const char *path)
 	nrr_reader_close(r);
 }
 
+/* A process killed while it pauses (traces/nccl_ib/killed's rank 3, 1 s
+ * after its init) loses nothing: once its records stop changing, the tail
+ * comes a tenth of sync_ns after the last one, not sync_ns after it. */
+static void pause_child(const char *path, int ready_fd, const void *arg)
+{
+	(void)arg;
+	nrr_writer *w = child_writer(path, 4000000000ull);
+	usleep(20000);
+	record_calls(nrr_writer_thread(w), 1, 10, 1);   /* the first tail comes at once */
+	usleep(300000);
+	record_calls(nrr_writer_thread(w), 11, 100, 1);   /* the next periodic one would come 4 s later */
+	usleep(1000000);
+	ready_then_wait(ready_fd);
+}
+
+static void killed_in_pause(const char *path)
+{
+	nrr_reader *r = open_killed(path, pause_child, "paused");
+	uint64_t n = 0;
+	for (uint32_t s = 0; s < nrr_reader_info(r)->nstreams; s++) {
+		nrr_cursor *cur;
+		CHECK_FATAL(nrr_cursor_open(&cur, r, s) == 0, "cursor");
+		const nrr_call *call;
+		while (nrr_cursor_next(cur, &call) == 0)
+			n++;
+		nrr_cursor_close(cur);
+	}
+	CHECK(n == 110, "killed 1 s into a pause after its calls (tails every 4 s): %llu of 110 calls in the file",
+	      (unsigned long long)n);
+	nrr_reader_close(r);
+}
+
 /* An end_ts before the file began (its header's clock) is no end: a
  * reader that took it made `ncclrr hang` say "trace stops at
  * -1795468118.683776 s" for a process killed before its first call. */
@@ -570,6 +602,7 @@ int main(void)
 	for (int i = 0; i < 5; i++)
 		tail_survives_chunks(path);
 	killed_early(path);
+	killed_in_pause(path);
 	whole_after_idle(path);
 	end_before_start(path);
 	for (unsigned us = 0; us < 30000; us += 1500)

@@ -448,6 +448,21 @@ static int child_fault(void)
 	return 0;
 }
 
+/* SIGKILL_AFTER on the first cuMemAlloc: it returns, and the next call
+ * into a fake library, NVML's here (another library's copy of the fault
+ * switch), kills */
+static int child_fault_after(void)
+{
+	drv_init();
+	F(fn_alloc, cuMemAlloc_v2);
+	CUdeviceptr d;
+	printf("alloc %d\n", cuMemAlloc_v2(&d, 64));
+	fflush(stdout);
+	int (*nvmlInit_v2)(void) = sym(nv, "nvmlInit_v2");
+	printf("nvml %d\n", nvmlInit_v2());
+	return 0;
+}
+
 static int child_host1(void)
 {
 	drv_init();
@@ -495,6 +510,19 @@ static void test_children(void)
 	rc = run_child("fault", "", out, sizeof(out), env6);
 	CHECK(rc == 128 && strstr(out, "injecting SIGKILL into cuMemAlloc (rank 3, call 2)") && !strstr(out, "results"),
 	      "the SIGKILL rule wins over the injection at the same call: exit %d: %s", rc, out);
+
+	/* SIGKILL_AFTER: the call runs, the next one (in another library) kills */
+	char e7[] = "NCCLRR_FAULT=cuMemAlloc:rank=3:nth=1:SIGKILL_AFTER";
+	char dir[] = "NCCLRR_ID_DIR=/tmp";
+	char *env7[] = { e7, e2, dir, NULL };
+	rc = run_child("fault-after", "", out, sizeof(out), env7);
+	CHECK(rc == 128 && strstr(out, "alloc 0\n") && !strstr(out, "nvml ") &&
+		      strstr(out, "ncclrr-fake: injecting SIGKILL into nvmlInit (rank 3, the call after a SIGKILL_AFTER rule's)"),
+	      "SIGKILL_AFTER kills at the next call, in NVML: exit %d: %s", rc, out);
+	char e8[] = "NCCLRR_RANK=2";   /* another rank: no kill */
+	char *env8[] = { e7, e8, dir, NULL };
+	rc = run_child("fault-after", "", out, sizeof(out), env8);
+	CHECK(rc == 0 && strstr(out, "alloc 0\nnvml 0\n"), "SIGKILL_AFTER of rank 3 on rank 2: exit %d: %s", rc, out);
 
 	char topo[512], host[] = "NCCLRR_HOST=1";
 	snprintf(topo, sizeof(topo), "NCCLRR_TOPO=%s/2node_16gpu.xml", topodir);
@@ -770,6 +798,8 @@ int main(int argc, char **argv)
 			return child_ipc_open(argv[4]);
 		if (strcmp(mode, "fault") == 0)
 			return child_fault();
+		if (strcmp(mode, "fault-after") == 0)
+			return child_fault_after();
 		if (strcmp(mode, "host1") == 0)
 			return child_host1();
 		return 2;
