@@ -316,6 +316,25 @@ static void parse_faults(void)
 	}
 }
 
+/* "ncclrr-fake: injecting ERROR into API (rank R, thread 'T', call N)" */
+static void say_fault(const struct fault *f, const struct fake_api *api, const struct fake_host *h, const char *tname,
+		      unsigned long m)
+{
+	char rk[32];
+	if (h->rank >= 0)
+		snprintf(rk, sizeof(rk), "rank %d", h->rank);
+	else
+		snprintf(rk, sizeof(rk), "no rank");
+	char th[48] = "";
+	if (f->thread[0])
+		snprintf(th, sizeof(th), ", thread '%s'", tname);
+	char line[320];
+	int len = snprintf(line, sizeof(line), "ncclrr-fake: injecting %s into %s (%s%s, call %lu)\n", f->errname,
+			   api->name, rk, th, m);
+	ssize_t w = write(2, line, (size_t)len);
+	(void)w;
+}
+
 int fake_enter(struct fake_api *api)
 {
 	unsigned long n = atomic_fetch_add_explicit(&api->count, 1, memory_order_relaxed) + 1;
@@ -346,8 +365,8 @@ int fake_enter(struct fake_api *api)
 		return 0;
 	const struct fake_host *h = fake_host();
 	char tname[16] = "";
-	struct fault *hit = NULL;
-	unsigned long hit_m = 0;
+	struct fault *hit = NULL, *after = NULL;
+	unsigned long hit_m = 0, after_m = 0;
 	for (int i = 0; i < nfaults; i++) {
 		struct fault *f = &faults[i];
 		if (strcmp(f->api, api->name) != 0)
@@ -367,29 +386,22 @@ int fake_enter(struct fake_api *api)
 		 * it would answer (a rerun kills a rank at a call whose recorded
 		 * answer is also a rule) */
 		unsigned long m = atomic_fetch_add_explicit(&f->seen, 1, memory_order_relaxed) + 1;
-		if ((!hit || (f->code == FAULT_KILL && hit->code != FAULT_KILL)) && (!f->nth || f->nth == m)) {
+		if (f->nth && f->nth != m)
+			continue;
+		if (f->code == FAULT_KILL_AFTER) {
+			/* arms whatever this call answers: a rerun kills a rank
+			 * after a call whose recorded answer is also a rule */
+			if (!after) {
+				after = f;
+				after_m = m;
+			}
+		} else if (!hit || (f->code == FAULT_KILL && hit->code != FAULT_KILL)) {
 			hit = f;
 			hit_m = m;
 		}
 	}
-	if (!hit)
-		return 0;
-	char rk[32];
-	if (h->rank >= 0)
-		snprintf(rk, sizeof(rk), "rank %d", h->rank);
-	else
-		snprintf(rk, sizeof(rk), "no rank");
-	char th[48] = "";
-	if (hit->thread[0])
-		snprintf(th, sizeof(th), ", thread '%s'", tname);
-	char line[320];
-	int len = snprintf(line, sizeof(line), "ncclrr-fake: injecting %s into %s (%s%s, call %lu)\n",
-			   hit->errname, api->name, rk, th, hit_m);
-	ssize_t w = write(2, line, (size_t)len);
-	(void)w;
-	if (hit->code == FAULT_KILL)
-		raise(SIGKILL);
-	if (hit->code == FAULT_KILL_AFTER) {
+	if (after) {
+		say_fault(after, api, h, tname, after_m);
 		/* this call runs; the next call into any fake library kills */
 		after_path(ap, sizeof(ap));
 		int fd = open(ap, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
@@ -398,8 +410,12 @@ int fake_enter(struct fake_api *api)
 		else
 			fake_log("NCCLRR_FAULT: cannot create %s (%m): only this library's next call kills", ap);
 		atomic_store(&after_armed, 1);
-		return 0;
 	}
+	if (!hit)
+		return 0;
+	say_fault(hit, api, h, tname, hit_m);
+	if (hit->code == FAULT_KILL)
+		raise(SIGKILL);
 	return hit->code;
 }
 

@@ -519,6 +519,12 @@ static void test_children(void)
 	CHECK(rc == 128 && strstr(out, "alloc 0\n") && !strstr(out, "nvml ") &&
 		      strstr(out, "ncclrr-fake: injecting SIGKILL into nvmlInit (rank 3, the call after a SIGKILL_AFTER rule's)"),
 	      "SIGKILL_AFTER kills at the next call, in NVML: exit %d: %s", rc, out);
+	/* on a call an injection also takes: the call gets the error, the next kills */
+	char e9[] = "NCCLRR_FAULT=cuMemAlloc:rank=3:nth=1:SIGKILL_AFTER;cuMemAlloc:rank=3:nth=1:CUDA_ERROR_OUT_OF_MEMORY";
+	char *env9[] = { e9, e2, dir, NULL };
+	rc = run_child("fault-after", "", out, sizeof(out), env9);
+	CHECK(rc == 128 && strstr(out, "alloc 2\n") && !strstr(out, "nvml ") && strstr(out, "into nvmlInit (rank 3, the call after"),
+	      "SIGKILL_AFTER with an injection on the same call: exit %d: %s", rc, out);
 	char e8[] = "NCCLRR_RANK=2";   /* another rank: no kill */
 	char *env8[] = { e7, e8, dir, NULL };
 	rc = run_child("fault-after", "", out, sizeof(out), env8);
