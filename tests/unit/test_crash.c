@@ -500,6 +500,21 @@ static void whole_after_idle(const char *path)
 	nrr_reader_close(r);
 }
 
+/* the calls a trace holds, all its threads */
+static uint64_t calls_in(nrr_reader *r)
+{
+	uint64_t n = 0;
+	for (uint32_t s = 0; s < nrr_reader_info(r)->nstreams; s++) {
+		nrr_cursor *cur;
+		CHECK_FATAL(nrr_cursor_open(&cur, r, s) == 0, "cursor");
+		const nrr_call *call;
+		while (nrr_cursor_next(cur, &call) == 0)
+			n++;
+		nrr_cursor_close(cur);
+	}
+	return n;
+}
+
 /* A process killed in its first second, as mpirun's SIGKILL finds a rank
  * that was slow to start: its calls are in the file.  The first periodic
  * tail used to come a second after the writer opened, whatever came
@@ -521,15 +536,7 @@ static void killed_early(const char *path)
 	nrr_reader *r;
 	nrr_diag d;
 	CHECK_FATAL(nrr_reader_open(&r, path, &d) == 0, "open the early-killed writer's trace: %s", d.msg);
-	uint64_t n = 0;
-	if (nrr_reader_info(r)->nstreams) {
-		nrr_cursor *cur;
-		CHECK_FATAL(nrr_cursor_open(&cur, r, 0) == 0, "cursor");
-		const nrr_call *call;
-		while (nrr_cursor_next(cur, &call) == 0)
-			n++;
-		nrr_cursor_close(cur);
-	}
+	uint64_t n = calls_in(r);
 	CHECK(n == 10, "killed 0.4 s after its first calls (tails once a second): %llu of 10 calls in the file",
 	      (unsigned long long)n);
 	nrr_reader_close(r);
@@ -553,15 +560,7 @@ static void pause_child(const char *path, int ready_fd, const void *arg)
 static void killed_in_pause(const char *path)
 {
 	nrr_reader *r = open_killed(path, pause_child, "paused");
-	uint64_t n = 0;
-	for (uint32_t s = 0; s < nrr_reader_info(r)->nstreams; s++) {
-		nrr_cursor *cur;
-		CHECK_FATAL(nrr_cursor_open(&cur, r, s) == 0, "cursor");
-		const nrr_call *call;
-		while (nrr_cursor_next(cur, &call) == 0)
-			n++;
-		nrr_cursor_close(cur);
-	}
+	uint64_t n = calls_in(r);
 	CHECK(n == 110, "killed 1 s into a pause after its calls (tails every 4 s): %llu of 110 calls in the file",
 	      (unsigned long long)n);
 	nrr_reader_close(r);
