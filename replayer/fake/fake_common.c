@@ -351,15 +351,17 @@ int fake_enter(struct fake_api *api)
 	if (fake_debug >= 2)
 		fake_log("call %s #%lu", api->name, n);
 	char ap[4096];
-	if (after_watch && (atomic_load(&after_armed) || (after_path(ap, sizeof(ap)), access(ap, F_OK) == 0))) {
-		char line[256];
-		int len = snprintf(line, sizeof(line), "ncclrr-fake: injecting SIGKILL into %s (rank %d, the call after "
-				   "a SIGKILL_AFTER rule's)\n", api->name, fake_host()->rank);
-		ssize_t w = write(2, line, (size_t)len);
-		(void)w;
+	if (after_watch) {
 		after_path(ap, sizeof(ap));
-		unlink(ap);
-		raise(SIGKILL);
+		if (atomic_load(&after_armed) || access(ap, F_OK) == 0) {
+			char line[256];
+			int len = snprintf(line, sizeof(line), "ncclrr-fake: injecting SIGKILL into %s (rank %d, the call "
+					   "after a SIGKILL_AFTER rule's)\n", api->name, fake_host()->rank);
+			ssize_t w = write(2, line, (size_t)len);
+			(void)w;
+			unlink(ap);
+			raise(SIGKILL);
+		}
 	}
 	if (nfaults == 0)
 		return 0;
@@ -402,8 +404,8 @@ int fake_enter(struct fake_api *api)
 	}
 	if (after) {
 		say_fault(after, api, h, tname, after_m);
-		/* this call runs; the next call into any fake library kills */
-		after_path(ap, sizeof(ap));
+		/* this call runs; the next call into any fake library kills
+		 * (ap is its path: a rule for this rank set after_watch) */
 		int fd = open(ap, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			close(fd);
