@@ -345,6 +345,12 @@ void nrr_writer_abandon(nrr_writer *w);
  * @return 0, or -ETIMEDOUT.
  */
 int nrr_writer_dump(nrr_writer *w, int timeout_ms);
+/* The same, for a process about to die (a fatal signal's default action):
+ * after that dump the writer writes nothing more, so the death cannot cut
+ * a later tail short (the kernel ends a write under way when a fatal
+ * signal comes, and the tail that held the end note would be gone).
+ * Async-signal-safe. @return 0, or -ETIMEDOUT. */
+int nrr_writer_dump_last(nrr_writer *w, int timeout_ms);
 /* Say how the trace ends ("exit 0", "signal SIGABRT", "exec"): written as
  * the metadata key `end` (with `end_ts`, the time) at the next dump and at
  * close.  A later call replaces the text unless @keep and one is set.

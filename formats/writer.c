@@ -236,6 +236,11 @@ struct nrr_writer {
 	 * already under way when a request comes does not answer it: it may
 	 * have written the tail before the request's end note) */
 	_Atomic uint32_t dump_req, dump_done;
+	/* nrr_writer_dump_last asked (last_asked); the dump that saw it is
+	 * written and nothing is written after it (sealed, compression thread
+	 * or close) */
+	_Atomic bool last_asked;
+	bool sealed;
 	uint64_t watchdog_ns, watch_last, hang_at;
 	uint64_t sync_ns, sync_last, sync_mark;   /* full mode: provisional tail (sync_tail) */
 	uint64_t seen_mark;                       /* the records' state at sync_tail's last look */
@@ -681,10 +686,12 @@ static void drain(nrr_writer *w)
 	while (fifo) {
 		struct wbuf *b = fifo;
 		fifo = b->next;
-		pthread_mutex_lock(&w->io_lock);
-		emit_chunk(w, NRR_CHUNK_DATA, b->owner->stream, b->owner->tid,
-			   b->first_seq, b->first_ts, b->nrec, b->data, b->len);
-		pthread_mutex_unlock(&w->io_lock);
+		if (!w->sealed) {   /* (sealed: dropped, the threads go on until the process dies) */
+			pthread_mutex_lock(&w->io_lock);
+			emit_chunk(w, NRR_CHUNK_DATA, b->owner->stream, b->owner->tid,
+				   b->first_seq, b->first_ts, b->nrec, b->data, b->len);
+			pthread_mutex_unlock(&w->io_lock);
+		}
 		nrr_tls *t = b->owner;   /* give the buffer back (only pusher: this thread) */
 		struct wbuf *head = atomic_load_explicit(&t->returned, memory_order_relaxed);
 		do {
@@ -724,6 +731,12 @@ static uint64_t idle_wait_ns(nrr_writer *w)
  * true to go again at once, false to sleep. */
 static bool work(nrr_writer *w)
 {
+	if (w->sealed) {   /* the process is dying: requests are answered, nothing written */
+		drain(w);
+		atomic_store(&w->dump_done, atomic_load(&w->dump_req));
+		futex_wake(&w->dump_done);
+		return false;
+	}
 	if (atomic_load(&w->queue)) {
 		w->active_at = now_ns(w);
 		drain(w);
@@ -735,7 +748,10 @@ static bool work(nrr_writer *w)
 	}
 	uint32_t req = atomic_load(&w->dump_req);
 	if (req != atomic_load(&w->dump_done)) {
+		/* read before the dump: the end note set before the request is in it */
+		bool last = atomic_load(&w->last_asked);
 		dump(w);
+		w->sealed = last;
 		atomic_store(&w->dump_done, req);
 		futex_wake(&w->dump_done);
 		return true;
@@ -1677,6 +1693,8 @@ int nrr_writer_set_end(nrr_writer *w, const char *text, bool keep)
  */
 static int dump(nrr_writer *w)
 {
+	if (w->sealed)
+		return 0;
 	drain(w);
 	pthread_mutex_lock(&w->io_lock);
 	uint64_t t0 = now_ns(w);
@@ -1758,6 +1776,12 @@ int nrr_writer_dump(nrr_writer *w, int timeout_ms)
 		futex_wait(&w->dump_done, done, 10000000);
 	}
 	return timeout_ms > 0 && (int32_t)(atomic_load(&w->dump_done) - ticket) < 0 ? -ETIMEDOUT : 0;
+}
+
+int nrr_writer_dump_last(nrr_writer *w, int timeout_ms)
+{
+	atomic_store(&w->last_asked, true);
+	return nrr_writer_dump(w, timeout_ms);
 }
 
 /* Hang watchdog: a call in flight (or a poll repeating "not ready") and no

@@ -591,7 +591,7 @@ void nrr_trace_end_exit(int status)
 	nrr_trace_end_note(text, false);
 }
 
-int nrr_trace_dump(int timeout_ms)
+int nrr_trace_dump(int timeout_ms, bool last)
 {
 	nrr_writer *w = atomic_load(&g_w);
 	pid_t fin = atomic_load(&g_finishing);
@@ -604,7 +604,7 @@ int nrr_trace_dump(int timeout_ms)
 	}
 	if (!w || getpid() != g_pid)
 		return -ENOENT;
-	return nrr_writer_dump(w, timeout_ms);
+	return last ? nrr_writer_dump_last(w, timeout_ms) : nrr_writer_dump(w, timeout_ms);
 }
 
 static void atfork_child(void)

@@ -5,10 +5,11 @@
  *
  * SIGSEGV, SIGBUS, SIGABRT and SIGTERM (and SIGUSR1 in ring mode) get a
  * handler that writes the trace out (nrr_writer_dump: the compression
- * thread writes, this thread waits up to 5 s; async-signal-safe) and then
- * does what the program asked for that signal: its own handler, ignore,
- * or the default action (the process dies of the same signal, core dump
- * included).  sigaction() and signal() for these signals keep the
+ * thread writes, this thread waits up to 5 s; async-signal-safe; before a
+ * default action that ends the process, nrr_writer_dump_last: nothing is
+ * written after it) and then does what the program asked for that
+ * signal: its own handler, ignore, or the default action (the process
+ * dies of the same signal, core dump included).  sigaction() and signal() for these signals keep the
  * program's wish for that forwarding and report it back as the current
  * action, so the program sees no difference.  In ring mode SIGUSR1 only
  * writes the trace (its default action would end the process); a program
@@ -95,11 +96,15 @@ static void handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 	/* the default action ends the process: the trace says so (a program's
-	 * own handler may go on, and its exit says how it ends) */
-	if (user[sig].sa_handler == SIG_DFL && !(sig == SIGUSR1 && ring))
+	 * own handler may go on, and its exit says how it ends), and that
+	 * dump is the file's last (a tail written as the process dies is cut
+	 * short, and the one with the end note gone: 1 in 100 SIGTERMs of a
+	 * busy python3 on a loaded machine) */
+	bool dies = user[sig].sa_handler == SIG_DFL && !(sig == SIGUSR1 && ring);
+	if (dies)
 		end_by_signal(sig);
 	/* a fatal signal: wait for the data to be on disk; SIGUSR1: ask only */
-	nrr_trace_dump(sig == SIGUSR1 ? 0 : 5000);
+	nrr_trace_dump(sig == SIGUSR1 ? 0 : 5000, dies);
 	forward(sig, si, uc);
 	errno = saved;
 }

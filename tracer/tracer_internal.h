@@ -24,7 +24,7 @@ typedef struct nrr_wrap_ent nrr_wrap_ent;
 bool nrr_trace_busy(void);
 void nrr_trace_finish(void);
 void nrr_trace_reopen(void);
-int nrr_trace_dump(int timeout_ms);
+int nrr_trace_dump(int timeout_ms, bool last);
 /* How the trace ends (metadata `end`): async-signal-safe; @keep: not over
  * a note already given. */
 void nrr_trace_end_note(const char *text, bool keep);

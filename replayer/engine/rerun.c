@@ -932,12 +932,19 @@ struct rank_sum {
 	struct strv later;         /* of @warns: every process printed it only after
 				    * its failure's report (after_failure()) */
 	bool present;
-	/* the first other rank to end, and when: a failure of this rank after
-	 * that may be the peer's going (a connection closed, a peer's memory
-	 * gone), which the rerun brings about by itself */
+	/* the first other rank to end badly, and when: a failure of this rank
+	 * after that may be the peer's going (a connection closed, a peer's
+	 * memory gone), which the rerun brings about by itself */
 	int first_other;           /* -1: none ended */
 	uint64_t first_other_wall;
-	bool consequence;          /* it failed only after first_other ended */
+	/* the first other rank to fail (its first failing call, else its end;
+	 * a rank ended by the timeout: its end), and when: its peers may
+	 * notice before it ends (NCCL's proxy answers a connect with the error
+	 * at once; real NCCL's rank 4 of traces/nccl_ib/memlock exits 67 ms
+	 * after its failure, longer on a loaded machine) */
+	int first_failed;          /* -1: none */
+	uint64_t first_failed_wall;
+	bool consequence;          /* it failed only after first_failed failed */
 };
 
 struct run {
@@ -1066,7 +1073,7 @@ static void mark_consequences(struct run *x)
 	}
 	for (int r = 0; r < x->nranks; r++) {
 		struct rank_sum *s = &x->ranks[r];
-		s->first_other = -1;
+		s->first_other = s->first_failed = -1;
 		if (!s->root)
 			continue;
 		for (int q = 0; q < x->nranks; q++) {
@@ -1079,11 +1086,18 @@ static void mark_consequences(struct run *x)
 				s->first_other = q;
 				s->first_other_wall = ended_at(o);
 			}
+			const struct rank_sum *so = &x->ranks[q];
+			uint64_t failed = so->fail_wall && so->fail_wall < ended_at(o) && strcmp(o->end, "killed at the timeout")
+						  ? so->fail_wall : ended_at(o);
+			if (s->first_failed < 0 || failed < s->first_failed_wall) {
+				s->first_failed = q;
+				s->first_failed_wall = failed;
+			}
 		}
 		const struct proc *p = s->root;
 		bool teardown = !strcmp(p->end, "killed at the timeout");
 		uint64_t when = s->fail_wall ? s->fail_wall : ended_at(p);
-		s->consequence = !ended_well(p) && !teardown && s->first_other >= 0 && when >= s->first_other_wall;
+		s->consequence = !ended_well(p) && !teardown && s->first_failed >= 0 && when >= s->first_failed_wall;
 		for (size_t j = 0; j < p->nrules && s->consequence; j++)
 			if (p->rules[j].port && p->rules[j].wall <= when &&
 			    explained_by(x, r, p->rules[j].wall, p->rules[j].port) < 0)
@@ -1622,12 +1636,12 @@ static void print_lines(FILE *out, const char *tag, const struct strv *v, const 
  * One line per recorded rank:
  *   rank R: reproduced: FIRST FAILING CALL, END
  *   rank R: NOT reproduced: recorded ..., rerun ...
- *   rank R: timing: recorded ..., rerun ... (after rank Q ended)
+ *   rank R: timing: recorded ..., rerun ... (after rank Q failed)
  * then, indented, NCCL's lines (WARN, `file.cc:N -> R`): those seen in
  * both runs, or the ones only one run has.  The lines that decide are
  * those before a rank's failure and its report (after_failure()); each
  * must be printed by the other run.  "timing": the rank failed
- * after another rank had ended in one run, and in the other it did the
+ * after another rank had failed in one run, and in the other it did the
  * same or waited until the timeout; which peers notice a rank's end, and
  * how, is decided by timing, not by the recorded answers.  Such ranks do
  * not count against the verdict.  With another NCCL than the recorded
@@ -1662,11 +1676,11 @@ static int compare(const struct run *rec, const struct run *re, bool other_nccl,
 		bool same = !strcmp(da, db) && ((!missing && !extra) || other_nccl);
 		bool timing = (a->consequence && (b->consequence || teardown(b))) ||
 			      (b->consequence && teardown(a));
-		int after = a->consequence ? a->first_other : b->first_other;
+		int after = a->consequence ? a->first_failed : b->first_failed;
 		if (same) {
 			(*nsame)++;
 			if (a->consequence)
-				fprintf(out, "rank %d: %sreproduced%s (after rank %d ended): %s\n", r, cg, ce, after, da);
+				fprintf(out, "rank %d: %sreproduced%s (after rank %d failed): %s\n", r, cg, ce, after, da);
 			else
 				fprintf(out, "rank %d: %sreproduced%s: %s\n", r, cg, ce, da);
 			for (size_t i = 0; i < a->warns.n; i++)
@@ -1679,7 +1693,7 @@ static int compare(const struct run *rec, const struct run *re, bool other_nccl,
 		}
 		if (timing) {
 			(*ntiming)++;
-			fprintf(out, "rank %d: timing: recorded %s, rerun %s (after rank %d ended; not counted)\n", r, da,
+			fprintf(out, "rank %d: timing: recorded %s, rerun %s (after rank %d failed; not counted)\n", r, da,
 				db, after);
 		} else {
 			bad++;

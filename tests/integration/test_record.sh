@@ -203,7 +203,9 @@ sigterm)
 	# trace's metadata): every trace says it ended by SIGTERM.  It did not
 	# in 1 to 3 of 40 runs while a dump already under way answered the signal
 	# handler's request, or the handler ran on a thread that held the
-	# writer's lock and waited 5 s for a dump that needed it.
+	# writer's lock and waited 5 s for a dump that needed it; and in 1 of
+	# 100 on a loaded machine when the compression thread wrote another
+	# tail as the process died, cut short (nrr_writer_dump_last).
 	py=/usr/bin/python3
 	[ -x $py ] || py=python3
 	runs=${SIGTERM_RUNS:-40} lost=0
@@ -219,7 +221,7 @@ while True:
     [t.start() for t in ts]
     [t.join() for t in ts]' >"$d.log" 2>&1 &
 		job=$!
-		for k in $(seq 1 100); do grep -q ready "$d.log" && break; sleep 0.05; done
+		for k in $(seq 1 100); do grep -qs ready "$d.log" && break; sleep 0.05; done
 		sleep "0.$((RANDOM % 30))"
 		p=$(sed -n 's/^ready //p' "$d.log")
 		[ -n "$p" ] && kill -TERM "$p"

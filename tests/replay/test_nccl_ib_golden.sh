@@ -56,8 +56,8 @@ declare -A rank=([gid_index]=3 [memlock]=4 [retry_exc]=4 [killed]=4)
 # what the rerun must say beyond "rank R: reproduced:" (retry_exc: rank 4
 # reproduced its end after rank 3's, with the same completion error)
 declare -A rerun_says=(
-	[retry_exc]="rank 3: reproduced: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY, exit 1|rank 4: reproduced (after rank 3 ended): no failing call, exit 1|NCCL: transport/net_ib.cc:1984 WARN NET/IB: Got completion from peer <addr><port> with status=12 opcode=1 "
-	[killed]="injecting SIGKILL into cuMemAlloc (rank 3, the call after a SIGKILL_AFTER rule's)|rank 3: reproduced: no failing call, killed from outside (no end recorded)|rank 4: reproduced (after rank 3 ended): no failing call, exit 1|NCCL: transport/net_ib.cc:1984 WARN NET/IB: Got completion from peer <addr><port> with status=12 opcode=1 |rerun: 8 of 8 ranks reproduced"
+	[retry_exc]="rank 3: reproduced: cuMemAlloc_v2 = CUDA_ERROR_OUT_OF_MEMORY, exit 1|rank 4: reproduced (after rank 3 failed): no failing call, exit 1|NCCL: transport/net_ib.cc:1984 WARN NET/IB: Got completion from peer <addr><port> with status=12 opcode=1 "
+	[killed]="injecting SIGKILL into cuMemAlloc (rank 3, the call after a SIGKILL_AFTER rule's)|rank 3: reproduced: no failing call, killed from outside (no end recorded)|rank 4: reproduced (after rank 3 failed): no failing call, exit 1|NCCL: transport/net_ib.cc:1984 WARN NET/IB: Got completion from peer <addr><port> with status=12 opcode=1 |rerun: 8 of 8 ranks reproduced"
 )
 # the workload's options for the rerun: the recorded ones
 # (traces/nccl_ib/record.sh). Their watch of 1 s holds the completion error
@@ -177,7 +177,8 @@ rerun)
 		"$ncclrr" replay --rerun "$g/$t" --topo "$topo" -o "$tmp/re-$t" -- "$wl/init_allreduce" ${wl_args[$t]:-} \
 			>"$tmp/$t.re" 2>&1
 		rc=$?
-		[ $rc -eq 0 ] || fail "rerun $t: exit $rc: $(tail -5 "$tmp/$t.re")"
+		# (the whole verdict: which rank, and how)
+		[ $rc -eq 0 ] || fail "rerun $t: exit $rc: $(grep -E '^(rank [0-9]|  NCCL|rerun:)' "$tmp/$t.re" | head -60)"
 		if [ -n "${rerun_says[$t]:-}" ]; then
 			IFS='|' read -ra says <<<"${rerun_says[$t]}"
 			for w in "${says[@]}"; do has "$tmp/$t.re" "$w" "rerun $t"; done

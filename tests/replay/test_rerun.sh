@@ -107,7 +107,7 @@ nccl_case() {
 		rule 'cuMemImportFromShareableHandle:rank=3:nth=1:CUDA_ERROR_INVALID_VALUE'
 		same_lines 3
 		# the peers' proxy calls to rank 3 (gone) are consequences: verdict
-		# 'reproduced (after rank 3 ended)' or 'timing', never NOT reproduced
+		# 'reproduced (after rank 3 failed)' or 'timing', never NOT reproduced
 		grep -q ': NOT reproduced' "$tmp/v" && fail "a rank NOT reproduced"
 		;;
 	nccl_bad_ifname)
