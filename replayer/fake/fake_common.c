@@ -184,11 +184,14 @@ static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
 static int after_watch;            /* a SIGKILL_AFTER rule (any library's) is for this rank */
 static atomic_int after_armed;     /* this library armed it */
 
-/* the file that says a SIGKILL_AFTER rule's call was made in this process */
-static void after_path(char *buf, size_t len)
+/* the file that says a SIGKILL_AFTER rule's call was made in this
+ * process: made when the rules are read, again in a forked child */
+static char after_file[4096];
+
+static void after_path(void)
 {
 	const char *d = getenv("NCCLRR_ID_DIR");
-	snprintf(buf, len, "%s/ncclrr-fault-after.%d", d && *d ? d : "/tmp", (int)getpid());
+	snprintf(after_file, sizeof(after_file), "%s/ncclrr-fault-after.%d", d && *d ? d : "/tmp", (int)getpid());
 }
 
 static void strip_version(char *s)
@@ -291,8 +294,11 @@ static void parse_faults(void)
 				 "R and N numbers or *, NAME a thread name prefix of 1-15 bytes); rule ignored", badtok, rule);
 			continue;
 		}
-		if (!strcmp(f.errname, "SIGKILL_AFTER") && (f.rank < 0 || f.rank == h->rank))
+		if (!strcmp(f.errname, "SIGKILL_AFTER") && (f.rank < 0 || f.rank == h->rank) && !after_watch) {
 			after_watch = 1;   /* whichever library's call arms it */
+			after_path();
+			pthread_atfork(NULL, NULL, after_path);
+		}
 		if (!fake_lib_owns(f.api))
 			continue; /* another fake library's rule */
 		f.code = !strcmp(f.errname, "SIGKILL")	      ? FAULT_KILL
@@ -350,16 +356,14 @@ int fake_enter(struct fake_api *api)
 	pthread_once(&fault_once, parse_faults);
 	if (fake_debug >= 2)
 		fake_log("call %s #%lu", api->name, n);
-	char ap[4096];
 	if (after_watch) {
-		after_path(ap, sizeof(ap));
-		if (atomic_load(&after_armed) || access(ap, F_OK) == 0) {
+		if (atomic_load(&after_armed) || access(after_file, F_OK) == 0) {
 			char line[256];
 			int len = snprintf(line, sizeof(line), "ncclrr-fake: injecting SIGKILL into %s (rank %d, the call "
 					   "after a SIGKILL_AFTER rule's)\n", api->name, fake_host()->rank);
 			ssize_t w = write(2, line, (size_t)len);
 			(void)w;
-			unlink(ap);
+			unlink(after_file);
 			raise(SIGKILL);
 		}
 	}
@@ -405,12 +409,12 @@ int fake_enter(struct fake_api *api)
 	if (after) {
 		say_fault(after, api, h, tname, after_m);
 		/* this call runs; the next call into any fake library kills
-		 * (ap is its path: a rule for this rank set after_watch) */
-		int fd = open(ap, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		 * (a rule for this rank set after_watch and after_file) */
+		int fd = open(after_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			close(fd);
 		else
-			fake_log("NCCLRR_FAULT: cannot create %s (%m): only this library's next call kills", ap);
+			fake_log("NCCLRR_FAULT: cannot create %s (%m): only this library's next call kills", after_file);
 		atomic_store(&after_armed, 1);
 	}
 	if (!hit)
