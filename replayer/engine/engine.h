@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "replay_internal.h"
 #include "replay.h"
@@ -31,6 +32,23 @@ struct unit {
 	uint64_t end;   /* recorded leave time; UINT64_MAX when in flight */
 	uint8_t kind;
 };
+
+/* How many of the units u[idx[0]], u[idx[1]] ... u[idx[n - 1]] (@idx
+ * NULL: u[0] ... u[n - 1]) had begun (@end: returned) before @ts: a
+ * binary search, those times growing along a stream (worker.c, rsock.c) */
+static inline size_t nrr_units_before(const struct unit *u, const size_t *idx, size_t n, uint64_t ts, bool end)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct unit *m = &u[idx ? idx[mid] : mid];
+		if ((end ? m->end : m->at) < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
 
 struct rstream {
 	struct nrr_rproc *p;

@@ -473,14 +473,8 @@ static const nrr_call *last_info(struct rstream *st, size_t k, int64_t fd)
 	uint64_t ts = st->u[k].c.ts;
 	for (size_t i = 0; i < st->p->ns; i++) {
 		const struct rstream *t = &st->p->s[i];
-		size_t lo = 0, hi = t->ninfo;   /* notes whose unit began (at) by @ts */
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (t->u[t->info[mid]].at <= ts)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		/* notes whose unit began (at) by @ts */
+		size_t lo = ts == UINT64_MAX ? t->ninfo : nrr_units_before(t->u, t->info, t->ninfo, ts + 1, false);
 		for (size_t x = lo; x-- > 0;) {
 			const nrr_call *c = &t->u[t->info[x]].c;
 			if (c->ts > ts || argv_i(c, "fd", -1) != fd)

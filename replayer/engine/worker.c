@@ -201,30 +201,14 @@ static int load_stream(struct nrr_rproc *p, struct rstream *s, char *err, size_t
  * place in recorded time, unit.at, which grows along a stream). */
 static size_t started_before(const struct rstream *t, uint64_t ts)
 {
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (t->u[mid].at < ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return nrr_units_before(t->u, NULL, t->n, ts, false);
 }
 
 /* Number of units of @t that had returned before @ts (leave times grow
  * along a stream: its calls are sequential). */
 static size_t completed_before(const struct rstream *t, uint64_t ts)
 {
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (t->u[mid].end < ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return nrr_units_before(t->u, NULL, t->n, ts, true);
 }
 
 /* Under p->mu: may the call of @s at @ts (recorded) start, every other
