@@ -9,9 +9,10 @@
  * default action that ends the process, nrr_writer_dump_last: nothing is
  * written after it) and then does what the program asked for that
  * signal: its own handler, ignore, or the default action (the process
- * dies of the same signal, core dump included).  sigaction() and signal() for these signals keep the
- * program's wish for that forwarding and report it back as the current
- * action, so the program sees no difference.  In ring mode SIGUSR1 only
+ * dies of the same signal, core dump included).  sigaction() and
+ * signal() for these signals keep the program's wish for that forwarding
+ * and report it back as the current action, so the program sees no
+ * difference.  In ring mode SIGUSR1 only
  * writes the trace (its default action would end the process); a program
  * that installs its own SIGUSR1 handler gets it called as well.
  *
