@@ -91,7 +91,7 @@ int nrr_hang_analyze(struct nrr_inputs *in, struct nrr_hang **out)
 		bool bad = p->rank >= 0 && strcmp(p->end_how, "exit 0") && strcmp(p->end_how, "exec");
 		uint64_t when = nrr_end_order(p->end_how, p->end_wall, h->cut);
 		if (bad && (h->first_bad < 0 ||
-			    when < nrr_end_order(h->p[h->first_bad].end_how, h->p[h->first_bad].end_wall, h->cut)))
+			    ends_before(when, nrr_end_order(h->p[h->first_bad].end_how, h->p[h->first_bad].end_wall, h->cut))))
 			h->first_bad = (int)i;
 	}
 	if (h->first_bad >= 0) {

@@ -505,7 +505,7 @@ static int cmp_cause(const void *a, const void *b)
 	if (cause_group(x->cls) != cause_group(y->cls))
 		return cause_group(x->cls) - cause_group(y->cls);
 	if (cause_group(x->cls) == C_DIED && x->when != y->when)
-		return x->when < y->when ? -1 : 1;
+		return ends_before(x->when, y->when) ? -1 : 1;
 	if (x->score != y->score)
 		return y->score - x->score;
 	return x->node - y->node;
@@ -554,7 +554,7 @@ int hang_find_causes(struct nrr_hang *h, const struct graph *g)
 		const struct hproc *p = &h->p[i];
 		if (p->rank < 0 || !ended_early(h, i) || !strcmp(p->end_how, "exit 0") || !strcmp(p->end_how, "exec"))
 			continue;
-		if (first < 0 || p->end_wall < h->p[first].end_wall)
+		if (first < 0 || ends_before(p->end_wall, h->p[first].end_wall))
 			first = (int)i;
 	}
 	for (size_t k = 0; first >= 0 && k < h->nc; k++)

@@ -178,6 +178,15 @@ struct graph {
 
 /* ------------------------------------------------------------ node helpers */
 
+/* Did an end at @a come before one at @b?  0 is a trace that holds
+ * nothing, which cannot be placed in time: after those that can (mpirun's
+ * SIGKILL cut short the one tail of a rank that started last; ranked
+ * first, it hid rank 3, whose failure the traces hold). */
+static inline bool ends_before(uint64_t a, uint64_t b)
+{
+	return a && (!b || a < b);
+}
+
 static inline size_t nnodes(const struct nrr_hang *h)
 {
 	return h->np + h->nmissing;

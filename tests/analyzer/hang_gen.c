@@ -578,12 +578,26 @@ static int nocall(const char *dir)
 	return rc ? rc : close_w(w0, "exit 0");
 }
 
+/* nocall_after: rank 0's cuInit fails and it exits 1; rank 1's file holds
+ * its start and nothing else, no tail (mpirun's SIGKILL cut short the one
+ * tail of a rank that started last): when it died is unknown */
+static int nocall_after(const char *dir)
+{
+	nrr_writer *w0 = open_rank(dir, 0, 2), *w1 = open_rank(dir, 1, 2);
+	struct val init[] = { { "Flags", 0, NULL, 0 } };
+	call(nrr_writer_thread(w0), "cuInit", init, 1, 100);   /* CUDA_ERROR_NO_DEVICE */
+	nrr_writer_abandon(w1);
+	return close_w(w0, "exit 1");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[2], "probes"))
 		return probes(argv[1], atoi(argv[3]));
 	if (argc == 3 && !strcmp(argv[2], "nocall"))
 		return nocall(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "nocall_after"))
+		return nocall_after(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "killed_retry"))
 		return killed_retry(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "hostile"))
@@ -599,7 +613,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[2], "unseen"))
 		return unseen(argv[1], atoi(argv[3]) != 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED | hang_gen DIR hostile | hang_gen DIR hostile_env | hang_gen DIR killed_retry | hang_gen DIR nocall\n");
+		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED | hang_gen DIR hostile | hang_gen DIR hostile_env | hang_gen DIR killed_retry | hang_gen DIR nocall | hang_gen DIR nocall_after\n");
 		return 2;
 	}
 	const char *dir = argv[1];

@@ -4,8 +4,8 @@
 # rank stalled before its bootstrap, one dying mid-connect, one trace
 # removed; a clean run; damaged input.
 # usage: test_hang.sh CASE NCCLRR SOURCE_ROOT WORKLOAD_DIR
-# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed | mpi | nocall | hostile
-# (cycle, scale, mixed, mpi, nocall, hostile: jobs written by hang_gen, built next to this test)
+# CASE: stall | died | clean | missing | json | dot | bad | cycle | scale | mixed | mpi | nocall | nocall_after | hostile
+# (cycle, scale, mixed, mpi, nocall, nocall_after, hostile: jobs written by hang_gen, built next to this test)
 # On real NCCL 2.22 (suite nccl, tests/analyzer/nccl_rec.sh):
 #   nccl_ipc     rank 3's cudaIpcOpenMemHandle fails, it exits, the others
 #                wait: rank 3 is the root cause with that failure; no
@@ -301,6 +301,19 @@ nocall)
 	grep -qE "rank 1 \(.*\): not waiting; trace stops at [0-9]\.[0-9]{6} s, no end recorded, no complete call" "$tmp/out" ||
 		fail "rank 1's line does not say it has no complete call"
 	grep -qE -e '-[0-9]+\.[0-9]+ s|[0-9]{5,}\.[0-9]+ s' "$tmp/out" && fail "a negative or absurd time: $(cat "$tmp/out")"
+	;;
+nocall_after)
+	# rank 0 failed and exited 1; rank 1's trace holds nothing, not even
+	# a tail (mpirun's SIGKILL cut short the one tail of a rank that
+	# started last: CI, 2026-11-28): when rank 1 died is unknown, so the
+	# first abnormal end is rank 0's, whose failure the trace holds
+	mkdir "$tmp/na"
+	"$(dirname "$wl")/analyzer/hang_gen" "$tmp/na" nocall_after || fail "hang_gen nocall_after failed"
+	hang "$tmp/na"
+	expect_rc 0
+	grep -q "^First abnormal end: rank 0 ended (exit 1) .*its first failure was cuInit(Flags=0) = CUDA_ERROR_NO_DEVICE" "$tmp/out" ||
+		fail "the first abnormal end is not rank 0's failure: $(grep '^First' "$tmp/out")"
+	expect "rank 1 (gen:"
 	;;
 hostile)
 	# metadata no real run has: nranks=1000000000 (took 5 GB and over 30 s,
