@@ -1059,6 +1059,12 @@ static int explained_by(const struct run *x, int rank, uint64_t wall, uint16_t p
 	return -1;
 }
 
+/* a rank the launcher's stop ended (mark_teardown) */
+static bool teardown(const struct rank_sum *s)
+{
+	return s->root && !strcmp(s->root->end, "killed at the timeout");
+}
+
 /* For every rank: which other rank ended first and when, whether this
  * one failed only after that (not when a refused connect no end explains
  * came first), and when the recorded story was over. */
@@ -1087,24 +1093,22 @@ static void mark_consequences(struct run *x)
 				s->first_other_wall = ended_at(o);
 			}
 			const struct rank_sum *so = &x->ranks[q];
-			uint64_t failed = so->fail_wall && so->fail_wall < ended_at(o) && strcmp(o->end, "killed at the timeout")
-						  ? so->fail_wall : ended_at(o);
+			uint64_t failed = so->fail_wall && so->fail_wall < ended_at(o) && !teardown(so) ? so->fail_wall : ended_at(o);
 			if (s->first_failed < 0 || failed < s->first_failed_wall) {
 				s->first_failed = q;
 				s->first_failed_wall = failed;
 			}
 		}
 		const struct proc *p = s->root;
-		bool teardown = !strcmp(p->end, "killed at the timeout");
 		uint64_t when = s->fail_wall ? s->fail_wall : ended_at(p);
-		s->consequence = !ended_well(p) && !teardown && s->first_failed >= 0 && when >= s->first_failed_wall;
+		s->consequence = !ended_well(p) && !teardown(s) && s->first_failed >= 0 && when >= s->first_failed_wall;
 		for (size_t j = 0; j < p->nrules && s->consequence; j++)
 			if (p->rules[j].port && p->rules[j].wall <= when &&
 			    explained_by(x, r, p->rules[j].wall, p->rules[j].port) < 0)
 				s->consequence = false;
 		if (s->fail_wall > x->story_wall)
 			x->story_wall = s->fail_wall;
-		if (!teardown && ended_at(p) > x->story_wall)
+		if (!teardown(s) && ended_at(p) > x->story_wall)
 			x->story_wall = ended_at(p);
 	}
 }
@@ -1581,11 +1585,6 @@ static char *fault_spec(const struct run *x, FILE *err)
 }
 
 /* ------------------------------------------------------- the verdict */
-static bool teardown(const struct rank_sum *s)
-{
-	return s->root && !strcmp(s->root->end, "killed at the timeout");
-}
-
 static void describe(char *buf, size_t len, const struct rank_sum *s)
 {
 	const char *end = s->root ? s->root->end : "";

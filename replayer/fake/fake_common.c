@@ -356,16 +356,14 @@ int fake_enter(struct fake_api *api)
 	pthread_once(&fault_once, parse_faults);
 	if (fake_debug >= 2)
 		fake_log("call %s #%lu", api->name, n);
-	if (after_watch) {
-		if (atomic_load(&after_armed) || access(after_file, F_OK) == 0) {
-			char line[256];
-			int len = snprintf(line, sizeof(line), "ncclrr-fake: injecting SIGKILL into %s (rank %d, the call "
-					   "after a SIGKILL_AFTER rule's)\n", api->name, fake_host()->rank);
-			ssize_t w = write(2, line, (size_t)len);
-			(void)w;
-			unlink(after_file);
-			raise(SIGKILL);
-		}
+	if (after_watch && (atomic_load(&after_armed) || access(after_file, F_OK) == 0)) {
+		char line[256];
+		int len = snprintf(line, sizeof(line), "ncclrr-fake: injecting SIGKILL into %s (rank %d, the call after "
+				   "a SIGKILL_AFTER rule's)\n", api->name, fake_host()->rank);
+		ssize_t w = write(2, line, (size_t)len);
+		(void)w;
+		unlink(after_file);
+		raise(SIGKILL);
 	}
 	if (nfaults == 0)
 		return 0;

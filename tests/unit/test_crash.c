@@ -605,15 +605,13 @@ static void *recording_thread(void *arg)
 
 static char *file_bytes(const char *path, size_t *len)
 {
+	struct stat st;
 	FILE *f = fopen(path, "rb");
-	CHECK_FATAL(f, "open %s", path);
-	char *b = NULL;
-	size_t cap = 0;
-	*len = 0;
-	for (size_t n; (b = realloc(b, cap += 65536)) && (n = fread(b + *len, 1, cap - *len, f)) > 0;)
-		*len += n;
+	CHECK_FATAL(f && fstat(fileno(f), &st) == 0, "open %s", path);
+	char *b = malloc((size_t)st.st_size + 1);
+	*len = b ? fread(b, 1, (size_t)st.st_size, f) : 0;
 	fclose(f);
-	CHECK_FATAL(b, "memory");
+	CHECK_FATAL(b && *len == (size_t)st.st_size, "read %s", path);
 	return b;
 }
 
