@@ -38,7 +38,9 @@ start_sampler() {
 stop_sampler() { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; }
 sampler=
 trap 'stop_sampler; rm -rf "$tmp"' EXIT
-ratio() { echo "scale=2; $1 / $2" | bc -l | sed 's/^\./0./'; }
+# calc EXPR: floating-point arithmetic (awk: the GPU hosts have no bc)
+calc() { awk "BEGIN { print ($1) }"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 # record TOPO OUT TIMEOUT: record conn_setup on TOPO into OUT; prints the
 # launcher's own wall time ("N of N ranks exited 0 in X s") or nothing.
@@ -113,7 +115,7 @@ PY
 		need=$((per_rank_kb * n * 3 / 2)) have=$(avail_kb)
 		if [ "$need" -gt "$have" ]; then
 			printf '  %5d ranks: not tried: would need about %.1f GiB (%d KB per rank, +50%%), %.1f GiB available\n' \
-				"$n" "$(echo "$need / 1048576" | bc -l)" "$per_rank_kb" "$(echo "$have / 1048576" | bc -l)"
+				"$n" "$(calc "$need / 1048576")" "$per_rank_kb" "$(calc "$have / 1048576")"
 			break
 		fi
 	fi
@@ -125,7 +127,7 @@ PY
 	stop_sampler
 	rec_kb=$(( $(head -n 1 "$tmp/mem") - $(sort -n "$tmp/mem" | head -n 1) ))
 	if [ $s -ne 0 ] || [ -z "$run_s" ]; then
-		printf '  %5d ranks: recording failed or took over %s s (%.1f s):\n' "$n" "$step_s" "$(echo "$t1 - $t0" | bc)"
+		printf '  %5d ranks: recording failed or took over %s s (%.1f s):\n' "$n" "$step_s" "$(calc "$t1 - $t0")"
 		tail -n 5 "$d.log" | sed 's/^/    /'
 		break
 	fi
@@ -141,18 +143,18 @@ PY
 	per_rank_kb=$(( (peak_kb > rec_kb ? peak_kb : rec_kb) / n ))
 	if [ $s -ne 0 ]; then
 		printf '  %5d ranks: recorded in %.1f s; the replay did not match or took over %s s (%.1f s):\n' \
-			"$n" "$(echo "$t1 - $t0" | bc)" "$step_s" "$(echo "$t2 - $t1" | bc)"
+			"$n" "$(calc "$t1 - $t0")" "$step_s" "$(calc "$t2 - $t1")"
 		tail -n 5 "$tmp/out" | sed 's/^/    /'
 		break
 	fi
 	read -r calls rep_s rec_s <<<"$(replay_line)"
 	printf '  %5d ranks: %7d calls, recorded %s s, replay %s s, replay/recorded %s; wall: record %.1f s, replay %.1f s, trace %s, peak memory: record %.1f GiB, replay %.1f GiB (%d KB per rank)\n' \
-		"$n" "$calls" "$rec_s" "$rep_s" "$(ratio "$rep_s" "$rec_s")" "$(echo "$t1 - $t0" | bc)" \
-		"$(echo "$t2 - $t1" | bc)" "$(du -sh "$d" | cut -f1)" "$(echo "$rec_kb / 1048576" | bc -l)" \
-		"$(echo "$peak_kb / 1048576" | bc -l)" "$((peak_kb / n))"
+		"$n" "$calls" "$rec_s" "$rep_s" "$(ratio "$rep_s" "$rec_s")" "$(calc "$t1 - $t0")" \
+		"$(calc "$t2 - $t1")" "$(du -sh "$d" | cut -f1)" "$(calc "$rec_kb / 1048576")" \
+		"$(calc "$peak_kb / 1048576")" "$((peak_kb / n))"
 	largest=$n
 	rm -rf "$d" "$d.log" "$topo"
-	if [ "$(echo "$t2 - $t0 > $step_s" | bc)" = 1 ]; then
+	if [ "$(calc "$t2 - $t0 > $step_s")" = 1 ]; then
 		echo "  (that step took over $step_s s: stopping)"
 		break
 	fi
@@ -161,6 +163,6 @@ done
 echo "bench_replay: largest rank count replayed (the replay matches the recording): $largest"
 if [ -n "${per_rank_kb:-}" ]; then
 	printf 'bench_replay: memory bound: about %d ranks fit in the %.1f GiB available (%d KB per rank, the larger of record and replay at the last size, +50%%)\n' \
-		"$(( $(avail_kb) * 2 / 3 / per_rank_kb ))" "$(echo "$(avail_kb) / 1048576" | bc -l)" "$per_rank_kb"
+		"$(( $(avail_kb) * 2 / 3 / per_rank_kb ))" "$(calc "$(avail_kb) / 1048576")" "$per_rank_kb"
 fi
 exit $rc
