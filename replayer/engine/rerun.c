@@ -93,7 +93,8 @@ struct rule {
 	uint64_t nth;          /* the fake's count of that entry point */
 	uint64_t wall;         /* wall-clock ns of the failed call's return */
 	uint16_t port;         /* connect rules: the port connected to */
-	bool dropped;          /* inside a failed call that is the rule */
+	bool dropped;          /* inside a failed call that is the rule, or made
+				* after the job's stop (trim_after_stop) */
 	bool cap;              /* a capability answer (verbs_capability) */
 };
 
@@ -114,6 +115,7 @@ struct proc {
 	struct strv warns;     /* NCCL's warnings and error trail, masked, each once */
 	struct strv later;     /* those of @warns printed only after the first
 				* failure's report (see after_failure()) */
+	uint64_t *warn_wall;   /* per line of @warns: when it was first printed */
 	struct rule *rules;    /* what the fault switch can repeat */
 	size_t nrules, caprules;
 	struct strv env;       /* "K=V" of the recorded env.* */
@@ -131,6 +133,7 @@ static void proc_free(struct proc *p)
 	free(p->variants);
 	strv_free(&p->warns);
 	strv_free(&p->later);
+	free(p->warn_wall);
 	free(p->rules);
 	free(p->ports);
 	strv_free(&p->env);
@@ -900,6 +903,12 @@ static int read_proc(const char *path, struct proc *p, bool want_rules, FILE *er
 		p->last_wall = nrr_reader_wall(r, last_key);
 	if (rc == NRR_EEOF) {
 		rc = after_failure(p, at, nat, fail_stream, fail_end, report_end);
+		p->warn_wall = calloc(p->warns.n + 1, sizeof(*p->warn_wall));
+		if (!p->warn_wall)
+			rc = -ENOMEM;
+		for (size_t i = 0; i < nat && !rc; i++)
+			if (!p->warn_wall[at[i].line])
+				p->warn_wall[at[i].line] = nrr_reader_wall(r, at[i].key);
 	} else {
 		char line[1200];
 		nrr_diag_format(nrr_merge_diag(m), line, sizeof(line));
@@ -931,6 +940,8 @@ struct rank_sum {
 	struct strv warns;
 	struct strv later;         /* of @warns: every process printed it only after
 				    * its failure's report (after_failure()) */
+	uint64_t line_wall;        /* when it first printed a line of @warns not in
+				    * @later, else 0 */
 	bool present;
 	/* the first other rank to end badly, and when: a failure of this rank
 	 * after that may be the peer's going (a connection closed, a peer's
@@ -954,8 +965,9 @@ struct run {
 	int nranks;                /* max rank + 1 */
 	const struct proc *launcher; /* an `ncclrr run` stopped at its --timeout, or NULL */
 	uint64_t teardown_wall;    /* a job this process launched and stopped at its
-				    * timeout (no launcher in its traces): when the
-				    * teardown started, else 0 */
+				    * timeout (no launcher in its traces): when it
+				    * was stopped, else 0 */
+	uint64_t stop_wall;        /* when the launcher stopped the job, else 0 */
 	uint64_t start_wall, end_wall; /* the job's first start, last end */
 	uint64_t story_wall;       /* the last failure or end that was not the timeout's teardown */
 };
@@ -1004,30 +1016,27 @@ static bool ended_well(const struct proc *p)
  * and keeps its end.  Without the launcher's --timeout, the teardown
  * starts at the first kill.  The rerun's own job is launched in this
  * process (nrr_cluster_run), so its traces hold no launcher: the rerun
- * gives the teardown's start itself (@x->teardown_wall).
+ * gives the stop's time itself (@x->teardown_wall).  The stop's time goes
+ * to @x->stop_wall (trim_after_stop()).
  */
-/* When the teardown of a job started at @start_wall (ns) with a timeout
- * of @timeout_s counts from: a second before the timeout. */
-static uint64_t teardown_from(uint64_t start_wall, double timeout_s)
-{
-	return start_wall + (uint64_t)(timeout_s * 1e9) - 1000000000ull;
-}
-
 static void mark_teardown(struct run *x)
 {
-	uint64_t first = x->teardown_wall;
+	uint64_t stop = x->teardown_wall, first = 0;
 	for (size_t i = 0; i < x->n; i++)
 		if (x->procs[i].rank < 0 && !strcmp(x->procs[i].end, "exit 124"))
 			x->launcher = &x->procs[i];
-	if (!x->launcher && !first)
+	if (!x->launcher && !stop)
 		return;
 	if (x->launcher && x->launcher->timeout_s > 0 && x->launcher->start_wall)
-		first = teardown_from(x->launcher->start_wall, x->launcher->timeout_s);
+		stop = x->launcher->start_wall + (uint64_t)(x->launcher->timeout_s * 1e9);
+	if (stop)
+		first = stop - 1000000000ull;
 	for (int r = 0; r < x->nranks && !first; r++) {
 		const struct proc *p = x->ranks[r].root;
 		if (p && killed(p->end) && ended_at(p) && (!first || ended_at(p) < first))
 			first = ended_at(p);
 	}
+	x->stop_wall = stop ? stop : first;
 	for (int r = 0; r < x->nranks; r++) {
 		struct proc *p = (struct proc *)x->ranks[r].root;
 		if (p && (!first || ended_at(p) >= first) && (killed(p->end) || (first && p->end_wall >= first)))
@@ -1065,6 +1074,39 @@ static bool teardown(const struct rank_sum *s)
 	return s->root && !strcmp(s->root->end, "killed at the timeout");
 }
 
+/*
+ * What a rank the stop ended did from the stop on is the stop's doing, not
+ * the environment's: its peers were killed at that instant, and one whose
+ * own signal came later sees their connections close under it (real
+ * NCCL's `bootstrap.cc:416 -> 6`, ncclRemoteError, on a rank that was
+ * still running when its peers were gone).  Whether a rerun's stop meets
+ * the rank at such a point is timing.  So the failing calls, NCCL's lines
+ * first printed and the fault rules of such a rank from the stop on are
+ * neither compared nor repeated, nor do they make the story longer (the
+ * rerun's timeout): the call no longer counts as its first failure, the
+ * lines go to @later, the rules are dropped.  @return 0, or -ENOMEM.
+ */
+static int trim_after_stop(struct run *x)
+{
+	for (size_t i = 0; i < x->n && x->stop_wall; i++) {
+		struct proc *p = &x->procs[i];
+		if (p->rank < 0 || !teardown(&x->ranks[p->rank]))
+			continue;
+		if (p->fail[0] && p->fail_wall >= x->stop_wall) {
+			p->fail[0] = 0;
+			p->fail_wall = 0;
+		}
+		for (size_t w = 0; w < p->warns.n; w++)
+			if (p->warn_wall[w] >= x->stop_wall && !strv_has(&p->later, p->warns.v[w]) &&
+			    strv_addf(&p->later, "%s", p->warns.v[w]) < 0)
+				return -ENOMEM;
+		for (size_t j = 0; j < p->nrules; j++)
+			if (p->rules[j].wall >= x->stop_wall)
+				p->rules[j].dropped = true;
+	}
+	return 0;
+}
+
 /* For every rank: which other rank ended first and when, whether this
  * one failed only after that (not when a refused connect no end explains
  * came first), and when the recorded story was over. */
@@ -1099,9 +1141,16 @@ static void mark_consequences(struct run *x)
 				s->first_failed_wall = failed;
 			}
 		}
+		/* when it began to fail: its first failing call, else its end; a
+		 * rank the stop ended: its first failing call or line of NCCL's,
+		 * whichever came first, else never (CI: rank 8's connect to a
+		 * peer that had failed was refused for 20 s, and NCCL's lines
+		 * saying so came just before the stop) */
 		const struct proc *p = s->root;
 		uint64_t when = s->fail_wall ? s->fail_wall : ended_at(p);
-		s->consequence = !ended_well(p) && !teardown(s) && s->first_failed >= 0 && when >= s->first_failed_wall;
+		if (teardown(s))
+			when = s->fail_wall && (!s->line_wall || s->fail_wall < s->line_wall) ? s->fail_wall : s->line_wall;
+		s->consequence = !ended_well(p) && when && s->first_failed >= 0 && when >= s->first_failed_wall;
 		for (size_t j = 0; j < p->nrules && s->consequence; j++)
 			if (p->rules[j].port && p->rules[j].wall <= when &&
 			    explained_by(x, r, p->rules[j].wall, p->rules[j].port) < 0)
@@ -1170,13 +1219,30 @@ static int load_run(const char *dir, struct run *x, bool want_rules, FILE *err)
 				child = true;
 		if (!child && (!s->root || p->pid < s->root->pid))
 			s->root = p;
+	}
+	for (int r = 0; r < x->nranks; r++)
+		if (x->ranks[r].present && !x->ranks[r].root)   /* parents form a cycle: pid reuse */
+			for (size_t i = 0; i < x->n; i++)
+				if (x->procs[i].rank == r && !x->ranks[r].root)
+					x->ranks[r].root = &x->procs[i];
+	mark_teardown(x);
+	if (trim_after_stop(x) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < x->n; i++) {
+		const struct proc *p = &x->procs[i];
+		if (p->rank < 0)
+			continue;
+		struct rank_sum *s = &x->ranks[p->rank];
 		if (p->fail[0] && (!s->fail[0] || p->fail_wall < s->fail_wall)) {
 			snprintf(s->fail, sizeof(s->fail), "%s", p->fail);
 			s->fail_wall = p->fail_wall;
 		}
-		for (size_t w = 0; w < p->warns.n; w++)
+		for (size_t w = 0; w < p->warns.n; w++) {
 			if (!strv_has(&s->warns, p->warns.v[w]))
 				strv_addf(&s->warns, "%s", p->warns.v[w]);
+			if (!strv_has(&p->later, p->warns.v[w]) && (!s->line_wall || p->warn_wall[w] < s->line_wall))
+				s->line_wall = p->warn_wall[w];
+		}
 	}
 	/* a line decides for the rank when it decides for one of its processes */
 	for (int r = 0; r < x->nranks; r++) {
@@ -1190,12 +1256,6 @@ static int load_run(const char *dir, struct run *x, bool want_rules, FILE *err)
 				return -ENOMEM;
 		}
 	}
-	for (int r = 0; r < x->nranks; r++)
-		if (x->ranks[r].present && !x->ranks[r].root)   /* parents form a cycle: pid reuse */
-			for (size_t i = 0; i < x->n; i++)
-				if (x->procs[i].rank == r && !x->ranks[r].root)
-					x->ranks[r].root = &x->procs[i];
-	mark_teardown(x);
 	mark_consequences(x);
 	return 0;
 }
@@ -1441,7 +1501,7 @@ static int run_job(const struct nrr_rerun_opts *o, const struct run *rec, const 
 	clock_gettime(CLOCK_REALTIME, &t0);
 	st = nrr_cluster_run(&s, res);
 	if (st == NRR_LAUNCH_TIMEOUT)
-		*teardown = teardown_from((uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec, s.timeout_s);
+		*teardown = (uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec + (uint64_t)(s.timeout_s * 1e9);
 	if (st == NRR_LAUNCH_SETUP && res->error[0])
 		fprintf(err, "ncclrr run: %s\n", res->error);
 out:

@@ -590,6 +590,53 @@ static int nocall_after(const char *dir)
 	return close_w(w0, "exit 1");
 }
 
+/* stopped: a 4-rank job `ncclrr run --timeout 3.3` stopped (the launcher's
+ * trace, end exit 124).  Rank 1's cuMemAlloc_v2 fails and it exits 1 at
+ * once; rank 2 then prints NCCL's error trail (a connect to rank 1, gone,
+ * refused until it gave up) and is killed at the stop before its init
+ * returns; rank 3's recv fails, it prints a WARN and its ncclCommInitRank
+ * returns ncclRemoteError only after the stop (its peers killed under
+ * it); ranks 0, 2 and 3 end by SIGTERM. */
+static int stopped(const char *dir)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	char path[4096];
+	static const char lmeta[] = "host=gen\npid=999\nargv=ncclrr run --topo c.xml --timeout 3.3 -- prog\n";
+	snprintf(path, sizeof(path), "%s/gen-999.nrt", dir);
+	nrr_writer *l = open_file(path, lmeta, (int)sizeof(lmeta) - 1), *w[4];
+	struct val init[] = { { "Flags", 0, NULL, 0 } };
+	for (int r = 0; r < 4; r++) {
+		w[r] = open_rank(dir, r, 4);
+		call(nrr_writer_thread(w[r]), "cuInit", init, 1, 0);
+	}
+	struct val mv[] = { { "bytesize", 1 << 20, NULL, 0 } };
+	call(nrr_writer_thread(w[1]), "cuMemAlloc_v2", mv, 1, 2);   /* CUDA_ERROR_OUT_OF_MEMORY */
+	int rc = close_w(w[1], "exit 1");
+	pause_ms(50);
+	static const char warn[] = "gen:1002:1002 [2] misc/socket.cc:484 NCCL WARN socketStartConnect: exceeded retries (20000)";
+	static const char trail[] = "gen:1002:1002 [2] NCCL INFO misc/socket.cc:567 -> 6";
+	nrr_log(nrr_writer_thread(w[2]), 2, warn, sizeof(warn) - 1);
+	nrr_log(nrr_writer_thread(w[2]), 3, trail, sizeof(trail) - 1);
+	/* past the stop, 3.3 s after the launcher's start */
+	for (;;) {
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= 3400)
+			break;
+		pause_ms(20);
+	}
+	struct val rv[] = { { "sockfd", 9, NULL, 0 }, { "len", 16, NULL, 0 } };
+	call_err(nrr_writer_thread(w[3]), "recv", rv, 2, -1, ECONNRESET);
+	static const char w3[] = "gen:1003:1003 [3] misc/socket.cc:49 NCCL WARN socketProgress: Connection reset by peer";
+	nrr_log(nrr_writer_thread(w[3]), 2, w3, sizeof(w3) - 1);
+	call(nrr_writer_thread(w[3]), "ncclCommInitRank", NULL, 0, 6);   /* ncclRemoteError */
+	for (int r = 0; r < 4; r++)
+		if (r != 1 && !rc)
+			rc = close_w(w[r], "signal SIGTERM");
+	return rc ? rc : close_w(l, "exit 124");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[2], "probes"))
@@ -598,6 +645,8 @@ int main(int argc, char **argv)
 		return nocall(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "nocall_after"))
 		return nocall_after(argv[1]);
+	if (argc == 3 && !strcmp(argv[2], "stopped"))
+		return stopped(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "killed_retry"))
 		return killed_retry(argv[1]);
 	if (argc == 3 && !strcmp(argv[2], "hostile"))
@@ -613,7 +662,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[2], "unseen"))
 		return unseen(argv[1], atoi(argv[3]) != 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED | hang_gen DIR hostile | hang_gen DIR hostile_env | hang_gen DIR killed_retry | hang_gen DIR nocall | hang_gen DIR nocall_after\n");
+		fprintf(stderr, "usage: hang_gen DIR cycle N | hang_gen DIR scale N K | hang_gen DIR mixed | hang_gen DIR unseen SEND | hang_gen DIR mpi FAULT | hang_gen DIR threads FAIL NAMED | hang_gen DIR hostile | hang_gen DIR hostile_env | hang_gen DIR killed_retry | hang_gen DIR nocall | hang_gen DIR nocall_after | hang_gen DIR stopped\n");
 		return 2;
 	}
 	const char *dir = argv[1];

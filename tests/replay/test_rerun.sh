@@ -108,7 +108,8 @@ nccl_case() {
 		same_lines 3
 		# the peers' proxy calls to rank 3 (gone) are consequences: verdict
 		# 'reproduced (after rank 3 failed)' or 'timing', never NOT reproduced
-		grep -q ': NOT reproduced' "$tmp/v" && fail "a rank NOT reproduced"
+		# (the ranks and their lines again, last: CI shows a log's tail)
+		grep -q ': NOT reproduced' "$tmp/v" && { fail "a rank NOT reproduced"; grep -A6 ': NOT reproduced' "$tmp/v"; }
 		;;
 	nccl_bad_ifname)
 		rec --rank-env 5:NCCL_SOCKET_IFNAME=nosuchif0
@@ -304,6 +305,29 @@ mkdir "$tmp/retry" && "$hang_gen" "$tmp/retry" killed_retry || fail "hang_gen ki
 grep -q 'note: rank 1 was killed outright (no end recorded): the rerun kills it at its first call after its last counted call, cuMemAlloc_v2 #1$' "$tmp/e7" &&
 	grep -q 'NCCLRR_FAULT=cuMemAlloc:rank=1:nth=1:SIGKILL_AFTER' "$tmp/e7" ||
 	{ fail "the kill is not at the last call counted the same in any run"; grep -E 'note: rank 1|SIGKILL' "$tmp/e7"; }
+
+# 8. a job the launcher stopped (hang_gen stopped): what a rank killed at
+#    the stop did is judged against when its peer failed and when the stop
+#    came. Rank 2 printed NCCL's error trail after rank 1 had failed and
+#    was killed before its init returned: a consequence of rank 1's end
+#    (CI: NOT reproduced). Rank 3 failed (a recv, then its init with
+#    ncclRemoteError) only after the stop, its peers killed under it: the
+#    stop's doing, not compared. The rerun's
+#    ranks wait until its own stop (rank 1 stalls before the bootstrap).
+mkdir "$tmp/stopped" && "$hang_gen" "$tmp/stopped" stopped || fail "hang_gen stopped failed"
+"$ncclrr" replay --rerun "$tmp/stopped" --topo "$topo" --timeout 2 -o "$tmp/stopped-re" -- \
+	env CONN_SETUP_STALL=1 "$wl/conn_setup" --no-nccl >"$tmp/v8" 2>"$tmp/e8"
+for want in 'rank 0: reproduced: no failing call, killed at the timeout' \
+	'rank 2: timing: recorded no failing call, killed at the timeout, rerun no failing call, killed at the timeout (after rank 1 failed; not counted)' \
+	'rank 3: reproduced: no failing call, killed at the timeout'; do
+	grep -qxF -- "$want" "$tmp/v8" || { fail "stopped job: no line '$want'"; grep "^${want%%:*}:" "$tmp/v8"; }
+done
+# nor does a failure after the stop make the story longer (the rerun's
+# default timeout: twice the story plus 15 s)
+"$ncclrr" replay --rerun "$tmp/stopped" --topo "$topo" -o "$tmp/stopped-re2" -- /bin/true >/dev/null 2>"$tmp/e8b"
+grep -q '^ncclrr replay: the recorded job ran [0-9.]* s and was stopped; what it did ended at 0\.[0-9] s' "$tmp/e8b" ||
+	{ fail "stopped job: the failure after the stop made the story longer"; grep 'recorded job ran' "$tmp/e8b"; }
+echo "stopped: $(grep -c ': reproduced' "$tmp/v8") reproduced, $(grep -c ': timing' "$tmp/v8") timing"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "rerun: all cases passed"
