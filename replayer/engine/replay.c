@@ -722,6 +722,13 @@ static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (getppid() != coord)
 				_exit(2);
+			/* named after what it replays, for ps and top */
+			char name[16];
+			if (x->pi[i].rank >= 0)
+				snprintf(name, sizeof(name), "ncclrr-r%d", x->pi[i].rank);
+			else
+				snprintf(name, sizeof(name), "ncclrr-w%zu", i);
+			prctl(PR_SET_NAME, name);
 			close(pp[0]);
 			for (size_t j = 0; j < i; j++)
 				if (fds[j] >= 0)

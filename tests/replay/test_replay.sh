@@ -162,18 +162,25 @@ dead)
 	# the other way round: a replay killed (kill -9, a closed terminal)
 	# takes its workers with it, or they may block in their replay for ever.
 	# All stopped first, so that none can end on its own: what still lives
-	# after the coordinator's kill was left alive by it.
+	# after the coordinator's kill was left alive by it.  Only workers that
+	# have named themselves (ncclrr-rR, ncclrr-wN) are judged: they asked
+	# for the coordinator's death signal before that; one stopped before it
+	# could ask would, once running, find its parent gone and exit
+	# (replay.c; CI counted such a worker as left alive).
 	"$ncclrr" replay --topo "$topo" --timeout 30 --repeat 1000 "$g/conn_clean" >/dev/null 2>&1 &
 	coord=$!
-	workers=
+	workers= all=
 	for _ in $(seq 400); do
 		kill -STOP $coord
-		workers=$(pgrep -r R,S,D -d, -P $coord) && break   # live ones, not those of the last --repeat round
+		if all=$(pgrep -r R,S,D -d, -P $coord); then   # live ones, not those of the last --repeat round
+			kill -STOP ${all//,/ } 2>/dev/null
+			workers=$(pgrep -d, -P $coord '^ncclrr-[rw][0-9]+$') && break
+			kill -CONT ${all//,/ } 2>/dev/null
+		fi
 		kill -CONT $coord
 		sleep 0.01
 	done
 	[ -n "$workers" ] || fail "no replay worker started"
-	kill -STOP ${workers//,/ } 2>/dev/null
 	kill -KILL $coord
 	wait $coord 2>/dev/null
 	# the kernel signals them at once; a loaded machine may take a while
@@ -184,7 +191,7 @@ dead)
 		sleep 0.05
 	done
 	[ "$left" -eq 0 ] || fail "$left replay workers outlived their killed coordinator"
-	kill -KILL ${workers//,/ } 2>/dev/null
+	kill -KILL ${all//,/ } 2>/dev/null
 	;;
 usage)
 	"$ncclrr" replay >/dev/null 2>&1; [ $? -eq 2 ] || fail "no args: want exit 2"
