@@ -723,7 +723,7 @@ static int replay_once(struct coord *x, unsigned rep, struct outcome *out)
 			if (getppid() != coord)
 				_exit(2);
 			/* named after what it replays, for ps and top */
-			char name[16];
+			char name[32];   /* the kernel keeps 15 bytes */
 			if (x->pi[i].rank >= 0)
 				snprintf(name, sizeof(name), "ncclrr-r%d", x->pi[i].rank);
 			else
