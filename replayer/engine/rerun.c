@@ -964,10 +964,9 @@ struct run {
 	struct rank_sum *ranks;    /* indexed by rank */
 	int nranks;                /* max rank + 1 */
 	const struct proc *launcher; /* an `ncclrr run` stopped at its --timeout, or NULL */
-	uint64_t teardown_wall;    /* a job this process launched and stopped at its
-				    * timeout (no launcher in its traces): when it
-				    * was stopped, else 0 */
-	uint64_t stop_wall;        /* when the launcher stopped the job, else 0 */
+	uint64_t stop_wall;        /* when the job was stopped, else 0: given for a job
+				    * this process launched (no launcher in its
+				    * traces), else found by mark_teardown() */
 	uint64_t start_wall, end_wall; /* the job's first start, last end */
 	uint64_t story_wall;       /* the last failure or end that was not the timeout's teardown */
 };
@@ -1016,12 +1015,12 @@ static bool ended_well(const struct proc *p)
  * and keeps its end.  Without the launcher's --timeout, the teardown
  * starts at the first kill.  The rerun's own job is launched in this
  * process (nrr_cluster_run), so its traces hold no launcher: the rerun
- * gives the stop's time itself (@x->teardown_wall).  The stop's time goes
- * to @x->stop_wall (trim_after_stop()).
+ * gives the stop's time itself (@x->stop_wall); otherwise it is found
+ * here and goes there (trim_after_stop()).
  */
 static void mark_teardown(struct run *x)
 {
-	uint64_t stop = x->teardown_wall, first = 0;
+	uint64_t stop = x->stop_wall, first = 0;
 	for (size_t i = 0; i < x->n; i++)
 		if (x->procs[i].rank < 0 && !strcmp(x->procs[i].end, "exit 124"))
 			x->launcher = &x->procs[i];
@@ -1088,7 +1087,7 @@ static bool teardown(const struct rank_sum *s)
  */
 static int trim_after_stop(struct run *x)
 {
-	for (size_t i = 0; i < x->n && x->stop_wall; i++) {
+	for (size_t i = 0; x->stop_wall && i < x->n; i++) {
 		struct proc *p = &x->procs[i];
 		if (p->rank < 0 || !teardown(&x->ranks[p->rank]))
 			continue;
@@ -1450,11 +1449,11 @@ static double rerun_timeout(const struct run *x, FILE *err);
 /* Record and run the job on the virtual cluster (nrr_cluster_run): the
  * recording's ranks on @topo, in @outdir, with @args's --env / --unset /
  * --rank-env.  The job's output goes with the notes to @err (the verdict
- * alone goes to out).  When its timeout stopped it, *@teardown is the
- * wall-clock ns at which the teardown started (mark_teardown).  @return
+ * alone goes to out).  When its timeout stopped it, *@stop is the
+ * wall-clock ns at which it was stopped (mark_teardown).  @return
  * the job's status (NRR_LAUNCH_*), or -1. */
 static int run_job(const struct nrr_rerun_opts *o, const struct run *rec, const struct strv *args, const char *topo,
-		   const char *outdir, const char *nccl, const char *ncclrr, uint64_t *teardown, FILE *err)
+		   const char *outdir, const char *nccl, const char *ncclrr, uint64_t *stop, FILE *err)
 {
 	size_t n = args->n;
 	char **env = calloc(n + 1, sizeof(char *)), **unset = calloc(n + 1, sizeof(char *));
@@ -1501,7 +1500,7 @@ static int run_job(const struct nrr_rerun_opts *o, const struct run *rec, const 
 	clock_gettime(CLOCK_REALTIME, &t0);
 	st = nrr_cluster_run(&s, res);
 	if (st == NRR_LAUNCH_TIMEOUT)
-		*teardown = (uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec + (uint64_t)(s.timeout_s * 1e9);
+		*stop = (uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec + (uint64_t)(s.timeout_s * 1e9);
 	if (st == NRR_LAUNCH_SETUP && res->error[0])
 		fprintf(err, "ncclrr run: %s\n", res->error);
 out:
@@ -1915,7 +1914,7 @@ int nrr_rerun(const struct nrr_rerun_opts *o)
 			"own nets): a trace never chooses a library, pass --net-plugin PATH to load one\n", rec_plugin);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int st = run_job(o, &rec, &args, topo, outdir, nccl, ncclrr, &re.teardown_wall, err);
+	int st = run_job(o, &rec, &args, topo, outdir, nccl, ncclrr, &re.stop_wall, err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (st < 0) {
 		fprintf(err, "ncclrr replay: the rerun could not be started\n");
