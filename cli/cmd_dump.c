@@ -135,34 +135,35 @@ static const char *who_get(struct who_cache *w, const struct nrr_inputs *in, siz
  * writes them.  Calls point into chunk buffers that the next read reuses,
  * hence the copy.  With one CPU, or no thread, the main thread formats
  * each call itself, as before. */
-#define BATCH_SIZE (1u << 20)
+#define BATCH_SIZE (1u << 17)
 #define NBATCH 4
 
 struct batch {
 	char *buf;
 	size_t cap, n;
-};
+} __attribute__((aligned(64)));   /* a batch's fields are not on the lines the other thread writes */
 
 /* One call in a batch: this header, the call up to its args, its
  * function's args, its log fields, then the bytes of its byte args and
- * log text.  Sizes are multiples of 8. */
+ * log text.  Sizes are multiples of 8.  Its time and "host:pid/tid" are
+ * made by the thread that formats it (from @ri and the call): that took
+ * a tenth of the reading thread's time, which is dump's limit. */
 struct rec {
-	uint32_t size, wholen;
-	int64_t t;
-	const char *who;   /* a who_cache string: kept until the end */
+	uint32_t size, ri;
 };
 
 #define CALL_HEAD offsetof(nrr_call, args)
 #define CALL_TAIL (sizeof(nrr_call) - offsetof(nrr_call, log_level))
 
 struct pipe_q {
+	struct batch b[NBATCH];
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct batch b[NBATCH];
 	size_t head, full;   /* the formatter's next batch; batches filled and not yet formatted */
 	bool done;           /* the reader filled its last batch */
 	int stop;            /* the formatter's output failed (o->err): read no further */
 	nrr_out *o;
+	const struct nrr_inputs *in;
 };
 
 static size_t rec_size(const nrr_call *c, unsigned nargs)
@@ -175,10 +176,10 @@ static size_t rec_size(const nrr_call *c, unsigned nargs)
 	return (n + 7) & ~(size_t)7;
 }
 
-/* Copy @c into @dst (rec_size() bytes). */
-static void rec_put(char *dst, size_t size, const nrr_call *c, unsigned nargs, int64_t t, const char *who, size_t wl)
+/* Copy @c of input @ri into @dst (rec_size() bytes). */
+static void rec_put(char *dst, size_t size, const nrr_call *c, unsigned nargs, size_t ri)
 {
-	struct rec h = { (uint32_t)size, (uint32_t)wl, t, who };
+	struct rec h = { (uint32_t)size, (uint32_t)ri };
 	memcpy(dst, &h, sizeof(h));
 	char *p = dst + sizeof(h);
 	memcpy(p, c, CALL_HEAD);
@@ -197,8 +198,22 @@ static void rec_put(char *dst, size_t size, const nrr_call *c, unsigned nargs, i
 		memcpy(p, c->log, c->log_len);
 }
 
-/* Format the call at @src (rec_put's layout); @return its size. */
-static size_t rec_format(nrr_out *o, const char *src)
+/* Format call @c of input @ri as a line of @o.  @return 0, or ENOMEM
+ * (@wc, the thread's "host:pid/tid" strings). */
+static int put_line(nrr_out *o, struct who_cache *wc, const struct nrr_inputs *in, size_t ri, const nrr_call *c)
+{
+	size_t wl;
+	const char *who = who_get(wc, in, ri, c->tid, &wl);
+	if (!who)
+		return ENOMEM;
+	nrr_out_call(o, c, nrr_inputs_time(in, ri, nrr_call_key(c)), who, wl);
+	nrr_out_putc(o, '\n');
+	return 0;
+}
+
+/* Format the call at @src (rec_put's layout); @return its size, 0 when
+ * out of memory. */
+static size_t rec_format(nrr_out *o, struct who_cache *wc, const struct nrr_inputs *in, const char *src)
 {
 	struct rec h;
 	nrr_call c;
@@ -218,9 +233,7 @@ static size_t rec_format(nrr_out *o, const char *src)
 	}
 	if (c.kind == NRR_CALL_LOG)
 		c.log = p;
-	nrr_out_call(o, &c, h.t, h.who, h.wholen);
-	nrr_out_putc(o, '\n');
-	return h.size;
+	return put_line(o, wc, in, h.ri, &c) ? 0 : h.size;
 }
 
 static void *formatter(void *arg)
@@ -230,6 +243,7 @@ static void *formatter(void *arg)
 	 * written per call) share cache lines with the caller's nrr_out, and
 	 * the two threads writing those lines took 2.4 times the CPU */
 	nrr_out o = *q->o;
+	struct who_cache wc = { 0 };
 	for (;;) {
 		pthread_mutex_lock(&q->mu);
 		while (!q->full && !q->done)
@@ -240,8 +254,9 @@ static void *formatter(void *arg)
 		}
 		struct batch *b = &q->b[q->head];
 		pthread_mutex_unlock(&q->mu);
-		for (size_t at = 0; at < b->n && !o.err;)
-			at += rec_format(&o, b->buf + at);
+		for (size_t at = 0, n; at < b->n && !o.err; at += n)
+			if (!(n = rec_format(&o, &wc, q->in, b->buf + at)))
+				o.err = ENOMEM;   /* its who_cache */
 		pthread_mutex_lock(&q->mu);
 		b->n = 0;
 		q->head = (q->head + 1) % NBATCH;
@@ -251,16 +266,21 @@ static void *formatter(void *arg)
 		pthread_cond_signal(&q->cv);
 		pthread_mutex_unlock(&q->mu);
 	}
+	who_free(&wc);
 	nrr_out_flush(&o);
 	*q->o = o;
 	return NULL;
 }
 
-/* Hand the batch being filled (q->b[(head + full) % NBATCH]) to the
- * formatter and wait for a free one.  @return the free one. */
-static struct batch *batch_pass(struct pipe_q *q)
+/* Hand the batch being filled (q->b[(head + full) % NBATCH]), @n bytes
+ * of it, to the formatter and wait for a free one.  @return the free one.
+ * The reading thread counts a batch's bytes in a local until it hands it
+ * over: a count in the batch itself, on a line the formatter writes, was
+ * a cache miss per call (a quarter of the reading thread's time). */
+static struct batch *batch_pass(struct pipe_q *q, size_t n)
 {
 	pthread_mutex_lock(&q->mu);
+	q->b[(q->head + q->full) % NBATCH].n = n;
 	q->full++;
 	pthread_cond_signal(&q->cv);
 	while (q->full == NBATCH)
@@ -341,37 +361,30 @@ int cmd_dump(int argc, char **argv)
 	nrr_out_init_fd(&o, STDOUT_FILENO, obuf, sizeof(obuf));
 	struct nrr_progress prog;
 	nrr_progress_init(&prog, &in);
-	struct pipe_q q = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .o = &o };
+	struct pipe_q q = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .o = &o, .in = &in };
 	pthread_t fmt;
 	bool piped = two_cpus();
 	for (size_t i = 0; piped && i < NBATCH; i++)
 		piped = (q.b[i].buf = malloc(q.b[i].cap = BATCH_SIZE)) != NULL;
 	piped = piped && pthread_create(&fmt, NULL, formatter, &q) == 0;
 	struct batch *b = &q.b[0];
-	int werr = 0;   /* ENOMEM of the reading thread (its who_cache, a batch) */
+	size_t bn = 0;   /* bytes of b filled */
+	int werr = 0;   /* ENOMEM of the thread that formats (its who_cache) or of a batch */
 	while ((rc = nrr_merge_next(m, &call, &ri)) == 0) {
 		nrr_progress_note(&prog, ri, call);
 		if (!nrr_select_call(&in, ri, call))
 			continue;   /* past --to: other streams may still be earlier */
-		int64_t t = nrr_inputs_time(&in, ri, nrr_call_key(call));
-		size_t wl;
-		const char *who = who_get(&wc, &in, ri, call->tid, &wl);
-		if (!who) {
-			werr = ENOMEM;
-			break;
-		}
 		if (!piped) {
-			nrr_out_call(&o, call, t, who, wl);
-			nrr_out_putc(&o, '\n');
-			if (o.err)
+			if ((werr = put_line(&o, &wc, &in, ri, call)) || o.err)
 				break;
 			continue;
 		}
 		unsigned nargs = call->fn ? call->fn->nargs : 0;
 		size_t sz = rec_size(call, nargs);
-		if (sz > b->cap - b->n) {
-			if (b->n) {
-				b = batch_pass(&q);
+		if (sz > b->cap - bn) {
+			if (bn) {
+				b = batch_pass(&q, bn);
+				bn = 0;
 				if (__atomic_load_n(&q.stop, __ATOMIC_RELAXED))
 					break;
 			}
@@ -385,12 +398,13 @@ int cmd_dump(int argc, char **argv)
 				b->cap = sz;
 			}
 		}
-		rec_put(b->buf + b->n, sz, call, nargs, t, who, wl);
-		b->n += sz;
+		rec_put(b->buf + bn, sz, call, nargs, ri);
+		bn += sz;
 	}
 	if (piped) {
 		pthread_mutex_lock(&q.mu);
-		q.full += b->n != 0;
+		b->n = bn;
+		q.full += bn != 0;
 		q.done = true;
 		pthread_cond_signal(&q.cv);
 		pthread_mutex_unlock(&q.mu);

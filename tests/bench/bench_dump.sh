@@ -53,12 +53,12 @@ bench() {
 		cpu "$t/read" "$ncclrr" dump --from 1e9 "$@"
 		[ -z "$base" ] || cpu "$t/base" "$base" dump "$@"
 	done
-	local d dw o=0 ow=0 s sw r b=0
+	local d dw o=0 ow=0 s sw r b=0 bw=0
 	d=$(med "$t/dump") dw=$(med "$t/dump.wall") s=$(med "$t/stats") sw=$(med "$t/stats.wall") r=$(med "$t/read")
 	[ ${#one[@]} = 0 ] || { o=$(med "$t/one"); ow=$(med "$t/one.wall"); }
-	[ -z "$base" ] || b=$(med "$t/base")
+	[ -z "$base" ] || { b=$(med "$t/base"); bw=$(med "$t/base.wall"); }
 	echo "bench_dump: $name: $what, $mb MB, $lines lines, $rounds rounds, medians of CPU s (wall s), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg)"
-	awk -v d="$d" -v dw="$dw" -v o="$o" -v ow="$ow" -v s="$s" -v sw="$sw" -v r="$r" -v b="$b" -v n="$lines" -v mb="$mb" 'BEGIN {
+	awk -v d="$d" -v dw="$dw" -v o="$o" -v ow="$ow" -v s="$s" -v sw="$sw" -v r="$r" -v b="$b" -v bw="$bw" -v n="$lines" -v mb="$mb" 'BEGIN {
 		printf "  dump   %.2f s (wall %.2f s)  %.2f M calls/s of wall, %.2f of CPU  %.0f MB/s of trace (target >= 10 M calls/s)\n", d, dw, n / dw / 1e6, n / d / 1e6, mb / dw
 		if (o > 0)
 			printf "  dump, 1 CPU  %.2f s (wall %.2f s)  %.2f M calls/s of CPU: two threads take %.2fx the CPU, %.2fx the wall time\n", o, ow, n / o / 1e6, d / o, dw / ow
@@ -67,7 +67,7 @@ bench() {
 		printf "  dump/stats %.2f of wall, %.2f of CPU (target <= 3)\n", dw / sw, d / s
 		printf "  row: dump %.2f M calls/s of wall (%.0f MB/s), %.2f of CPU; %.2fx stats of wall, %.2fx of CPU (stats %.2f M calls/s) | target >= 10 M calls/s, <= 3x stats\n", n / dw / 1e6, mb / dw, n / d / 1e6, dw / sw, d / s, n / s / 1e6
 		if (b > 0)
-			printf "  baseline dump %.2f s  %.2f M calls/s: after/before %.2f (CPU)\n", b, n / b / 1e6, d / b
+			printf "  baseline dump %.2f s (wall %.2f s)  %.2f M calls/s of wall: after/before %.2f of CPU, %.2f of wall\n", b, bw, n / bw / 1e6, d / b, dw / bw
 	}'
 }
 
