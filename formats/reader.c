@@ -55,6 +55,7 @@ struct nrr_reader {
 	 * tool that reads a million streams one after the other creates a
 	 * few, not a million) */
 	pthread_mutex_t dc_lock;
+	ZSTD_DCtx *init_dc;   /* the loads at open share it (open_dc()); freed when open ends */
 	ZSTD_DCtx *dc_pool[8];
 	unsigned ndc_pool;
 	/* the metadata's distinct keys (first appearance order, last value)
@@ -322,6 +323,15 @@ static int scan(nrr_reader *r, uint64_t off)
  * So a file claims at most one stream per 64 bytes it has; any other
  * index is rebuilt by scan.  (One that named the same chunk under a
  * million streams made every reader take 46 GB.) */
+/* The decompression context of the loads at open (index, schema,
+ * metadata: one per thread's name in a long run), made at first need: a
+ * context per load made dump of 68 files spend 4 % of its time creating
+ * them (a 100 KB workspace whose pages the kernel zeroes). */
+static ZSTD_DCtx *open_dc(nrr_reader *r)
+{
+	return r->init_dc ? r->init_dc : (r->init_dc = ZSTD_createDCtx());
+}
+
 static int read_index(nrr_reader *r, uint64_t data, nrr_diag *d)
 {
 	uint8_t t[NRR_TRAILER_SIZE];
@@ -337,9 +347,8 @@ static int read_index(nrr_reader *r, uint64_t data, nrr_diag *d)
 	}
 	uint8_t *z = NULL, *raw = NULL;
 	size_t zc = 0, rc_ = 0;
-	ZSTD_DCtx *dc = ZSTD_createDCtx();
+	ZSTD_DCtx *dc = open_dc(r);
 	int rc = dc ? load_payload(r, ioff, &h, &z, &zc, &raw, &rc_, dc, NULL) : -ENOMEM;
-	ZSTD_freeDCtx(dc);
 	if (rc == 0) {
 		const uint8_t *p = raw, *end = raw + h.raw_size;
 		uint64_t n, next = data;
@@ -444,9 +453,8 @@ static int load_small_chunk(nrr_reader *r, uint64_t off, uint8_t type, char **ou
 				type == NRR_CHUNK_SCHEMA ? "schema" : "metadata");
 	uint8_t *z = NULL, *raw = NULL;
 	size_t zc = 0, rcap = 0;
-	ZSTD_DCtx *dc = ZSTD_createDCtx();
+	ZSTD_DCtx *dc = open_dc(r);
 	rc = dc ? load_payload(r, off, &h, &z, &zc, &raw, &rcap, dc, d) : -ENOMEM;
-	ZSTD_freeDCtx(dc);
 	free(z);
 	if (rc) {
 		free(raw);
@@ -528,7 +536,7 @@ static int join_late_schema(nrr_reader *r, char **text, size_t *len, nrr_diag *d
 	return 0;
 }
 
-static int reader_init(nrr_reader *r, nrr_diag *d)
+static int reader_load(nrr_reader *r, nrr_diag *d)
 {
 	uint8_t hb[NRR_FILE_HEADER_SIZE];
 	nrr_file_header fh;
@@ -634,6 +642,14 @@ static int reader_init(nrr_reader *r, nrr_diag *d)
 	if (rc)
 		return diag_set(d, r, 0, rc, "out of memory");
 	return 0;
+}
+
+static int reader_init(nrr_reader *r, nrr_diag *d)
+{
+	int rc = reader_load(r, d);
+	ZSTD_freeDCtx(r->init_dc);
+	r->init_dc = NULL;
+	return rc;
 }
 
 static int reader_new(nrr_reader **out, const char *name, nrr_diag *d)

@@ -13,7 +13,8 @@
 #   tp_dp traced   the same under `ncclrr record`, plus the bytes of its
 #                  traces (*.nrt, the launcher's included) and of the same
 #                  run's NCCL_DEBUG=INFO output (the whole log, and NCCL's
-#                  own lines alone)
+#                  own lines alone), and bytes per call (the calls the
+#                  program made, as `ncclrr stats` counts them)
 #   conn_setup     untraced, launch to end (it has no Init COMPLETE: its
 #                  one-rank NCCL communicator fails under ncclrr run)
 #   tp_dp, conn_setup once more, each rank wrapped by `bench_job.py rss`:
@@ -66,8 +67,10 @@ for i in $(seq 1 "$rounds"); do
 	nrt=$(cat "$tmp"/rec/*.nrt | wc -c)
 	logb=$(wc -c <"$tmp/traced.log")
 	ncclb=$(grep -E '^\[[0-9]+\] [^ ]+ \[[0-9]+\] .*NCCL (INFO|WARN)' "$tmp/traced.log" | wc -c)
-	echo "$nrt $logb $ncclb" >>"$tmp/bytes.res"
-	echo "  traced: $(ls "$tmp"/rec/*.nrt | wc -l) traces, $nrt bytes; log $logb bytes, NCCL's lines $ncclb bytes"
+	# calls the program made, coalesced repeats included (stats' "N calls" per process)
+	calls=$("$ncclrr" stats "$tmp/rec" 2>/dev/null | awk '/^rank / { for (i = 2; i <= NF; i++) if ($i == "calls,") s += $(i - 1) } END { print s + 0 }')
+	echo "$nrt $logb $ncclb $calls" >>"$tmp/bytes.res"
+	echo "  traced: $(ls "$tmp"/rec/*.nrt | wc -l) traces, $nrt bytes, $calls calls; log $logb bytes, NCCL's lines $ncclb bytes"
 	job conn_setup "${run[@]}" stdbuf -oL "$wl/conn_setup"
 	job tp_dp_rss "${run[@]}" "$py" "$bj" rss "$tmp/rss.tp_dp" -- stdbuf -oL "$wl/tp_dp"
 	job conn_setup_rss "${run[@]}" "$py" "$bj" rss "$tmp/rss.conn_setup" -- stdbuf -oL "$wl/conn_setup"
@@ -95,6 +98,10 @@ for k in ('tp_dp', 'conn_setup'):
     print(f'  peak RSS per rank, {k}: median {med(v) / 1024:.1f} MiB, max {max(v) / 1024:.1f} MiB ({len(v)} values: ranks x rounds)')
 print(f'  peak RSS per rank tp_dp / conn_setup: {med(rss["tp_dp"]) / med(rss["conn_setup"]):.2f}')
 nrt, logb, ncclb = (med(b[i] for b in by) for i in range(3))
+bpc = [b[0] / b[3] for b in by if b[3]]
+if bpc:
+    print(f'  trace bytes per call (schema and metadata included): {med(bpc):.3f} (per round: {", ".join("%.3f" % x for x in bpc)};'
+          f' {med(b[3] for b in by) / 1e6:.1f} M calls) (target <= 6: ratio {med(bpc) / 6:.4f})')
 print(f'  trace {nrt / 1e6:.2f} MB vs NCCL_DEBUG=INFO log {logb / 1e6:.2f} MB (NCCL lines {ncclb / 1e6:.2f} MB) of the same run:'
       f' trace/log {nrt / logb:.2f}, trace/NCCL lines {nrt / ncclb:.2f}')
 EOF
