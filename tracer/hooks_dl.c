@@ -41,71 +41,135 @@ __attribute__((used, visibility("hidden"))) void *nrr_real_dlsym_p;
 __attribute__((used, visibility("hidden"))) void *nrr_real_dlvsym_p;
 static bool hooks_active;   /* NCCLRR_TRACE_DIR was set: hand out wrappers */
 
-/* ------------------------------------------------- libc's own dlsym/dlvsym */
+/* ------------------------------------------- lookups in the ELF tables */
 
-/* Our dlsym and dlvsym shadow libc's for every caller, this library
- * included, so libc's are looked up in its ELF symbol table. */
-struct elf_find {
+/* Looking a symbol up without the dynamic loader's dl* functions: each of
+ * them (a successful dlsym included) clears or replaces the calling
+ * thread's dlerror() state, and a lazy lookup of ours runs between the
+ * program's failed dlopen and its dlerror() whenever a traced call comes
+ * in between (the first socket() or fwrite() of a process): NCCL printed
+ * a wrong "Failed to find CUDA library ... :" reason under the tracer.
+ * dl_iterate_phdr() and the ELF tables of the loaded objects leave that
+ * state alone. */
+struct elf_lookup {
 	const char *name;
+	uint32_t gnu_hash;
+	int pass;          /* 1: objects after this library (RTLD_NEXT); 2: any other */
+	bool after_self;   /* pass 1: this library went by */
 	void *found;
 };
 
-static size_t gnu_hash_nsyms(const uint32_t *gh)
+static uint32_t gnu_hash_of(const char *s)
 {
-	uint32_t nbuckets = gh[0], symoffset = gh[1], bloom = gh[2];
-	const uint32_t *buckets = gh + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
-	const uint32_t *chain = buckets + nbuckets;
-	uint32_t last = 0;
-	for (uint32_t i = 0; i < nbuckets; i++)
-		if (buckets[i] > last)
-			last = buckets[i];
-	if (last < symoffset)
-		return symoffset;
-	while (!(chain[last - symoffset] & 1))
-		last++;
-	return last + 1;
+	uint32_t h = 5381;
+	for (; *s; s++)
+		h = h * 33 + (uint8_t)*s;
+	return h;
 }
 
-static int find_in_libc(struct dl_phdr_info *info, size_t size, void *data)
+/* The loader relocates the d_ptr values of an object's dynamic section in
+ * place, except for objects mapped read-only (the vDSO): those are
+ * offsets from the load address. */
+static const void *dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p)
 {
-	struct elf_find *f = data;
-	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so"))
-		return 0;
+	return (const void *)(p < info->dlpi_addr ? info->dlpi_addr + p : p);
+}
+
+/* A defined function of the default version (not a hidden one, name@V). */
+static void *sym_value(const struct dl_phdr_info *info, const ElfW(Sym) *sym, const uint16_t *versym, size_t i)
+{
+	int type = ELF64_ST_TYPE(sym->st_info);
+	if (sym->st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
+	    ELF64_ST_BIND(sym->st_info) == STB_LOCAL || (versym && (versym[i] & 0x8000)))
+		return NULL;
+	void *p = (void *)(info->dlpi_addr + sym->st_value);
+	if (type == STT_GNU_IFUNC)   /* what dlsym does: ask the resolver */
+		p = ((void *(*)(unsigned long))p)(getauxval(AT_HWCAP));
+	return p;
+}
+
+static void *object_lookup(const struct dl_phdr_info *info, const struct elf_lookup *l)
+{
 	const ElfW(Sym) *syms = NULL;
 	const char *strs = NULL;
-	size_t nsyms = 0;
+	const uint32_t *gh = NULL, *sh = NULL;
+	const uint16_t *versym = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
 			continue;
-		const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-		for (; d->d_tag != DT_NULL; d++) {
-			/* the loader has relocated these d_ptr values to addresses */
+		for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+		     d->d_tag != DT_NULL; d++) {
 			if (d->d_tag == DT_SYMTAB)
-				syms = (const ElfW(Sym) *)d->d_un.d_ptr;
+				syms = dyn_ptr(info, d->d_un.d_ptr);
 			else if (d->d_tag == DT_STRTAB)
-				strs = (const char *)d->d_un.d_ptr;
+				strs = dyn_ptr(info, d->d_un.d_ptr);
 			else if (d->d_tag == DT_GNU_HASH)
-				nsyms = gnu_hash_nsyms((const uint32_t *)d->d_un.d_ptr);
-			else if (d->d_tag == DT_HASH && !nsyms)
-				nsyms = ((const uint32_t *)d->d_un.d_ptr)[1];
+				gh = dyn_ptr(info, d->d_un.d_ptr);
+			else if (d->d_tag == DT_HASH)
+				sh = dyn_ptr(info, d->d_un.d_ptr);
+			else if (d->d_tag == DT_VERSYM)
+				versym = dyn_ptr(info, d->d_un.d_ptr);
 		}
 	}
 	if (!syms || !strs)
-		return 1;
-	for (size_t i = 0; i < nsyms; i++)
-		if (syms[i].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC &&
-		    !strcmp(strs + syms[i].st_name, f->name)) {
-			f->found = (void *)(info->dlpi_addr + syms[i].st_value);
-			break;
+		return NULL;
+	if (gh) {
+		uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2], shift = gh[3];
+		const ElfW(Addr) *bloom = (const ElfW(Addr) *)(gh + 4);
+		const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size), *chain = buckets + nbuckets;
+		const unsigned bits = sizeof(ElfW(Addr)) * 8;
+		uint32_t h = l->gnu_hash;
+		if (!nbuckets || !bloom_size)
+			return NULL;
+		ElfW(Addr) word = bloom[(h / bits) % bloom_size];
+		ElfW(Addr) mask = ((ElfW(Addr))1 << (h % bits)) | ((ElfW(Addr))1 << ((h >> shift) % bits));
+		if ((word & mask) != mask)
+			return NULL;
+		uint32_t i = buckets[h % nbuckets];
+		if (i < symoffset)
+			return NULL;
+		for (;; i++) {
+			uint32_t h2 = chain[i - symoffset];
+			if ((h | 1) == (h2 | 1) && !strcmp(strs + syms[i].st_name, l->name)) {
+				void *p = sym_value(info, &syms[i], versym, i);
+				if (p)
+					return p;
+			}
+			if (h2 & 1)
+				return NULL;
 		}
+	}
+	size_t nsyms = sh ? sh[1] : 0;   /* DT_HASH: nchain is the symbol count */
+	for (size_t i = 0; i < nsyms; i++)
+		if (!strcmp(strs + syms[i].st_name, l->name)) {
+			void *p = sym_value(info, &syms[i], versym, i);
+			if (p)
+				return p;
+		}
+	return NULL;
+}
+
+/* ------------------------------------------------- libc's own dlsym/dlvsym */
+
+/* Our dlsym and dlvsym shadow libc's for every caller, this library
+ * included, so libc's are looked up in its ELF tables, the way every
+ * other real function is (object_lookup: its GNU hash, the default
+ * version; not a scan of libc's 3,000 symbols). */
+static int find_in_libc(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct elf_lookup *l = data;
+	(void)size;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so"))
+		return 0;
+	l->found = object_lookup(info, l);
 	return 1;
 }
 
 static void *libc_function(const char *name)
 {
-	struct elf_find f = { name, NULL };
-	dl_iterate_phdr(find_in_libc, &f);
-	return f.found;
+	struct elf_lookup l = { .name = name, .gnu_hash = gnu_hash_of(name) };
+	dl_iterate_phdr(find_in_libc, &l);
+	return l.found;
 }
 
 static void real_dl_init(void)
@@ -296,112 +360,6 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 static bool is_self(const void *p)
 {
 	return (uintptr_t)p >= self_lo && (uintptr_t)p < self_hi;
-}
-
-/* Looking a symbol up without the dynamic loader's dl* functions: each of
- * them (a successful dlsym included) clears or replaces the calling
- * thread's dlerror() state, and a lazy lookup of ours runs between the
- * program's failed dlopen and its dlerror() whenever a traced call comes
- * in between (the first socket() or fwrite() of a process): NCCL printed
- * a wrong "Failed to find CUDA library ... :" reason under the tracer.
- * dl_iterate_phdr() and the ELF tables of the loaded objects leave that
- * state alone. */
-struct elf_lookup {
-	const char *name;
-	uint32_t gnu_hash;
-	int pass;          /* 1: objects after this library (RTLD_NEXT); 2: any other */
-	bool after_self;   /* pass 1: this library went by */
-	void *found;
-};
-
-static uint32_t gnu_hash_of(const char *s)
-{
-	uint32_t h = 5381;
-	for (; *s; s++)
-		h = h * 33 + (uint8_t)*s;
-	return h;
-}
-
-/* The loader relocates the d_ptr values of an object's dynamic section in
- * place, except for objects mapped read-only (the vDSO): those are
- * offsets from the load address. */
-static const void *dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p)
-{
-	return (const void *)(p < info->dlpi_addr ? info->dlpi_addr + p : p);
-}
-
-/* A defined function of the default version (not a hidden one, name@V). */
-static void *sym_value(const struct dl_phdr_info *info, const ElfW(Sym) *sym, const uint16_t *versym, size_t i)
-{
-	int type = ELF64_ST_TYPE(sym->st_info);
-	if (sym->st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
-	    ELF64_ST_BIND(sym->st_info) == STB_LOCAL || (versym && (versym[i] & 0x8000)))
-		return NULL;
-	void *p = (void *)(info->dlpi_addr + sym->st_value);
-	if (type == STT_GNU_IFUNC)   /* what dlsym does: ask the resolver */
-		p = ((void *(*)(unsigned long))p)(getauxval(AT_HWCAP));
-	return p;
-}
-
-static void *object_lookup(const struct dl_phdr_info *info, const struct elf_lookup *l)
-{
-	const ElfW(Sym) *syms = NULL;
-	const char *strs = NULL;
-	const uint32_t *gh = NULL, *sh = NULL;
-	const uint16_t *versym = NULL;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
-			continue;
-		for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-		     d->d_tag != DT_NULL; d++) {
-			if (d->d_tag == DT_SYMTAB)
-				syms = dyn_ptr(info, d->d_un.d_ptr);
-			else if (d->d_tag == DT_STRTAB)
-				strs = dyn_ptr(info, d->d_un.d_ptr);
-			else if (d->d_tag == DT_GNU_HASH)
-				gh = dyn_ptr(info, d->d_un.d_ptr);
-			else if (d->d_tag == DT_HASH)
-				sh = dyn_ptr(info, d->d_un.d_ptr);
-			else if (d->d_tag == DT_VERSYM)
-				versym = dyn_ptr(info, d->d_un.d_ptr);
-		}
-	}
-	if (!syms || !strs)
-		return NULL;
-	if (gh) {
-		uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2], shift = gh[3];
-		const ElfW(Addr) *bloom = (const ElfW(Addr) *)(gh + 4);
-		const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size), *chain = buckets + nbuckets;
-		const unsigned bits = sizeof(ElfW(Addr)) * 8;
-		uint32_t h = l->gnu_hash;
-		if (!nbuckets || !bloom_size)
-			return NULL;
-		ElfW(Addr) word = bloom[(h / bits) % bloom_size];
-		ElfW(Addr) mask = ((ElfW(Addr))1 << (h % bits)) | ((ElfW(Addr))1 << ((h >> shift) % bits));
-		if ((word & mask) != mask)
-			return NULL;
-		uint32_t i = buckets[h % nbuckets];
-		if (i < symoffset)
-			return NULL;
-		for (;; i++) {
-			uint32_t h2 = chain[i - symoffset];
-			if ((h | 1) == (h2 | 1) && !strcmp(strs + syms[i].st_name, l->name)) {
-				void *p = sym_value(info, &syms[i], versym, i);
-				if (p)
-					return p;
-			}
-			if (h2 & 1)
-				return NULL;
-		}
-	}
-	size_t nsyms = sh ? sh[1] : 0;   /* DT_HASH: nchain is the symbol count */
-	for (size_t i = 0; i < nsyms; i++)
-		if (!strcmp(strs + syms[i].st_name, l->name)) {
-			void *p = sym_value(info, &syms[i], versym, i);
-			if (p)
-				return p;
-		}
-	return NULL;
 }
 
 static int lookup_object(struct dl_phdr_info *info, size_t size, void *data)
