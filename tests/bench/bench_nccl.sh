@@ -92,6 +92,8 @@ print(f'  tp_dp traced:   last Init COMPLETE {tr_init:.2f} s, end {med(r[0] for 
 print(f'  conn_setup:     end {cs_wall:.2f} s, CPU {med(r[3] for r in cs):.1f} s')
 ratios = [b[1] / a[1] for a, b in zip(tp, tr)]
 print(f'  init traced/untraced: {tr_init / tp_init:.2f} (per round: {", ".join("%.2f" % r for r in ratios)})')
+print(f'  CPU traced/untraced (all ranks, launch to end): {med(r[3] for r in tr) / med(r[3] for r in tp):.3f}'
+      f' (per round: {", ".join("%.3f" % (b[3] / a[3]) for a, b in zip(tp, tr))})')
 print(f'  init tp_dp / conn_setup: {tp_init / cs_wall:.1f}x')
 for k in ('tp_dp', 'conn_setup'):
     v = rss[k]
