@@ -10,6 +10,10 @@
  *        bench_tracer clock            cost of one rdtsc and one clock_gettime
  *        bench_tracer one              one driver call, then exit (a process's
  *                                      fixed cost is what it costs traced)
+ *        bench_tracer poll [CALLS]     NCCL's commonest call: recv() on a
+ *                                      socket with nothing to read (EAGAIN),
+ *                                      which the writer coalesces; prints
+ *                                      "polls=N ns=X" per call, best of 3
  *        bench_tracer spawn N [TRACER DIR]
  *                                      run `bench_tracer one` N times, each
  *                                      traced into DIR when TRACER is given;
@@ -17,10 +21,12 @@
  *                                      ms, CPU ms (user + system) and page faults
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,6 +67,28 @@ static int clock_costs(void)
 	double t2 = now(CLOCK_MONOTONIC);
 	printf("rdtsc_ns=%.1f clock_gettime_ns=%.1f check=%llu\n", (t1 - t0) / n, (t2 - t1) / n, sum % 7);
 	return 0;
+}
+
+static int poll_calls(long n)
+{
+	int sv[2];
+	char buf[64];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
+		perror("bench_tracer: socketpair");
+		return 2;
+	}
+	double best = 1e30;
+	long eagain = 0;
+	for (int r = 0; r < 3; r++) {
+		double t0 = now(CLOCK_MONOTONIC);
+		for (long i = 0; i < n; i++)
+			eagain += recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT) < 0 && errno == EAGAIN;
+		double t = (now(CLOCK_MONOTONIC) - t0) / (double)n;
+		if (t < best)
+			best = t;
+	}
+	printf("polls=%ld ns=%.1f eagain=%ld\n", n, best, eagain);
+	return eagain == 3 * n ? 0 : 2;
 }
 
 static int one_call(void)
@@ -115,6 +143,8 @@ int main(int argc, char **argv)
 		return clock_costs();
 	if (argc > 1 && !strcmp(argv[1], "one"))
 		return one_call();
+	if (argc > 1 && !strcmp(argv[1], "poll"))
+		return poll_calls(argc > 2 ? atol(argv[2]) : 2000000);
 	if (argc > 2 && !strcmp(argv[1], "spawn"))
 		return spawn(argv[0], atoi(argv[2]), argc > 4 ? argv[3] : NULL, argc > 4 ? argv[4] : NULL);
 	long calls = argc > 1 ? atol(argv[1]) : 2000000;

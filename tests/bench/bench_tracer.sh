@@ -4,6 +4,7 @@
 #  1. one cheap driver call (cuDeviceGetAttribute on the fake driver, through
 #     a cuGetProcAddress entry point): untraced, native backend, LTTng backend
 #     (a private session, started here and stopped); overhead per call;
+#  1a. a coalesced poll (recv = EAGAIN), untraced and traced;
 #  1b. the cost of one rdtsc and one clock_gettime, and the overhead net
 #     of the one clock read of an instant call;
 #  1c. the fixed cost per process: a program that makes one driver call,
@@ -70,6 +71,12 @@ if [ -e "$ltlib" ] && command -v lttng >/dev/null; then
 else
 	echo "  lttng             SKIP (lttng-tools or the LTTng provider not built)"
 fi
+
+echo "== a coalesced poll: recv() = EAGAIN on a socket, NCCL's commonest call (its proxies and bootstrap poll so), best of 3"
+pu=$("$bench" poll 2000000 | field ns)
+rm -rf "$tmp/poll"; mkdir -p "$tmp/poll"
+pt=$(NCCLRR_TRACE_DIR=$tmp/poll LD_PRELOAD=$tlib "$bench" poll 2000000 | field ns)
+printf '  untraced %.1f ns/poll, traced %.1f ns/poll: overhead %.1f ns (%.2fx)\n' "$pu" "$pt" "$(echo "$pt - $pu" | bc -l)" "$(echo "$pt / $pu" | bc -l)"
 
 echo "== clock reads (the native backend reads the TSC once per instant call, twice per other call)"
 clk=$("$bench" clock)
