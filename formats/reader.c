@@ -317,12 +317,6 @@ static int scan(nrr_reader *r, uint64_t off)
 	return 0;
 }
 
-/* The trailer's index, taken only if it can describe this file: its
- * entries point at chunks in file order, at least a chunk header apart,
- * between the first metadata (@data, where chunks start) and the index.
- * So a file claims at most one stream per 64 bytes it has; any other
- * index is rebuilt by scan.  (One that named the same chunk under a
- * million streams made every reader take 46 GB.) */
 /* The decompression context of the loads at open (index, schema,
  * metadata: one per thread's name in a long run), made at first need: a
  * context per load made dump of 68 files spend 4 % of its time creating
@@ -332,6 +326,12 @@ static ZSTD_DCtx *open_dc(nrr_reader *r)
 	return r->init_dc ? r->init_dc : (r->init_dc = ZSTD_createDCtx());
 }
 
+/* The trailer's index, taken only if it can describe this file: its
+ * entries point at chunks in file order, at least a chunk header apart,
+ * between the first metadata (@data, where chunks start) and the index.
+ * So a file claims at most one stream per 64 bytes it has; any other
+ * index is rebuilt by scan.  (One that named the same chunk under a
+ * million streams made every reader take 46 GB.) */
 static int read_index(nrr_reader *r, uint64_t data, nrr_diag *d)
 {
 	uint8_t t[NRR_TRAILER_SIZE];
