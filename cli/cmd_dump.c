@@ -369,7 +369,7 @@ int cmd_dump(int argc, char **argv)
 	piped = piped && pthread_create(&fmt, NULL, formatter, &q) == 0;
 	struct batch *b = &q.b[0];
 	size_t bn = 0;   /* bytes of b filled */
-	int werr = 0;   /* ENOMEM of the thread that formats (its who_cache) or of a batch */
+	int werr = 0;   /* ENOMEM of this thread: its who_cache (formatting here) or a batch */
 	while ((rc = nrr_merge_next(m, &call, &ri)) == 0) {
 		nrr_progress_note(&prog, ri, call);
 		if (!nrr_select_call(&in, ri, call))
