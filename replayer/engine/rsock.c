@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -58,6 +60,23 @@ struct rsock {
 	char prefix[48];      /* of UNIX socket names */
 	struct { int64_t rec; uint8_t name[NRR_XMAP_MAX]; size_t len; } *bound;  /* UNIX names bound */
 	size_t nbound, bcap;
+	/* what the recording's kernel took into a send buffer that the
+	 * replay's has no room for yet: the pump writes it (send_buffered) */
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv;     /* a queue emptied or failed */
+	struct sendq *q;
+	size_t nq, qcap;
+	int qwake;              /* eventfd: the pump looks at its queues again */
+	bool pumping;
+	pthread_t pump;
+};
+
+struct sendq {
+	int fd;
+	uint8_t *b;
+	size_t off, len, cap;
+	int shut_after;         /* the program shut it down (how + 1): the pump does once written */
+	bool close_after;       /* the program closed it: the pump closes it once written */
 };
 
 /* ------------------------------------------------------------ fd table */
@@ -133,16 +152,12 @@ int rsock_open(struct rsock **out, struct nrr_rproc *p)
 		return -ENOMEM;
 	s->p = p;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->qmu, NULL);
+	pthread_cond_init(&s->qcv, NULL);
+	s->qwake = -1;
 	snprintf(s->prefix, sizeof(s->prefix), "nrr-%d.%u-", (int)getppid(), p->repeat);
 	*out = s;
 	return 0;
-}
-
-void rsock_close(struct rsock *s)
-{
-	free(s->bound);
-	free(s->st);
-	free(s);
 }
 
 static int64_t argv_i(const nrr_call *c, const char *name, int64_t dflt)
@@ -367,6 +382,196 @@ static ssize_t write_all(int fd, const uint8_t *b, size_t n, int flags)
 		done += (size_t)w;
 	}
 	return (ssize_t)done;
+}
+
+/* ---- sends the recording's kernel buffered
+ * A program's send on a non-blocking socket returns once the kernel has
+ * the bytes in the socket's buffers, which on loopback grow to megabytes
+ * as the reader keeps up.  How far they have grown depends on timing, and
+ * a replayed send must not wait for room the recording had: NCCL's
+ * bootstrap ring sends 2.5 MB to the next rank before reading from the
+ * previous one, so every rank would wait in its send (with buffers of
+ * 64 KB, every replay hung so), and a peer at its recorded end (which
+ * waits for this process to get past the send, wait_exit_time) never reads
+ * what the kernel took for it there (1 replay in 100 of rank_killed hung).
+ * So what does not fit now is queued, in order, for the pump thread, and
+ * the call returns as it did: the replay's own buffer stands in for the
+ * kernel's.  A send after the peer reset the connection fails there, as
+ * the kernel makes it; a close waits in the pump for its bytes, as the
+ * kernel delivers them after a close; a worker leaves once its queues are
+ * written or failed (rsock_flush). */
+static struct sendq *sendq_find(struct rsock *s, int fd)
+{
+	for (size_t i = 0; i < s->nq; i++)
+		if (s->q[i].fd == fd)
+			return &s->q[i];
+	return NULL;
+}
+
+/* Under qmu: write what the socket takes now of each queue; drop those
+ * written or failed (closing those the program closed). */
+static void pump_pass(struct rsock *s)
+{
+	bool gone = false;
+	for (size_t i = 0; i < s->nq;) {
+		struct sendq *q = &s->q[i];
+		while (q->off < q->len) {
+			ssize_t w = send(q->fd, q->b + q->off, q->len - q->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				break;
+			/* an error (the peer reset it) drops the rest, as the
+			 * kernel drops a reset connection's buffer; the
+			 * socket keeps failing the program's next send */
+			q->off = w < 0 ? q->len : q->off + (size_t)w;
+		}
+		if (q->off < q->len) {
+			i++;
+			continue;
+		}
+		if (q->shut_after)
+			shutdown(q->fd, q->shut_after - 1);
+		if (q->close_after)
+			close(q->fd);
+		free(q->b);
+		s->q[i] = s->q[--s->nq];
+		gone = true;
+	}
+	if (gone)
+		pthread_cond_broadcast(&s->qcv);
+}
+
+static void *pump_main(void *arg)
+{
+	struct rsock *s = arg;
+	struct pollfd *pf = NULL;
+	size_t cap = 0;
+	pthread_mutex_lock(&s->qmu);
+	for (;;) {
+		pump_pass(s);
+		if (cap < s->nq + 1) {
+			struct pollfd *np = realloc(pf, (s->nq + 1) * sizeof(*pf));
+			if (np) {
+				pf = np;
+				cap = s->nq + 1;
+			}
+		}
+		size_t n = 0;
+		pf[n++] = (struct pollfd){ .fd = s->qwake, .events = POLLIN };
+		for (size_t i = 0; i < s->nq && n < cap; i++)
+			pf[n++] = (struct pollfd){ .fd = s->q[i].fd, .events = POLLOUT };
+		pthread_mutex_unlock(&s->qmu);
+		/* (the timeout only bounds a look missed for want of memory) */
+		if (poll(pf, n, 100) > 0 && (pf[0].revents & POLLIN)) {
+			uint64_t v;
+			(void)!read(s->qwake, &v, sizeof(v));
+		}
+		pthread_mutex_lock(&s->qmu);
+	}
+	return NULL;
+}
+
+/* Under qmu: queue @n bytes of @b after what @fd has queued. */
+static int sendq_add(struct rsock *s, int fd, const uint8_t *b, size_t n)
+{
+	if (!s->pumping) {
+		if (s->qwake < 0 && (s->qwake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+			return -1;
+		if (pthread_create(&s->pump, NULL, pump_main, s) != 0) {
+			errno = EAGAIN;
+			return -1;
+		}
+		s->pumping = true;
+	}
+	struct sendq *q = sendq_find(s, fd);
+	if (!q) {
+		if (!nrr_grow(&s->q, s->nq, &s->qcap, sizeof(*s->q)))
+			return -1;
+		q = &s->q[s->nq++];
+		*q = (struct sendq){ .fd = fd };
+	}
+	if (q->len + n > q->cap) {
+		size_t cap = q->cap ? q->cap : 65536;
+		while (cap < q->len + n)
+			cap *= 2;
+		uint8_t *nb = realloc(q->b, cap);
+		if (!nb)
+			return -1;
+		q->b = nb;
+		q->cap = cap;
+	}
+	memcpy(q->b + q->len, b, n);
+	q->len += n;
+	uint64_t one = 1;
+	(void)!write(s->qwake, &one, sizeof(one));
+	return 0;
+}
+
+static bool is_stream(int fd)
+{
+	int t = 0;
+	socklen_t l = sizeof(t);
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &t, &l) == 0 && t == SOCK_STREAM;
+}
+
+/* Send all @n bytes of @b on @fd: now what the socket takes, the rest by
+ * the pump.  @return n, or -1 (errno) when the socket fails the send. */
+static ssize_t send_buffered(struct rsock *s, int fd, const uint8_t *b, size_t n, int flags)
+{
+	if ((flags & MSG_OOB) || !is_stream(fd))
+		return write_all(fd, b, n, flags);
+	pthread_mutex_lock(&s->qmu);
+	size_t done = 0;
+	if (!sendq_find(s, fd))
+		while (done < n) {
+			ssize_t w = send(fd, b + done, n - done, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				break;
+			if (w < 0) {
+				int err = errno;
+				pthread_mutex_unlock(&s->qmu);
+				errno = err;
+				return -1;
+			}
+			done += (size_t)w;
+		}
+	int r = done < n ? sendq_add(s, fd, b + done, n - done) : 0;
+	int err = errno;
+	pthread_mutex_unlock(&s->qmu);
+	errno = err;
+	return r < 0 ? -1 : (ssize_t)n;
+}
+
+/* Wait until what @fd has queued is written (or failed); fd < 0: every
+ * queue of the process. */
+static void sendq_wait(struct rsock *s, int fd)
+{
+	pthread_mutex_lock(&s->qmu);
+	while (fd < 0 ? s->nq > 0 : sendq_find(s, fd) != NULL)
+		pthread_cond_wait(&s->qcv, &s->qmu);
+	pthread_mutex_unlock(&s->qmu);
+}
+
+/* Shut @fd down (@how >= 0) or close it (@how < 0) once its queue is
+ * written.  @return true when the pump will. */
+static bool sendq_after(struct rsock *s, int fd, int how)
+{
+	pthread_mutex_lock(&s->qmu);
+	struct sendq *q = sendq_find(s, fd);
+	if (q && how >= 0)
+		q->shut_after = how + 1;
+	else if (q)
+		q->close_after = true;
+	pthread_mutex_unlock(&s->qmu);
+	return q != NULL;
+}
+
+void rsock_flush(struct rsock *s)
+{
+	sendq_wait(s, -1);
 }
 
 /* Read exactly @n bytes (fewer at end of stream). */
@@ -956,7 +1161,7 @@ static int r_send(struct rsock *s, struct rstream *st, size_t k, nrr_rres *res)
 		b = nb;
 	}
 	int flags = (int)argv_i(c, "flags", 0) & ~MSG_DONTWAIT;
-	ssize_t w = write_all(fd, b, n, flags);
+	ssize_t w = send_buffered(s, fd, b, n, flags);
 	int err = errno;
 	free(b);
 	if (w < 0 && peer_killed(st, k, rec_fd(c))) {
@@ -1102,6 +1307,7 @@ static int r_sendmsg(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	nrr_msghdr_rec m;
 	if (!parse_msg(c, &m))
 		return nrr_rres_injected(res, c);
+	sendq_wait(s, fd);   /* (after what the pump still has of earlier sends) */
 	size_t n = c->result > 0 ? (size_t)c->result : 0;
 	uint8_t *data = calloc(1, n + 1);
 	if (!data)
@@ -1435,7 +1641,7 @@ static int r_sendmmsg(struct rsock *s, struct rstream *st, size_t k, nrr_rres *r
 		if (!b)
 			return -ENOMEM;
 		memcpy(b, m[j].head, m[j].head_len < m[j].len ? m[j].head_len : m[j].len);
-		ssize_t w = write_all(fd, b, m[j].len, (int)argv_i(c, "flags", 0) & ~MSG_DONTWAIT);
+		ssize_t w = send_buffered(s, fd, b, m[j].len, (int)argv_i(c, "flags", 0) & ~MSG_DONTWAIT);
 		int err = errno;
 		free(b);
 		if (w < 0)
@@ -1539,6 +1745,8 @@ static int r_close(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	nrr_rfd_del(s->p, rec);
 	if (fd == RFD_SERVED || answer_failure(s, c))
 		return nrr_rres_injected(res, c);
+	if (sendq_after(s, fd, -1))
+		return check_result(res, c, 0, 0);
 	int r = close(fd);
 	return check_result(res, c, r, errno);
 }
@@ -1568,7 +1776,8 @@ static int r_simple(struct rsock *s, const nrr_call *c, nrr_rres *res)
 	} else if (!strcmp(name, "getpeername")) {
 		r = getpeername(fd, (struct sockaddr *)buf, &bl);
 	} else if (!strcmp(name, "shutdown")) {
-		r = shutdown(fd, (int)argv_i(c, "how", SHUT_RDWR));
+		int how = (int)argv_i(c, "how", SHUT_RDWR);
+		r = sendq_after(s, fd, how) ? 0 : shutdown(fd, how);
 	} else if (!strcmp(name, "fcntl") || !strcmp(name, "fcntl64")) {
 		int cmd = (int)argv_i(c, "cmd", F_GETFL);
 		r = fcntl(fd, cmd, (long)argv_i(c, "arg", 0));

@@ -740,6 +740,9 @@ int nrr_worker_main(struct nrr_rproc *p)
 		}
 	}
 	nrr_wstat_leave(p->st);
+	/* as the kernel delivers what a process sent before it exits; no
+	 * worker waits for this one any more (peers left read it or go) */
+	rsock_flush(p->sock);
 	rnet_close(p->net);
 	nrr_rverbs_report();
 	nrr_report(p, "X %d", div);

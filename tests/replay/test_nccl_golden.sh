@@ -2,7 +2,7 @@
 # The golden traces of real NCCL 2.22.3 failing (traces/nccl/, made by
 # traces/nccl/record.sh): replay, determinism, diff, hang and rerun.
 # usage: test_nccl_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
-# CASE: golden | repeat20:TRACE | repeat100:TRACE | load | ranks | diff | hang | rerun
+# CASE: golden | repeat20:TRACE | repeat100:TRACE | load | smallbuf | ranks | diff | hang | rerun
 # Replay, diff and hang need no NCCL (the traces are enough); rerun runs
 # the real tp_dp again and skips (77) without a relinked NCCL.
 set -uo pipefail
@@ -76,6 +76,27 @@ load)
 	# once with both cores kept busy
 	for _ in 1 2; do (while :; do :; done) & busy+=($!); done
 	repeat 5 $failures
+	;;
+smallbuf)
+	# The replay must not need the socket buffers the recording's kernel
+	# had grown to (a rank's bootstrap sends 2.5 MB to the next one before
+	# reading from the previous one; a peer at its end no longer reads):
+	# every trace again in a network namespace of its own whose TCP
+	# buffers stop at 64 KB (the machine's are untouched).
+	unshare -n true 2>/dev/null || { echo "SKIP: unshare -n needs root (CAP_SYS_ADMIN)"; exit 77; }
+	for t in clean $failures; do
+		n=5
+		[ "$t" = clean ] && n=1
+		unshare -n bash -c 'ip link set lo up && echo "4096 16384 65536" >/proc/sys/net/ipv4/tcp_rmem &&
+			echo "4096 16384 65536" >/proc/sys/net/ipv4/tcp_wmem && exec "$@"' _ \
+			"$ncclrr" replay --topo "$topo" --timeout 60 --repeat $n "$g/$t" >"$tmp/$t.small" 2>&1 ||
+			fail "$t with 64 KB socket buffers: exit $?: $(grep -E 'replay [0-9]|differs|hung|divergence|unshare|ip:' "$tmp/$t.small" | head -5)"
+		if [ "$t" = clean ]; then
+			has "$tmp/$t.small" "result: the replay matches the recording" "$t (64 KB buffers)"
+		else
+			has "$tmp/$t.small" "$n of $n replays reproduced the failure, $n of $n identical to the first" "$t (64 KB buffers)"
+		fi
+	done
 	;;
 ranks)
 	# the failing rank and the peer whose IPC handle it opened; the other
