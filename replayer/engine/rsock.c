@@ -998,10 +998,19 @@ static int r_connect(struct rsock *s, struct rstream *st, size_t k, nrr_rres *re
 		getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
 		r = err ? -1 : 0;
 	}
-	if (r < 0 && err == ECONNREFUSED && c->result == 0 && sa[0] != AF_UNIX) {
+	if (r < 0 && err == ECONNREFUSED && (c->result == 0 || c->err == EINPROGRESS) && sa[0] != AF_UNIX) {
 		uint8_t key[NRR_XMAP_MAX];
 		if (listen_key("kill", sa, salen, key)) {
 			/* its listener was killed outright earlier here than there */
+			return serve(s, rec, c, res);
+		}
+		uint64_t end = 0;
+		size_t kl = listen_key("gone", sa, salen, key), vl = sizeof(end);
+		if (kl && nrr_xmap_get("gone", key, kl, &end, &vl, 0) == 0 && end && nrr_reader_wall(s->p->r, c->ts) >= end) {
+			/* recorded after its listener's process ended: the
+			 * kernel still had the listening socket of the process
+			 * being torn down there; here it was closed first (its
+			 * worker leaves at its recorded end) */
 			return serve(s, rec, c, res);
 		}
 	}
@@ -1549,16 +1558,18 @@ static int wait_ready(struct rsock *s, struct rstream *st, size_t k, const struc
 		live[j].fd = l >= 0 ? l : -1;
 		live[j].events = rec[j].events;
 	}
-	for (;;) {
-		int r = poll(live, n, 100);
-		if (r < 0 && errno != EINTR)
-			return nrr_rres_set(res, NRR_R_DIVERGED, "%s: poll: -1 %s", c->fn->name, strerror(errno));
+	for (int r = 0;;) {
+		/* a listener whose connection an accept took already (for a
+		 * later accept: stashed) is ready without the kernel saying so */
 		bool all = true;
 		for (size_t j = 0; j < n; j++)
-			if (live[j].fd >= 0 && rec[j].revents && !live[j].revents && !stashed(s, live[j].fd))
+			if (live[j].fd >= 0 && rec[j].revents && !(r > 0 && live[j].revents) && !stashed(s, live[j].fd))
 				all = false;
 		if (all)
 			break;
+		r = poll(live, n, 100);
+		if (r < 0 && errno != EINTR)
+			return nrr_rres_set(res, NRR_R_DIVERGED, "%s: poll: -1 %s", c->fn->name, strerror(errno));
 	}
 	res->result = c->result;
 	return 0;
