@@ -457,6 +457,12 @@ static void *pump_main(void *arg)
 				cap = s->nq + 1;
 			}
 		}
+		if (!pf) {   /* (no memory yet: look again later) */
+			pthread_mutex_unlock(&s->qmu);
+			poll(NULL, 0, 100);
+			pthread_mutex_lock(&s->qmu);
+			continue;
+		}
 		size_t n = 0;
 		pf[n++] = (struct pollfd){ .fd = s->qwake, .events = POLLIN };
 		for (size_t i = 0; i < s->nq && n < cap; i++)
