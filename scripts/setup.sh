@@ -6,7 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(meson ninja-build pkg-config gcc g++ binutils python3 libzstd-dev liblttng-ust-dev
           lttng-tools libbabeltrace2-dev babeltrace2 libibverbs-dev rdma-core ibverbs-utils
-          libprotobuf-c-dev protobuf-c-compiler zlib1g-dev procps debian-archive-keyring)
+          libprotobuf-c-dev protobuf-c-compiler zlib1g-dev procps iproute2 debian-archive-keyring)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
