@@ -146,8 +146,9 @@ int nrr_worker_main(struct nrr_rproc *p);
 /* ---- rsock.c */
 struct rsock;
 int rsock_open(struct rsock **out, struct nrr_rproc *p);
-/* Wait until what the process's sends queued (the kernel's part, rsock.c
- * send_buffered) is written, or its connection failed. */
+/* At the worker's end: wait until what the process's sends queued (the
+ * kernel's part, rsock.c send_buffered) is written, or its connection
+ * failed. */
 void rsock_flush(struct rsock *s);
 /* The key a recorded address goes by in the coordinator's table: for an
  * internet address family, port and address bytes (what identifies an

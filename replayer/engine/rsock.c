@@ -551,12 +551,11 @@ static ssize_t send_buffered(struct rsock *s, int fd, const uint8_t *b, size_t n
 	return r < 0 ? -1 : (ssize_t)n;
 }
 
-/* Wait until what @fd has queued is written (or failed); fd < 0: every
- * queue of the process. */
+/* Wait until what @fd has queued is written (or failed). */
 static void sendq_wait(struct rsock *s, int fd)
 {
 	pthread_mutex_lock(&s->qmu);
-	while (fd < 0 ? s->nq > 0 : sendq_find(s, fd) != NULL)
+	while (sendq_find(s, fd) != NULL)
 		pthread_cond_wait(&s->qcv, &s->qmu);
 	pthread_mutex_unlock(&s->qmu);
 }
@@ -575,9 +574,46 @@ static bool sendq_after(struct rsock *s, int fd, int how)
 	return q != NULL;
 }
 
+/* The worker's end: wait until every queue is written or failed.
+ * Meanwhile what arrives on those sockets is read and dropped: the
+ * process makes no more calls, so it never reads it, and a peer waiting
+ * here too for this one to read would otherwise wait for ever.  A socket
+ * that got any is reset when it closes, as the kernel resets one closed
+ * with unread data. */
 void rsock_flush(struct rsock *s)
 {
-	sendq_wait(s, -1);
+	enum { MAXFD = 64 };
+	uint8_t sink[16384];
+	struct pollfd pf[MAXFD];
+	int ended[MAXFD];   /* at end of stream or failed: not looked at again */
+	size_t nended = 0;
+	pthread_mutex_lock(&s->qmu);
+	while (s->nq > 0) {
+		size_t n = 0;
+		for (size_t i = 0; i < s->nq && n < MAXFD; i++) {
+			size_t e = 0;
+			while (e < nended && ended[e] != s->q[i].fd)
+				e++;
+			if (e == nended)
+				pf[n++] = (struct pollfd){ .fd = s->q[i].fd, .events = POLLIN };
+		}
+		pthread_mutex_unlock(&s->qmu);
+		if (poll(pf, n, 10) > 0)
+			for (size_t i = 0; i < n; i++) {
+				if (!pf[i].revents)
+					continue;
+				ssize_t r;
+				bool got = false;
+				while ((r = recv(pf[i].fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
+					got = true;
+				if (got)
+					setsockopt(pf[i].fd, SOL_SOCKET, SO_LINGER, &(struct linger){ 1, 0 }, sizeof(struct linger));
+				if ((r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) && nended < MAXFD)
+					ended[nended++] = pf[i].fd;
+			}
+		pthread_mutex_lock(&s->qmu);
+	}
+	pthread_mutex_unlock(&s->qmu);
 }
 
 /* Read exactly @n bytes (fewer at end of stream). */
