@@ -2,7 +2,7 @@
 # The golden traces of real NCCL 2.22.3 failing (traces/nccl/, made by
 # traces/nccl/record.sh): replay, determinism, diff, hang and rerun.
 # usage: test_nccl_golden.sh CASE NCCLRR SOURCE_ROOT [WORKLOAD_DIR NCCL_HINT]
-# CASE: golden | repeat20:TRACE | repeat100:TRACE | load | smallbuf | ranks | diff | hang | rerun
+# CASE: golden | repeat20:TRACE | repeat100:TRACE | load | smallbuf | smallbuf_load | ranks | diff | hang | rerun
 # Replay, diff and hang need no NCCL (the traces are enough); rerun runs
 # the real tp_dp again and skips (77) without a relinked NCCL.
 set -uo pipefail
@@ -77,24 +77,30 @@ load)
 	for _ in 1 2; do (while :; do :; done) & busy+=($!); done
 	repeat 5 $failures
 	;;
-smallbuf)
+smallbuf | smallbuf_load)
 	# The replay must not need the socket buffers the recording's kernel
 	# had grown to (a rank's bootstrap sends 2.5 MB to the next one before
 	# reading from the previous one; a peer at its end no longer reads):
 	# every trace again in a network namespace of its own whose TCP
-	# buffers stop at 64 KB (the machine's are untouched).
+	# buffers stop at 64 KB (the machine's are untouched); smallbuf_load
+	# (slow): each failure 20 times with both cores kept busy.
 	unshare -n true 2>/dev/null || { echo "SKIP: unshare -n needs root (CAP_SYS_ADMIN)"; exit 77; }
-	for t in clean $failures; do
-		n=5
-		[ "$t" = clean ] && n=1
+	traces="clean $failures" n=5
+	if [ "$case_" = smallbuf_load ]; then
+		traces=$failures n=20
+		for _ in 1 2; do (while :; do :; done) & busy+=($!); done
+	fi
+	for t in $traces; do
+		m=$n
+		[ "$t" = clean ] && m=1
 		unshare -n bash -c 'ip link set lo up && echo "4096 16384 65536" >/proc/sys/net/ipv4/tcp_rmem &&
 			echo "4096 16384 65536" >/proc/sys/net/ipv4/tcp_wmem && exec "$@"' _ \
-			"$ncclrr" replay --topo "$topo" --timeout 60 --repeat $n "$g/$t" >"$tmp/$t.small" 2>&1 ||
+			"$ncclrr" replay --topo "$topo" --timeout 60 --repeat $m "$g/$t" >"$tmp/$t.small" 2>&1 ||
 			fail "$t with 64 KB socket buffers: exit $?: $(grep -E 'replay [0-9]|differs|hung|divergence|unshare|ip:' "$tmp/$t.small" | head -5)"
 		if [ "$t" = clean ]; then
 			has "$tmp/$t.small" "result: the replay matches the recording" "$t (64 KB buffers)"
 		else
-			has "$tmp/$t.small" "$n of $n replays reproduced the failure, $n of $n identical to the first" "$t (64 KB buffers)"
+			has "$tmp/$t.small" "$m of $m replays reproduced the failure, $m of $m identical to the first" "$t (64 KB buffers)"
 		fi
 	done
 	;;
