@@ -84,7 +84,7 @@ smallbuf | smallbuf_load)
 	# every trace again in a network namespace of its own whose TCP
 	# buffers stop at 64 KB (the machine's are untouched); smallbuf_load
 	# (slow): each failure 20 times with both cores kept busy.
-	unshare -n true 2>/dev/null || { echo "SKIP: unshare -n needs root (CAP_SYS_ADMIN)"; exit 77; }
+	. "$root/tests/lib/smallbuf.sh"
 	traces="clean $failures" n=5
 	if [ "$case_" = smallbuf_load ]; then
 		traces=$failures n=20
@@ -93,9 +93,7 @@ smallbuf | smallbuf_load)
 	for t in $traces; do
 		m=$n
 		[ "$t" = clean ] && m=1
-		unshare -n bash -c 'ip link set lo up && echo "4096 16384 65536" >/proc/sys/net/ipv4/tcp_rmem &&
-			echo "4096 16384 65536" >/proc/sys/net/ipv4/tcp_wmem && exec "$@"' _ \
-			"$ncclrr" replay --topo "$topo" --timeout 60 --repeat $m "$g/$t" >"$tmp/$t.small" 2>&1 ||
+		small_buffers "$ncclrr" replay --topo "$topo" --timeout 60 --repeat $m "$g/$t" >"$tmp/$t.small" 2>&1 ||
 			fail "$t with 64 KB socket buffers: exit $?: $(grep -E 'replay [0-9]|differs|hung|divergence|unshare|ip:' "$tmp/$t.small" | head -5)"
 		if [ "$t" = clean ]; then
 			has "$tmp/$t.small" "result: the replay matches the recording" "$t (64 KB buffers)"

@@ -12,18 +12,14 @@ set -uo pipefail
 ncclrr=$(realpath "$1")
 prog=$(realpath "$2")
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
-unshare -n true 2>/dev/null || { echo "SKIP: unshare -n needs root (CAP_SYS_ADMIN)"; exit 77; }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/smallbuf.sh"
 "$ncclrr" record -q -o "$tmp/t" -- "$prog" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "sockbuf exited $?"; }
 [ "$(grep -c '^sockbuf: sent [0-9]*$' "$tmp/out")" -eq 2 ] || fail "the recorded run did not send from both ends: $(cat "$tmp/out")"
 # each send took more than the replay's buffers hold
 "$ncclrr" dump --api send "$tmp/t" >"$tmp/d" 2>&1
 big=$(grep -cE 'send\(.*len=8388608, .*\) = [0-9]{6,} ' "$tmp/d")
 [ "$big" -eq 2 ] || fail "want 2 sends of at least 100 KB recorded, got $big: $(cat "$tmp/d")"
-small() {
-	unshare -n bash -c 'ip link set lo up && echo "4096 16384 65536" >/proc/sys/net/ipv4/tcp_rmem &&
-		echo "4096 16384 65536" >/proc/sys/net/ipv4/tcp_wmem && exec "$@"' _ "$@"
-}
-small "$ncclrr" replay --repeat 3 --timeout 20 "$tmp/t" >"$tmp/r" 2>&1
+small_buffers "$ncclrr" replay --repeat 3 --timeout 20 "$tmp/t" >"$tmp/r" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "replay with 64 KB buffers: exit $rc: $(grep -E 'hung|differs|diverge|^repeat' "$tmp/r" | head -5)"
 grep -q '3 of 3 replays matched the recording, 3 of 3 identical' "$tmp/r" || fail "not 3 of 3: $(tail -5 "$tmp/r")"
