@@ -450,13 +450,8 @@ static void *pump_main(void *arg)
 	pthread_mutex_lock(&s->qmu);
 	for (;;) {
 		pump_pass(s);
-		if (cap < s->nq + 1) {
-			struct pollfd *np = realloc(pf, (s->nq + 1) * sizeof(*pf));
-			if (np) {
-				pf = np;
-				cap = s->nq + 1;
-			}
-		}
+		while (cap < s->nq + 1 && nrr_grow(&pf, cap, &cap, sizeof(*pf)))
+			;
 		if (!pf) {   /* (no memory yet: look again later) */
 			pthread_mutex_unlock(&s->qmu);
 			poll(NULL, 0, 100);
