@@ -6,13 +6,18 @@
  *   test_roundtrip [SEED]   (or NCCLRR_TEST_SEED)
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "nrt.h"
+#include "nrt_internal.h"
 #include "../lib/check.h"
 
 #define NTHREADS 8
@@ -549,6 +554,28 @@ static void test_cycles(const char *dir)
 	}
 }
 
+/* The writer times calls by the TSC exactly when the CPU says it is
+ * invariant (it takes glibc's copy of that CPUID answer: asked here
+ * directly). */
+static void check_tsc_flag(const char *path)
+{
+	uint8_t h[NRR_FILE_HEADER_SIZE];
+	nrr_file_header fh;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && read(fd, h, sizeof(h)) == (ssize_t)sizeof(h) && nrr_file_header_unpack(h, &fh) == 0;
+	if (fd >= 0)
+		close(fd);
+	CHECK_FATAL(ok, "read the file header of %s", path);
+	bool invariant = false;
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, dx;
+	invariant = __get_cpuid(0x80000000u, &a, &b, &c, &dx) && a >= 0x80000007u &&
+		    __get_cpuid(0x80000007u, &a, &b, &c, &dx) && ((dx >> 8) & 1u);
+#endif
+	CHECK(!!(fh.flags & NRR_FILE_F_TSC) == invariant, "the file's clock is the TSC (flags %#x) exactly when CPUID says it is invariant (%d)",
+	      fh.flags, invariant);
+}
+
 /* A trace is under its name from the moment the writer is open, complete
  * up to its metadata (never an empty file a kill could leave: it is made
  * unnamed and linked when its first chunks are in), its descriptor shows
@@ -572,6 +599,7 @@ static void test_naming(const char *dir)
 	nrr_writer *w2 = NULL;
 	CHECK(nrr_writer_open(&w2, path, &o) == -EEXIST, "a second writer on the same name is refused with EEXIST");
 	CHECK(nrr_writer_close(w) == 0, "writer_close");
+	check_tsc_flag(path);
 	CHECK(nrr_reader_open(&r, path, &d) == 0, "the refused writer left the first file in place: %s", d.msg);
 	nrr_reader_close(r);
 	unlink(path);
