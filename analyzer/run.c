@@ -95,14 +95,8 @@ static int cmp_str(const void *a, const void *b)
 
 static int add_path(char ***list, size_t *n, size_t *cap, const char *p)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 16;
-		char **x = realloc(*list, c * sizeof(*x));
-		if (!x)
-			return -ENOMEM;
-		*list = x;
-		*cap = c;
-	}
+	if (!nrr_grow(list, *n, cap, sizeof(**list)))
+		return -ENOMEM;
 	(*list)[*n] = strdup(p);
 	if (!(*list)[*n])
 		return -ENOMEM;

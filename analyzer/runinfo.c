@@ -66,16 +66,10 @@ static void vec_add(struct vec *v, const char *key, int rank, char *value)
 		free(value);
 		return;
 	}
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		struct nrr_runinfo_item *p = realloc(v->v, cap * sizeof(*p));
-		if (!p) {
-			v->oom = true;
-			free(value);
-			return;
-		}
-		v->v = p;
-		v->cap = cap;
+	if (!nrr_grow(&v->v, v->n, &v->cap, sizeof(*v->v))) {
+		v->oom = true;
+		free(value);
+		return;
 	}
 	char *k = strdup(key);
 	if (!k) {

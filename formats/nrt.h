@@ -41,9 +41,11 @@ const char *nrr_strerror(int err);
  * (powers of 1024) and B ("64M", "4096", "1GB").  @return false if @s is
  * anything else. */
 bool nrr_parse_size(const char *s, uint64_t *v);
-/* Room for one more element in the array *@arr (a pointer to the array
- * pointer) holding @n elements of @elem bytes in capacity *@cap, doubling
- * it.  @return false (array untouched) when out of memory. */
+/* Room for @need elements of @elem bytes in the array *@arr (a pointer
+ * to the array pointer) of capacity *@cap, doubling the capacity until
+ * they fit.  @return false (array untouched) when out of memory. */
+bool nrr_reserve(void *arr, size_t need, size_t *cap, size_t elem);
+/* Room for one more element in the array holding @n: nrr_reserve(n + 1). */
 bool nrr_grow(void *arr, size_t n, size_t *cap, size_t elem);
 
 /* A diagnostic filled by the reader: "file:offset: message". */

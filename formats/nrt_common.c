@@ -125,16 +125,25 @@ uint32_t nrr_crc32c(uint32_t crc, const void *buf, size_t len)
 	return ~crc;
 }
 
-bool nrr_grow(void *arr, size_t n, size_t *cap, size_t elem)
+bool nrr_reserve(void *arr, size_t need, size_t *cap, size_t elem)
 {
 	void **a = arr;
-	if (n < *cap)
+	if (need <= *cap)
 		return true;
-	size_t c = *cap ? *cap * 2 : 16;
-	void *x = realloc(*a, c * elem);
+	size_t c = *cap ? *cap : 16, bytes;
+	while (c < need && c <= SIZE_MAX / 2)
+		c *= 2;
+	if (c < need || __builtin_mul_overflow(c, elem, &bytes))
+		return false;
+	void *x = realloc(*a, bytes);
 	if (!x)
 		return false;
 	*a = x;
 	*cap = c;
 	return true;
+}
+
+bool nrr_grow(void *arr, size_t n, size_t *cap, size_t elem)
+{
+	return n < SIZE_MAX && nrr_reserve(arr, n + 1, cap, elem);
 }

@@ -501,16 +501,8 @@ static int write_all(nrr_writer *w, const void *buf, size_t len)
 	if (w->io_errors)
 		return -EIO;
 	if (w->dumping || w->file_end > w->disk_off) {
-		if (w->pend_len + len > w->pend_cap) {
-			size_t cap = w->pend_cap ? w->pend_cap : 65536;
-			while (cap < w->pend_len + len)
-				cap *= 2;
-			uint8_t *n = realloc(w->pend, cap);
-			if (!n)
-				return -ENOMEM;
-			w->pend = n;
-			w->pend_cap = cap;
-		}
+		if (!nrr_reserve(&w->pend, w->pend_len + len, &w->pend_cap, 1))
+			return -ENOMEM;
 		memcpy(w->pend + w->pend_len, buf, len);
 		w->pend_len += len;
 	} else {

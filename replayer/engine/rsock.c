@@ -492,16 +492,8 @@ static int sendq_add(struct rsock *s, int fd, const uint8_t *b, size_t n)
 		q = &s->q[s->nq++];
 		*q = (struct sendq){ .fd = fd };
 	}
-	if (q->len + n > q->cap) {
-		size_t cap = q->cap ? q->cap : 65536;
-		while (cap < q->len + n)
-			cap *= 2;
-		uint8_t *nb = realloc(q->b, cap);
-		if (!nb)
-			return -1;
-		q->b = nb;
-		q->cap = cap;
-	}
+	if (!nrr_reserve(&q->b, q->len + n, &q->cap, 1))
+		return -1;
 	memcpy(q->b + q->len, b, n);
 	q->len += n;
 	uint64_t one = 1;
