@@ -20,9 +20,16 @@
  *                                      traced into DIR when TRACER is given;
  *                                      prints the medians per process of wall
  *                                      ms, CPU ms (user + system) and page faults
+ *        bench_tracer create N DIR [BYTES]
+ *                                      create N files of BYTES (default 5120)
+ *                                      in DIR, as a trace of one call is made
+ *                                      (open, write, close): the median ms per
+ *                                      file, what DIR's filesystem adds to a
+ *                                      traced process whatever the tracer does
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +163,30 @@ static int spawn(char *self, int n, const char *tracer, const char *dir)
 	return 0;
 }
 
+static int create_files(int n, const char *dir, size_t bytes)
+{
+	double *t = calloc((size_t)n, sizeof(*t));
+	char *buf = calloc(1, bytes ? bytes : 1);
+	if (!t || !buf)
+		return 2;
+	for (int i = 0; i < n; i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/create-%d", dir, i);
+		double t0 = now(CLOCK_MONOTONIC);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 || pwrite(fd, buf, bytes, 0) != (ssize_t)bytes || close(fd)) {
+			fprintf(stderr, "bench_tracer: cannot create %s: %s\n", path, strerror(errno));
+			return 2;
+		}
+		t[i] = (now(CLOCK_MONOTONIC) - t0) / 1e6;
+	}
+	qsort(t, (size_t)n, sizeof(*t), cmp_double);
+	printf("files=%d median_ms=%.3f\n", n, t[n / 2]);
+	free(t);
+	free(buf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "clock"))
@@ -164,6 +195,8 @@ int main(int argc, char **argv)
 		return one_call();
 	if (argc > 1 && !strcmp(argv[1], "poll"))
 		return poll_calls(argc > 2 ? atol(argv[2]) : 2000000);
+	if (argc > 3 && !strcmp(argv[1], "create"))
+		return create_files(atoi(argv[2]), argv[3], argc > 4 ? (size_t)atol(argv[4]) : 5120);
 	if (argc > 2 && !strcmp(argv[1], "spawn"))
 		return spawn(argv[0], atoi(argv[2]), argc > 4 ? argv[3] : NULL, argc > 4 ? argv[4] : NULL);
 	long calls = argc > 1 ? atol(argv[1]) : 2000000;

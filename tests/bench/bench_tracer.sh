@@ -10,6 +10,10 @@
 #  1c. the fixed cost per process: a program that makes one driver call,
 #     200 processes untraced, with an empty library preloaded (the floor)
 #     and traced, medians of 5 alternating rounds: wall, CPU, page faults;
+#     traced into TMPDIR (/tmp: here ext4, whose file creation costs 0.1-0.3
+#     ms by itself) and into /dev/shm (tmpfs: the tracer's own cost); and,
+#     in the same rounds, what creating a file of that trace's size costs on
+#     each;
 #  2. the conn_setup job on 2node_16gpu (16 ranks: driver discovery, cuMem,
 #     bootstrap, proxy ring, NCCL's own start-up as far as it runs here)
 #     with and without `ncclrr record`, alternating, best of ROUNDS;
@@ -32,9 +36,10 @@ for f in "$ncclrr" "$fake/libcuda.so.1" "$tlib" "$bench" "$wl"; do
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ncclrr-bench-tracer-XXXXXX")
 started=
+shm=
 cleanup() {
 	[ -n "$started" ] && pkill -x lttng-sessiond
-	rm -rf "$tmp"
+	rm -rf "$tmp" ${shm:+"$shm"}
 }
 trap cleanup EXIT
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
@@ -87,11 +92,20 @@ echo "== fixed cost per process: one driver call (cuDriverGetVersion), 200 proce
 echo "   (per process: wall, CPU of all its threads, page faults; 'empty': an empty library preloaded, the floor"
 echo "   of preloading anything)"
 empty=$build/tests/bench/libnrr-bench-empty.so
+[ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && shm=$(mktemp -d /dev/shm/ncclrr-bench-tracer-XXXXXX)
 for i in 1 2 3 4 5; do
 	LD_LIBRARY_PATH=$fake "$bench" spawn 200 >>"$tmp/fix_u"
 	[ -e "$empty" ] && LD_LIBRARY_PATH=$fake "$bench" spawn 200 "$empty" "$tmp/none" >>"$tmp/fix_e"
 	rm -rf "$tmp/one"; mkdir -p "$tmp/one"
 	LD_LIBRARY_PATH=$fake "$bench" spawn 200 "$tlib" "$tmp/one" >>"$tmp/fix_t"
+	size=$(ls -S "$tmp"/one/*.nrt | head -1 | xargs stat -c %s)
+	rm -rf "$tmp/create"; mkdir -p "$tmp/create"
+	"$bench" create 200 "$tmp/create" "$size" >>"$tmp/fix_c"
+	if [ -n "$shm" ]; then
+		rm -rf "$shm/one" "$shm/create"; mkdir -p "$shm/one" "$shm/create"
+		LD_LIBRARY_PATH=$fake "$bench" spawn 200 "$tlib" "$shm/one" >>"$tmp/fix_s"
+		"$bench" create 200 "$shm/create" "$size" >>"$tmp/fix_sc"
+	fi
 done
 med() { field "$2" <"$1" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 for k in median_ms cpu_ms faults; do
@@ -103,6 +117,14 @@ printf '  untraced %.3f ms (CPU %.3f ms, %d faults)  traced %.3f ms (CPU %.3f ms
 printf '  fixed cost %.3f ms/process (target < 0.5: ratio %.2f), CPU %+.3f ms, %+d page faults; one-call trace %d bytes\n' \
 	"$(echo "$t_median_ms - $u_median_ms" | bc -l)" "$(echo "($t_median_ms - $u_median_ms) / 0.5" | bc -l)" \
 	"$(echo "$t_cpu_ms - $u_cpu_ms" | bc -l)" "$((t_faults - u_faults))" "$(ls -S "$tmp"/one/*.nrt | head -1 | xargs stat -c %s)"
+printf '  creating a %d-byte file (open, write, close) in %s (%s): %.3f ms\n' "$size" "$tmp" "$(stat -f -c %T "$tmp")" \
+	"$(med "$tmp/fix_c" median_ms)"
+if [ -n "$shm" ]; then
+	s_median_ms=$(med "$tmp/fix_s" median_ms) s_cpu_ms=$(med "$tmp/fix_s" cpu_ms)
+	printf '  fixed cost, traces on tmpfs (%s): %.3f ms/process (target < 0.5: ratio %.2f), CPU %+.3f ms; creating the file there %.3f ms\n' \
+		"$shm" "$(echo "$s_median_ms - $u_median_ms" | bc -l)" "$(echo "($s_median_ms - $u_median_ms) / 0.5" | bc -l)" \
+		"$(echo "$s_cpu_ms - $u_cpu_ms" | bc -l)" "$(med "$tmp/fix_sc" median_ms)"
+fi
 [ -s "$tmp/fix_e" ] && printf '  empty library preloaded: %+.3f ms, CPU %+.3f ms, %+d page faults (the floor of preloading a library)\n' \
 	"$(echo "$e_median_ms - $u_median_ms" | bc -l)" "$(echo "$e_cpu_ms - $u_cpu_ms" | bc -l)" "$((e_faults - u_faults))"
 # what the dynamic linker does at load (its own counters: one run each)
