@@ -128,8 +128,7 @@ static int one_call(void)
 static int spawn(char *self, int n, const char *tracer, const char *dir)
 {
 	/* per process: wall time, CPU time (user + system, all its threads)
-	 * and page faults (what the fixed cost is made of on a VM whose page
-	 * fault costs 16 us) */
+	 * and page faults */
 	double *t = calloc((size_t)n * 3, sizeof(*t));
 	double *cpu = t ? t + n : NULL, *flt = t ? t + 2 * n : NULL;
 	for (int i = 0; t && i < n; i++) {
