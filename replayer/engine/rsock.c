@@ -450,8 +450,7 @@ static void *pump_main(void *arg)
 	pthread_mutex_lock(&s->qmu);
 	for (;;) {
 		pump_pass(s);
-		while (cap < s->nq + 1 && nrr_grow(&pf, cap, &cap, sizeof(*pf)))
-			;
+		nrr_reserve(&pf, s->nq + 1, &cap, sizeof(*pf));   /* short of memory: the first cap now */
 		if (!pf) {   /* (no memory yet: look again later) */
 			pthread_mutex_unlock(&s->qmu);
 			poll(NULL, 0, 100);
