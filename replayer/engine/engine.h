@@ -57,6 +57,7 @@ struct rstream {
 	size_t n, cap;
 	size_t *info, ninfo, infocap;   /* the indexes of its U_INFO units (rsock.c last_info) */
 	size_t started, completed;   /* under p->mu */
+	uint64_t f_start, f_settled, f_ended;   /* its terms of the frontiers (worker.c update_frontier), under p->mu */
 	/* a wait for this stream's turn (worker.c wait_until), under p->mu:
 	 * what it waits for, and the stream that held it back last time with
 	 * the counts it needs there, so that a waker skips it in O(1) */
