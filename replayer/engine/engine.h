@@ -57,7 +57,6 @@ struct rstream {
 	size_t n, cap;
 	size_t *info, ninfo, infocap;   /* the indexes of its U_INFO units (rsock.c last_info) */
 	size_t started, completed;   /* under p->mu */
-	uint64_t f_start, f_settled, f_ended;   /* its terms of the frontiers (worker.c update_frontier), under p->mu */
 	/* a wait for this stream's turn (worker.c wait_until), under p->mu:
 	 * what it waits for, and the stream that held it back last time with
 	 * the counts it needs there, so that a waker skips it in O(1) */
@@ -119,6 +118,10 @@ struct nrr_rproc {
 	const nrr_schema *schema;
 	struct rstream *s;
 	size_t ns;
+	/* each stream's terms of the frontiers (worker.c update_frontier),
+	 * under mu: side by side, not each in its stream's line, which its
+	 * thread keeps writing on the other CPU */
+	uint64_t (*terms)[3];
 	pthread_mutex_t mu;     /* ordering between the threads */
 	pthread_mutex_t fdmu;
 	struct rfd *fds;
@@ -127,6 +130,7 @@ struct nrr_rproc {
 	struct rsock *sock;
 	struct rnet *net;       /* NULL: the trace has no net plugin calls */
 	unsigned repeat;        /* which replay of --repeat (names of UNIX sockets) */
+	struct nrr_fn_memo fd_maker;   /* worker.c makes_fd */
 };
 
 /* fd table value of a socket served from the trace (its peer is not replayed) */

@@ -150,6 +150,7 @@ struct nrr_rcuda {
 	void *lib[3];              /* cuda_driver, nvml, verbs */
 	char libpath[3][1024];
 	nrr_rc_fptr *fp;           /* per nrr_rc_fns entry, NULL when missing */
+	struct nrr_fn_memo gen;    /* gen_entry */
 	pthread_mutex_t mu;
 	struct hnode *bucket[NBUCKETS];
 	struct range *ranges;
@@ -328,6 +329,7 @@ int nrr_rcuda_open(nrr_rcuda **out, nrr_rproc *p, const nrr_rcuda_opts *o, char 
 	}
 	x->p = p;
 	x->inject = o->inject;
+	nrr_fn_memo_init(&x->gen, o->schema);
 	pthread_mutex_init(&x->mu, NULL);
 	/* the fake runtime reads its virtual host from the environment the
 	 * first time it is asked; faults of the recorded run are not replayed
@@ -388,6 +390,7 @@ void nrr_rcuda_close(nrr_rcuda *x)
 	/* the libraries stay loaded: the fake runtime keeps process state
 	 * (shared memory, threads) that must not be unmapped under them */
 	free(x->fp);
+	free((void *)x->gen.v);
 	pthread_mutex_destroy(&x->mu);
 	free(x);
 }
@@ -440,6 +443,22 @@ static const nrr_rc_fn *gen_find(const char *name, size_t *idx)
 			hi = mid;
 	}
 	return NULL;
+}
+
+/* gen_find's answer for @fn: its index + 1, -1 for none */
+static int32_t gen_index(const nrr_fn_schema *fn)
+{
+	size_t i;
+	return gen_find(fn->name, &i) ? (int32_t)i + 1 : -1;
+}
+
+static const nrr_rc_fn *gen_entry(nrr_rcuda *x, const nrr_fn_schema *fn, size_t *idx)
+{
+	int32_t v = nrr_fn_memo(&x->gen, fn, gen_index);
+	if (v < 0)
+		return NULL;
+	*idx = (size_t)v - 1;
+	return &nrr_rc_fns[*idx];
 }
 
 /* ---------------------------------------------------------------- call */
@@ -739,7 +758,7 @@ int nrr_rcuda_call(nrr_rcuda *x, const nrr_call *c, nrr_rres *res)
 	}
 	const nrr_fn_schema *fn = c->fn;
 	size_t gi = 0;
-	const nrr_rc_fn *g = gen_find(fn->name, &gi);
+	const nrr_rc_fn *g = gen_entry(x, fn, &gi);
 	res->result = c->result;
 	if (!g || !nrr_rcuda_handles(fn)) {
 		res->status = NRR_R_UNSUPPORTED;

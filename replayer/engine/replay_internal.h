@@ -13,9 +13,11 @@
 #ifndef NCCLRR_REPLAY_INTERNAL_H
 #define NCCLRR_REPLAY_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "nrt.h"
 #include "replay.h"
@@ -38,6 +40,34 @@ typedef struct nrr_rres {
 /* One worker process: its handle tables.  Opaque to rcuda.c except through
  * the functions below. */
 typedef struct nrr_rproc nrr_rproc;
+
+/* A property of a function, worked out (by name) once per function of
+ * this process's trace and then read, by its id, without a lock by
+ * every replay thread.  make() never returns 0, which stands for "not
+ * worked out yet".  (Looking them up by name on each call took 7 % of
+ * the replay of traces/nccl_ib/killed in strcmp.) */
+struct nrr_fn_memo {
+	_Atomic int32_t *v;
+	uint32_t n;
+};
+
+static inline void nrr_fn_memo_init(struct nrr_fn_memo *m, const nrr_schema *s)
+{
+	m->n = s ? nrr_schema_nfns(s) + 1 : 0;
+	m->v = m->n ? calloc(m->n, sizeof(*m->v)) : NULL;
+}
+
+static inline int32_t nrr_fn_memo(struct nrr_fn_memo *m, const nrr_fn_schema *fn, int32_t (*make)(const nrr_fn_schema *))
+{
+	if (!m->v || fn->id >= m->n)
+		return make(fn);
+	int32_t v = atomic_load_explicit(&m->v[fn->id], memory_order_relaxed);
+	if (!v) {
+		v = make(fn);
+		atomic_store_explicit(&m->v[fn->id], v, memory_order_relaxed);
+	}
+	return v;
+}
 
 /* File descriptors: recorded number -> live number (per worker process).
  * A descriptor made by a CUDA call (cuMemExportToShareableHandle) is put
@@ -135,6 +165,7 @@ typedef struct nrr_rcuda_opts {
 	const char *host;        /* virtual host index (NCCLRR_HOST) */
 	int rank;                /* recorded rank, -1 when unknown */
 	int inject;              /* enum nrr_inject */
+	const nrr_schema *schema; /* this process's trace's (per-function lookups are kept by id) */
 } nrr_rcuda_opts;
 
 /* Load the fake runtime into this (worker) process.  On failure writes a
