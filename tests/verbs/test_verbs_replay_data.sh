@@ -34,11 +34,14 @@ topo=$root/topo/2node_8gpu_pcie.xml
 must() { grep -q -- "$2" "$3"; check "$1: '$2' in $3" $?; }
 
 ppsh=$root/tests/verbs/rc_pingpong.sh
+record_pp() { # DIR ARGS...: the pingpong pair recorded into DIR (afresh: port_run may run it again)
+	rm -rf "$1"
+	"$ncclrr" record -q -o "$1" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- "$ppsh" "${@:2}"
+}
 
 # -g 0: a GRH, so each side publishes its QP and MR under its GID, the
 # address its peer's RTR names it by (without -g: its LID, below)
-PP_PORT=$(free_port) "$ncclrr" record -q -o "$tmp/rec" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- \
-	"$ppsh" -d mlx5_0 -g 0 -n 50 >"$tmp/rec.log" 2>&1
+port_run "$tmp/rec.log" record_pp "$tmp/rec" -d mlx5_0 -g 0 -n 50
 check "ncclrr record of ibv_rc_pingpong -g 0 -n 50 exits 0" $?
 
 # ---- the whole recording: every post and completion live
@@ -58,8 +61,7 @@ wcs=$(grep -oE '[0-9]+ completions live' "$tmp/replay" | grep -oE '[0-9]+' | awk
 check "at least 200 posts and 200 completions live in all (got ${posts:-0} and ${wcs:-0})" $?
 
 # ---- without -g: no GRH, the peers name each other by LID (InfiniBand)
-PP_PORT=$(free_port) "$ncclrr" record -q -o "$tmp/lid" -- "$ncclrr" run --topo "$topo" -np 2 --timeout 60 -- \
-	"$ppsh" -d mlx5_0 -n 50 >"$tmp/lid.log" 2>&1
+port_run "$tmp/lid.log" record_pp "$tmp/lid" -d mlx5_0 -n 50
 check "ncclrr record of ibv_rc_pingpong -n 50 (no -g) exits 0" $?
 must lid 'remote address: LID 0x0021, QPN 0x[0-9a-f]*, PSN 0x[0-9a-f]*, GID ::$' "$tmp/lid.log"
 # the LID comes from ibv_query_port, which <infiniband/verbs.h> makes through
@@ -89,8 +91,7 @@ check "without -g, no fallback reason said" $?
 # replay live on the live SRQ, none answered from the trace. Every receive
 # has wr_id 1 and every send 2 on all 16 QPs: a replayed poll takes the
 # completion of the QP it recorded (its qp_num), not any with that wr_id
-PP_PROG=ibv_srq_pingpong PP_PORT=$(free_port) "$ncclrr" record -q -o "$tmp/srq" -- "$ncclrr" run --topo "$topo" -np 2 \
-	--timeout 60 -- "$ppsh" -d mlx5_0 -n 50 >"$tmp/srq.log" 2>&1
+PP_PROG=ibv_srq_pingpong port_run "$tmp/srq.log" record_pp "$tmp/srq" -d mlx5_0 -n 50
 check "ncclrr record of ibv_srq_pingpong -n 50 exits 0" $?
 for f in "$tmp"/srq/*.nrt; do "$ncclrr" dump "$f"; done >"$tmp/srq.dump" 2>/dev/null
 nsrq=$(grep -c ' ibv_post_srq_recv(srq=' "$tmp/srq.dump")

@@ -51,17 +51,9 @@ must devinfo '^\[1\] 			port_lid:		34$' "$tmp/devinfo"
 # ---- ibv_rc_pingpong, server on host 0, client on host 1
 ppsh=$root/tests/verbs/rc_pingpong.sh
 pp() { # NAME TOPO ARGS...
-	local name=$1 t=$2 rc try
+	local name=$1 t=$2
 	shift 2
-	# free_port's port can be taken by another test's process before the
-	# server binds it (then the client reaches that process instead): the
-	# pair runs again on another port, and only then
-	for try in 1 2 3; do
-		PP_PORT=$(free_port) run "$t" "$ppsh" "$@" >"$tmp/$name" 2>&1
-		rc=$?
-		grep -q "^\[0\] Couldn't listen to port" "$tmp/$name" || break
-	done
-	return $rc
+	port_run "$tmp/$name" run "$t" "$ppsh" "$@"
 }
 pp pp_plain "$topo" -d mlx5_0 -n 200
 check "ibv_rc_pingpong exits 0" $?
