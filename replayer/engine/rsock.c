@@ -450,7 +450,8 @@ static void *pump_main(void *arg)
 	pthread_mutex_lock(&s->qmu);
 	for (;;) {
 		pump_pass(s);
-		nrr_reserve(&pf, s->nq + 1, &cap, sizeof(*pf));   /* short of memory: the first cap now */
+		/* short of memory: the queues past cap are looked at once it grows */
+		nrr_reserve(&pf, s->nq + 1, &cap, sizeof(*pf));
 		if (!pf) {   /* (no memory yet: look again later) */
 			pthread_mutex_unlock(&s->qmu);
 			poll(NULL, 0, 100);

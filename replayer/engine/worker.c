@@ -263,8 +263,10 @@ static void publish(_Atomic uint64_t *at, uint64_t v)
  * stream's took 10 % of the replay of traces/nccl_ib/killed). */
 static void update_frontier(struct nrr_rproc *p, struct rstream *s)
 {
-	for (size_t i = 0; i < p->ns; i++)
-		if (!s || s == &p->s[i])
+	if (s)
+		stream_terms(p, s);
+	else
+		for (size_t i = 0; i < p->ns; i++)
 			stream_terms(p, &p->s[i]);
 	uint64_t f = UINT64_MAX, st = UINT64_MAX, en = UINT64_MAX;
 	for (size_t i = 0; i < p->ns; i++) {

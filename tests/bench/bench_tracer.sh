@@ -116,7 +116,7 @@ printf '  untraced %.3f ms (CPU %.3f ms, %d faults)  traced %.3f ms (CPU %.3f ms
 	"$u_median_ms" "$u_cpu_ms" "$u_faults" "$t_median_ms" "$t_cpu_ms" "$t_faults"
 printf '  fixed cost %.3f ms/process (target < 0.5: ratio %.2f), CPU %+.3f ms, %+d page faults; one-call trace %d bytes\n' \
 	"$(echo "$t_median_ms - $u_median_ms" | bc -l)" "$(echo "($t_median_ms - $u_median_ms) / 0.5" | bc -l)" \
-	"$(echo "$t_cpu_ms - $u_cpu_ms" | bc -l)" "$((t_faults - u_faults))" "$(ls -S "$tmp"/one/*.nrt | head -1 | xargs stat -c %s)"
+	"$(echo "$t_cpu_ms - $u_cpu_ms" | bc -l)" "$((t_faults - u_faults))" "$size"
 printf '  creating a %d-byte file (open, write, close) in %s (%s): %.3f ms\n' "$size" "$tmp" "$(stat -f -c %T "$tmp")" \
 	"$(med "$tmp/fix_c" median_ms)"
 if [ -n "$shm" ]; then

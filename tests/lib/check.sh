@@ -3,7 +3,9 @@
 # RESULT is 0 and prints "FAIL: NAME" otherwise; fail WHAT... prints
 # "FAIL: WHAT..." and counts a failure; free_port prints a TCP
 # port of 127.0.0.1 that the kernel just gave out as free; port_run OUT
-# CMD... runs a pingpong pair with PP_PORT set to one (below).  At the end:
+# CMD... runs a pingpong pair with PP_PORT set to one (below); must NAME
+# PATTERN FILE checks that FILE has a line matching PATTERN (a failure
+# shows FILE's last 20 lines: CI keeps no $tmp).  At the end:
 #   echo "$pass passed, $fails failed"; [ "$fails" -eq 0 ]
 # usage: . check.sh
 tmp=$(mktemp -d)
@@ -14,6 +16,12 @@ check() { # name, condition result
 	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fails=$((fails + 1)); fi
 }
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+must() {
+	grep -q -- "$2" "$3"
+	local rc=$?
+	check "$1: '$2' in $3" $rc
+	[ $rc -eq 0 ] || sed 's/^/    | /' "$3" | tail -n 20
+}
 free_port() { # a port no one listens on: one the kernel picks, not $$-derived
 	# (a port derived from the pid collided with another test's listener,
 	# and ibv_rc_pingpong's client then waited on that listener until killed)

@@ -31,7 +31,6 @@ command -v ibv_rc_pingpong >/dev/null ||
 . "$root/tests/lib/check.sh"
 unset RANK WORLD_SIZE OMPI_COMM_WORLD_RANK SLURM_PROCID LOCAL_RANK NCCLRR_DEBUG
 topo=$root/topo/2node_8gpu_pcie.xml
-must() { grep -q -- "$2" "$3"; check "$1: '$2' in $3" $?; }
 
 ppsh=$root/tests/verbs/rc_pingpong.sh
 record_pp() { # DIR ARGS...: the pingpong pair recorded into DIR (afresh: port_run may run it again)

@@ -17,13 +17,6 @@ done
 . "$root/tests/lib/check.sh"
 unset RANK WORLD_SIZE OMPI_COMM_WORLD_RANK SLURM_PROCID LOCAL_RANK
 topo=$root/topo/2node_8gpu_pcie.xml
-# a failed look shows the end of the output it looked in (CI keeps no $tmp)
-must() {
-	grep -q -- "$2" "$3"
-	local rc=$?
-	check "$1: '$2' in $3" $rc
-	[ $rc -eq 0 ] || sed 's/^/    | /' "$3" | tail -n 20
-}
 mustnot() { ! grep -q -- "$2" "$3"; check "$1: no '$2' in $3" $?; }
 run() { "$ncclrr" run --topo "$1" -np 2 --timeout 60 -- "${@:2}"; }
 
